@@ -1,0 +1,62 @@
+//! The `poller` Lambda: hands due jobs to SQS. Triggered by EventBridge; accepts any event.
+
+use std::sync::Arc;
+
+use aws_config::BehaviorVersion;
+use lambda_runtime::{run, service_fn, Diagnostic, Error, LambdaEvent};
+use serde_json::Value;
+use waiter::aws::{DynamoStore, SqsQueue};
+use waiter::ports::SystemClock;
+use waiter::{Config, Dispatcher};
+
+type App = Dispatcher<DynamoStore, SqsQueue, SystemClock>;
+
+async fn handler(app: &App, event: LambdaEvent<Value>) -> Result<Value, Diagnostic> {
+    let deadline = chrono::DateTime::<chrono::Utc>::from(event.context.deadline());
+    let summary = app.run(deadline).await;
+    tracing::info!(
+        dispatched = summary.dispatched,
+        expired = summary.expired,
+        parked = summary.parked,
+        failed = summary.failed,
+        busy_partitions = summary.busy_partitions,
+        drained = summary.drained,
+        backlog_age_s = summary.backlog_age_s,
+        max_lateness_ms = summary.max_lateness_ms,
+        errors = summary.errors.len(),
+        "run finished"
+    );
+    // Fail the invocation (and so the Errors alarm) only when no partition could be worked.
+    if !summary.errors.is_empty()
+        && summary.errors.len() as u32 + summary.busy_partitions >= summary.partitions
+    {
+        return Err(Diagnostic {
+            error_type: "PollerFailed".into(),
+            error_message: summary.errors.join("; "),
+        });
+    }
+    serde_json::to_value(&summary).map_err(|e| Diagnostic {
+        error_type: "InternalError".into(),
+        error_message: e.to_string(),
+    })
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    lambda_runtime::tracing::init_default_subscriber();
+    let config = match Config::from_env() {
+        Ok(c) => Arc::new(c),
+        Err(e) => {
+            tracing::error!(variable = e.variable, "invalid configuration: {e}");
+            return Err(e.into());
+        }
+    };
+    let aws = aws_config::load_defaults(BehaviorVersion::latest()).await;
+    let app = Dispatcher::new(
+        config.clone(),
+        DynamoStore::new(aws_sdk_dynamodb::Client::new(&aws), config),
+        SqsQueue::new(aws_sdk_sqs::Client::new(&aws)),
+        SystemClock,
+    );
+    run(service_fn(|event| handler(&app, event))).await
+}

@@ -1,0 +1,694 @@
+//! DynamoDB adapter: the item codec, conditional writes, the due-items query and leases.
+//!
+//! Table `{WAITER_TABLE_PREFIX}{queue}`, keys `scheduler` (S) / `job_id` (S), index
+//! `scheduler-perform_at-index` on `scheduler` (S) / `perform_at` (N). `scheduler` values:
+//! - `{queue}#{n}`: shard `n` of `WAITER_SHARDS`, the partitions the poller works;
+//! - `{queue}#parked`: jobs SQS rejected permanently;
+//! - `{queue}#lease#{n}`: the poller lease of shard `n` (no `perform_at`, so never in the index).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, Delete, DeleteRequest, KeysAndAttributes,
+    ReturnValuesOnConditionCheckFailure, TransactWriteItem, WriteRequest,
+};
+use aws_sdk_dynamodb::Client;
+use chrono::{DateTime, Utc};
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use tracing::error;
+
+use super::classify;
+use crate::config::{Config, QueueName};
+use crate::error::PortError;
+use crate::job::{AttributeData, Attributes, Job, MessageAttribute};
+use crate::limits::{DDB_MAX_BATCH_GET_KEYS, DDB_MAX_BATCH_WRITE_ITEMS};
+use crate::ports::{
+    CancelOutcome, JobKey, JobStore, Lease, ParkInfo, Partition, PutOutcome, StoredJob,
+};
+use crate::time::{format_epoch, parse_epoch_decimal};
+
+pub const INDEX_NAME: &str = "scheduler-perform_at-index";
+
+pub const A_SCHEDULER: &str = "scheduler";
+pub const A_JOB_ID: &str = "job_id";
+pub const A_PERFORM_AT: &str = "perform_at";
+pub const A_MESSAGE_BODY: &str = "message_body";
+pub const A_MESSAGE_ATTRIBUTES: &str = "message_attributes";
+pub const A_EXPIRES_AT: &str = "expires_at";
+pub const A_GROUP_ID: &str = "message_group_id";
+pub const A_DEDUP_ID: &str = "message_deduplication_id";
+pub const A_ENQUEUED_AT: &str = "enqueued_at";
+pub const A_PARKED_AT: &str = "parked_at";
+pub const A_PARK_CODE: &str = "park_code";
+pub const A_PARK_MESSAGE: &str = "park_message";
+const A_DATA_TYPE: &str = "data_type";
+const A_STRING_VALUE: &str = "string_value";
+const A_BINARY_VALUE: &str = "binary_value";
+const A_LEASE_OWNER: &str = "lease_owner";
+const A_LEASE_UNTIL: &str = "lease_until";
+const A_LEASE_HORIZON: &str = "lease_horizon";
+const LEASE_SORT_KEY: &str = "lease";
+
+/// Attempts at items DynamoDB left unprocessed before giving up (they stay for the next run).
+const UNPROCESSED_ATTEMPTS: u32 = 8;
+
+type Item = HashMap<String, AttributeValue>;
+
+pub fn partition_key(queue: &QueueName, partition: &Partition) -> String {
+    match partition {
+        Partition::Shard(n) => format!("{queue}#{n}"),
+        Partition::Parked => format!("{queue}#parked"),
+    }
+}
+
+fn lease_key(queue: &QueueName, shard: u32) -> Item {
+    HashMap::from([
+        (
+            A_SCHEDULER.to_owned(),
+            AttributeValue::S(format!("{queue}#lease#{shard}")),
+        ),
+        (
+            A_JOB_ID.to_owned(),
+            AttributeValue::S(LEASE_SORT_KEY.to_owned()),
+        ),
+    ])
+}
+
+fn key(queue: &QueueName, k: &JobKey) -> Item {
+    HashMap::from([
+        (
+            A_SCHEDULER.to_owned(),
+            AttributeValue::S(partition_key(queue, &k.partition)),
+        ),
+        (A_JOB_ID.to_owned(), AttributeValue::S(k.job_id.clone())),
+    ])
+}
+
+fn n(t: DateTime<Utc>) -> AttributeValue {
+    AttributeValue::N(format_epoch(t))
+}
+
+/// The one item codec: job to item.
+pub fn encode(s: &StoredJob) -> Item {
+    let job = &s.job;
+    let mut item = key(&job.queue, &s.key());
+    item.insert(A_PERFORM_AT.into(), n(job.perform_at));
+    item.insert(
+        A_MESSAGE_BODY.into(),
+        AttributeValue::S(job.message_body.clone()),
+    );
+    item.insert(A_ENQUEUED_AT.into(), n(s.enqueued_at));
+    if !job.message_attributes.is_empty() {
+        let attrs = job
+            .message_attributes
+            .iter()
+            .map(|(name, a)| {
+                let mut m = HashMap::from([(
+                    A_DATA_TYPE.to_owned(),
+                    AttributeValue::S(a.data_type.clone()),
+                )]);
+                match &a.data {
+                    AttributeData::String(v) => {
+                        m.insert(A_STRING_VALUE.into(), AttributeValue::S(v.clone()))
+                    }
+                    AttributeData::Binary(v) => m.insert(
+                        A_BINARY_VALUE.into(),
+                        AttributeValue::B(Blob::new(v.clone())),
+                    ),
+                };
+                (name.clone(), AttributeValue::M(m))
+            })
+            .collect();
+        item.insert(A_MESSAGE_ATTRIBUTES.into(), AttributeValue::M(attrs));
+    }
+    if let Some(e) = job.expires_at {
+        item.insert(A_EXPIRES_AT.into(), n(e));
+    }
+    if let Some(g) = &job.message_group_id {
+        item.insert(A_GROUP_ID.into(), AttributeValue::S(g.clone()));
+    }
+    if let Some(d) = &job.message_deduplication_id {
+        item.insert(A_DEDUP_ID.into(), AttributeValue::S(d.clone()));
+    }
+    if let Some(p) = &s.parked {
+        item.insert(A_PARKED_AT.into(), n(p.parked_at));
+        item.insert(A_PARK_CODE.into(), AttributeValue::S(p.code.clone()));
+        item.insert(A_PARK_MESSAGE.into(), AttributeValue::S(p.message.clone()));
+    }
+    item
+}
+
+/// The one item codec: item to job. Errors name the attribute.
+pub fn decode(queue: &QueueName, item: &Item) -> Result<StoredJob, String> {
+    let s = |name: &str| -> Result<Option<String>, String> {
+        match item.get(name) {
+            None => Ok(None),
+            Some(AttributeValue::S(v)) => Ok(Some(v.clone())),
+            Some(_) => Err(format!("{name} is not a string")),
+        }
+    };
+    let t = |name: &str| -> Result<Option<DateTime<Utc>>, String> {
+        match item.get(name) {
+            None => Ok(None),
+            Some(AttributeValue::N(v)) => parse_epoch_decimal(v)
+                .map(Some)
+                .ok_or_else(|| format!("{name} is not epoch seconds: {v}")),
+            Some(_) => Err(format!("{name} is not a number")),
+        }
+    };
+    let scheduler = s(A_SCHEDULER)?.ok_or("scheduler is missing")?;
+    let rest = scheduler
+        .strip_prefix(queue.as_str())
+        .and_then(|r| r.strip_prefix('#'))
+        .ok_or_else(|| format!("scheduler {scheduler:?} does not belong to queue {queue}"))?;
+    let partition = match rest {
+        "parked" => Partition::Parked,
+        n => Partition::Shard(
+            n.parse()
+                .map_err(|_| format!("scheduler {scheduler:?} names no shard"))?,
+        ),
+    };
+    let mut message_attributes = Attributes::new();
+    match item.get(A_MESSAGE_ATTRIBUTES) {
+        None => {}
+        Some(AttributeValue::M(m)) => {
+            for (name, v) in m {
+                let AttributeValue::M(a) = v else {
+                    return Err(format!("message_attributes.{name} is not a map"));
+                };
+                let data_type = match a.get(A_DATA_TYPE) {
+                    Some(AttributeValue::S(d)) => d.clone(),
+                    _ => return Err(format!("message_attributes.{name}.data_type is missing")),
+                };
+                let data = match (a.get(A_STRING_VALUE), a.get(A_BINARY_VALUE)) {
+                    (Some(AttributeValue::S(v)), None) => AttributeData::String(v.clone()),
+                    (None, Some(AttributeValue::B(b))) => {
+                        AttributeData::Binary(b.clone().into_inner())
+                    }
+                    _ => return Err(format!("message_attributes.{name} holds no single value")),
+                };
+                message_attributes.insert(name.clone(), MessageAttribute { data_type, data });
+            }
+        }
+        Some(_) => return Err("message_attributes is not a map".into()),
+    }
+    let parked = match t(A_PARKED_AT)? {
+        Some(parked_at) => Some(ParkInfo {
+            parked_at,
+            code: s(A_PARK_CODE)?.unwrap_or_default(),
+            message: s(A_PARK_MESSAGE)?.unwrap_or_default(),
+        }),
+        None => None,
+    };
+    let perform_at = t(A_PERFORM_AT)?.ok_or("perform_at is missing")?;
+    Ok(StoredJob {
+        job: Job {
+            queue: queue.clone(),
+            job_id: s(A_JOB_ID)?.ok_or("job_id is missing")?,
+            job_id_given: true,
+            message_body: s(A_MESSAGE_BODY)?.ok_or("message_body is missing")?,
+            message_attributes,
+            perform_at,
+            expires_at: t(A_EXPIRES_AT)?,
+            message_group_id: s(A_GROUP_ID)?,
+            message_deduplication_id: s(A_DEDUP_ID)?,
+        },
+        partition,
+        enqueued_at: t(A_ENQUEUED_AT)?.unwrap_or(perform_at),
+        parked,
+    })
+}
+
+/// Item size as DynamoDB counts it (names plus values), rounded up where DynamoDB's own rule is
+/// finer, so an item we accept is never refused.
+pub fn item_size(item: &Item) -> usize {
+    item.iter().map(|(k, v)| k.len() + value_size(v)).sum()
+}
+
+fn value_size(v: &AttributeValue) -> usize {
+    match v {
+        AttributeValue::S(s) | AttributeValue::N(s) => s.len() + 1,
+        AttributeValue::B(b) => b.as_ref().len(),
+        AttributeValue::M(m) => {
+            3 + m
+                .iter()
+                .map(|(k, v)| k.len() + value_size(v) + 1)
+                .sum::<usize>()
+        }
+        AttributeValue::L(l) => 3 + l.iter().map(|v| value_size(v) + 1).sum::<usize>(),
+        _ => 1,
+    }
+}
+
+pub struct DynamoStore {
+    client: Client,
+    config: Arc<Config>,
+}
+
+impl DynamoStore {
+    pub fn new(client: Client, config: Arc<Config>) -> Self {
+        Self { client, config }
+    }
+
+    fn table(&self, queue: &QueueName) -> String {
+        self.config.table_name(queue)
+    }
+
+    fn resource(&self, queue: &QueueName) -> String {
+        format!("table {}", self.table(queue))
+    }
+
+    async fn delete_one(&self, queue: &QueueName, k: &JobKey) -> Result<(), PortError> {
+        self.client
+            .delete_item()
+            .table_name(self.table(queue))
+            .set_key(Some(key(queue, k)))
+            .send()
+            .await
+            .map_err(|e| classify("DeleteItem", &self.resource(queue), e))?;
+        Ok(())
+    }
+}
+
+async fn backoff(attempt: u32) {
+    tokio::time::sleep(Duration::from_millis(25u64 << attempt.min(6))).await;
+}
+
+#[async_trait]
+impl JobStore for DynamoStore {
+    fn item_bytes(&self, job: &StoredJob) -> usize {
+        item_size(&encode(job))
+    }
+
+    async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError> {
+        let queue = &job.job.queue;
+        let res = self
+            .client
+            .put_item()
+            .table_name(self.table(queue))
+            .set_item(Some(encode(job)))
+            .condition_expression("attribute_not_exists(job_id)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(PutOutcome::Created),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                let old = e.into_service_error();
+                let existing = match &old {
+                    aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(c) => {
+                        c.item.as_ref().and_then(|i| decode(queue, i).ok())
+                    }
+                    _ => None,
+                };
+                let existing = match existing {
+                    Some(x) => x,
+                    // Emulators may not return the old item; read it.
+                    None => match self
+                        .find(queue, &job.job.job_id, std::slice::from_ref(&job.partition))
+                        .await?
+                    {
+                        Some(x) => x,
+                        None => job.clone(),
+                    },
+                };
+                Ok(PutOutcome::Duplicate(Box::new(existing)))
+            }
+            Err(e) => Err(classify("PutItem", &self.resource(queue), e)),
+        }
+    }
+
+    async fn find(
+        &self,
+        queue: &QueueName,
+        job_id: &str,
+        partitions: &[Partition],
+    ) -> Result<Option<StoredJob>, PortError> {
+        let table = self.table(queue);
+        let mut found: Vec<StoredJob> = Vec::new();
+        for chunk in partitions.chunks(DDB_MAX_BATCH_GET_KEYS) {
+            let keys: Vec<Item> = chunk
+                .iter()
+                .map(|p| {
+                    key(
+                        queue,
+                        &JobKey {
+                            partition: p.clone(),
+                            job_id: job_id.to_owned(),
+                        },
+                    )
+                })
+                .collect();
+            let mut request = Some(
+                KeysAndAttributes::builder()
+                    .set_keys(Some(keys))
+                    .consistent_read(true)
+                    .build()
+                    .map_err(|e| PortError::Rejected {
+                        operation: "BatchGetItem",
+                        code: "InvalidRequest".into(),
+                        source: Some(Box::new(e)),
+                    })?,
+            );
+            let mut attempt = 0;
+            while let Some(req) = request.take() {
+                let out = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&table, req)
+                    .send()
+                    .await
+                    .map_err(|e| classify("BatchGetItem", &self.resource(queue), e))?;
+                for item in out
+                    .responses
+                    .unwrap_or_default()
+                    .remove(&table)
+                    .unwrap_or_default()
+                {
+                    match decode(queue, &item) {
+                        Ok(j) => found.push(j),
+                        Err(reason) => {
+                            error!(queue = %queue, job_id, reason, "unreadable item skipped")
+                        }
+                    }
+                }
+                request = out
+                    .unprocessed_keys
+                    .unwrap_or_default()
+                    .remove(&table)
+                    .filter(|k| !k.keys.is_empty());
+                if request.is_some() {
+                    attempt += 1;
+                    if attempt > UNPROCESSED_ATTEMPTS {
+                        return Err(PortError::Throttled {
+                            operation: "BatchGetItem",
+                            source: "keys left unprocessed after retries".into(),
+                        });
+                    }
+                    backoff(attempt).await;
+                }
+            }
+        }
+        // An active copy wins over a parked one.
+        found.sort_by_key(|j| j.partition.clone());
+        Ok(found.into_iter().next())
+    }
+
+    async fn cancel(
+        &self,
+        queue: &QueueName,
+        k: &JobKey,
+        perform_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<CancelOutcome, PortError> {
+        let table = self.table(queue);
+        let Partition::Shard(shard) = k.partition else {
+            let res = self
+                .client
+                .delete_item()
+                .table_name(&table)
+                .set_key(Some(key(queue, k)))
+                .condition_expression("attribute_exists(job_id)")
+                .send()
+                .await;
+            return match res {
+                Ok(_) => Ok(CancelOutcome::Cancelled),
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+                {
+                    Ok(CancelOutcome::NotFound)
+                }
+                Err(e) => Err(classify("DeleteItem", &self.resource(queue), e)),
+            };
+        };
+        let build_err = |e: aws_sdk_dynamodb::error::BuildError| PortError::Rejected {
+            operation: "TransactWriteItems",
+            code: "InvalidRequest".into(),
+            source: Some(Box::new(e)),
+        };
+        // Delete the job only while no live lease covers it, atomically with that check.
+        let delete = Delete::builder()
+            .table_name(&table)
+            .set_key(Some(key(queue, k)))
+            .condition_expression("attribute_exists(job_id)")
+            .build()
+            .map_err(build_err)?;
+        let check = ConditionCheck::builder()
+            .table_name(&table)
+            .set_key(Some(lease_key(queue, shard)))
+            .condition_expression(
+                "attribute_not_exists(#until) OR #until < :now OR #horizon < :perform_at",
+            )
+            .expression_attribute_names("#until", A_LEASE_UNTIL)
+            .expression_attribute_names("#horizon", A_LEASE_HORIZON)
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":perform_at", n(perform_at))
+            .build()
+            .map_err(build_err)?;
+        let res = self
+            .client
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().delete(delete).build())
+            .transact_items(TransactWriteItem::builder().condition_check(check).build())
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(CancelOutcome::Cancelled),
+            Err(e) => {
+                let reasons: Vec<Option<String>> = match e.as_service_error() {
+                    Some(aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(c)) => {
+                        c.cancellation_reasons().iter().map(|r| r.code().map(str::to_owned)).collect()
+                    }
+                    _ => return Err(classify("TransactWriteItems", &self.resource(queue), e)),
+                };
+                let failed = |i: usize| {
+                    reasons.get(i).and_then(|r| r.as_deref()) == Some("ConditionalCheckFailed")
+                };
+                if failed(0) {
+                    Ok(CancelOutcome::NotFound)
+                } else if failed(1) {
+                    Ok(CancelOutcome::Dispatching)
+                } else {
+                    Err(classify("TransactWriteItems", &self.resource(queue), e))
+                }
+            }
+        }
+    }
+
+    fn due<'a>(
+        &'a self,
+        queue: &'a QueueName,
+        shard: u32,
+        horizon: DateTime<Utc>,
+    ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
+        let pages = self
+            .client
+            .query()
+            .table_name(self.table(queue))
+            .index_name(INDEX_NAME)
+            .key_condition_expression("#s = :s AND #p <= :h")
+            .expression_attribute_names("#s", A_SCHEDULER)
+            .expression_attribute_names("#p", A_PERFORM_AT)
+            .expression_attribute_values(
+                ":s",
+                AttributeValue::S(partition_key(queue, &Partition::Shard(shard))),
+            )
+            .expression_attribute_values(":h", n(horizon))
+            .into_paginator()
+            .send();
+        futures::stream::unfold(pages, |mut pages| async move {
+            pages.next().await.map(|page| (page, pages))
+        })
+        .map(move |page| {
+            let page = page.map_err(|e| classify("Query", &self.resource(queue), e))?;
+            Ok(page
+                .items
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|item| match decode(queue, item) {
+                    Ok(j) => Some(j),
+                    Err(reason) => {
+                        error!(queue = %queue, shard, reason, "unreadable item skipped");
+                        None
+                    }
+                })
+                .collect())
+        })
+        .boxed()
+    }
+
+    async fn parked(&self, queue: &QueueName) -> Result<Vec<StoredJob>, PortError> {
+        let mut pages = self
+            .client
+            .query()
+            .table_name(self.table(queue))
+            .key_condition_expression("#s = :s")
+            .expression_attribute_names("#s", A_SCHEDULER)
+            .expression_attribute_values(
+                ":s",
+                AttributeValue::S(partition_key(queue, &Partition::Parked)),
+            )
+            .into_paginator()
+            .items()
+            .send();
+        let mut out = Vec::new();
+        while let Some(item) = pages.next().await {
+            let item = item.map_err(|e| classify("Query", &self.resource(queue), e))?;
+            match decode(queue, &item) {
+                Ok(j) => out.push(j),
+                Err(reason) => error!(queue = %queue, reason, "unreadable parked item skipped"),
+            }
+        }
+        Ok(out)
+    }
+
+    async fn delete(&self, queue: &QueueName, keys: &[JobKey]) -> Result<(), PortError> {
+        let table = self.table(queue);
+        for chunk in keys.chunks(DDB_MAX_BATCH_WRITE_ITEMS) {
+            let mut requests: Vec<WriteRequest> = chunk
+                .iter()
+                .map(|k| {
+                    DeleteRequest::builder()
+                        .set_key(Some(key(queue, k)))
+                        .build()
+                        .map(|d| WriteRequest::builder().delete_request(d).build())
+                })
+                .collect::<Result<_, _>>()
+                .map_err(|e| PortError::Rejected {
+                    operation: "BatchWriteItem",
+                    code: "InvalidRequest".into(),
+                    source: Some(Box::new(e)),
+                })?;
+            let mut attempt = 0;
+            while !requests.is_empty() {
+                let out = self
+                    .client
+                    .batch_write_item()
+                    .request_items(&table, requests)
+                    .send()
+                    .await
+                    .map_err(|e| classify("BatchWriteItem", &self.resource(queue), e))?;
+                requests = out
+                    .unprocessed_items
+                    .unwrap_or_default()
+                    .remove(&table)
+                    .unwrap_or_default();
+                if !requests.is_empty() {
+                    attempt += 1;
+                    if attempt > UNPROCESSED_ATTEMPTS {
+                        return Err(PortError::Throttled {
+                            operation: "BatchWriteItem",
+                            source: format!(
+                                "{} deletes left unprocessed after retries",
+                                requests.len()
+                            )
+                            .into(),
+                        });
+                    }
+                    backoff(attempt).await;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn park(&self, job: &StoredJob, info: &ParkInfo) -> Result<(), PortError> {
+        let queue = &job.job.queue;
+        let parked = StoredJob {
+            partition: Partition::Parked,
+            parked: Some(info.clone()),
+            ..job.clone()
+        };
+        self.client
+            .put_item()
+            .table_name(self.table(queue))
+            .set_item(Some(encode(&parked)))
+            .send()
+            .await
+            .map_err(|e| classify("PutItem", &self.resource(queue), e))?;
+        self.delete_one(queue, &job.key()).await
+    }
+
+    async fn unpark(&self, parked: &StoredJob, into: &StoredJob) -> Result<(), PortError> {
+        let queue = &into.job.queue;
+        match self.put_new(into).await? {
+            PutOutcome::Created | PutOutcome::Duplicate(_) => {}
+        }
+        self.delete_one(queue, &parked.key()).await
+    }
+
+    async fn acquire_lease(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        lease: &Lease,
+        now: DateTime<Utc>,
+    ) -> Result<bool, PortError> {
+        let res = self
+            .client
+            .update_item()
+            .table_name(self.table(queue))
+            .set_key(Some(lease_key(queue, shard)))
+            .update_expression("SET #owner = :owner, #until = :until, #horizon = :horizon")
+            .condition_expression(
+                "attribute_not_exists(#until) OR #until < :now OR #owner = :owner",
+            )
+            .expression_attribute_names("#owner", A_LEASE_OWNER)
+            .expression_attribute_names("#until", A_LEASE_UNTIL)
+            .expression_attribute_names("#horizon", A_LEASE_HORIZON)
+            .expression_attribute_values(":owner", AttributeValue::S(lease.owner.clone()))
+            .expression_attribute_values(":until", n(lease.until))
+            .expression_attribute_values(":horizon", n(lease.horizon))
+            .expression_attribute_values(":now", n(now))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(classify("UpdateItem", &self.resource(queue), e)),
+        }
+    }
+
+    async fn release_lease(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        owner: &str,
+    ) -> Result<(), PortError> {
+        let res = self
+            .client
+            .delete_item()
+            .table_name(self.table(queue))
+            .set_key(Some(lease_key(queue, shard)))
+            .condition_expression("#owner = :owner")
+            .expression_attribute_names("#owner", A_LEASE_OWNER)
+            .expression_attribute_values(":owner", AttributeValue::S(owner.to_owned()))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(()),
+            // Someone took over a lapsed lease: theirs now.
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(classify("DeleteItem", &self.resource(queue), e)),
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! SQS adapter: `SendMessage` and `SendMessageBatch`, queue URLs from `GetQueueUrl` cached for the
+//! life of the process (one Lambda cold start).
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+use async_trait::async_trait;
+use aws_sdk_sqs::primitives::Blob;
+use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
+use aws_sdk_sqs::Client;
+
+use super::classify;
+use crate::config::QueueName;
+use crate::error::PortError;
+use crate::job::{AttributeData, Attributes};
+use crate::limits::SQS_MAX_BATCH_ENTRIES;
+use crate::ports::{EntryOutcome, MessageQueue, OutgoingMessage};
+
+pub struct SqsQueue {
+    client: Client,
+    urls: RwLock<HashMap<QueueName, String>>,
+}
+
+impl SqsQueue {
+    pub fn new(client: Client) -> Self {
+        Self {
+            client,
+            urls: RwLock::new(HashMap::new()),
+        }
+    }
+
+    async fn url(&self, queue: &QueueName) -> Result<String, PortError> {
+        if let Some(u) = self.urls.read().ok().and_then(|m| m.get(queue).cloned()) {
+            return Ok(u);
+        }
+        let out = self
+            .client
+            .get_queue_url()
+            .queue_name(queue.as_str())
+            .send()
+            .await
+            .map_err(|e| classify("GetQueueUrl", &format!("queue {queue}"), e))?;
+        let url = out.queue_url.ok_or_else(|| PortError::Rejected {
+            operation: "GetQueueUrl",
+            code: "MissingQueueUrl".into(),
+            source: None,
+        })?;
+        if let Ok(mut m) = self.urls.write() {
+            m.insert(queue.clone(), url.clone());
+        }
+        Ok(url)
+    }
+}
+
+fn to_sqs_attributes(
+    attrs: &Attributes,
+) -> Result<Option<HashMap<String, MessageAttributeValue>>, PortError> {
+    if attrs.is_empty() {
+        return Ok(None);
+    }
+    attrs
+        .iter()
+        .map(|(name, a)| {
+            let b = MessageAttributeValue::builder().data_type(&a.data_type);
+            let b = match &a.data {
+                AttributeData::String(s) => b.string_value(s),
+                AttributeData::Binary(bytes) => b.binary_value(Blob::new(bytes.clone())),
+            };
+            b.build()
+                .map(|v| (name.clone(), v))
+                .map_err(|e| PortError::Rejected {
+                    operation: "SendMessage",
+                    code: "InvalidAttribute".into(),
+                    source: Some(Box::new(e)),
+                })
+        })
+        .collect::<Result<HashMap<_, _>, _>>()
+        .map(Some)
+}
+
+#[async_trait]
+impl MessageQueue for SqsQueue {
+    async fn send(&self, queue: &QueueName, m: &OutgoingMessage) -> Result<String, PortError> {
+        let url = self.url(queue).await?;
+        let out = self
+            .client
+            .send_message()
+            .queue_url(url)
+            .message_body(&m.body)
+            .set_message_attributes(to_sqs_attributes(&m.attributes)?)
+            .set_delay_seconds(m.delay_seconds.map(|d| d as i32))
+            .set_message_group_id(m.group_id.clone())
+            .set_message_deduplication_id(m.deduplication_id.clone())
+            .send()
+            .await
+            .map_err(|e| classify("SendMessage", &format!("queue {queue}"), e))?;
+        Ok(out.message_id.unwrap_or_default())
+    }
+
+    async fn send_batch(
+        &self,
+        queue: &QueueName,
+        messages: &[OutgoingMessage],
+    ) -> Result<Vec<EntryOutcome>, PortError> {
+        debug_assert!(messages.len() <= SQS_MAX_BATCH_ENTRIES);
+        let url = self.url(queue).await?;
+        let entries = messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                SendMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .message_body(&m.body)
+                    .set_message_attributes(to_sqs_attributes(&m.attributes)?)
+                    .set_delay_seconds(m.delay_seconds.map(|d| d as i32))
+                    .set_message_group_id(m.group_id.clone())
+                    .set_message_deduplication_id(m.deduplication_id.clone())
+                    .build()
+                    .map_err(|e| PortError::Rejected {
+                        operation: "SendMessageBatch",
+                        code: "InvalidEntry".into(),
+                        source: Some(Box::new(e)),
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let out = self
+            .client
+            .send_message_batch()
+            .queue_url(url)
+            .set_entries(Some(entries))
+            .send()
+            .await
+            .map_err(|e| classify("SendMessageBatch", &format!("queue {queue}"), e))?;
+        let mut outcomes: Vec<Option<EntryOutcome>> = vec![None; messages.len()];
+        for ok in out.successful() {
+            if let Some(slot) = ok
+                .id()
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| outcomes.get_mut(i))
+            {
+                *slot = Some(EntryOutcome::Sent {
+                    message_id: ok.message_id().to_owned(),
+                });
+            }
+        }
+        for failed in out.failed() {
+            if let Some(slot) = failed
+                .id()
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| outcomes.get_mut(i))
+            {
+                *slot = Some(EntryOutcome::Failed {
+                    code: failed.code().to_owned(),
+                    message: failed.message().unwrap_or_default().to_owned(),
+                    sender_fault: failed.sender_fault(),
+                });
+            }
+        }
+        // An entry SQS reported neither way is treated as not sent: it stays stored and is retried.
+        Ok(outcomes
+            .into_iter()
+            .map(|o| {
+                o.unwrap_or(EntryOutcome::Failed {
+                    code: "MissingResult".into(),
+                    message: "SQS reported no result for this entry".into(),
+                    sender_fault: false,
+                })
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,289 @@
+//! Configuration from `WAITER_*` environment variables, validated once at start.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::time::Duration;
+
+use crate::limits::{DDB_MAX_TABLE_NAME_CHARS, SQS_MAX_DELAY_SECONDS, SQS_MAX_QUEUE_NAME_CHARS};
+
+pub const ENV_QUEUES: &str = "WAITER_QUEUES";
+pub const ENV_TABLE_PREFIX: &str = "WAITER_TABLE_PREFIX";
+pub const ENV_DIRECT_MAX_DELAY: &str = "WAITER_DIRECT_MAX_DELAY";
+pub const ENV_LOOKAHEAD: &str = "WAITER_LOOKAHEAD";
+pub const ENV_SHARDS: &str = "WAITER_SHARDS";
+pub const ENV_CONCURRENCY: &str = "WAITER_CONCURRENCY";
+pub const ENV_FIFO_HOLD: &str = "WAITER_FIFO_HOLD";
+
+pub const DEFAULT_LOOKAHEAD: u32 = 120;
+pub const DEFAULT_SHARDS: u32 = 4;
+pub const MAX_SHARDS: u32 = 256;
+pub const DEFAULT_CONCURRENCY: u32 = 8;
+pub const DEFAULT_FIFO_HOLD: u32 = 0;
+
+/// A configuration variable that is missing or invalid. Names the variable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{variable}: {problem}")]
+pub struct ConfigError {
+    pub variable: &'static str,
+    pub problem: String,
+}
+
+/// A queue this deployment manages: a valid SQS queue name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct QueueName(String);
+
+impl QueueName {
+    /// SQS's rule: 1 to 80 characters from `[A-Za-z0-9_-]`, with an optional `.fifo` suffix
+    /// counted in the 80.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let stem = s.strip_suffix(".fifo").unwrap_or(s);
+        if stem.is_empty() {
+            return Err("must not be empty".into());
+        }
+        if s.chars().count() > SQS_MAX_QUEUE_NAME_CHARS {
+            return Err(format!(
+                "must be at most {SQS_MAX_QUEUE_NAME_CHARS} characters"
+            ));
+        }
+        if !stem
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(
+                "must contain only A-Z, a-z, 0-9, '-' and '_' (and an optional .fifo suffix)"
+                    .into(),
+            );
+        }
+        Ok(Self(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_fifo(&self) -> bool {
+        self.0.ends_with(".fifo")
+    }
+}
+
+impl fmt::Display for QueueName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The allow-list, in the order given.
+    pub queues: Vec<QueueName>,
+    pub table_prefix: String,
+    /// Delays up to this many seconds go straight to SQS (standard queues).
+    pub direct_max_delay: u32,
+    /// The poller hands over items due within this window.
+    pub lookahead: u32,
+    /// Number of `scheduler` partition-key values per queue table.
+    pub shards: u32,
+    /// How many (queue, shard) partitions the poller works at once.
+    pub concurrency: u32,
+    /// How long a poller run may hold FIFO items that fall due during it, to send each on time.
+    pub fifo_hold: u32,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Builds the config from any lookup, so tests need not touch the process environment.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let raw_queues = get(ENV_QUEUES).ok_or_else(|| ConfigError {
+            variable: ENV_QUEUES,
+            problem: "is required: a comma-separated list of queue names".into(),
+        })?;
+        let table_prefix = get(ENV_TABLE_PREFIX).unwrap_or_default();
+        if !table_prefix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        {
+            return Err(ConfigError {
+                variable: ENV_TABLE_PREFIX,
+                problem: "must contain only A-Z, a-z, 0-9, '-', '_' and '.' (DynamoDB table-name characters)".into(),
+            });
+        }
+        let mut queues = Vec::new();
+        let mut seen = BTreeSet::new();
+        for part in raw_queues
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
+            let q = QueueName::parse(part).map_err(|e| ConfigError {
+                variable: ENV_QUEUES,
+                problem: format!("queue name {part:?} {e}"),
+            })?;
+            if table_prefix.len() + q.as_str().len() > DDB_MAX_TABLE_NAME_CHARS {
+                return Err(ConfigError {
+                    variable: ENV_TABLE_PREFIX,
+                    problem: format!("table name for queue {q} would exceed {DDB_MAX_TABLE_NAME_CHARS} characters"),
+                });
+            }
+            if !seen.insert(q.clone()) {
+                return Err(ConfigError {
+                    variable: ENV_QUEUES,
+                    problem: format!("queue {q} is listed twice"),
+                });
+            }
+            queues.push(q);
+        }
+        if queues.is_empty() {
+            return Err(ConfigError {
+                variable: ENV_QUEUES,
+                problem: "must name at least one queue".into(),
+            });
+        }
+        Ok(Self {
+            queues,
+            table_prefix,
+            direct_max_delay: int_var(
+                &get,
+                ENV_DIRECT_MAX_DELAY,
+                SQS_MAX_DELAY_SECONDS,
+                0,
+                SQS_MAX_DELAY_SECONDS,
+            )?,
+            lookahead: int_var(
+                &get,
+                ENV_LOOKAHEAD,
+                DEFAULT_LOOKAHEAD,
+                0,
+                SQS_MAX_DELAY_SECONDS,
+            )?,
+            shards: int_var(&get, ENV_SHARDS, DEFAULT_SHARDS, 1, MAX_SHARDS)?,
+            concurrency: int_var(&get, ENV_CONCURRENCY, DEFAULT_CONCURRENCY, 1, 256)?,
+            fifo_hold: int_var(
+                &get,
+                ENV_FIFO_HOLD,
+                DEFAULT_FIFO_HOLD,
+                0,
+                SQS_MAX_DELAY_SECONDS,
+            )?,
+        })
+    }
+
+    pub fn queue(&self, name: &str) -> Option<&QueueName> {
+        self.queues.iter().find(|q| q.as_str() == name)
+    }
+
+    pub fn table_name(&self, queue: &QueueName) -> String {
+        format!("{}{}", self.table_prefix, queue)
+    }
+
+    pub fn lookahead(&self) -> Duration {
+        Duration::from_secs(u64::from(self.lookahead))
+    }
+}
+
+fn int_var(
+    get: &impl Fn(&str) -> Option<String>,
+    variable: &'static str,
+    default: u32,
+    min: u32,
+    max: u32,
+) -> Result<u32, ConfigError> {
+    let Some(raw) = get(variable) else {
+        return Ok(default);
+    };
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Ok(default);
+    }
+    let v: u32 = raw.parse().map_err(|_| ConfigError {
+        variable,
+        problem: format!("must be a whole number from {min} to {max}, got {raw:?}"),
+    })?;
+    if !(min..=max).contains(&v) {
+        return Err(ConfigError {
+            variable,
+            problem: format!("must be from {min} to {max}, got {v}"),
+        });
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults() {
+        let c = cfg(&[(ENV_QUEUES, "orders, billing.fifo")]).unwrap();
+        assert_eq!(c.queues.len(), 2);
+        assert!(c.queues[1].is_fifo());
+        assert_eq!(c.direct_max_delay, 900);
+        assert_eq!(c.lookahead, DEFAULT_LOOKAHEAD);
+        assert_eq!(c.shards, DEFAULT_SHARDS);
+        assert_eq!(c.table_name(&c.queues[0]), "orders");
+    }
+
+    #[test]
+    fn each_bad_variable_is_named() {
+        assert_eq!(cfg(&[]).unwrap_err().variable, ENV_QUEUES);
+        assert_eq!(
+            cfg(&[(ENV_QUEUES, " , ")]).unwrap_err().variable,
+            ENV_QUEUES
+        );
+        assert_eq!(
+            cfg(&[(ENV_QUEUES, "a/b")]).unwrap_err().variable,
+            ENV_QUEUES
+        );
+        assert_eq!(
+            cfg(&[(ENV_QUEUES, "a,a")]).unwrap_err().variable,
+            ENV_QUEUES
+        );
+        let e = cfg(&[(ENV_QUEUES, "a"), (ENV_DIRECT_MAX_DELAY, "901")]).unwrap_err();
+        assert_eq!(e.variable, ENV_DIRECT_MAX_DELAY);
+        assert!(e.to_string().starts_with("WAITER_DIRECT_MAX_DELAY: "));
+        assert_eq!(
+            cfg(&[(ENV_QUEUES, "a"), (ENV_LOOKAHEAD, "-1")])
+                .unwrap_err()
+                .variable,
+            ENV_LOOKAHEAD
+        );
+        assert_eq!(
+            cfg(&[(ENV_QUEUES, "a"), (ENV_SHARDS, "0")])
+                .unwrap_err()
+                .variable,
+            ENV_SHARDS
+        );
+        assert_eq!(
+            cfg(&[(ENV_QUEUES, "a"), (ENV_SHARDS, "x")])
+                .unwrap_err()
+                .variable,
+            ENV_SHARDS
+        );
+        assert_eq!(
+            cfg(&[(ENV_QUEUES, "a"), (ENV_TABLE_PREFIX, "a b")])
+                .unwrap_err()
+                .variable,
+            ENV_TABLE_PREFIX
+        );
+    }
+
+    #[test]
+    fn queue_names() {
+        assert!(QueueName::parse("orders-1_x.fifo").is_ok());
+        assert!(QueueName::parse(".fifo").is_err());
+        assert!(QueueName::parse("../etc").is_err());
+        assert!(QueueName::parse(&"a".repeat(81)).is_err());
+        assert!(QueueName::parse(&"a".repeat(80)).is_ok());
+    }
+}

@@ -1,0 +1,430 @@
+//! The poller's dispatch loop.
+//!
+//! Per (queue, shard) partition, one run:
+//! 1. takes the partition's lease (a conditional write), so two pollers never work it at once;
+//! 2. pages through `scheduler-perform_at-index` for jobs with `perform_at <= now + window`;
+//! 3. plans each job's send instant so that the time left is a whole number of seconds
+//!    (standard queues) or the job is due (FIFO), and groups jobs with nearby instants into
+//!    batches of at most 10 entries and 1 MiB;
+//! 4. sends each batch at its instant, then deletes the accepted entries (BatchWriteItem of 25).
+//!
+//! A job leaves the table only after SQS accepted it. A crash between the two steps re-sends at
+//! most the entries not yet deleted: see `MAX_UNDELETED_PER_PARTITION`.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use futures::{stream, StreamExt};
+use serde::Serialize;
+use tracing::{debug, error, info, warn};
+
+use crate::config::{Config, QueueName};
+use crate::error::PortError;
+use crate::limits::{
+    DDB_MAX_BATCH_WRITE_ITEMS, SQS_MAX_BATCH_ENTRIES, SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES,
+};
+use crate::ports::{
+    Clock, EntryOutcome, JobKey, JobStore, Lease, MessageQueue, OutgoingMessage, ParkInfo,
+    StoredJob,
+};
+use crate::routing::whole_seconds_up;
+use crate::time::seconds_between;
+
+/// Jobs whose send instants lie this close together share a batch; it is also the most a job is
+/// held back past its instant by batching.
+pub const BATCH_WINDOW: TimeDelta = TimeDelta::milliseconds(40);
+/// Stop taking new work this long before the Lambda deadline, to finish what was started.
+pub const STOP_MARGIN: TimeDelta = TimeDelta::seconds(3);
+/// A lease outlives its run's deadline by this much (clock skew between pollers).
+pub const LEASE_GRACE: TimeDelta = TimeDelta::seconds(5);
+/// Planned jobs held in memory per partition before the next page is read.
+const MAX_PENDING: usize = 5_000;
+/// A crash re-sends at most this many jobs per partition: a full delete buffer plus a batch.
+pub const MAX_UNDELETED_PER_PARTITION: usize =
+    DDB_MAX_BATCH_WRITE_ITEMS - 1 + SQS_MAX_BATCH_ENTRIES;
+
+/// What one poller run did. Serialised as the poller's reply.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RunSummary {
+    /// Messages SQS accepted.
+    pub dispatched: u64,
+    /// Jobs dropped because they would have been sent after `expires_at`.
+    pub expired: u64,
+    /// Jobs SQS rejected permanently, moved to the parked partition.
+    pub parked: u64,
+    /// Entries that failed for a retryable reason; they stay stored for the next run.
+    pub failed: u64,
+    /// Partitions (queue × shard) worked.
+    pub partitions: u32,
+    /// Partitions skipped because another poller holds their lease.
+    pub busy_partitions: u32,
+    /// Whether every due job this run was responsible for was handed over.
+    pub drained: bool,
+    /// How overdue the oldest job found was, in seconds (0 when none was overdue).
+    pub backlog_age_s: f64,
+    /// Largest lateness (arrival after `perform_at`) of a dispatched job, in milliseconds.
+    pub max_lateness_ms: f64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+impl RunSummary {
+    fn merge(&mut self, o: RunSummary) {
+        self.dispatched += o.dispatched;
+        self.expired += o.expired;
+        self.parked += o.parked;
+        self.failed += o.failed;
+        self.partitions += o.partitions;
+        self.busy_partitions += o.busy_partitions;
+        self.drained &= o.drained;
+        self.backlog_age_s = self.backlog_age_s.max(o.backlog_age_s);
+        self.max_lateness_ms = self.max_lateness_ms.max(o.max_lateness_ms);
+        self.errors.extend(o.errors);
+    }
+}
+
+/// A due job and the instant it should be sent.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    pub send_at: DateTime<Utc>,
+    pub job: StoredJob,
+    pub bytes: usize,
+}
+
+pub struct Dispatcher<S, Q, C> {
+    pub config: Arc<Config>,
+    pub store: S,
+    pub queue: Q,
+    pub clock: C,
+}
+
+impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
+    pub fn new(config: Arc<Config>, store: S, queue: Q, clock: C) -> Self {
+        Self {
+            config,
+            store,
+            queue,
+            clock,
+        }
+    }
+
+    /// One poller run over every managed queue and shard, with bounded parallelism.
+    pub async fn run(&self, deadline: DateTime<Utc>) -> RunSummary {
+        let owner = uuid::Uuid::new_v4().to_string();
+        let partitions: Vec<(QueueName, u32)> = self
+            .config
+            .queues
+            .iter()
+            .flat_map(|q| (0..self.config.shards).map(move |s| (q.clone(), s)))
+            .collect();
+        let mut total = RunSummary {
+            drained: true,
+            ..RunSummary::default()
+        };
+        let mut results = stream::iter(partitions)
+            .map(|(q, s)| {
+                let owner = owner.clone();
+                async move { self.run_partition(&q, s, deadline, &owner).await }
+            })
+            .buffer_unordered(self.config.concurrency as usize);
+        while let Some(part) = results.next().await {
+            total.merge(part);
+        }
+        total
+    }
+
+    async fn run_partition(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        deadline: DateTime<Utc>,
+        owner: &str,
+    ) -> RunSummary {
+        let mut sum = RunSummary {
+            partitions: 1,
+            ..RunSummary::default()
+        };
+        let now = self.clock.now();
+        let stop_at = deadline - STOP_MARGIN;
+        if now >= stop_at {
+            return sum;
+        }
+        let window = if queue.is_fifo() {
+            self.config.fifo_hold
+        } else {
+            self.config.lookahead
+        };
+        let horizon = now + TimeDelta::seconds(i64::from(window));
+        let lease = Lease {
+            owner: owner.to_owned(),
+            until: deadline + LEASE_GRACE,
+            horizon,
+        };
+        match self.store.acquire_lease(queue, shard, &lease, now).await {
+            Ok(true) => {}
+            Ok(false) => {
+                debug!(queue = %queue, shard, "partition busy: another poller holds its lease");
+                sum.busy_partitions = 1;
+                return sum;
+            }
+            Err(e) => {
+                error!(queue = %queue, shard, error = %crate::error::display_chain(&e), "lease failed");
+                sum.errors.push(format!(
+                    "{queue}#{shard}: {}",
+                    crate::error::display_chain(&e)
+                ));
+                return sum;
+            }
+        }
+        if let Err(e) = self.drain(queue, shard, horizon, stop_at, &mut sum).await {
+            error!(queue = %queue, shard, error = %crate::error::display_chain(&e), "partition stopped");
+            sum.errors.push(format!(
+                "{queue}#{shard}: {}",
+                crate::error::display_chain(&e)
+            ));
+            sum.drained = false;
+        }
+        if let Err(e) = self.store.release_lease(queue, shard, owner).await {
+            // It lapses on its own at `until`.
+            warn!(queue = %queue, shard, error = %crate::error::display_chain(&e), "lease release failed");
+        }
+        sum
+    }
+
+    async fn drain(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        horizon: DateTime<Utc>,
+        stop_at: DateTime<Utc>,
+        sum: &mut RunSummary,
+    ) -> Result<(), PortError> {
+        let mut pages = self.store.due(queue, shard, horizon);
+        let mut pending: VecDeque<Planned> = VecDeque::new();
+        let mut deletes: Vec<JobKey> = Vec::new();
+        let mut exhausted = false;
+        let mut left_behind = false;
+        let result: Result<(), PortError> = async {
+            loop {
+                let now = self.clock.now();
+                if now >= stop_at {
+                    left_behind |= !exhausted || !pending.is_empty();
+                    break;
+                }
+                let next_is_soon = pending.front().is_some_and(|p| p.send_at <= now + TimeDelta::seconds(1));
+                if !exhausted && !next_is_soon && pending.len() < MAX_PENDING {
+                    match pages.next().await {
+                        None => exhausted = true,
+                        Some(page) => {
+                            let now = self.clock.now();
+                            for job in page? {
+                                match plan(job, queue.is_fifo(), now, stop_at) {
+                                    Plan::Send(p) => {
+                                        sum.backlog_age_s = sum.backlog_age_s.max(seconds_between(p.job.job.perform_at, now));
+                                        pending.push_back(*p);
+                                    }
+                                    Plan::Expired(job) => {
+                                        info!(queue = %queue, job_id = %job.job.job_id, "expired: dropped, not sent");
+                                        sum.expired += 1;
+                                        deletes.push(job.key());
+                                    }
+                                    Plan::NotYet => left_behind = true,
+                                }
+                            }
+                            pending.make_contiguous().sort_by_key(|p| p.send_at);
+                        }
+                    }
+                    continue;
+                }
+                if pending.is_empty() {
+                    break;
+                }
+                let batch = next_batch(&mut pending, BATCH_WINDOW);
+                if let Some(last) = batch.last() {
+                    self.clock.sleep_until(last.send_at).await;
+                }
+                self.send(queue, batch, &mut deletes, sum).await?;
+                if deletes.len() >= DDB_MAX_BATCH_WRITE_ITEMS {
+                    let full: Vec<JobKey> = deletes.drain(..DDB_MAX_BATCH_WRITE_ITEMS).collect();
+                    self.store.delete(queue, &full).await?;
+                }
+            }
+            Ok(())
+        }
+        .await;
+        // Whatever happened, remove what SQS already accepted.
+        if !deletes.is_empty() {
+            self.store.delete(queue, &deletes).await?;
+        }
+        result?;
+        sum.drained = exhausted && pending.is_empty() && !left_behind;
+        Ok(())
+    }
+
+    /// Sends one batch and records each entry's fate.
+    async fn send(
+        &self,
+        queue: &QueueName,
+        batch: Vec<Planned>,
+        deletes: &mut Vec<JobKey>,
+        sum: &mut RunSummary,
+    ) -> Result<(), PortError> {
+        let sent_at = self.clock.now();
+        let messages: Vec<OutgoingMessage> = batch
+            .iter()
+            .map(|p| {
+                OutgoingMessage::for_job(&p.job.job, delay_at(&p.job, queue.is_fifo(), sent_at))
+            })
+            .collect();
+        match self.queue.send_batch(queue, &messages).await {
+            Ok(outcomes) => {
+                for ((p, m), outcome) in batch.iter().zip(&messages).zip(outcomes) {
+                    match outcome {
+                        EntryOutcome::Sent { .. } => {
+                            let arrival = sent_at
+                                + TimeDelta::seconds(i64::from(m.delay_seconds.unwrap_or(0)));
+                            let lateness_ms = seconds_between(p.job.job.perform_at, arrival) * 1e3;
+                            sum.max_lateness_ms = sum.max_lateness_ms.max(lateness_ms);
+                            sum.dispatched += 1;
+                            debug!(queue = %queue, job_id = %p.job.job.job_id, delay_s = m.delay_seconds, lateness_ms, "dispatched");
+                            deletes.push(p.job.key());
+                        }
+                        EntryOutcome::Failed {
+                            code,
+                            message,
+                            sender_fault: true,
+                        } => {
+                            self.park(queue, &p.job, code, message, sum).await;
+                        }
+                        EntryOutcome::Failed {
+                            code,
+                            message,
+                            sender_fault: false,
+                        } => {
+                            warn!(queue = %queue, job_id = %p.job.job.job_id, code, message, "entry failed; stays stored for the next run");
+                            sum.failed += 1;
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Err(e) if e.is_retryable() => {
+                warn!(queue = %queue, entries = batch.len(), error = %crate::error::display_chain(&e), "batch failed; entries stay stored");
+                sum.failed += batch.len() as u64;
+                Ok(())
+            }
+            Err(e @ PortError::NotFound { .. }) => Err(e),
+            Err(e) if batch.len() > 1 => {
+                // One bad entry can make SQS refuse the whole request: find it by sending singly.
+                warn!(queue = %queue, error = %crate::error::display_chain(&e), "batch rejected; retrying entries one by one");
+                for p in batch {
+                    Box::pin(self.send(queue, vec![p], deletes, sum)).await?;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                let (code, message) = match &e {
+                    PortError::Rejected { code, .. } => {
+                        (code.clone(), crate::error::display_chain(&e))
+                    }
+                    _ => ("Rejected".to_owned(), crate::error::display_chain(&e)),
+                };
+                if let Some(p) = batch.first() {
+                    self.park(queue, &p.job, code, message, sum).await;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    async fn park(
+        &self,
+        queue: &QueueName,
+        job: &StoredJob,
+        code: String,
+        message: String,
+        sum: &mut RunSummary,
+    ) {
+        let info = ParkInfo {
+            parked_at: self.clock.now(),
+            code,
+            message,
+        };
+        match self.store.park(job, &info).await {
+            Ok(()) => {
+                error!(queue = %queue, job_id = %job.job.job_id, code = %info.code, reason = %info.message, "parked: SQS rejected the message permanently");
+                sum.parked += 1;
+            }
+            Err(e) => {
+                error!(queue = %queue, job_id = %job.job.job_id, error = %crate::error::display_chain(&e), "parking failed; job stays stored");
+                sum.failed += 1;
+            }
+        }
+    }
+}
+
+enum Plan {
+    Send(Box<Planned>),
+    Expired(StoredJob),
+    /// Not sendable in this run (it would have to wait past the stop margin).
+    NotYet,
+}
+
+/// When to send a job. Standard queues: the instant at which the time left is a whole number of
+/// seconds (within the next second), or now if overdue. FIFO: when it is due.
+fn plan(job: StoredJob, fifo: bool, now: DateTime<Utc>, stop_at: DateTime<Utc>) -> Plan {
+    let perform_at = job.job.perform_at;
+    let send_at = if fifo || perform_at <= now {
+        perform_at.max(now)
+    } else {
+        let remaining_us = (perform_at - now).num_microseconds().unwrap_or(i64::MAX);
+        let whole_s = (remaining_us / 1_000_000).min(i64::from(SQS_MAX_DELAY_SECONDS));
+        (perform_at - TimeDelta::seconds(whole_s)).max(now)
+    };
+    if job
+        .job
+        .expires_at
+        .is_some_and(|e| e < send_at.max(perform_at))
+    {
+        return Plan::Expired(job);
+    }
+    if send_at >= stop_at {
+        return Plan::NotYet;
+    }
+    let bytes = job.job.message_bytes();
+    Plan::Send(Box::new(Planned {
+        send_at,
+        job,
+        bytes,
+    }))
+}
+
+/// The delay a job gets when sent at `sent_at`: the time left rounded up, so never early.
+fn delay_at(job: &StoredJob, fifo: bool, sent_at: DateTime<Utc>) -> Option<u32> {
+    if fifo {
+        return None;
+    }
+    let remaining = seconds_between(sent_at, job.job.perform_at);
+    Some(whole_seconds_up(remaining).min(u64::from(SQS_MAX_DELAY_SECONDS)) as u32)
+}
+
+/// The one batching rule: from the front of `pending` (sorted by send instant), take jobs whose
+/// instants lie within `window` of the first, up to 10 entries and 1 MiB in all.
+pub fn next_batch(pending: &mut VecDeque<Planned>, window: TimeDelta) -> Vec<Planned> {
+    let mut batch: Vec<Planned> = Vec::with_capacity(SQS_MAX_BATCH_ENTRIES);
+    let mut bytes = 0usize;
+    while let Some(p) = pending.front() {
+        let fits = batch.len() < SQS_MAX_BATCH_ENTRIES
+            && bytes + p.bytes <= SQS_MAX_MESSAGE_BYTES
+            && batch
+                .first()
+                .is_none_or(|f| p.send_at - f.send_at <= window);
+        if !fits && !batch.is_empty() {
+            break;
+        }
+        bytes += p.bytes;
+        batch.extend(pending.pop_front());
+    }
+    batch
+}

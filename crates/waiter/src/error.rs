@@ -1,0 +1,88 @@
+//! Error types. `InvalidRequest` is the caller's fault and names the field; `PortError` comes from
+//! a store or queue adapter and says whether trying again can help.
+
+use std::error::Error as StdError;
+
+pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
+
+/// A request that breaks a rule of the contract. Nothing is stored or sent for it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {rule}")]
+pub struct InvalidRequest {
+    pub field: String,
+    pub rule: String,
+}
+
+impl InvalidRequest {
+    pub fn new(field: impl Into<String>, rule: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            rule: rule.into(),
+        }
+    }
+}
+
+/// A failure reported by a store or queue adapter.
+#[derive(Debug, thiserror::Error)]
+pub enum PortError {
+    /// The table or queue does not exist (a deployment error, not retryable).
+    #[error("{resource} does not exist")]
+    NotFound {
+        resource: String,
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// AWS refused for capacity or rate reasons; retry later.
+    #[error("{operation} was throttled")]
+    Throttled {
+        operation: &'static str,
+        #[source]
+        source: BoxError,
+    },
+    /// AWS rejected the request itself (the sender's fault); retrying the same request fails again.
+    #[error("{operation} was rejected: {code}")]
+    Rejected {
+        operation: &'static str,
+        code: String,
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// Anything else: timeouts, 5xx, connection errors, unmodelled responses.
+    #[error("{operation} failed")]
+    Transient {
+        operation: &'static str,
+        #[source]
+        source: BoxError,
+    },
+}
+
+impl PortError {
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Throttled { .. } | Self::Transient { .. })
+    }
+
+    /// The value reported as the Lambda `errorType`.
+    pub fn error_type(&self) -> &'static str {
+        match self {
+            Self::NotFound { .. } => "ResourceNotFound",
+            Self::Throttled { .. } => "Throttled",
+            Self::Rejected { .. } => "Rejected",
+            Self::Transient { .. } => "DependencyFailure",
+        }
+    }
+}
+
+/// Renders an error with its whole source chain, for the caller-facing message.
+pub fn display_chain(err: &(dyn StdError + 'static)) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let next = s.to_string();
+        if !out.ends_with(&next) {
+            out.push_str(": ");
+            out.push_str(&next);
+        }
+        source = s.source();
+    }
+    out
+}

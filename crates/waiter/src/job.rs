@@ -1,0 +1,718 @@
+//! The job model and the parsing of caller requests into it.
+//!
+//! Parsing is by hand from `serde_json::Value` rather than `#[derive(Deserialize)]` because every
+//! refusal must name the field and the rule, and serde's derive errors do neither reliably.
+
+use std::collections::{BTreeMap, HashSet};
+
+use base64::Engine as _;
+use chrono::{DateTime, TimeDelta, Utc};
+use serde_json::{Map, Value};
+
+use crate::config::{Config, QueueName};
+use crate::error::InvalidRequest;
+use crate::limits::{
+    SQS_MAX_ATTRIBUTE_NAME_CHARS, SQS_MAX_FIFO_ID_CHARS, SQS_MAX_MESSAGE_ATTRIBUTES,
+    SQS_MAX_MESSAGE_BYTES,
+};
+use crate::time;
+
+/// Jobs accepted in one `{"jobs": [...]}` request. The contract asks for at least 100; a Lambda
+/// synchronous payload (6 MB) rarely holds more than this many useful jobs anyway.
+pub const MAX_JOBS_PER_REQUEST: usize = 1000;
+/// Longest `job_id`.
+pub const MAX_JOB_ID_CHARS: usize = 128;
+
+/// A message attribute value, kept exactly as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttributeData {
+    String(String),
+    Binary(Vec<u8>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageAttribute {
+    pub data_type: String,
+    pub data: AttributeData,
+}
+
+impl MessageAttribute {
+    /// Bytes SQS counts toward the message size: name, type and value.
+    pub fn size_with_name(&self, name: &str) -> usize {
+        name.len()
+            + self.data_type.len()
+            + match &self.data {
+                AttributeData::String(s) => s.len(),
+                AttributeData::Binary(b) => b.len(),
+            }
+    }
+}
+
+pub type Attributes = BTreeMap<String, MessageAttribute>;
+
+/// A validated job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub queue: QueueName,
+    pub job_id: String,
+    /// Whether the caller chose the id (only then can it already exist).
+    pub job_id_given: bool,
+    pub message_body: String,
+    pub message_attributes: Attributes,
+    pub perform_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub message_group_id: Option<String>,
+    pub message_deduplication_id: Option<String>,
+}
+
+impl Job {
+    /// Body plus attributes, as SQS counts a message's size.
+    pub fn message_bytes(&self) -> usize {
+        message_bytes(&self.message_body, &self.message_attributes)
+    }
+}
+
+pub fn message_bytes(body: &str, attributes: &Attributes) -> usize {
+    body.len()
+        + attributes
+            .iter()
+            .map(|(n, a)| a.size_with_name(n))
+            .sum::<usize>()
+}
+
+/// What a request asks for.
+#[derive(Debug)]
+pub enum Request {
+    Enqueue(Box<Result<Job, InvalidRequest>>),
+    Batch(Vec<Result<Job, InvalidRequest>>),
+    Get { queue: QueueName, job_id: String },
+    Cancel { queue: QueueName, job_id: String },
+    ListParked { queue: QueueName },
+    Redrive { queue: QueueName, job_id: String },
+}
+
+/// Parses any invocation payload. An `Err` is a refusal of the whole request; inside a batch each
+/// job carries its own result so that one bad job never blocks the others.
+pub fn parse_request(
+    event: &Value,
+    config: &Config,
+    now: DateTime<Utc>,
+) -> Result<Request, InvalidRequest> {
+    let Value::Object(map) = event else {
+        return Err(InvalidRequest::new(
+            "request",
+            format!("must be a JSON object, got {}", kind(event)),
+        ));
+    };
+    let action = match map.get("action") {
+        None => "enqueue",
+        Some(Value::String(s)) => s.as_str(),
+        Some(other) => {
+            return Err(InvalidRequest::new(
+                "action",
+                format!("must be a string, got {}", kind(other)),
+            ))
+        }
+    };
+    match action {
+        "enqueue" => {
+            if let Some(jobs) = map.get("jobs") {
+                if let Some(extra) = map
+                    .keys()
+                    .find(|k| !matches!(k.as_str(), "jobs" | "action"))
+                {
+                    return Err(InvalidRequest::new(
+                        extra.clone(),
+                        "is not allowed beside \"jobs\": put it inside each job",
+                    ));
+                }
+                let Value::Array(items) = jobs else {
+                    return Err(InvalidRequest::new(
+                        "jobs",
+                        format!("must be an array, got {}", kind(jobs)),
+                    ));
+                };
+                if items.is_empty() {
+                    return Err(InvalidRequest::new("jobs", "must hold at least one job"));
+                }
+                if items.len() > MAX_JOBS_PER_REQUEST {
+                    return Err(InvalidRequest::new(
+                        "jobs",
+                        format!(
+                            "must hold at most {MAX_JOBS_PER_REQUEST} jobs, got {}",
+                            items.len()
+                        ),
+                    ));
+                }
+                Ok(Request::Batch(
+                    items.iter().map(|j| parse_job(j, config, now)).collect(),
+                ))
+            } else {
+                Ok(Request::Enqueue(Box::new(parse_job(event, config, now))))
+            }
+        }
+        "get" | "cancel" | "redrive" => {
+            let mut f = Fields::new(map);
+            f.take("action", None)?;
+            let queue = take_queue(&mut f, config)?;
+            let job_id = match f.take("job_id", Some("JobId"))? {
+                Some((name, v)) => parse_job_id(&name, &v)?,
+                None => return Err(InvalidRequest::new("job_id", "is required")),
+            };
+            f.finish()?;
+            Ok(match action {
+                "get" => Request::Get { queue, job_id },
+                "cancel" => Request::Cancel { queue, job_id },
+                _ => Request::Redrive { queue, job_id },
+            })
+        }
+        "list_parked" => {
+            let mut f = Fields::new(map);
+            f.take("action", None)?;
+            let queue = take_queue(&mut f, config)?;
+            f.finish()?;
+            Ok(Request::ListParked { queue })
+        }
+        other => Err(InvalidRequest::new(
+            "action",
+            format!("must be one of enqueue, get, cancel, list_parked, redrive; got {other:?}"),
+        )),
+    }
+}
+
+/// Parses and validates one job.
+pub fn parse_job(
+    value: &Value,
+    config: &Config,
+    now: DateTime<Utc>,
+) -> Result<Job, InvalidRequest> {
+    let Value::Object(map) = value else {
+        return Err(InvalidRequest::new(
+            "job",
+            format!("must be a JSON object, got {}", kind(value)),
+        ));
+    };
+    let mut f = Fields::new(map);
+    if let Some((name, v)) = f.take("action", None)? {
+        if v != Value::String("enqueue".into()) {
+            return Err(InvalidRequest::new(
+                name,
+                "must be \"enqueue\" inside a batch",
+            ));
+        }
+    }
+    let queue = take_queue(&mut f, config)?;
+
+    let message_body = match f.take("message_body", Some("MessageBody"))? {
+        None => return Err(InvalidRequest::new("message_body", "is required")),
+        Some((name, Value::String(s))) => {
+            if s.is_empty() {
+                return Err(InvalidRequest::new(name, "must not be empty"));
+            }
+            check_sqs_chars(&name, &s)?;
+            s
+        }
+        Some((name, other)) => {
+            return Err(InvalidRequest::new(
+                name,
+                format!("must be a string, got {}", kind(&other)),
+            ))
+        }
+    };
+
+    let message_attributes = match f.take("message_attributes", Some("MessageAttributes"))? {
+        None | Some((_, Value::Null)) => Attributes::new(),
+        Some((name, v)) => parse_attributes(&name, &v)?,
+    };
+    let size = message_bytes(&message_body, &message_attributes);
+    if size > SQS_MAX_MESSAGE_BYTES {
+        return Err(InvalidRequest::new(
+            "message_body",
+            format!(
+                "body and attributes are {size} bytes; SQS allows at most {SQS_MAX_MESSAGE_BYTES}"
+            ),
+        ));
+    }
+
+    let delay = f.take("delay_seconds", Some("DelaySeconds"))?;
+    let perform = f.take("perform_at", Some("PerformAt"))?;
+    let perform_at = match (delay, perform) {
+        (Some((d, _)), Some((p, _))) => {
+            let rule = format!("give either {d} or {p}, not both");
+            return Err(InvalidRequest::new(d, rule));
+        }
+        (Some((name, v)), None) => {
+            let secs = match &v {
+                Value::Number(n) => match n.as_u64() {
+                    Some(s) => s,
+                    None if n.as_i64().is_some() => {
+                        return Err(InvalidRequest::new(name, "must not be negative"))
+                    }
+                    None => {
+                        return Err(InvalidRequest::new(
+                            name,
+                            "must be a whole number of seconds",
+                        ))
+                    }
+                },
+                other => {
+                    return Err(InvalidRequest::new(
+                        name,
+                        format!("must be an integer, got {}", kind(other)),
+                    ))
+                }
+            };
+            i64::try_from(secs)
+                .ok()
+                .and_then(TimeDelta::try_seconds)
+                .and_then(|d| now.checked_add_signed(d))
+                .filter(|t| *t <= time::max_time())
+                .ok_or_else(|| {
+                    InvalidRequest::new(name, "is too large: the time would be after year 9999")
+                })?
+        }
+        (None, Some((name, v))) => parse_time_value(&name, &v)?,
+        (None, None) => now,
+    };
+    // A time in the past means now.
+    let perform_at = perform_at.max(now);
+
+    let expires_at = match f.take("expires_at", Some("ExpiresAt"))? {
+        None | Some((_, Value::Null)) => None,
+        Some((name, v)) => {
+            let t = parse_time_value(&name, &v)?;
+            if t <= now {
+                return Err(InvalidRequest::new(name, "is already past"));
+            }
+            if t < perform_at {
+                return Err(InvalidRequest::new(
+                    name,
+                    "is before perform_at: the job could never run",
+                ));
+            }
+            Some(t)
+        }
+    };
+
+    let (job_id, job_id_given) = match f.take("job_id", Some("JobId"))? {
+        None | Some((_, Value::Null)) => (uuid::Uuid::new_v4().to_string(), false),
+        Some((name, v)) => (parse_job_id(&name, &v)?, true),
+    };
+
+    let mut message_group_id = take_fifo_id(&mut f, "message_group_id", "MessageGroupId")?;
+    let mut message_deduplication_id =
+        take_fifo_id(&mut f, "message_deduplication_id", "MessageDeduplicationId")?;
+    f.finish()?;
+
+    if queue.is_fifo() {
+        if message_group_id.is_none() {
+            return Err(InvalidRequest::new(
+                "message_group_id",
+                "is required for a FIFO queue",
+            ));
+        }
+        // A re-sent job is then deduplicated by SQS within its 5-minute window.
+        message_deduplication_id.get_or_insert_with(|| job_id.clone());
+    } else if message_deduplication_id.is_some() {
+        return Err(InvalidRequest::new(
+            "message_deduplication_id",
+            "is only valid for FIFO queues (names ending .fifo)",
+        ));
+    }
+    // Empty strings were refused above; normalise away nothing else.
+    message_group_id = message_group_id.filter(|g| !g.is_empty());
+    message_deduplication_id = message_deduplication_id.filter(|d| !d.is_empty());
+
+    Ok(Job {
+        queue,
+        job_id,
+        job_id_given,
+        message_body,
+        message_attributes,
+        perform_at,
+        expires_at,
+        message_group_id,
+        message_deduplication_id,
+    })
+}
+
+/// Tracks which keys were read, so that unknown or doubled fields are refused by name.
+struct Fields<'a> {
+    map: &'a Map<String, Value>,
+    used: HashSet<&'a str>,
+}
+
+impl<'a> Fields<'a> {
+    fn new(map: &'a Map<String, Value>) -> Self {
+        Self {
+            map,
+            used: HashSet::new(),
+        }
+    }
+
+    /// Takes a field by its snake_case name or its SQS PascalCase alias.
+    fn take(
+        &mut self,
+        name: &'static str,
+        alias: Option<&'static str>,
+    ) -> Result<Option<(String, Value)>, InvalidRequest> {
+        let a = self.map.get_key_value(name);
+        let b = alias.and_then(|al| self.map.get_key_value(al));
+        match (a, b) {
+            (Some((k1, _)), Some((k2, _))) => Err(InvalidRequest::new(
+                name,
+                format!("given twice, as {k1} and {k2}"),
+            )),
+            (Some((k, v)), None) | (None, Some((k, v))) => {
+                self.used.insert(k.as_str());
+                Ok(Some((k.clone(), v.clone())))
+            }
+            (None, None) => Ok(None),
+        }
+    }
+
+    fn finish(self) -> Result<(), InvalidRequest> {
+        match self.map.keys().find(|k| !self.used.contains(k.as_str())) {
+            Some(k) => Err(InvalidRequest::new(truncate(k, 64), "is not a known field")),
+            None => Ok(()),
+        }
+    }
+}
+
+fn take_queue(f: &mut Fields<'_>, config: &Config) -> Result<QueueName, InvalidRequest> {
+    let by_name = f.take("queue", Some("Queue"))?;
+    let by_url = f.take("queue_url", Some("QueueUrl"))?;
+    let (field, name) = match (by_name, by_url) {
+        (Some(_), Some(_)) => {
+            return Err(InvalidRequest::new(
+                "queue",
+                "give either queue or queue_url, not both",
+            ))
+        }
+        (None, None) => return Err(InvalidRequest::new("queue", "is required (or queue_url)")),
+        (Some((field, v)), None) => (field.clone(), as_str(&field, &v)?.to_owned()),
+        (None, Some((field, v))) => {
+            let url = as_str(&field, &v)?;
+            let name = url
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or_default();
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                return Err(InvalidRequest::new(
+                    field,
+                    "must be an SQS queue URL (https://...)",
+                ));
+            }
+            (field.clone(), name.to_owned())
+        }
+    };
+    config.queue(&name).cloned().ok_or_else(|| {
+        InvalidRequest::new(
+            field,
+            format!(
+                "queue {:?} is not managed by this deployment (WAITER_QUEUES)",
+                truncate(&name, 100)
+            ),
+        )
+    })
+}
+
+fn parse_job_id(field: &str, v: &Value) -> Result<String, InvalidRequest> {
+    let s = as_str(field, v)?;
+    if s.is_empty() || s.chars().count() > MAX_JOB_ID_CHARS {
+        return Err(InvalidRequest::new(
+            field,
+            format!("must be 1 to {MAX_JOB_ID_CHARS} characters"),
+        ));
+    }
+    if !s
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'))
+    {
+        return Err(InvalidRequest::new(
+            field,
+            "must contain only A-Z, a-z, 0-9 and _ . : -",
+        ));
+    }
+    Ok(s.to_owned())
+}
+
+fn take_fifo_id(
+    f: &mut Fields<'_>,
+    name: &'static str,
+    alias: &'static str,
+) -> Result<Option<String>, InvalidRequest> {
+    match f.take(name, Some(alias))? {
+        None | Some((_, Value::Null)) => Ok(None),
+        Some((field, v)) => {
+            let s = as_str(&field, &v)?;
+            if s.is_empty() || s.chars().count() > SQS_MAX_FIFO_ID_CHARS {
+                return Err(InvalidRequest::new(
+                    field,
+                    format!("must be 1 to {SQS_MAX_FIFO_ID_CHARS} characters"),
+                ));
+            }
+            // SQS: alphanumeric characters and punctuation only.
+            if !s.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(InvalidRequest::new(
+                    field,
+                    "must contain only ASCII letters, digits and punctuation",
+                ));
+            }
+            Ok(Some(s.to_owned()))
+        }
+    }
+}
+
+fn parse_time_value(field: &str, v: &Value) -> Result<DateTime<Utc>, InvalidRequest> {
+    let parsed = match v {
+        Value::String(s) => time::parse_time_str(s),
+        Value::Number(n) => match n.as_u64() {
+            Some(secs) => time::parse_epoch_decimal(&secs.to_string())
+                .ok_or_else(|| "is out of range (after year 9999)".to_string()),
+            None => n.as_f64().map_or_else(
+                || Err("must be a finite number".to_string()),
+                time::from_epoch_f64,
+            ),
+        },
+        other => Err(format!(
+            "must be an RFC 3339 string or epoch seconds, got {}",
+            kind(other)
+        )),
+    };
+    parsed.map_err(|rule| InvalidRequest::new(field, rule))
+}
+
+fn parse_attributes(field: &str, v: &Value) -> Result<Attributes, InvalidRequest> {
+    let Value::Object(map) = v else {
+        return Err(InvalidRequest::new(
+            field,
+            format!("must be an object, got {}", kind(v)),
+        ));
+    };
+    if map.len() > SQS_MAX_MESSAGE_ATTRIBUTES {
+        return Err(InvalidRequest::new(
+            field,
+            format!(
+                "at most {SQS_MAX_MESSAGE_ATTRIBUTES} attributes, got {}",
+                map.len()
+            ),
+        ));
+    }
+    let mut out = Attributes::new();
+    for (name, value) in map {
+        let path = format!("{field}.{}", truncate(name, 64));
+        check_attribute_name(&path, name)?;
+        let Value::Object(attr) = value else {
+            return Err(InvalidRequest::new(
+                path,
+                format!("must be an object, got {}", kind(value)),
+            ));
+        };
+        let mut f = Fields::new(attr);
+        let data_type = match f.take("data_type", Some("DataType"))? {
+            Some((k, v)) => as_str(&format!("{path}.{k}"), &v)?.to_owned(),
+            None => {
+                return Err(InvalidRequest::new(
+                    format!("{path}.data_type"),
+                    "is required",
+                ))
+            }
+        };
+        let string_value = f.take("string_value", Some("StringValue"))?;
+        let binary_value = f.take("binary_value", Some("BinaryValue"))?;
+        f.finish()
+            .map_err(|e| InvalidRequest::new(format!("{path}.{}", e.field), e.rule))?;
+
+        let base = check_data_type(&format!("{path}.data_type"), &data_type)?;
+        let data = match (base, string_value, binary_value) {
+            (_, Some(_), Some(_)) => {
+                return Err(InvalidRequest::new(
+                    path,
+                    "give string_value or binary_value, not both",
+                ));
+            }
+            ("Binary", Some(_), None) => {
+                return Err(InvalidRequest::new(
+                    format!("{path}.binary_value"),
+                    "is required for a Binary attribute (base64)",
+                ));
+            }
+            ("Binary", None, Some((k, v))) => {
+                let p = format!("{path}.{k}");
+                let s = as_str(&p, &v)?;
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(s)
+                    .map_err(|_| InvalidRequest::new(p.clone(), "must be standard base64"))?;
+                if bytes.is_empty() {
+                    return Err(InvalidRequest::new(p, "must not be empty"));
+                }
+                AttributeData::Binary(bytes)
+            }
+            (_, None, Some(_)) => {
+                return Err(InvalidRequest::new(
+                    format!("{path}.string_value"),
+                    format!("is required for a {base} attribute"),
+                ));
+            }
+            (_, None, None) => {
+                return Err(InvalidRequest::new(
+                    format!("{path}.string_value"),
+                    format!("is required for a {base} attribute"),
+                ));
+            }
+            (_, Some((k, v)), None) => {
+                let p = format!("{path}.{k}");
+                let s = as_str(&p, &v)?;
+                if s.is_empty() {
+                    return Err(InvalidRequest::new(p, "must not be empty"));
+                }
+                check_sqs_chars(&p, s)?;
+                if base == "Number" && !is_sqs_number(s) {
+                    return Err(InvalidRequest::new(
+                        p,
+                        "must be a number (up to 38 digits, e.g. -12.5 or 1e10)",
+                    ));
+                }
+                AttributeData::String(s.to_owned())
+            }
+        };
+        out.insert(name.clone(), MessageAttribute { data_type, data });
+    }
+    Ok(out)
+}
+
+/// SQS attribute names: up to 256 of `[A-Za-z0-9_.-]`, no leading, trailing or doubled `.`, and
+/// not starting with the reserved `AWS.` or `Amazon.`.
+fn check_attribute_name(path: &str, name: &str) -> Result<(), InvalidRequest> {
+    if name.is_empty() || name.chars().count() > SQS_MAX_ATTRIBUTE_NAME_CHARS {
+        return Err(InvalidRequest::new(
+            path,
+            format!("attribute name must be 1 to {SQS_MAX_ATTRIBUTE_NAME_CHARS} characters"),
+        ));
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+    {
+        return Err(InvalidRequest::new(
+            path,
+            "attribute name must contain only A-Z, a-z, 0-9, _, - and .",
+        ));
+    }
+    if name.starts_with('.') || name.ends_with('.') || name.contains("..") {
+        return Err(InvalidRequest::new(
+            path,
+            "attribute name must not start or end with '.' or hold '..'",
+        ));
+    }
+    let lower = name.to_ascii_lowercase();
+    if lower.starts_with("aws.") || lower.starts_with("amazon.") {
+        return Err(InvalidRequest::new(
+            path,
+            "attribute names starting with AWS. or Amazon. are reserved",
+        ));
+    }
+    Ok(())
+}
+
+/// Returns the base type of `String`, `Number`, `Binary`, optionally with a `.custom` suffix.
+fn check_data_type<'a>(path: &str, data_type: &'a str) -> Result<&'a str, InvalidRequest> {
+    if data_type.chars().count() > SQS_MAX_ATTRIBUTE_NAME_CHARS {
+        return Err(InvalidRequest::new(
+            path,
+            format!("must be at most {SQS_MAX_ATTRIBUTE_NAME_CHARS} characters"),
+        ));
+    }
+    let (base, custom) = match data_type.split_once('.') {
+        Some((b, c)) => (b, Some(c)),
+        None => (data_type, None),
+    };
+    if !matches!(base, "String" | "Number" | "Binary") {
+        return Err(InvalidRequest::new(
+            path,
+            format!(
+                "must be String, Number or Binary, optionally with a .suffix; got {:?}",
+                truncate(data_type, 64)
+            ),
+        ));
+    }
+    if let Some(c) = custom {
+        if c.is_empty()
+            || !c
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        {
+            return Err(InvalidRequest::new(
+                path,
+                "custom type suffix must be A-Z, a-z, 0-9, _, - or .",
+            ));
+        }
+    }
+    Ok(base)
+}
+
+fn is_sqs_number(s: &str) -> bool {
+    let t = s.strip_prefix(['-', '+']).unwrap_or(s);
+    let (mantissa, exp) = match t.split_once(['e', 'E']) {
+        Some((m, e)) => (m, Some(e)),
+        None => (t, None),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = int.len() + frac.len();
+    let ok_mantissa = digits > 0
+        && digits <= 38
+        && int.bytes().all(|b| b.is_ascii_digit())
+        && frac.bytes().all(|b| b.is_ascii_digit());
+    let ok_exp = exp.is_none_or(|e| {
+        let e = e.strip_prefix(['-', '+']).unwrap_or(e);
+        !e.is_empty() && e.len() <= 3 && e.bytes().all(|b| b.is_ascii_digit())
+    });
+    ok_mantissa && ok_exp
+}
+
+/// SQS allows #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF.
+/// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html>
+pub fn check_sqs_chars(field: &str, s: &str) -> Result<(), InvalidRequest> {
+    match s.char_indices().find(|(_, c)| !is_sqs_char(*c)) {
+        None => Ok(()),
+        Some((i, c)) => Err(InvalidRequest::new(
+            field,
+            format!(
+                "holds character U+{:04X} at byte {i}, which SQS does not allow",
+                u32::from(c)
+            ),
+        )),
+    }
+}
+
+fn is_sqs_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..='\u{10FFFF}')
+}
+
+fn as_str<'v>(field: &str, v: &'v Value) -> Result<&'v str, InvalidRequest> {
+    v.as_str()
+        .ok_or_else(|| InvalidRequest::new(field, format!("must be a string, got {}", kind(v))))
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_owned()
+    } else {
+        let mut t: String = s.chars().take(max).collect();
+        t.push('…');
+        t
+    }
+}

@@ -1,0 +1,22 @@
+//! sqs-waiter: schedule SQS messages beyond the 900-second `DelaySeconds` limit.
+//!
+//! The domain (`job`, `routing`, `service`, `dispatch`) talks to storage and queues only through
+//! the traits in `ports`; `aws` implements them with DynamoDB and SQS.
+
+pub mod aws;
+pub mod config;
+pub mod dispatch;
+pub mod error;
+pub mod job;
+pub mod limits;
+pub mod ports;
+pub mod routing;
+pub mod service;
+pub mod time;
+
+#[cfg(test)]
+mod testing;
+
+pub use config::{Config, ConfigError, QueueName};
+pub use dispatch::{Dispatcher, RunSummary};
+pub use service::{HandlerError, Waiter};

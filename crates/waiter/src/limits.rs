@@ -1,0 +1,52 @@
+//! AWS service limits, in one place. Every other module refers to these names.
+//!
+//! Emulators are more lenient than AWS (moto accepts a 26-item BatchWriteItem, for one), so we
+//! enforce the real limits ourselves.
+
+/// Longest `DelaySeconds` SQS accepts on a message.
+/// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html>
+pub const SQS_MAX_DELAY_SECONDS: u32 = 900;
+
+/// Entries per `SendMessageBatch` request.
+/// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessageBatch.html>
+pub const SQS_MAX_BATCH_ENTRIES: usize = 10;
+
+/// Largest message, and largest sum of a `SendMessageBatch`'s messages (body plus attributes).
+/// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html>
+pub const SQS_MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+
+/// Message attributes per message.
+/// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-message-metadata.html>
+pub const SQS_MAX_MESSAGE_ATTRIBUTES: usize = 10;
+
+/// Longest message attribute name, and longest attribute data type.
+/// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_MessageAttributeValue.html>
+pub const SQS_MAX_ATTRIBUTE_NAME_CHARS: usize = 256;
+
+/// Longest `MessageGroupId` / `MessageDeduplicationId`.
+/// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html>
+pub const SQS_MAX_FIFO_ID_CHARS: usize = 128;
+
+/// Longest queue name.
+/// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_CreateQueue.html>
+pub const SQS_MAX_QUEUE_NAME_CHARS: usize = 80;
+
+/// Requests per `BatchWriteItem`.
+/// <https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchWriteItem.html>
+pub const DDB_MAX_BATCH_WRITE_ITEMS: usize = 25;
+
+/// Keys per `BatchGetItem`.
+/// <https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html>
+pub const DDB_MAX_BATCH_GET_KEYS: usize = 100;
+
+/// Largest DynamoDB item, attribute names included.
+/// <https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html#limits-items>
+pub const DDB_MAX_ITEM_BYTES: usize = 400 * 1024;
+
+/// Longest DynamoDB table name.
+/// <https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html#limits-naming-rules>
+pub const DDB_MAX_TABLE_NAME_CHARS: usize = 255;
+
+/// How long SQS remembers a FIFO deduplication id.
+/// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/using-messagededuplicationid-property.html>
+pub const SQS_FIFO_DEDUP_WINDOW_SECONDS: u32 = 300;

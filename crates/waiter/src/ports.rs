@@ -1,0 +1,216 @@
+//! The two ports the domain talks through, plus the clock. Adapters in `aws` implement them for
+//! DynamoDB and SQS; `testing` implements them in memory.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use futures::stream::BoxStream;
+
+use crate::config::QueueName;
+use crate::error::PortError;
+use crate::job::{Attributes, Job};
+
+/// Where an item lives in its queue's table.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Partition {
+    /// One of the `WAITER_SHARDS` partitions the poller works.
+    Shard(u32),
+    /// Jobs SQS rejected permanently, kept for inspection and re-drive.
+    Parked,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JobKey {
+    pub partition: Partition,
+    pub job_id: String,
+}
+
+/// Why a job was parked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParkInfo {
+    pub parked_at: DateTime<Utc>,
+    pub code: String,
+    pub message: String,
+}
+
+/// A job as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredJob {
+    pub job: Job,
+    pub partition: Partition,
+    pub enqueued_at: DateTime<Utc>,
+    pub parked: Option<ParkInfo>,
+}
+
+impl StoredJob {
+    pub fn key(&self) -> JobKey {
+        JobKey {
+            partition: self.partition.clone(),
+            job_id: self.job.job_id.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PutOutcome {
+    Created,
+    /// An item with this `job_id` is already stored; nothing was changed.
+    Duplicate(Box<StoredJob>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelOutcome {
+    Cancelled,
+    NotFound,
+    /// A poller holds this job's partition and the job is within its hand-over window: it may be
+    /// in SQS already, so it is not reported as cancelled.
+    Dispatching,
+}
+
+/// A poller's exclusive hold on one partition for one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lease {
+    pub owner: String,
+    /// The lease lapses at this time, so a crashed poller's successor can take over.
+    pub until: DateTime<Utc>,
+    /// The poller may hand over jobs with `perform_at` up to this time.
+    pub horizon: DateTime<Utc>,
+}
+
+#[async_trait]
+pub trait JobStore: Send + Sync + 'static {
+    /// Size of the item this job would be stored as, as DynamoDB counts it.
+    fn item_bytes(&self, job: &StoredJob) -> usize;
+
+    /// Stores a new job unless one with the same key exists (a conditional put).
+    async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError>;
+
+    /// Looks a job up by id in any of the given partitions.
+    async fn find(
+        &self,
+        queue: &QueueName,
+        job_id: &str,
+        partitions: &[Partition],
+    ) -> Result<Option<StoredJob>, PortError>;
+
+    /// Deletes a job unless a poller lease covers it.
+    async fn cancel(
+        &self,
+        queue: &QueueName,
+        key: &JobKey,
+        perform_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<CancelOutcome, PortError>;
+
+    /// Jobs in a shard with `perform_at <= horizon`, oldest first, one page at a time.
+    fn due<'a>(
+        &'a self,
+        queue: &'a QueueName,
+        shard: u32,
+        horizon: DateTime<Utc>,
+    ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>>;
+
+    /// Jobs in the parked partition.
+    async fn parked(&self, queue: &QueueName) -> Result<Vec<StoredJob>, PortError>;
+
+    /// Removes items; retries unprocessed ones until all are gone or an error is returned.
+    async fn delete(&self, queue: &QueueName, keys: &[JobKey]) -> Result<(), PortError>;
+
+    /// Moves a job into the parked partition (copy first, then delete: a crash leaves a
+    /// duplicate, never a loss).
+    async fn park(&self, job: &StoredJob, info: &ParkInfo) -> Result<(), PortError>;
+
+    /// Moves a parked job back into a shard, due at `job.perform_at`.
+    async fn unpark(&self, parked: &StoredJob, into: &StoredJob) -> Result<(), PortError>;
+
+    /// Takes the partition's lease if it is free, lapsed, or already ours.
+    async fn acquire_lease(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        lease: &Lease,
+        now: DateTime<Utc>,
+    ) -> Result<bool, PortError>;
+
+    async fn release_lease(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        owner: &str,
+    ) -> Result<(), PortError>;
+}
+
+/// A message on its way to SQS.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutgoingMessage {
+    pub body: String,
+    pub attributes: Attributes,
+    /// `None` on FIFO queues, which take no per-message delay.
+    pub delay_seconds: Option<u32>,
+    pub group_id: Option<String>,
+    pub deduplication_id: Option<String>,
+}
+
+impl OutgoingMessage {
+    pub fn for_job(job: &Job, delay_seconds: Option<u32>) -> Self {
+        Self {
+            body: job.message_body.clone(),
+            attributes: job.message_attributes.clone(),
+            delay_seconds,
+            group_id: job.message_group_id.clone(),
+            deduplication_id: job.message_deduplication_id.clone(),
+        }
+    }
+
+    pub fn bytes(&self) -> usize {
+        crate::job::message_bytes(&self.body, &self.attributes)
+    }
+}
+
+/// The fate of one entry of a batch send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EntryOutcome {
+    Sent {
+        message_id: String,
+    },
+    Failed {
+        code: String,
+        message: String,
+        sender_fault: bool,
+    },
+}
+
+#[async_trait]
+pub trait MessageQueue: Send + Sync + 'static {
+    async fn send(&self, queue: &QueueName, message: &OutgoingMessage)
+        -> Result<String, PortError>;
+
+    /// Sends up to `SQS_MAX_BATCH_ENTRIES` messages; outcomes come back in input order.
+    async fn send_batch(
+        &self,
+        queue: &QueueName,
+        messages: &[OutgoingMessage],
+    ) -> Result<Vec<EntryOutcome>, PortError>;
+}
+
+#[async_trait]
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> DateTime<Utc>;
+    async fn sleep_until(&self, t: DateTime<Utc>);
+}
+
+/// Wall-clock time and tokio sleeps.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+#[async_trait]
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+
+    async fn sleep_until(&self, t: DateTime<Utc>) {
+        if let Ok(d) = (t - Utc::now()).to_std() {
+            tokio::time::sleep(d).await;
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! The moto server: started on a free port, ready when `/moto-api/` answers, killed on drop.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType,
+};
+
+use crate::{free_port, workspace_root};
+
+/// A running emulator. Dropping it kills exactly the process it started.
+pub struct Emulator {
+    child: Child,
+    pub endpoint: String,
+    pub dynamodb: aws_sdk_dynamodb::Client,
+    pub sqs: aws_sdk_sqs::Client,
+}
+
+/// Environment for a function process: the emulator's endpoint plus `WAITER_*` settings.
+pub type Env = Vec<(String, String)>;
+
+fn moto_server() -> PathBuf {
+    if let Ok(p) = std::env::var("MOTO_SERVER") {
+        return PathBuf::from(p);
+    }
+    let p = workspace_root().join(".venv/bin/moto_server");
+    assert!(
+        p.exists(),
+        "moto_server not found at {}: run `make venv` (make test does) or set MOTO_SERVER",
+        p.display()
+    );
+    p
+}
+
+impl Emulator {
+    pub async fn start() -> Self {
+        let port = free_port();
+        let log_dir = workspace_root().join("target/e2e-logs");
+        std::fs::create_dir_all(&log_dir).expect("create log dir");
+        let log = std::fs::File::create(log_dir.join(format!("moto-{port}.log")))
+            .expect("create moto log");
+        let child = Command::new(moto_server())
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log.try_clone().expect("clone log handle")))
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("start moto_server");
+        let endpoint = format!("http://127.0.0.1:{port}");
+        let mut emulator = Emulator {
+            child,
+            endpoint: endpoint.clone(),
+            dynamodb: aws_sdk_dynamodb::Client::new(&sdk_config(&endpoint).await),
+            sqs: aws_sdk_sqs::Client::new(&sdk_config(&endpoint).await),
+        };
+        let http = reqwest::Client::new();
+        let started = Instant::now();
+        loop {
+            if let Ok(Some(status)) = emulator.child.try_wait() {
+                panic!("moto_server exited early: {status}");
+            }
+            if http
+                .get(format!("{endpoint}/moto-api/"))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+            {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "moto_server not ready after 60 s"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        emulator
+    }
+
+    /// The environment every function process gets: endpoint, region, dummy credentials.
+    pub fn function_env(&self, waiter: &[(&str, &str)]) -> Env {
+        let mut env: Env = [
+            ("AWS_ENDPOINT_URL", self.endpoint.as_str()),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_ACCESS_KEY", "test"),
+            ("RUST_LOG", "info"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        env.extend(waiter.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        env
+    }
+
+    /// Creates a queue; returns its URL.
+    pub async fn create_queue(&self, name: &str) -> String {
+        let mut req = self.sqs.create_queue().queue_name(name);
+        if name.ends_with(".fifo") {
+            req = req.attributes(aws_sdk_sqs::types::QueueAttributeName::FifoQueue, "true");
+        }
+        req.send()
+            .await
+            .expect("CreateQueue")
+            .queue_url
+            .expect("queue url")
+    }
+
+    /// Creates a table with the contract's schema: keys `scheduler`/`job_id`, GSI
+    /// `scheduler-perform_at-index` on `scheduler`/`perform_at` projecting all attributes.
+    pub async fn create_table(&self, name: &str) {
+        let attr = |n: &str, t| {
+            AttributeDefinition::builder()
+                .attribute_name(n)
+                .attribute_type(t)
+                .build()
+                .expect("attr")
+        };
+        let key = |n: &str, t| {
+            KeySchemaElement::builder()
+                .attribute_name(n)
+                .key_type(t)
+                .build()
+                .expect("key")
+        };
+        self.dynamodb
+            .create_table()
+            .table_name(name)
+            .billing_mode(BillingMode::PayPerRequest)
+            .attribute_definitions(attr("scheduler", ScalarAttributeType::S))
+            .attribute_definitions(attr("job_id", ScalarAttributeType::S))
+            .attribute_definitions(attr("perform_at", ScalarAttributeType::N))
+            .key_schema(key("scheduler", KeyType::Hash))
+            .key_schema(key("job_id", KeyType::Range))
+            .global_secondary_indexes(
+                GlobalSecondaryIndex::builder()
+                    .index_name("scheduler-perform_at-index")
+                    .key_schema(key("scheduler", KeyType::Hash))
+                    .key_schema(key("perform_at", KeyType::Range))
+                    .projection(
+                        Projection::builder()
+                            .projection_type(ProjectionType::All)
+                            .build(),
+                    )
+                    .build()
+                    .expect("gsi"),
+            )
+            .send()
+            .await
+            .expect("CreateTable");
+    }
+
+    /// All items in a table (scan), for assertions.
+    pub async fn scan(
+        &self,
+        table: &str,
+    ) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+        self.dynamodb
+            .scan()
+            .table_name(table)
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+            .await
+            .expect("Scan")
+    }
+
+    /// Receives every message that becomes visible within `wait` (long polling), with the
+    /// local time it arrived.
+    pub async fn receive_for(&self, url: &str, wait: Duration, expect: usize) -> Vec<Received> {
+        let mut out = Vec::new();
+        let until = Instant::now() + wait;
+        while Instant::now() < until && out.len() < expect {
+            let res = self
+                .sqs
+                .receive_message()
+                .queue_url(url)
+                .max_number_of_messages(10)
+                .wait_time_seconds(1)
+                .message_attribute_names("All")
+                .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+                .send()
+                .await
+                .expect("ReceiveMessage");
+            let at = chrono::Utc::now();
+            for m in res.messages.unwrap_or_default() {
+                if let Some(h) = m.receipt_handle() {
+                    self.sqs
+                        .delete_message()
+                        .queue_url(url)
+                        .receipt_handle(h)
+                        .send()
+                        .await
+                        .expect("DeleteMessage");
+                }
+                out.push(Received { at, message: m });
+            }
+        }
+        out
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub at: chrono::DateTime<chrono::Utc>,
+    pub message: aws_sdk_sqs::types::Message,
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_sqs::config::Credentials::new(
+            "test", "test", None, None, "e2e",
+        ))
+        .load()
+        .await
+}

@@ -1,0 +1,26 @@
+//! Test harness for sqs-waiter's end-to-end tests: a moto server we start and stop, a minimal
+//! Lambda Runtime API that drives the real `enqueue` and `poller` binaries, and SDK helpers.
+
+pub mod emulator;
+pub mod runtime_api;
+
+use std::path::PathBuf;
+
+pub use emulator::{Emulator, Env};
+pub use runtime_api::{Function, LambdaError};
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// A free TCP port on loopback (the OS picks; there is a small race until it is bound again).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind an ephemeral port")
+}

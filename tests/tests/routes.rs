@@ -1,0 +1,65 @@
+//! Both routes end to end: direct SendMessage for short delays, store-then-poll for long ones.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{in_secs, parse_time, setup};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn short_delay_goes_direct_and_long_delay_is_stored_then_delivered_never_early() {
+    let mut s = setup(
+        &["orders"],
+        &[
+            ("WAITER_DIRECT_MAX_DELAY", "2"),
+            ("WAITER_LOOKAHEAD", "3"),
+            ("WAITER_SHARDS", "2"),
+        ],
+    )
+    .await;
+
+    let direct = s
+        .enqueue_ok(json!({"queue": "orders", "message_body": "direct", "delay_seconds": 1, "job_id": "d-1"}))
+        .await;
+    assert_eq!(direct["status"], "sent", "{direct}");
+    assert!(direct["message_id"].as_str().is_some_and(|m| !m.is_empty()));
+    assert_eq!(
+        s.table_len("orders").await,
+        0,
+        "the direct route stores nothing"
+    );
+
+    let perform_at = in_secs(6.5);
+    let stored = s
+        .enqueue_ok(json!({"queue": "orders", "message_body": "stored", "perform_at": perform_at, "job_id": "s-1"}))
+        .await;
+    assert_eq!(stored["status"], "scheduled", "{stored}");
+    assert_eq!(stored["duplicate"], false);
+    assert_eq!(s.table_len("orders").await, 1);
+
+    let got = s
+        .poll_and_receive(0, 2, Duration::from_secs(1), Duration::from_secs(20))
+        .await;
+    let bodies: Vec<_> = got
+        .iter()
+        .map(|r| r.message.body().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(got.len(), 2, "exactly the two jobs, once each: {bodies:?}");
+    let stored_msg = got
+        .iter()
+        .find(|r| r.message.body() == Some("stored"))
+        .expect("stored job delivered");
+    let due = parse_time(&perform_at);
+    let lateness = (stored_msg.at - due).num_milliseconds();
+    assert!(
+        lateness >= 0,
+        "never early: arrived {lateness} ms before perform_at"
+    );
+    assert!(lateness < 3_000, "loose bound: {lateness} ms late");
+    assert_eq!(
+        s.table_len("orders").await,
+        0,
+        "removed after SQS accepted it"
+    );
+}
