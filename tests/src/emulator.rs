@@ -168,8 +168,8 @@ impl Emulator {
             .expect("Scan")
     }
 
-    /// Receives every message that becomes visible within `wait` (long polling), with the
-    /// local time it arrived.
+    /// Receives every message that becomes visible within `wait`, with the local time it arrived.
+    /// Short polls every 20 ms: moto's long poll wakes only on new sends, not when a delay ends.
     pub async fn receive_for(&self, url: &str, wait: Duration, expect: usize) -> Vec<Received> {
         let mut out = Vec::new();
         let until = Instant::now() + wait;
@@ -179,14 +179,18 @@ impl Emulator {
                 .receive_message()
                 .queue_url(url)
                 .max_number_of_messages(10)
-                .wait_time_seconds(1)
+                .wait_time_seconds(0)
                 .message_attribute_names("All")
                 .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
                 .send()
                 .await
                 .expect("ReceiveMessage");
             let at = chrono::Utc::now();
-            for m in res.messages.unwrap_or_default() {
+            let messages = res.messages.unwrap_or_default();
+            if messages.is_empty() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            for m in messages {
                 if let Some(h) = m.receipt_handle() {
                     self.sqs
                         .delete_message()

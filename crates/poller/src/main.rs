@@ -11,10 +11,25 @@ use waiter::{Config, Dispatcher};
 
 type App = Dispatcher<DynamoStore, SqsQueue, SystemClock>;
 
+/// Run budget when the invocation carries no usable deadline (local emulators only).
+const FALLBACK_BUDGET_S: i64 = 30;
+
 async fn handler(app: &App, event: LambdaEvent<Value>) -> Result<Value, Diagnostic> {
-    let deadline = chrono::DateTime::<chrono::Utc>::from(event.context.deadline());
+    let now = chrono::Utc::now();
+    let mut deadline = chrono::DateTime::<chrono::Utc>::from(event.context.deadline());
+    if deadline <= now {
+        // Lambda always sends a future deadline; some local emulators send none (cargo-lambda
+        // 1.9 sends one near 1970). Work to a fixed budget instead of doing nothing.
+        tracing::warn!(
+            budget_s = FALLBACK_BUDGET_S,
+            "invocation deadline missing or past; using a fixed budget"
+        );
+        deadline = now + chrono::TimeDelta::seconds(FALLBACK_BUDGET_S);
+    }
+    let budget_ms = (deadline - now).num_milliseconds();
     let summary = app.run(deadline).await;
     tracing::info!(
+        budget_ms,
         dispatched = summary.dispatched,
         expired = summary.expired,
         parked = summary.parked,

@@ -366,7 +366,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
 
 enum Plan {
     Send(Box<Planned>),
-    Expired(StoredJob),
+    Expired(Box<StoredJob>),
     /// Not sendable in this run (it would have to wait past the stop margin).
     NotYet,
 }
@@ -387,7 +387,7 @@ fn plan(job: StoredJob, fifo: bool, now: DateTime<Utc>, stop_at: DateTime<Utc>) 
         .expires_at
         .is_some_and(|e| e < send_at.max(perform_at))
     {
-        return Plan::Expired(job);
+        return Plan::Expired(Box::new(job));
     }
     if send_at >= stop_at {
         return Plan::NotYet;

@@ -274,8 +274,8 @@ pub fn parse_job(
         (None, Some((name, v))) => parse_time_value(&name, &v)?,
         (None, None) => now,
     };
-    // A time in the past means now.
-    let perform_at = perform_at.max(now);
+    // A time in the past means now. Stored times have microsecond resolution, rounded up.
+    let perform_at = time::ceil_to_micros(perform_at.max(now)).unwrap_or(perform_at);
 
     let expires_at = match f.take("expires_at", Some("ExpiresAt"))? {
         None | Some((_, Value::Null)) => None,
@@ -411,7 +411,7 @@ fn take_queue(f: &mut Fields<'_>, config: &Config) -> Result<QueueName, InvalidR
         InvalidRequest::new(
             field,
             format!(
-                "queue {:?} is not managed by this deployment (WAITER_QUEUES)",
+                "{:?} is not managed by this deployment (not in WAITER_QUEUES)",
                 truncate(&name, 100)
             ),
         )

@@ -89,12 +89,13 @@ pub fn format_epoch(t: DateTime<Utc>) -> String {
     }
 }
 
-/// RFC 3339 with millisecond precision and a `Z`, as replies show it.
+/// RFC 3339 in UTC with a `Z` and only the fractional digits needed (0, 3 or 6), as replies show it.
 pub fn format_rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
 }
 
-fn ceil_to_micros(t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+/// Rounds up to whole microseconds, the resolution of stored times.
+pub fn ceil_to_micros(t: DateTime<Utc>) -> Option<DateTime<Utc>> {
     let nanos = t.timestamp_subsec_nanos() % 1000;
     if nanos == 0 {
         Some(t)
