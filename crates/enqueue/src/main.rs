@@ -6,13 +6,18 @@ use aws_config::BehaviorVersion;
 use lambda_runtime::{run, service_fn, Diagnostic, Error, LambdaEvent};
 use serde_json::Value;
 use waiter::aws::{DynamoStore, SqsQueue};
+use waiter::job::Payload;
 use waiter::ports::SystemClock;
 use waiter::{Config, Waiter};
 
 type App = Waiter<DynamoStore, SqsQueue, SystemClock>;
 
-async fn handler(app: &App, event: LambdaEvent<Value>) -> Result<Value, Diagnostic> {
-    app.handle(&event.payload).await.map_err(|e| {
+async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Value, Diagnostic> {
+    let result = match event.payload.into_value() {
+        Ok(request) => app.handle(&request).await,
+        Err(invalid) => Err(invalid.into()),
+    };
+    result.map_err(|e| {
         tracing::warn!(error_type = e.error_type(), retryable = e.is_retryable(), error = %e.message(), "request failed");
         Diagnostic {
             error_type: e.error_type().to_owned(),

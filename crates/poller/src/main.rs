@@ -6,6 +6,7 @@ use aws_config::BehaviorVersion;
 use lambda_runtime::{run, service_fn, Diagnostic, Error, LambdaEvent};
 use serde_json::Value;
 use waiter::aws::{DynamoStore, SqsQueue};
+use waiter::job::Payload;
 use waiter::ports::SystemClock;
 use waiter::{Config, Dispatcher};
 
@@ -14,7 +15,7 @@ type App = Dispatcher<DynamoStore, SqsQueue, SystemClock>;
 /// Run budget when the invocation carries no usable deadline (local emulators only).
 const FALLBACK_BUDGET_S: i64 = 30;
 
-async fn handler(app: &App, event: LambdaEvent<Value>) -> Result<Value, Diagnostic> {
+async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Value, Diagnostic> {
     let now = chrono::Utc::now();
     let mut deadline = chrono::DateTime::<chrono::Utc>::from(event.context.deadline());
     if deadline <= now {

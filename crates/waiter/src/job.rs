@@ -80,6 +80,25 @@ pub fn message_bytes(body: &str, attributes: &Attributes) -> usize {
             .sum::<usize>()
 }
 
+/// An invocation payload that always deserialises: malformed JSON (or nesting past serde_json's
+/// recursion limit) is kept as the parser's message, so that it can be refused as
+/// `InvalidRequest` naming the request instead of failing inside the Lambda runtime.
+#[derive(Debug)]
+pub struct Payload(pub Result<Value, String>);
+
+impl<'de> serde::Deserialize<'de> for Payload {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Payload(Value::deserialize(d).map_err(|e| e.to_string())))
+    }
+}
+
+impl Payload {
+    pub fn into_value(self) -> Result<Value, InvalidRequest> {
+        self.0
+            .map_err(|e| InvalidRequest::new("request", format!("is not valid JSON: {e}")))
+    }
+}
+
 /// What a request asks for.
 #[derive(Debug)]
 pub enum Request {

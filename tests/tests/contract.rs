@@ -1,0 +1,384 @@
+//! The enqueue contract end to end: batches, idempotency, attributes byte for byte, every class
+//! of bad input (leaving nothing behind), get and cancel, configuration errors, LSI tables.
+
+mod common;
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use common::{in_secs, setup};
+use e2e::{Emulator, Function};
+use serde_json::{json, Value};
+
+async fn queue_depth(emu: &Emulator, url: &str) -> usize {
+    use aws_sdk_sqs::types::QueueAttributeName as A;
+    let attrs = emu
+        .sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(A::ApproximateNumberOfMessages)
+        .attribute_names(A::ApproximateNumberOfMessagesDelayed)
+        .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
+        .send()
+        .await
+        .expect("GetQueueAttributes")
+        .attributes
+        .unwrap_or_default();
+    attrs
+        .values()
+        .map(|v| v.parse::<usize>().unwrap_or(0))
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn batch_of_100_keeps_order_and_idempotency_holds() {
+    let mut s = setup(&["orders"], &[("WAITER_DIRECT_MAX_DELAY", "60")]).await;
+    let mut jobs: Vec<Value> = (0..100)
+        .map(|i| {
+            let delay = if i % 2 == 0 { 30 } else { 3600 };
+            json!({"queue": "orders", "message_body": format!("m{i}"), "delay_seconds": delay, "job_id": format!("j-{i}")})
+        })
+        .collect();
+    jobs[13] = json!({"queue": "orders", "message_body": ""});
+    jobs[14] = json!({"queue": "elsewhere", "message_body": "x"});
+    let reply = s.enqueue_ok(json!({"jobs": jobs})).await;
+    let results = reply["results"].as_array().expect("results");
+    assert_eq!(results.len(), 100);
+    for (i, r) in results.iter().enumerate() {
+        match i {
+            13 => assert!(
+                r["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("message_body:"),
+                "{r}"
+            ),
+            14 => assert!(
+                r["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("queue:"),
+                "{r}"
+            ),
+            _ => {
+                assert_eq!(r["job_id"], format!("j-{i}"), "results in input order");
+                assert_eq!(
+                    r["status"],
+                    if i % 2 == 0 { "sent" } else { "scheduled" },
+                    "{r}"
+                );
+            }
+        }
+    }
+    assert_eq!(s.table_len("orders").await, 49);
+    let url = s.urls[0].clone();
+    assert_eq!(queue_depth(&s.emu, &url).await, 49);
+
+    // The same job_id again changes nothing, whatever else differs.
+    let again = s
+        .enqueue_ok(json!({"queue": "orders", "message_body": "changed", "delay_seconds": 7200, "job_id": "j-1"}))
+        .await;
+    assert_eq!(again["duplicate"], true, "{again}");
+    assert_eq!(again["status"], "scheduled");
+    assert_eq!(s.table_len("orders").await, 49);
+    let got = s
+        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "j-1"}))
+        .await;
+    assert_eq!(got["message_body"], "m1");
+    assert_eq!(got["perform_at"], results[1]["perform_at"]);
+    // A direct-route request naming a stored job_id is a duplicate too, and sends nothing.
+    let direct = s
+        .enqueue_ok(json!({"queue": "orders", "message_body": "now", "job_id": "j-1"}))
+        .await;
+    assert_eq!(direct["duplicate"], true);
+    assert_eq!(queue_depth(&s.emu, &url).await, 49);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bodies_and_attributes_round_trip_byte_for_byte_on_both_routes() {
+    let mut s = setup(
+        &["orders"],
+        &[("WAITER_DIRECT_MAX_DELAY", "1"), ("WAITER_LOOKAHEAD", "2")],
+    )
+    .await;
+    let all_bytes: Vec<u8> = (0..=255u8).collect();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&all_bytes);
+    let body = "{\"order\":42}\r\n\tünïcødé 🚀 \u{E000} \u{10FFFF} <xml attr='1'/> \\\"";
+    let attributes = json!({
+        "kind": {"data_type": "String", "string_value": "invoice ✓"},
+        "count": {"DataType": "Number", "StringValue": "-12.50"},
+        "blob": {"data_type": "Binary", "binary_value": b64},
+        "custom": {"data_type": "String.json", "string_value": "{\"a\":1}"},
+        "gz": {"data_type": "Binary.gzip", "binary_value": "H4sIAAAAAAAA"}
+    });
+    let direct = s
+        .enqueue_ok(json!({"queue": "orders", "message_body": body, "message_attributes": attributes, "job_id": "direct"}))
+        .await;
+    assert_eq!(direct["status"], "sent");
+    let stored = s
+        .enqueue_ok(json!({"queue": "orders", "message_body": body, "message_attributes": attributes, "job_id": "stored", "perform_at": in_secs(3.0)}))
+        .await;
+    assert_eq!(stored["status"], "scheduled");
+
+    let got = s
+        .poll_and_receive(0, 2, Duration::from_secs(1), Duration::from_secs(20))
+        .await;
+    assert_eq!(got.len(), 2);
+    for r in got {
+        assert_eq!(r.message.body(), Some(body), "body unaltered");
+        let attrs = r.message.message_attributes().expect("attributes");
+        assert_eq!(attrs.len(), 5);
+        assert_eq!(attrs["kind"].string_value(), Some("invoice ✓"));
+        assert_eq!(attrs["count"].data_type(), "Number");
+        assert_eq!(attrs["count"].string_value(), Some("-12.50"));
+        assert_eq!(
+            attrs["blob"].binary_value().map(|b| b.as_ref().to_vec()),
+            Some(all_bytes.clone())
+        );
+        assert_eq!(attrs["custom"].data_type(), "String.json");
+        assert_eq!(attrs["gz"].data_type(), "Binary.gzip");
+        assert_eq!(
+            attrs["gz"].binary_value().map(|b| b.as_ref().to_vec()),
+            Some(
+                base64::engine::general_purpose::STANDARD
+                    .decode("H4sIAAAAAAAA")
+                    .unwrap()
+            )
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_bad_input_class_is_refused_by_name_and_leaves_nothing_behind() {
+    let mut s = setup(
+        &["orders", "billing.fifo"],
+        &[("WAITER_DIRECT_MAX_DELAY", "10")],
+    )
+    .await;
+    let eleven: serde_json::Map<String, Value> = (0..11)
+        .map(|i| {
+            (
+                format!("a{i}"),
+                json!({"data_type": "String", "string_value": "v"}),
+            )
+        })
+        .collect();
+    let cases: Vec<(Value, &str)> = vec![
+        (json!({"queue": "unknown", "message_body": "x"}), "queue"),
+        (
+            json!({"queue": "orders", "message_body": "x", "delay_seconds": 5, "perform_at": in_secs(60.0)}),
+            "delay_seconds",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "delay_seconds": -5}),
+            "delay_seconds",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "perform_at": "soon"}),
+            "perform_at",
+        ),
+        (
+            json!({"queue": "orders", "message_body": ""}),
+            "message_body",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x".repeat(1024 * 1024 + 1)}),
+            "message_body",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "message_attributes": eleven}),
+            "message_attributes",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "message_attributes": {"a": {"data_type": "Float", "string_value": "1"}}}),
+            "message_attributes.a.data_type",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "job_id": "bad id!"}),
+            "job_id",
+        ),
+        (
+            json!({"queue": "billing.fifo", "message_body": "x", "delay_seconds": 60}),
+            "message_group_id",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x".repeat(500 * 1024), "delay_seconds": 3600}),
+            "message_body",
+        ),
+        (
+            json!({"queue": "orders", "message_body": 17}),
+            "message_body",
+        ),
+        (json!(["not", "an", "object"]), "request"),
+    ];
+    for (payload, field) in cases {
+        let err = s
+            .enqueue
+            .invoke(&payload)
+            .await
+            .expect_err(&format!("accepted {field} case"));
+        assert_eq!(err.error_type, "InvalidRequest", "{err:?}");
+        assert!(
+            err.error_message.starts_with(&format!("{field}")),
+            "{field}: {}",
+            err.error_message
+        );
+    }
+    // Malformed JSON and a nesting bomb never reach the handler's logic but get the same error.
+    for raw in [
+        b"{\"queue\": \"orders\", ".to_vec(),
+        format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(),
+    ] {
+        let err = s
+            .enqueue
+            .invoke_raw(raw, Duration::from_secs(30))
+            .await
+            .expect_err("malformed accepted");
+        assert_eq!(err.error_type, "InvalidRequest");
+        assert!(
+            err.error_message.starts_with("request: is not valid JSON"),
+            "{}",
+            err.error_message
+        );
+    }
+    assert_eq!(s.table_len("orders").await, 0);
+    assert_eq!(s.table_len("billing.fifo").await, 0);
+    for url in s.urls.clone() {
+        assert_eq!(queue_depth(&s.emu, &url).await, 0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn get_and_cancel_a_stored_job() {
+    let mut s = setup(&["orders"], &[]).await;
+    let r = s
+        .enqueue_ok(json!({"queue": "orders", "message_body": "x", "delay_seconds": 3600, "job_id": "invoice-42",
+                           "expires_at": in_secs(7200.0)}))
+        .await;
+    assert_eq!(r["status"], "scheduled");
+    let got = s
+        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "invoice-42"}))
+        .await;
+    assert_eq!(got["status"], "scheduled");
+    assert_eq!(got["perform_at"], r["perform_at"]);
+    assert!(got["expires_at"].is_string());
+    let c = s
+        .enqueue_ok(json!({"action": "cancel", "queue": "orders", "job_id": "invoice-42"}))
+        .await;
+    assert_eq!(c["status"], "cancelled");
+    assert_eq!(s.table_len("orders").await, 0);
+    let again = s
+        .enqueue_ok(json!({"action": "cancel", "queue": "orders", "job_id": "invoice-42"}))
+        .await;
+    assert_eq!(again["status"], "not_found");
+    let got = s
+        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "invoice-42"}))
+        .await;
+    assert_eq!(got["status"], "not_found");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_variable_stops_the_function_at_start_naming_it() {
+    let emu = Emulator::start().await;
+    for (name, settings, variable) in [
+        ("enqueue", vec![], "WAITER_QUEUES"),
+        (
+            "enqueue",
+            vec![
+                ("WAITER_QUEUES", "orders"),
+                ("WAITER_DIRECT_MAX_DELAY", "1000"),
+            ],
+            "WAITER_DIRECT_MAX_DELAY",
+        ),
+        (
+            "poller",
+            vec![("WAITER_QUEUES", "orders"), ("WAITER_SHARDS", "zero")],
+            "WAITER_SHARDS",
+        ),
+        (
+            "poller",
+            vec![("WAITER_QUEUES", "orders"), ("WAITER_LOOKAHEAD", "901")],
+            "WAITER_LOOKAHEAD",
+        ),
+    ] {
+        let mut f = Function::start(name, &emu.function_env(&settings)).await;
+        let status = f
+            .wait_exit(Duration::from_secs(20))
+            .await
+            .expect("exits at start");
+        assert!(!status.success());
+        assert!(
+            f.log().contains(variable),
+            "{name} log does not name {variable}:\n{}",
+            f.log()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_table_with_an_lsi_works_too() {
+    use aws_sdk_dynamodb::types::*;
+    let emu = Emulator::start().await;
+    let url = emu.create_queue("legacy").await;
+    let attr = |n: &str, t| {
+        AttributeDefinition::builder()
+            .attribute_name(n)
+            .attribute_type(t)
+            .build()
+            .unwrap()
+    };
+    let key = |n: &str, t| {
+        KeySchemaElement::builder()
+            .attribute_name(n)
+            .key_type(t)
+            .build()
+            .unwrap()
+    };
+    emu.dynamodb
+        .create_table()
+        .table_name("legacy")
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(attr("scheduler", ScalarAttributeType::S))
+        .attribute_definitions(attr("job_id", ScalarAttributeType::S))
+        .attribute_definitions(attr("perform_at", ScalarAttributeType::N))
+        .key_schema(key("scheduler", KeyType::Hash))
+        .key_schema(key("job_id", KeyType::Range))
+        .local_secondary_indexes(
+            LocalSecondaryIndex::builder()
+                .index_name("scheduler-perform_at-index")
+                .key_schema(key("scheduler", KeyType::Hash))
+                .key_schema(key("perform_at", KeyType::Range))
+                .projection(
+                    Projection::builder()
+                        .projection_type(ProjectionType::All)
+                        .build(),
+                )
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let env = emu.function_env(&[
+        ("WAITER_QUEUES", "legacy"),
+        ("WAITER_DIRECT_MAX_DELAY", "0"),
+        ("WAITER_LOOKAHEAD", "2"),
+    ]);
+    let mut enqueue = Function::start("enqueue", &env).await;
+    let mut poller = Function::start("poller", &env).await;
+    let r = enqueue
+        .invoke(&json!({"queue": "legacy", "message_body": "old", "delay_seconds": 1}))
+        .await
+        .unwrap();
+    assert_eq!(r["status"], "scheduled");
+    let mut got = Vec::new();
+    for _ in 0..10 {
+        poller.invoke(&json!({})).await.unwrap();
+        got.extend(emu.receive_for(&url, Duration::from_secs(1), 1).await);
+        if !got.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].message.body(), Some("old"));
+}
