@@ -1,0 +1,266 @@
+//! Job lifecycle end to end: FIFO hand-over and deduplication, expiry, parking and re-drive,
+//! two pollers at once, and a cancel racing a hand-over.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use common::{in_secs, parse_time, setup};
+use e2e::Function;
+use serde_json::{json, Value};
+
+async fn poll_until_dispatched(s: &mut common::Setup, within: Duration) -> u64 {
+    let until = std::time::Instant::now() + within;
+    while std::time::Instant::now() < until {
+        let n = s.poll().await["dispatched"].as_u64().unwrap_or(0);
+        if n > 0 {
+            return n;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    0
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fifo_jobs_are_stored_sent_when_due_and_deduplicated() {
+    let mut s = setup(&["billing.fifo"], &[("WAITER_SHARDS", "1")]).await;
+    let due = in_secs(2.0);
+    let job = json!({"queue": "billing.fifo", "message_body": "charge", "perform_at": due, "job_id": "charge-9", "message_group_id": "customer-9"});
+    let r = s.enqueue_ok(job.clone()).await;
+    assert_eq!(r["status"], "scheduled", "a delayed FIFO job is stored");
+    assert_eq!(
+        poll_until_dispatched(&mut s, Duration::from_secs(10)).await,
+        1
+    );
+
+    // The same job stored and handed over again (as after a crash between send and delete):
+    // SQS drops the re-send within its 5-minute deduplication window, because the
+    // deduplication id is derived from job_id.
+    let mut again = job.clone();
+    again["perform_at"] = json!(in_secs(0.5));
+    assert_eq!(
+        s.enqueue_ok(again).await["duplicate"],
+        false,
+        "the first copy left the table"
+    );
+    assert_eq!(
+        poll_until_dispatched(&mut s, Duration::from_secs(10)).await,
+        1
+    );
+
+    let url = s.urls[0].clone();
+    let got = s.emu.receive_for(&url, Duration::from_secs(3), 2).await;
+    assert_eq!(got.len(), 1, "deduplicated by SQS: {got:?}");
+    let attrs = got[0].message.attributes().expect("system attributes");
+    use aws_sdk_sqs::types::MessageSystemAttributeName as A;
+    assert_eq!(
+        attrs.get(&A::MessageGroupId).map(String::as_str),
+        Some("customer-9")
+    );
+    assert_eq!(
+        attrs.get(&A::MessageDeduplicationId).map(String::as_str),
+        Some("charge-9"),
+        "derived from job_id"
+    );
+    let sent_ms: i64 = attrs[&A::SentTimestamp].parse().unwrap();
+    assert!(
+        sent_ms >= parse_time(&due).timestamp_millis(),
+        "never early"
+    );
+    assert_eq!(s.table_len("billing.fifo").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_expired_job_is_dropped_not_sent() {
+    let mut s = setup(
+        &["orders"],
+        &[("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_SHARDS", "1")],
+    )
+    .await;
+    s.enqueue_ok(json!({"queue": "orders", "message_body": "stale", "perform_at": in_secs(1.0), "expires_at": in_secs(1.5)}))
+        .await;
+    s.enqueue_ok(json!({"queue": "orders", "message_body": "fresh", "perform_at": in_secs(1.0), "expires_at": in_secs(60.0)}))
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let summary = s.poll().await;
+    assert_eq!(summary["expired"], 1, "{summary}");
+    assert_eq!(summary["dispatched"], 1, "{summary}");
+    let url = s.urls[0].clone();
+    let got = s.emu.receive_for(&url, Duration::from_secs(2), 2).await;
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].message.body(), Some("fresh"));
+    assert_eq!(s.table_len("orders").await, 0, "the expired job is removed");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_permanently_rejected_job_is_parked_visible_and_can_be_redriven() {
+    let mut s = setup(
+        &["orders"],
+        &[("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_SHARDS", "1")],
+    )
+    .await;
+    let url = s.urls[0].clone();
+    // The queue refuses bodies over 1 KiB: a deployment mistake the poller cannot fix by retrying.
+    s.emu
+        .sqs
+        .set_queue_attributes()
+        .queue_url(&url)
+        .attributes(
+            aws_sdk_sqs::types::QueueAttributeName::MaximumMessageSize,
+            "1024",
+        )
+        .send()
+        .await
+        .unwrap();
+    for (id, body) in [
+        ("small-1", "ok".to_owned()),
+        ("big", "x".repeat(2000)),
+        ("small-2", "ok".to_owned()),
+    ] {
+        s.enqueue_ok(json!({"queue": "orders", "message_body": body, "perform_at": in_secs(0.5), "job_id": id})).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let summary = s.poll().await;
+    assert_eq!(
+        (summary["dispatched"].as_u64(), summary["parked"].as_u64()),
+        (Some(2), Some(1)),
+        "{summary}"
+    );
+    let again = s.poll().await;
+    assert_eq!(
+        again["dispatched"], 0,
+        "a parked job is not retried forever: {again}"
+    );
+    let parked = s
+        .enqueue_ok(json!({"action": "list_parked", "queue": "orders"}))
+        .await;
+    assert_eq!(parked["count"], 1);
+    assert_eq!(parked["jobs"][0]["job_id"], "big");
+    assert!(
+        parked["jobs"][0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("shorter than"),
+        "{parked}"
+    );
+    let got = s
+        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "big"}))
+        .await;
+    assert_eq!(got["status"], "parked");
+
+    // Fix the queue, re-drive the job, and it is delivered.
+    s.emu
+        .sqs
+        .set_queue_attributes()
+        .queue_url(&url)
+        .attributes(
+            aws_sdk_sqs::types::QueueAttributeName::MaximumMessageSize,
+            "1048576",
+        )
+        .send()
+        .await
+        .unwrap();
+    let r = s
+        .enqueue_ok(json!({"action": "redrive", "queue": "orders", "job_id": "big"}))
+        .await;
+    assert_eq!(r["status"], "scheduled");
+    let got = s
+        .poll_and_receive(0, 3, Duration::from_millis(500), Duration::from_secs(10))
+        .await;
+    let mut bodies: Vec<usize> = got
+        .iter()
+        .map(|r| r.message.body().unwrap_or_default().len())
+        .collect();
+    bodies.sort();
+    assert_eq!(bodies, vec![2, 2, 2000]);
+    assert_eq!(s.table_len("orders").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_pollers_at_once_lose_nothing_and_send_nothing_twice() {
+    let mut s = setup(
+        &["orders"],
+        &[
+            ("WAITER_DIRECT_MAX_DELAY", "0"),
+            ("WAITER_SHARDS", "4"),
+            ("WAITER_LOOKAHEAD", "0"),
+        ],
+    )
+    .await;
+    const N: usize = 300;
+    for chunk in 0..N / 100 {
+        let jobs: Vec<Value> = (0..100)
+            .map(|i| json!({"queue": "orders", "message_body": format!("m{}", chunk * 100 + i), "job_id": format!("j{}", chunk * 100 + i), "delay_seconds": 1}))
+            .collect();
+        let r = s.enqueue_ok(json!({"jobs": jobs})).await;
+        assert!(r["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["status"] == "scheduled"));
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut second = Function::start("poller", &s.env).await;
+    let event = json!({});
+    let (a, b) = tokio::join!(s.poller.invoke(&event), second.invoke(&event));
+    let (a, b) = (a.expect("poller a"), b.expect("poller b"));
+    let dispatched = a["dispatched"].as_u64().unwrap() + b["dispatched"].as_u64().unwrap();
+    let url = s.urls[0].clone();
+    let got = s
+        .emu
+        .receive_for(&url, Duration::from_secs(10), N + 1)
+        .await;
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for r in &got {
+        *seen
+            .entry(r.message.body().unwrap_or_default().to_owned())
+            .or_default() += 1;
+    }
+    let duplicates: usize = seen.values().map(|c| c - 1).sum();
+    println!(
+        "two pollers: a={a} b={b}; received {} unique, {duplicates} duplicates",
+        seen.len()
+    );
+    assert_eq!(seen.len(), N, "no job lost");
+    assert_eq!(duplicates, 0, "no double send without a crash");
+    assert_eq!(dispatched as usize, N);
+    assert_eq!(s.table_len("orders").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_during_hand_over_is_reported_honestly() {
+    // The poller holds FIFO jobs that fall due during its run; a cancel then must not claim
+    // success for a job that will be sent.
+    let mut s = setup(
+        &["billing.fifo"],
+        &[("WAITER_SHARDS", "1"), ("WAITER_FIFO_HOLD", "10")],
+    )
+    .await;
+    s.enqueue_ok(json!({"queue": "billing.fifo", "message_body": "x", "perform_at": in_secs(3.0), "job_id": "held", "message_group_id": "g"}))
+        .await;
+    let env = s.env.clone();
+    let poll = tokio::spawn(async move {
+        let mut p = Function::start("poller", &env).await;
+        p.invoke(&json!({})).await
+    });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let c = s
+        .enqueue_ok(json!({"action": "cancel", "queue": "billing.fifo", "job_id": "held"}))
+        .await;
+    assert_eq!(c["status"], "dispatching", "{c}");
+    let summary = poll.await.unwrap().expect("poller");
+    assert_eq!(summary["dispatched"], 1, "{summary}");
+    let url = s.urls[0].clone();
+    assert_eq!(
+        s.emu
+            .receive_for(&url, Duration::from_secs(2), 1)
+            .await
+            .len(),
+        1
+    );
+    let c = s
+        .enqueue_ok(json!({"action": "cancel", "queue": "billing.fifo", "job_id": "held"}))
+        .await;
+    assert_eq!(c["status"], "not_found");
+}
