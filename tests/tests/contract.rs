@@ -219,7 +219,7 @@ async fn every_bad_input_class_is_refused_by_name_and_leaves_nothing_behind() {
             .expect_err(&format!("accepted {field} case"));
         assert_eq!(err.error_type, "InvalidRequest", "{err:?}");
         assert!(
-            err.error_message.starts_with(&format!("{field}")),
+            err.error_message.starts_with(&format!("{field}:")),
             "{field}: {}",
             err.error_message
         );
