@@ -5,11 +5,19 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
+    LocalSecondaryIndex, Projection, ProjectionType, ScalarAttributeType,
 };
 
 use crate::{free_port, workspace_root};
+
+const INDEX: &str = "scheduler-perform_at-index";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexKind {
+    Global,
+    Local,
+}
 
 /// A running emulator. Dropping it kills exactly the process it started.
 pub struct Emulator {
@@ -111,6 +119,11 @@ impl Emulator {
     /// Creates a table with the contract's schema: keys `scheduler`/`job_id`, GSI
     /// `scheduler-perform_at-index` on `scheduler`/`perform_at` projecting all attributes.
     pub async fn create_table(&self, name: &str) {
+        self.create_table_with(name, IndexKind::Global).await
+    }
+
+    /// The same schema with the index as a GSI or, as older deployments have it, an LSI.
+    pub async fn create_table_with(&self, name: &str, kind: IndexKind) {
         let attr = |n: &str, t| {
             AttributeDefinition::builder()
                 .attribute_name(n)
@@ -125,7 +138,8 @@ impl Emulator {
                 .build()
                 .expect("key")
         };
-        self.dynamodb
+        let req = self
+            .dynamodb
             .create_table()
             .table_name(name)
             .billing_mode(BillingMode::PayPerRequest)
@@ -133,23 +147,33 @@ impl Emulator {
             .attribute_definitions(attr("job_id", ScalarAttributeType::S))
             .attribute_definitions(attr("perform_at", ScalarAttributeType::N))
             .key_schema(key("scheduler", KeyType::Hash))
-            .key_schema(key("job_id", KeyType::Range))
-            .global_secondary_indexes(
+            .key_schema(key("job_id", KeyType::Range));
+        let index_keys = Some(vec![
+            key("scheduler", KeyType::Hash),
+            key("perform_at", KeyType::Range),
+        ]);
+        let all = Projection::builder()
+            .projection_type(ProjectionType::All)
+            .build();
+        let req = match kind {
+            IndexKind::Global => req.global_secondary_indexes(
                 GlobalSecondaryIndex::builder()
-                    .index_name("scheduler-perform_at-index")
-                    .key_schema(key("scheduler", KeyType::Hash))
-                    .key_schema(key("perform_at", KeyType::Range))
-                    .projection(
-                        Projection::builder()
-                            .projection_type(ProjectionType::All)
-                            .build(),
-                    )
+                    .index_name(INDEX)
+                    .set_key_schema(index_keys)
+                    .projection(all)
                     .build()
                     .expect("gsi"),
-            )
-            .send()
-            .await
-            .expect("CreateTable");
+            ),
+            IndexKind::Local => req.local_secondary_indexes(
+                LocalSecondaryIndex::builder()
+                    .index_name(INDEX)
+                    .set_key_schema(index_keys)
+                    .projection(all)
+                    .build()
+                    .expect("lsi"),
+            ),
+        };
+        req.send().await.expect("CreateTable");
     }
 
     /// All items in a table (scan), for assertions.

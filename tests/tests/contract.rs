@@ -317,48 +317,10 @@ async fn a_bad_variable_stops_the_function_at_start_naming_it() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_table_with_an_lsi_works_too() {
-    use aws_sdk_dynamodb::types::*;
     let emu = Emulator::start().await;
     let url = emu.create_queue("legacy").await;
-    let attr = |n: &str, t| {
-        AttributeDefinition::builder()
-            .attribute_name(n)
-            .attribute_type(t)
-            .build()
-            .unwrap()
-    };
-    let key = |n: &str, t| {
-        KeySchemaElement::builder()
-            .attribute_name(n)
-            .key_type(t)
-            .build()
-            .unwrap()
-    };
-    emu.dynamodb
-        .create_table()
-        .table_name("legacy")
-        .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(attr("scheduler", ScalarAttributeType::S))
-        .attribute_definitions(attr("job_id", ScalarAttributeType::S))
-        .attribute_definitions(attr("perform_at", ScalarAttributeType::N))
-        .key_schema(key("scheduler", KeyType::Hash))
-        .key_schema(key("job_id", KeyType::Range))
-        .local_secondary_indexes(
-            LocalSecondaryIndex::builder()
-                .index_name("scheduler-perform_at-index")
-                .key_schema(key("scheduler", KeyType::Hash))
-                .key_schema(key("perform_at", KeyType::Range))
-                .projection(
-                    Projection::builder()
-                        .projection_type(ProjectionType::All)
-                        .build(),
-                )
-                .build()
-                .unwrap(),
-        )
-        .send()
-        .await
-        .unwrap();
+    emu.create_table_with("legacy", e2e::emulator::IndexKind::Local)
+        .await;
     let env = emu.function_env(&[
         ("WAITER_QUEUES", "legacy"),
         ("WAITER_DIRECT_MAX_DELAY", "0"),

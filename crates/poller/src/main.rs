@@ -1,14 +1,11 @@
 //! The `poller` Lambda: hands due jobs to SQS. Triggered by EventBridge; accepts any event.
 
-use std::sync::Arc;
-
-use aws_config::BehaviorVersion;
 use lambda_runtime::{run, service_fn, Diagnostic, Error, LambdaEvent};
 use serde_json::Value;
-use waiter::aws::{DynamoStore, SqsQueue};
+use waiter::aws::{Adapters, DynamoStore, SqsQueue};
 use waiter::job::Payload;
 use waiter::ports::SystemClock;
-use waiter::{Config, Dispatcher};
+use waiter::Dispatcher;
 
 type App = Dispatcher<DynamoStore, SqsQueue, SystemClock>;
 
@@ -60,19 +57,11 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Value, Diagno
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
-    let config = match Config::from_env() {
-        Ok(c) => Arc::new(c),
-        Err(e) => {
-            tracing::error!(variable = e.variable, "invalid configuration: {e}");
-            return Err(e.into());
-        }
-    };
-    let aws = aws_config::load_defaults(BehaviorVersion::latest()).await;
-    let app = Dispatcher::new(
-        config.clone(),
-        DynamoStore::new(aws_sdk_dynamodb::Client::new(&aws), config),
-        SqsQueue::new(aws_sdk_sqs::Client::new(&aws)),
-        SystemClock,
-    );
+    let Adapters {
+        config,
+        store,
+        queue,
+    } = Adapters::from_env().await?;
+    let app = Dispatcher::new(config, store, queue, SystemClock);
     run(service_fn(|event| handler(&app, event))).await
 }

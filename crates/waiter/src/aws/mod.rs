@@ -9,7 +9,33 @@ use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 pub use dynamo::DynamoStore;
 pub use sqs::SqsQueue;
 
+use std::sync::Arc;
+
+use crate::config::{Config, ConfigError};
 use crate::error::PortError;
+
+/// What both functions build once per cold start: validated config and the two adapters.
+pub struct Adapters {
+    pub config: Arc<Config>,
+    pub store: DynamoStore,
+    pub queue: SqsQueue,
+}
+
+impl Adapters {
+    /// Reads `WAITER_*` (failing fast, naming the variable) and builds the SDK clients from the
+    /// standard AWS environment, `AWS_ENDPOINT_URL` included.
+    pub async fn from_env() -> Result<Self, ConfigError> {
+        let config = Arc::new(Config::from_env().inspect_err(|e| {
+            tracing::error!(variable = e.variable, "invalid configuration: {e}");
+        })?);
+        let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        Ok(Self {
+            store: DynamoStore::new(aws_sdk_dynamodb::Client::new(&aws), config.clone()),
+            queue: SqsQueue::new(aws_sdk_sqs::Client::new(&aws)),
+            config,
+        })
+    }
+}
 
 /// Error codes AWS uses for "slow down" across DynamoDB, SQS and KMS.
 const THROTTLING_CODES: &[&str] = &[
