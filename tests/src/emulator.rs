@@ -5,8 +5,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
-    LocalSecondaryIndex, Projection, ProjectionType, ScalarAttributeType,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, LocalSecondaryIndex, Projection,
+    ProjectionType, ScalarAttributeType,
 };
 
 use crate::{free_port, workspace_root};
@@ -48,8 +48,7 @@ impl Emulator {
         let port = free_port();
         let log_dir = workspace_root().join("target/e2e-logs");
         std::fs::create_dir_all(&log_dir).expect("create log dir");
-        let log = std::fs::File::create(log_dir.join(format!("moto-{port}.log")))
-            .expect("create moto log");
+        let log = std::fs::File::create(log_dir.join(format!("moto-{port}.log"))).expect("create moto log");
         let child = Command::new(moto_server())
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdin(Stdio::null())
@@ -109,11 +108,7 @@ impl Emulator {
         if name.ends_with(".fifo") {
             req = req.attributes(aws_sdk_sqs::types::QueueAttributeName::FifoQueue, "true");
         }
-        req.send()
-            .await
-            .expect("CreateQueue")
-            .queue_url
-            .expect("queue url")
+        req.send().await.expect("CreateQueue").queue_url.expect("queue url")
     }
 
     /// Creates a table with the contract's schema: keys `scheduler`/`job_id`, GSI
@@ -148,13 +143,8 @@ impl Emulator {
             .attribute_definitions(attr("perform_at", ScalarAttributeType::N))
             .key_schema(key("scheduler", KeyType::Hash))
             .key_schema(key("job_id", KeyType::Range));
-        let index_keys = Some(vec![
-            key("scheduler", KeyType::Hash),
-            key("perform_at", KeyType::Range),
-        ]);
-        let all = Projection::builder()
-            .projection_type(ProjectionType::All)
-            .build();
+        let index_keys = Some(vec![key("scheduler", KeyType::Hash), key("perform_at", KeyType::Range)]);
+        let all = Projection::builder().projection_type(ProjectionType::All).build();
         let req = match kind {
             IndexKind::Global => req.global_secondary_indexes(
                 GlobalSecondaryIndex::builder()
@@ -248,9 +238,7 @@ pub async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
     aws_config::defaults(aws_config::BehaviorVersion::latest())
         .endpoint_url(endpoint)
         .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_sqs::config::Credentials::new(
-            "test", "test", None, None, "e2e",
-        ))
+        .credentials_provider(aws_sdk_sqs::config::Credentials::new("test", "test", None, None, "e2e"))
         .load()
         .await
 }

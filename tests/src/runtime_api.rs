@@ -64,14 +64,9 @@ pub enum Profile {
 }
 
 pub fn binary_path(name: &str, profile: Profile) -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| workspace_root().join("target"), PathBuf::from);
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| workspace_root().join("target"), PathBuf::from);
     target
-        .join(if profile == Profile::Debug {
-            "debug"
-        } else {
-            "release"
-        })
+        .join(if profile == Profile::Debug { "debug" } else { "release" })
         .join(name)
 }
 
@@ -96,10 +91,7 @@ impl Function {
         });
         let app = Router::new()
             .route("/2018-06-01/runtime/invocation/next", get(next))
-            .route(
-                "/2018-06-01/runtime/invocation/{id}/response",
-                post(response),
-            )
+            .route("/2018-06-01/runtime/invocation/{id}/response", post(response))
             .route("/2018-06-01/runtime/invocation/{id}/error", post(error))
             .route("/2018-06-01/runtime/init/error", post(init_error))
             .with_state(api.clone());
@@ -154,11 +146,8 @@ impl Function {
     pub async fn invoke_raw(&mut self, payload: Vec<u8>, timeout: Duration) -> Reply {
         let n = self.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let id = format!("req-{n}");
-        let deadline_ms = (SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .expect("clock after 1970")
-            + timeout)
-            .as_millis() as u64;
+        let deadline_ms =
+            (SystemTime::now().duration_since(UNIX_EPOCH).expect("clock after 1970") + timeout).as_millis() as u64;
         let (reply, rx) = oneshot::channel();
         self.tx
             .send(Invocation {
@@ -195,10 +184,7 @@ impl Function {
 
     /// Time from process start to its first `GET /runtime/invocation/next` (init time).
     pub fn init_duration(&self) -> Option<Duration> {
-        self.api
-            .first_next
-            .get()
-            .map(|t| t.duration_since(self.started))
+        self.api.first_next.get().map(|t| t.duration_since(self.started))
     }
 
     pub fn pid(&self) -> u32 {
@@ -241,25 +227,16 @@ async fn next(State(api): State<Arc<Api>>) -> impl IntoResponse {
     let Some(inv) = inv else {
         return (StatusCode::GONE, HeaderMap::new(), Bytes::new());
     };
-    api.inflight
-        .lock()
-        .expect("lock")
-        .insert(inv.id.clone(), inv.reply);
+    api.inflight.lock().expect("lock").insert(inv.id.clone(), inv.reply);
     let mut h = HeaderMap::new();
     let v = |s: &str| HeaderValue::from_str(s).expect("header value");
     h.insert("lambda-runtime-aws-request-id", v(&inv.id));
-    h.insert(
-        "lambda-runtime-deadline-ms",
-        v(&inv.deadline_ms.to_string()),
-    );
+    h.insert("lambda-runtime-deadline-ms", v(&inv.deadline_ms.to_string()));
     h.insert(
         "lambda-runtime-invoked-function-arn",
         v("arn:aws:lambda:us-east-1:000000000000:function:e2e"),
     );
-    h.insert(
-        "lambda-runtime-trace-id",
-        v("Root=1-00000000-000000000000000000000000"),
-    );
+    h.insert("lambda-runtime-trace-id", v("Root=1-00000000-000000000000000000000000"));
     h.insert("content-type", v("application/json"));
     (StatusCode::OK, h, inv.payload)
 }

@@ -23,10 +23,7 @@ pub async fn setup(queues: &[&str], settings: &[(&str, &str)]) -> Setup {
         emu.create_table(&format!("waiter-{q}")).await;
     }
     let joined = queues.join(",");
-    let mut all: Vec<(&str, &str)> = vec![
-        ("WAITER_QUEUES", &joined),
-        ("WAITER_TABLE_PREFIX", "waiter-"),
-    ];
+    let mut all: Vec<(&str, &str)> = vec![("WAITER_QUEUES", &joined), ("WAITER_TABLE_PREFIX", "waiter-")];
     all.extend_from_slice(settings);
     let env = emu.function_env(&all);
     let enqueue = Function::start("enqueue", &env).await;

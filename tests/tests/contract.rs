@@ -24,10 +24,7 @@ async fn queue_depth(emu: &Emulator, url: &str) -> usize {
         .expect("GetQueueAttributes")
         .attributes
         .unwrap_or_default();
-    attrs
-        .values()
-        .map(|v| v.parse::<usize>().unwrap_or(0))
-        .sum()
+    attrs.values().map(|v| v.parse::<usize>().unwrap_or(0)).sum()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -47,26 +44,13 @@ async fn batch_of_100_keeps_order_and_idempotency_holds() {
     for (i, r) in results.iter().enumerate() {
         match i {
             13 => assert!(
-                r["error"]["message"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with("message_body:"),
+                r["error"]["message"].as_str().unwrap().starts_with("message_body:"),
                 "{r}"
             ),
-            14 => assert!(
-                r["error"]["message"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with("queue:"),
-                "{r}"
-            ),
+            14 => assert!(r["error"]["message"].as_str().unwrap().starts_with("queue:"), "{r}"),
             _ => {
                 assert_eq!(r["job_id"], format!("j-{i}"), "results in input order");
-                assert_eq!(
-                    r["status"],
-                    if i % 2 == 0 { "sent" } else { "scheduled" },
-                    "{r}"
-                );
+                assert_eq!(r["status"], if i % 2 == 0 { "sent" } else { "scheduled" }, "{r}");
             }
         }
     }
@@ -112,7 +96,9 @@ async fn bodies_and_attributes_round_trip_byte_for_byte_on_both_routes() {
         "gz": {"data_type": "Binary.gzip", "binary_value": "H4sIAAAAAAAA"}
     });
     let direct = s
-        .enqueue_ok(json!({"queue": "orders", "message_body": body, "message_attributes": attributes, "job_id": "direct"}))
+        .enqueue_ok(
+            json!({"queue": "orders", "message_body": body, "message_attributes": attributes, "job_id": "direct"}),
+        )
         .await;
     assert_eq!(direct["status"], "sent");
     let stored = s
@@ -150,18 +136,9 @@ async fn bodies_and_attributes_round_trip_byte_for_byte_on_both_routes() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_bad_input_class_is_refused_by_name_and_leaves_nothing_behind() {
-    let mut s = setup(
-        &["orders", "billing.fifo"],
-        &[("WAITER_DIRECT_MAX_DELAY", "10")],
-    )
-    .await;
+    let mut s = setup(&["orders", "billing.fifo"], &[("WAITER_DIRECT_MAX_DELAY", "10")]).await;
     let eleven: serde_json::Map<String, Value> = (0..11)
-        .map(|i| {
-            (
-                format!("a{i}"),
-                json!({"data_type": "String", "string_value": "v"}),
-            )
-        })
+        .map(|i| (format!("a{i}"), json!({"data_type": "String", "string_value": "v"})))
         .collect();
     let cases: Vec<(Value, &str)> = vec![
         (json!({"queue": "unknown", "message_body": "x"}), "queue"),
@@ -177,10 +154,7 @@ async fn every_bad_input_class_is_refused_by_name_and_leaves_nothing_behind() {
             json!({"queue": "orders", "message_body": "x", "perform_at": "soon"}),
             "perform_at",
         ),
-        (
-            json!({"queue": "orders", "message_body": ""}),
-            "message_body",
-        ),
+        (json!({"queue": "orders", "message_body": ""}), "message_body"),
         (
             json!({"queue": "orders", "message_body": "x".repeat(1024 * 1024 + 1)}),
             "message_body",
@@ -205,10 +179,7 @@ async fn every_bad_input_class_is_refused_by_name_and_leaves_nothing_behind() {
             json!({"queue": "orders", "message_body": "x".repeat(500 * 1024), "delay_seconds": 3600}),
             "message_body",
         ),
-        (
-            json!({"queue": "orders", "message_body": 17}),
-            "message_body",
-        ),
+        (json!({"queue": "orders", "message_body": 17}), "message_body"),
         (json!(["not", "an", "object"]), "request"),
     ];
     for (payload, field) in cases {
@@ -252,8 +223,10 @@ async fn every_bad_input_class_is_refused_by_name_and_leaves_nothing_behind() {
 async fn get_and_cancel_a_stored_job() {
     let mut s = setup(&["orders"], &[]).await;
     let r = s
-        .enqueue_ok(json!({"queue": "orders", "message_body": "x", "delay_seconds": 3600, "job_id": "invoice-42",
-                           "expires_at": in_secs(7200.0)}))
+        .enqueue_ok(
+            json!({"queue": "orders", "message_body": "x", "delay_seconds": 3600, "job_id": "invoice-42",
+                           "expires_at": in_secs(7200.0)}),
+        )
         .await;
     assert_eq!(r["status"], "scheduled");
     let got = s
@@ -284,10 +257,7 @@ async fn a_bad_variable_stops_the_function_at_start_naming_it() {
         ("enqueue", vec![], "WAITER_QUEUES"),
         (
             "enqueue",
-            vec![
-                ("WAITER_QUEUES", "orders"),
-                ("WAITER_DIRECT_MAX_DELAY", "1000"),
-            ],
+            vec![("WAITER_QUEUES", "orders"), ("WAITER_DIRECT_MAX_DELAY", "1000")],
             "WAITER_DIRECT_MAX_DELAY",
         ),
         (
@@ -302,10 +272,7 @@ async fn a_bad_variable_stops_the_function_at_start_naming_it() {
         ),
     ] {
         let mut f = Function::start(name, &emu.function_env(&settings)).await;
-        let status = f
-            .wait_exit(Duration::from_secs(20))
-            .await
-            .expect("exits at start");
+        let status = f.wait_exit(Duration::from_secs(20)).await.expect("exits at start");
         assert!(!status.success());
         assert!(
             f.log().contains(variable),
@@ -319,8 +286,7 @@ async fn a_bad_variable_stops_the_function_at_start_naming_it() {
 async fn a_table_with_an_lsi_works_too() {
     let emu = Emulator::start().await;
     let url = emu.create_queue("legacy").await;
-    emu.create_table_with("legacy", e2e::emulator::IndexKind::Local)
-        .await;
+    emu.create_table_with("legacy", e2e::emulator::IndexKind::Local).await;
     let env = emu.function_env(&[
         ("WAITER_QUEUES", "legacy"),
         ("WAITER_DIRECT_MAX_DELAY", "0"),

@@ -29,10 +29,7 @@ async fn fifo_jobs_are_stored_sent_when_due_and_deduplicated() {
     let job = json!({"queue": "billing.fifo", "message_body": "charge", "perform_at": due, "job_id": "charge-9", "message_group_id": "customer-9"});
     let r = s.enqueue_ok(job.clone()).await;
     assert_eq!(r["status"], "scheduled", "a delayed FIFO job is stored");
-    assert_eq!(
-        poll_until_dispatched(&mut s, Duration::from_secs(10)).await,
-        1
-    );
+    assert_eq!(poll_until_dispatched(&mut s, Duration::from_secs(10)).await, 1);
 
     // The same job stored and handed over again (as after a crash between send and delete):
     // SQS drops the re-send within its 5-minute deduplication window, because the
@@ -44,44 +41,35 @@ async fn fifo_jobs_are_stored_sent_when_due_and_deduplicated() {
         false,
         "the first copy left the table"
     );
-    assert_eq!(
-        poll_until_dispatched(&mut s, Duration::from_secs(10)).await,
-        1
-    );
+    assert_eq!(poll_until_dispatched(&mut s, Duration::from_secs(10)).await, 1);
 
     let url = s.urls[0].clone();
     let got = s.emu.receive_for(&url, Duration::from_secs(3), 2).await;
     assert_eq!(got.len(), 1, "deduplicated by SQS: {got:?}");
     let attrs = got[0].message.attributes().expect("system attributes");
     use aws_sdk_sqs::types::MessageSystemAttributeName as A;
-    assert_eq!(
-        attrs.get(&A::MessageGroupId).map(String::as_str),
-        Some("customer-9")
-    );
+    assert_eq!(attrs.get(&A::MessageGroupId).map(String::as_str), Some("customer-9"));
     assert_eq!(
         attrs.get(&A::MessageDeduplicationId).map(String::as_str),
         Some("charge-9"),
         "derived from job_id"
     );
     let sent_ms: i64 = attrs[&A::SentTimestamp].parse().unwrap();
-    assert!(
-        sent_ms >= parse_time(&due).timestamp_millis(),
-        "never early"
-    );
+    assert!(sent_ms >= parse_time(&due).timestamp_millis(), "never early");
     assert_eq!(s.table_len("billing.fifo").await, 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_expired_job_is_dropped_not_sent() {
-    let mut s = setup(
-        &["orders"],
-        &[("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_SHARDS", "1")],
+    let mut s = setup(&["orders"], &[("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_SHARDS", "1")]).await;
+    s.enqueue_ok(
+        json!({"queue": "orders", "message_body": "stale", "perform_at": in_secs(1.0), "expires_at": in_secs(1.5)}),
     )
     .await;
-    s.enqueue_ok(json!({"queue": "orders", "message_body": "stale", "perform_at": in_secs(1.0), "expires_at": in_secs(1.5)}))
-        .await;
-    s.enqueue_ok(json!({"queue": "orders", "message_body": "fresh", "perform_at": in_secs(1.0), "expires_at": in_secs(60.0)}))
-        .await;
+    s.enqueue_ok(
+        json!({"queue": "orders", "message_body": "fresh", "perform_at": in_secs(1.0), "expires_at": in_secs(60.0)}),
+    )
+    .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let summary = s.poll().await;
     assert_eq!(summary["expired"], 1, "{summary}");
@@ -95,21 +83,14 @@ async fn an_expired_job_is_dropped_not_sent() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_permanently_rejected_job_is_parked_visible_and_can_be_redriven() {
-    let mut s = setup(
-        &["orders"],
-        &[("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_SHARDS", "1")],
-    )
-    .await;
+    let mut s = setup(&["orders"], &[("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_SHARDS", "1")]).await;
     let url = s.urls[0].clone();
     // The queue refuses bodies over 1 KiB: a deployment mistake the poller cannot fix by retrying.
     s.emu
         .sqs
         .set_queue_attributes()
         .queue_url(&url)
-        .attributes(
-            aws_sdk_sqs::types::QueueAttributeName::MaximumMessageSize,
-            "1024",
-        )
+        .attributes(aws_sdk_sqs::types::QueueAttributeName::MaximumMessageSize, "1024")
         .send()
         .await
         .unwrap();
@@ -118,7 +99,8 @@ async fn a_permanently_rejected_job_is_parked_visible_and_can_be_redriven() {
         ("big", "x".repeat(2000)),
         ("small-2", "ok".to_owned()),
     ] {
-        s.enqueue_ok(json!({"queue": "orders", "message_body": body, "perform_at": in_secs(0.5), "job_id": id})).await;
+        s.enqueue_ok(json!({"queue": "orders", "message_body": body, "perform_at": in_secs(0.5), "job_id": id}))
+            .await;
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
     let summary = s.poll().await;
@@ -128,13 +110,8 @@ async fn a_permanently_rejected_job_is_parked_visible_and_can_be_redriven() {
         "{summary}"
     );
     let again = s.poll().await;
-    assert_eq!(
-        again["dispatched"], 0,
-        "a parked job is not retried forever: {again}"
-    );
-    let parked = s
-        .enqueue_ok(json!({"action": "list_parked", "queue": "orders"}))
-        .await;
+    assert_eq!(again["dispatched"], 0, "a parked job is not retried forever: {again}");
+    let parked = s.enqueue_ok(json!({"action": "list_parked", "queue": "orders"})).await;
     assert_eq!(parked["count"], 1);
     assert_eq!(parked["jobs"][0]["job_id"], "big");
     assert!(
@@ -154,10 +131,7 @@ async fn a_permanently_rejected_job_is_parked_visible_and_can_be_redriven() {
         .sqs
         .set_queue_attributes()
         .queue_url(&url)
-        .attributes(
-            aws_sdk_sqs::types::QueueAttributeName::MaximumMessageSize,
-            "1048576",
-        )
+        .attributes(aws_sdk_sqs::types::QueueAttributeName::MaximumMessageSize, "1048576")
         .send()
         .await
         .unwrap();
@@ -168,10 +142,7 @@ async fn a_permanently_rejected_job_is_parked_visible_and_can_be_redriven() {
     let got = s
         .poll_and_receive(0, 3, Duration::from_millis(500), Duration::from_secs(10))
         .await;
-    let mut bodies: Vec<usize> = got
-        .iter()
-        .map(|r| r.message.body().unwrap_or_default().len())
-        .collect();
+    let mut bodies: Vec<usize> = got.iter().map(|r| r.message.body().unwrap_or_default().len()).collect();
     bodies.sort();
     assert_eq!(bodies, vec![2, 2, 2000]);
     assert_eq!(s.table_len("orders").await, 0);
@@ -207,15 +178,10 @@ async fn two_pollers_at_once_lose_nothing_and_send_nothing_twice() {
     let (a, b) = (a.expect("poller a"), b.expect("poller b"));
     let dispatched = a["dispatched"].as_u64().unwrap() + b["dispatched"].as_u64().unwrap();
     let url = s.urls[0].clone();
-    let got = s
-        .emu
-        .receive_for(&url, Duration::from_secs(10), N + 1)
-        .await;
+    let got = s.emu.receive_for(&url, Duration::from_secs(10), N + 1).await;
     let mut seen: HashMap<String, usize> = HashMap::new();
     for r in &got {
-        *seen
-            .entry(r.message.body().unwrap_or_default().to_owned())
-            .or_default() += 1;
+        *seen.entry(r.message.body().unwrap_or_default().to_owned()).or_default() += 1;
     }
     let duplicates: usize = seen.values().map(|c| c - 1).sum();
     println!(
@@ -232,11 +198,7 @@ async fn two_pollers_at_once_lose_nothing_and_send_nothing_twice() {
 async fn a_cancel_during_hand_over_is_reported_honestly() {
     // The poller holds FIFO jobs that fall due during its run; a cancel then must not claim
     // success for a job that will be sent.
-    let mut s = setup(
-        &["billing.fifo"],
-        &[("WAITER_SHARDS", "1"), ("WAITER_FIFO_HOLD", "10")],
-    )
-    .await;
+    let mut s = setup(&["billing.fifo"], &[("WAITER_SHARDS", "1"), ("WAITER_FIFO_HOLD", "10")]).await;
     s.enqueue_ok(json!({"queue": "billing.fifo", "message_body": "x", "perform_at": in_secs(3.0), "job_id": "held", "message_group_id": "g"}))
         .await;
     let env = s.env.clone();
@@ -252,13 +214,7 @@ async fn a_cancel_during_hand_over_is_reported_honestly() {
     let summary = poll.await.unwrap().expect("poller");
     assert_eq!(summary["dispatched"], 1, "{summary}");
     let url = s.urls[0].clone();
-    assert_eq!(
-        s.emu
-            .receive_for(&url, Duration::from_secs(2), 1)
-            .await
-            .len(),
-        1
-    );
+    assert_eq!(s.emu.receive_for(&url, Duration::from_secs(2), 1).await.len(), 1);
     let c = s
         .enqueue_ok(json!({"action": "cancel", "queue": "billing.fifo", "job_id": "held"}))
         .await;

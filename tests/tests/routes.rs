@@ -24,11 +24,7 @@ async fn short_delay_goes_direct_and_long_delay_is_stored_then_delivered_never_e
         .await;
     assert_eq!(direct["status"], "sent", "{direct}");
     assert!(direct["message_id"].as_str().is_some_and(|m| !m.is_empty()));
-    assert_eq!(
-        s.table_len("orders").await,
-        0,
-        "the direct route stores nothing"
-    );
+    assert_eq!(s.table_len("orders").await, 0, "the direct route stores nothing");
 
     let perform_at = in_secs(6.5);
     let stored = s
@@ -52,14 +48,7 @@ async fn short_delay_goes_direct_and_long_delay_is_stored_then_delivered_never_e
         .expect("stored job delivered");
     let due = parse_time(&perform_at);
     let lateness = (stored_msg.at - due).num_milliseconds();
-    assert!(
-        lateness >= 0,
-        "never early: arrived {lateness} ms before perform_at"
-    );
+    assert!(lateness >= 0, "never early: arrived {lateness} ms before perform_at");
     assert!(lateness < 3_000, "loose bound: {lateness} ms late");
-    assert_eq!(
-        s.table_len("orders").await,
-        0,
-        "removed after SQS accepted it"
-    );
+    assert_eq!(s.table_len("orders").await, 0, "removed after SQS accepted it");
 }

@@ -26,11 +26,7 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Value, Diagno
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
-    let Adapters {
-        config,
-        store,
-        queue,
-    } = Adapters::from_env().await?;
+    let Adapters { config, store, queue } = Adapters::from_env().await?;
     let app = Waiter::new(config, store, queue, SystemClock);
     run(service_fn(|event| handler(&app, event))).await
 }

@@ -40,9 +40,7 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Value, Diagno
         "run finished"
     );
     // Fail the invocation (and so the Errors alarm) only when no partition could be worked.
-    if !summary.errors.is_empty()
-        && summary.errors.len() as u32 + summary.busy_partitions >= summary.partitions
-    {
+    if !summary.errors.is_empty() && summary.errors.len() as u32 + summary.busy_partitions >= summary.partitions {
         return Err(Diagnostic {
             error_type: "PollerFailed".into(),
             error_message: summary.errors.join("; "),
@@ -57,11 +55,7 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Value, Diagno
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
-    let Adapters {
-        config,
-        store,
-        queue,
-    } = Adapters::from_env().await?;
+    let Adapters { config, store, queue } = Adapters::from_env().await?;
     let app = Dispatcher::new(config, store, queue, SystemClock);
     run(service_fn(|event| handler(&app, event))).await
 }

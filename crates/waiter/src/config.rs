@@ -41,18 +41,13 @@ impl QueueName {
             return Err("must not be empty".into());
         }
         if s.chars().count() > SQS_MAX_QUEUE_NAME_CHARS {
-            return Err(format!(
-                "must be at most {SQS_MAX_QUEUE_NAME_CHARS} characters"
-            ));
+            return Err(format!("must be at most {SQS_MAX_QUEUE_NAME_CHARS} characters"));
         }
         if !stem
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
         {
-            return Err(
-                "must contain only A-Z, a-z, 0-9, '-' and '_' (and an optional .fifo suffix)"
-                    .into(),
-            );
+            return Err("must contain only A-Z, a-z, 0-9, '-' and '_' (and an optional .fifo suffix)".into());
         }
         Ok(Self(s.to_owned()))
     }
@@ -112,11 +107,7 @@ impl Config {
         }
         let mut queues = Vec::new();
         let mut seen = BTreeSet::new();
-        for part in raw_queues
-            .split(',')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-        {
+        for part in raw_queues.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let q = QueueName::parse(part).map_err(|e| ConfigError {
                 variable: ENV_QUEUES,
                 problem: format!("queue name {part:?} {e}"),
@@ -151,22 +142,10 @@ impl Config {
                 0,
                 SQS_MAX_DELAY_SECONDS,
             )?,
-            lookahead: int_var(
-                &get,
-                ENV_LOOKAHEAD,
-                DEFAULT_LOOKAHEAD,
-                0,
-                SQS_MAX_DELAY_SECONDS,
-            )?,
+            lookahead: int_var(&get, ENV_LOOKAHEAD, DEFAULT_LOOKAHEAD, 0, SQS_MAX_DELAY_SECONDS)?,
             shards: int_var(&get, ENV_SHARDS, DEFAULT_SHARDS, 1, MAX_SHARDS)?,
             concurrency: int_var(&get, ENV_CONCURRENCY, DEFAULT_CONCURRENCY, 1, 256)?,
-            fifo_hold: int_var(
-                &get,
-                ENV_FIFO_HOLD,
-                DEFAULT_FIFO_HOLD,
-                0,
-                SQS_MAX_DELAY_SECONDS,
-            )?,
+            fifo_hold: int_var(&get, ENV_FIFO_HOLD, DEFAULT_FIFO_HOLD, 0, SQS_MAX_DELAY_SECONDS)?,
         })
     }
 
@@ -216,10 +195,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn cfg(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::from_lookup(|k| map.get(k).cloned())
     }
 
@@ -237,37 +213,22 @@ mod tests {
     #[test]
     fn each_bad_variable_is_named() {
         assert_eq!(cfg(&[]).unwrap_err().variable, ENV_QUEUES);
-        assert_eq!(
-            cfg(&[(ENV_QUEUES, " , ")]).unwrap_err().variable,
-            ENV_QUEUES
-        );
-        assert_eq!(
-            cfg(&[(ENV_QUEUES, "a/b")]).unwrap_err().variable,
-            ENV_QUEUES
-        );
-        assert_eq!(
-            cfg(&[(ENV_QUEUES, "a,a")]).unwrap_err().variable,
-            ENV_QUEUES
-        );
+        assert_eq!(cfg(&[(ENV_QUEUES, " , ")]).unwrap_err().variable, ENV_QUEUES);
+        assert_eq!(cfg(&[(ENV_QUEUES, "a/b")]).unwrap_err().variable, ENV_QUEUES);
+        assert_eq!(cfg(&[(ENV_QUEUES, "a,a")]).unwrap_err().variable, ENV_QUEUES);
         let e = cfg(&[(ENV_QUEUES, "a"), (ENV_DIRECT_MAX_DELAY, "901")]).unwrap_err();
         assert_eq!(e.variable, ENV_DIRECT_MAX_DELAY);
         assert!(e.to_string().starts_with("WAITER_DIRECT_MAX_DELAY: "));
         assert_eq!(
-            cfg(&[(ENV_QUEUES, "a"), (ENV_LOOKAHEAD, "-1")])
-                .unwrap_err()
-                .variable,
+            cfg(&[(ENV_QUEUES, "a"), (ENV_LOOKAHEAD, "-1")]).unwrap_err().variable,
             ENV_LOOKAHEAD
         );
         assert_eq!(
-            cfg(&[(ENV_QUEUES, "a"), (ENV_SHARDS, "0")])
-                .unwrap_err()
-                .variable,
+            cfg(&[(ENV_QUEUES, "a"), (ENV_SHARDS, "0")]).unwrap_err().variable,
             ENV_SHARDS
         );
         assert_eq!(
-            cfg(&[(ENV_QUEUES, "a"), (ENV_SHARDS, "x")])
-                .unwrap_err()
-                .variable,
+            cfg(&[(ENV_QUEUES, "a"), (ENV_SHARDS, "x")]).unwrap_err().variable,
             ENV_SHARDS
         );
         assert_eq!(

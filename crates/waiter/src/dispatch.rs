@@ -21,12 +21,9 @@ use tracing::{debug, error, info, warn};
 
 use crate::config::{Config, QueueName};
 use crate::error::PortError;
-use crate::limits::{
-    DDB_MAX_BATCH_WRITE_ITEMS, SQS_MAX_BATCH_ENTRIES, SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES,
-};
+use crate::limits::{DDB_MAX_BATCH_WRITE_ITEMS, SQS_MAX_BATCH_ENTRIES, SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES};
 use crate::ports::{
-    Clock, EntryOutcome, JobKey, JobStore, Lease, MessageQueue, OutgoingMessage, ParkInfo,
-    StoredJob,
+    Clock, EntryOutcome, JobKey, JobStore, Lease, LeaseOutcome, MessageQueue, OutgoingMessage, ParkInfo, StoredJob,
 };
 use crate::routing::whole_seconds_up;
 use crate::time::seconds_between;
@@ -38,11 +35,15 @@ pub const BATCH_WINDOW: TimeDelta = TimeDelta::milliseconds(40);
 pub const STOP_MARGIN: TimeDelta = TimeDelta::seconds(3);
 /// A lease outlives its run's deadline by this much (clock skew between pollers).
 pub const LEASE_GRACE: TimeDelta = TimeDelta::seconds(5);
+/// A busy partition whose holder's window ends within this long is taken over when it ends.
+pub const HANDOVER_WAIT: TimeDelta = TimeDelta::seconds(5);
+/// How long past the holder's window end a successor keeps trying to take over.
+const HANDOVER_SLACK: TimeDelta = TimeDelta::seconds(2);
+const HANDOVER_POLL: TimeDelta = TimeDelta::milliseconds(100);
 /// Planned jobs held in memory per partition before the next page is read.
 const MAX_PENDING: usize = 5_000;
 /// A crash re-sends at most this many jobs per partition: a full delete buffer plus a batch.
-pub const MAX_UNDELETED_PER_PARTITION: usize =
-    DDB_MAX_BATCH_WRITE_ITEMS - 1 + SQS_MAX_BATCH_ENTRIES;
+pub const MAX_UNDELETED_PER_PARTITION: usize = DDB_MAX_BATCH_WRITE_ITEMS - 1 + SQS_MAX_BATCH_ENTRIES;
 
 /// What one poller run did. Serialised as the poller's reply.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -134,13 +135,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         total
     }
 
-    async fn run_partition(
-        &self,
-        queue: &QueueName,
-        shard: u32,
-        deadline: DateTime<Utc>,
-        owner: &str,
-    ) -> RunSummary {
+    async fn run_partition(&self, queue: &QueueName, shard: u32, deadline: DateTime<Utc>, owner: &str) -> RunSummary {
         let mut sum = RunSummary {
             partitions: 1,
             ..RunSummary::default()
@@ -150,39 +145,49 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         if now >= stop_at {
             return sum;
         }
-        let window = if queue.is_fifo() {
+        let window = TimeDelta::seconds(i64::from(if queue.is_fifo() {
             self.config.fifo_hold
         } else {
             self.config.lookahead
-        };
-        let horizon = now + TimeDelta::seconds(i64::from(window));
-        let lease = Lease {
+        }));
+        let mut lease = Lease {
             owner: owner.to_owned(),
             until: deadline + LEASE_GRACE,
-            horizon,
+            horizon: now + window,
         };
-        match self.store.acquire_lease(queue, shard, &lease, now).await {
-            Ok(true) => {}
-            Ok(false) => {
-                debug!(queue = %queue, shard, "partition busy: another poller holds its lease");
-                sum.busy_partitions = 1;
-                return sum;
-            }
-            Err(e) => {
-                error!(queue = %queue, shard, error = %crate::error::display_chain(&e), "lease failed");
-                sum.errors.push(format!(
-                    "{queue}#{shard}: {}",
-                    crate::error::display_chain(&e)
-                ));
-                return sum;
+        let mut handover_until: Option<DateTime<Utc>> = None;
+        loop {
+            match self.store.acquire_lease(queue, shard, &lease, self.clock.now()).await {
+                Ok(LeaseOutcome::Acquired) => break,
+                Ok(LeaseOutcome::Held(other)) => {
+                    // A previous run about to finish its window (a FIFO hold, typically): take
+                    // over when it ends rather than skip the partition for a whole interval.
+                    let now = self.clock.now();
+                    let wait_until = *handover_until.get_or_insert_with(|| {
+                        other
+                            .filter(|o| o.horizon <= now + HANDOVER_WAIT)
+                            .map_or(now, |o| o.horizon + HANDOVER_SLACK)
+                    });
+                    if now >= wait_until || wait_until >= stop_at {
+                        debug!(queue = %queue, shard, "partition busy: another poller holds its lease");
+                        sum.busy_partitions = 1;
+                        return sum;
+                    }
+                    self.clock.sleep_until((now + HANDOVER_POLL).min(wait_until)).await;
+                    lease.horizon = self.clock.now() + window;
+                }
+                Err(e) => {
+                    error!(queue = %queue, shard, error = %crate::error::display_chain(&e), "lease failed");
+                    sum.errors.push(format!("{queue}#{shard}: {}", crate::error::display_chain(&e)));
+                    return sum;
+                }
             }
         }
+        let horizon = lease.horizon;
         if let Err(e) = self.drain(queue, shard, horizon, stop_at, &mut sum).await {
             error!(queue = %queue, shard, error = %crate::error::display_chain(&e), "partition stopped");
-            sum.errors.push(format!(
-                "{queue}#{shard}: {}",
-                crate::error::display_chain(&e)
-            ));
+            sum.errors
+                .push(format!("{queue}#{shard}: {}", crate::error::display_chain(&e)));
             sum.drained = false;
         }
         if let Err(e) = self.store.release_lease(queue, shard, owner).await {
@@ -212,7 +217,9 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
                     left_behind |= !exhausted || !pending.is_empty();
                     break;
                 }
-                let next_is_soon = pending.front().is_some_and(|p| p.send_at <= now + TimeDelta::seconds(1));
+                let next_is_soon = pending
+                    .front()
+                    .is_some_and(|p| p.send_at <= now + TimeDelta::seconds(1));
                 if !exhausted && !next_is_soon && pending.len() < MAX_PENDING {
                     match pages.next().await {
                         None => exhausted = true,
@@ -221,7 +228,8 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
                             for job in page? {
                                 match plan(job, queue.is_fifo(), now, stop_at) {
                                     Plan::Send(p) => {
-                                        sum.backlog_age_s = sum.backlog_age_s.max(seconds_between(p.job.job.perform_at, now));
+                                        sum.backlog_age_s =
+                                            sum.backlog_age_s.max(seconds_between(p.job.job.perform_at, now));
                                         pending.push_back(*p);
                                     }
                                     Plan::Expired(job) => {
@@ -273,17 +281,14 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         let sent_at = self.clock.now();
         let messages: Vec<OutgoingMessage> = batch
             .iter()
-            .map(|p| {
-                OutgoingMessage::for_job(&p.job.job, delay_at(&p.job, queue.is_fifo(), sent_at))
-            })
+            .map(|p| OutgoingMessage::for_job(&p.job.job, delay_at(&p.job, queue.is_fifo(), sent_at)))
             .collect();
         match self.queue.send_batch(queue, &messages).await {
             Ok(outcomes) => {
                 for ((p, m), outcome) in batch.iter().zip(&messages).zip(outcomes) {
                     match outcome {
                         EntryOutcome::Sent { .. } => {
-                            let arrival = sent_at
-                                + TimeDelta::seconds(i64::from(m.delay_seconds.unwrap_or(0)));
+                            let arrival = sent_at + TimeDelta::seconds(i64::from(m.delay_seconds.unwrap_or(0)));
                             let lateness_ms = seconds_between(p.job.job.perform_at, arrival) * 1e3;
                             sum.max_lateness_ms = sum.max_lateness_ms.max(lateness_ms);
                             sum.dispatched += 1;
@@ -325,9 +330,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             }
             Err(e) => {
                 let (code, message) = match &e {
-                    PortError::Rejected { code, .. } => {
-                        (code.clone(), crate::error::display_chain(&e))
-                    }
+                    PortError::Rejected { code, .. } => (code.clone(), crate::error::display_chain(&e)),
                     _ => ("Rejected".to_owned(), crate::error::display_chain(&e)),
                 };
                 if let Some(p) = batch.first() {
@@ -338,14 +341,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         }
     }
 
-    async fn park(
-        &self,
-        queue: &QueueName,
-        job: &StoredJob,
-        code: String,
-        message: String,
-        sum: &mut RunSummary,
-    ) {
+    async fn park(&self, queue: &QueueName, job: &StoredJob, code: String, message: String, sum: &mut RunSummary) {
         let info = ParkInfo {
             parked_at: self.clock.now(),
             code,
@@ -382,22 +378,14 @@ fn plan(job: StoredJob, fifo: bool, now: DateTime<Utc>, stop_at: DateTime<Utc>) 
         let whole_s = (remaining_us / 1_000_000).min(i64::from(SQS_MAX_DELAY_SECONDS));
         (perform_at - TimeDelta::seconds(whole_s)).max(now)
     };
-    if job
-        .job
-        .expires_at
-        .is_some_and(|e| e < send_at.max(perform_at))
-    {
+    if job.job.expires_at.is_some_and(|e| e < send_at.max(perform_at)) {
         return Plan::Expired(Box::new(job));
     }
     if send_at >= stop_at {
         return Plan::NotYet;
     }
     let bytes = job.job.message_bytes();
-    Plan::Send(Box::new(Planned {
-        send_at,
-        job,
-        bytes,
-    }))
+    Plan::Send(Box::new(Planned { send_at, job, bytes }))
 }
 
 /// The delay a job gets when sent at `sent_at`: the time left rounded up, so never early.
@@ -417,9 +405,7 @@ pub fn next_batch(pending: &mut VecDeque<Planned>, window: TimeDelta) -> Vec<Pla
     while let Some(p) = pending.front() {
         let fits = batch.len() < SQS_MAX_BATCH_ENTRIES
             && bytes + p.bytes <= SQS_MAX_MESSAGE_BYTES
-            && batch
-                .first()
-                .is_none_or(|f| p.send_at - f.send_at <= window);
+            && batch.first().is_none_or(|f| p.send_at - f.send_at <= window);
         if !fits && !batch.is_empty() {
             break;
         }
@@ -477,13 +463,10 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn due_jobs_arrive_on_time_never_early_and_are_removed() {
-        let (d, store, queue, clock) =
-            dispatcher(&[("WAITER_LOOKAHEAD", "60"), ("WAITER_SHARDS", "3")]);
+        let (d, store, queue, clock) = dispatcher(&[("WAITER_LOOKAHEAD", "60"), ("WAITER_SHARDS", "3")]);
         let now = clock.now();
         // Overdue, due in odd fractions of a second, and beyond the window.
-        let offsets = [
-            -5_000, 0, 250, 1_700, 2_999, 30_123, 59_999, 61_000, 3_600_000,
-        ];
+        let offsets = [-5_000, 0, 250, 1_700, 2_999, 30_123, 59_999, 61_000, 3_600_000];
         for (i, off) in offsets.iter().enumerate() {
             store.insert(stored("orders", &format!("j{i}"), now + ms(*off), 3));
         }
@@ -495,18 +478,11 @@ mod tests {
             let i: usize = s.message.body.trim_start_matches("body-j").parse().unwrap();
             let due = now + ms(offsets[i]);
             let arrival = s.at + TimeDelta::seconds(i64::from(s.message.delay_seconds.unwrap()));
-            assert!(
-                arrival >= due,
-                "job {i} early: arrives {arrival}, due {due}"
-            );
+            assert!(arrival >= due, "job {i} early: arrives {arrival}, due {due}");
             let late = arrival - due.max(now);
             assert!(late <= BATCH_WINDOW, "job {i} {late:?} late");
         }
-        assert!(
-            (summary.backlog_age_s - 5.0).abs() < 1e-3,
-            "{}",
-            summary.backlog_age_s
-        );
+        assert!((summary.backlog_age_s - 5.0).abs() < 1e-3, "{}", summary.backlog_age_s);
     }
 
     #[tokio::test(start_paused = true)]
@@ -516,20 +492,19 @@ mod tests {
         for i in 0..6 {
             store.insert(stored("orders", &format!("j{i}"), now, 1));
         }
-        *queue.entry_fault.lock().unwrap() =
-            Some(Box::new(|m: &OutgoingMessage| match m.body.as_str() {
-                "body-j1" => Some(EntryOutcome::Failed {
-                    code: "InternalError".into(),
-                    message: "try again".into(),
-                    sender_fault: false,
-                }),
-                "body-j2" => Some(EntryOutcome::Failed {
-                    code: "InvalidParameterValue".into(),
-                    message: "bad".into(),
-                    sender_fault: true,
-                }),
-                _ => None,
-            }));
+        *queue.entry_fault.lock().unwrap() = Some(Box::new(|m: &OutgoingMessage| match m.body.as_str() {
+            "body-j1" => Some(EntryOutcome::Failed {
+                code: "InternalError".into(),
+                message: "try again".into(),
+                sender_fault: false,
+            }),
+            "body-j2" => Some(EntryOutcome::Failed {
+                code: "InvalidParameterValue".into(),
+                message: "bad".into(),
+                sender_fault: true,
+            }),
+            _ => None,
+        }));
         let s = d.run(now + TimeDelta::seconds(60)).await;
         assert_eq!((s.dispatched, s.failed, s.parked), (4, 1, 1), "{s:?}");
         let q = QueueName::parse("orders").unwrap();
@@ -555,13 +530,11 @@ mod tests {
             store.insert(stored("orders", &format!("j{i}"), now, 1));
         }
         *queue.batch_fault.lock().unwrap() = Some(Box::new(|ms: &[OutgoingMessage]| {
-            ms.iter()
-                .any(|m| m.body == "body-j3")
-                .then(|| PortError::Rejected {
-                    operation: "SendMessageBatch",
-                    code: "BatchRequestTooLong".into(),
-                    source: None,
-                })
+            ms.iter().any(|m| m.body == "body-j3").then(|| PortError::Rejected {
+                operation: "SendMessageBatch",
+                code: "BatchRequestTooLong".into(),
+                source: None,
+            })
         }));
         let s = d.run(now + TimeDelta::seconds(60)).await;
         assert_eq!((s.dispatched, s.parked), (4, 1), "{s:?}");
@@ -605,8 +578,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_held_partition_is_skipped() {
-        let (d, store, queue, clock) =
-            dispatcher(&[("WAITER_SHARDS", "1"), ("WAITER_QUEUES", "orders")]);
+        let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1"), ("WAITER_QUEUES", "orders")]);
         let now = clock.now();
         store.insert(stored("orders", "j", now, 1));
         let q = QueueName::parse("orders").unwrap();
@@ -615,7 +587,7 @@ mod tests {
             until: now + TimeDelta::seconds(30),
             horizon: now,
         };
-        assert!(store.acquire_lease(&q, 0, &other, now).await.unwrap());
+        assert_eq!(store.acquire_lease(&q, 0, &other, now).await.unwrap(), crate::ports::LeaseOutcome::Acquired);
         let s = d.run(now + TimeDelta::seconds(60)).await;
         assert_eq!(s.busy_partitions, 1);
         assert_eq!(s.dispatched, 0);
@@ -627,23 +599,37 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_run_finishing_its_window_hands_over_instead_of_being_skipped() {
+        let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1"), ("WAITER_QUEUES", "orders")]);
+        let now = clock.now();
+        store.insert(stored("orders", "j", now, 1));
+        let q = QueueName::parse("orders").unwrap();
+        let previous = Lease {
+            owner: "previous".into(),
+            until: now + TimeDelta::seconds(60),
+            horizon: now + TimeDelta::seconds(2),
+        };
+        assert_eq!(store.acquire_lease(&q, 0, &previous, now).await.unwrap(), LeaseOutcome::Acquired);
+        let releaser = {
+            let (store, q) = (store.clone(), q.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(2300)).await;
+                store.release_lease(&q, 0, "previous").await.unwrap();
+            })
+        };
+        let s = d.run(now + TimeDelta::seconds(60)).await;
+        releaser.await.unwrap();
+        assert_eq!((s.dispatched, s.busy_partitions), (1, 0), "{s:?}");
+        assert!(queue.sent()[0].at >= now + TimeDelta::milliseconds(2300));
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn stops_before_the_deadline_and_says_so() {
-        let (d, store, queue, clock) =
-            dispatcher(&[("WAITER_SHARDS", "1"), ("WAITER_FIFO_HOLD", "60")]);
+        let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1"), ("WAITER_FIFO_HOLD", "60")]);
         let now = clock.now();
         // FIFO jobs are held until due; one falls due after the run must stop.
-        store.insert(stored(
-            "billing.fifo",
-            "soon",
-            now + TimeDelta::seconds(2),
-            1,
-        ));
-        store.insert(stored(
-            "billing.fifo",
-            "later",
-            now + TimeDelta::seconds(20),
-            1,
-        ));
+        store.insert(stored("billing.fifo", "soon", now + TimeDelta::seconds(2), 1));
+        store.insert(stored("billing.fifo", "later", now + TimeDelta::seconds(20), 1));
         let s = d.run(now + TimeDelta::seconds(10)).await;
         assert_eq!(s.dispatched, 1);
         assert!(!s.drained, "{s:?}");

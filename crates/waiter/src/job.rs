@@ -12,8 +12,7 @@ use serde_json::{Map, Value};
 use crate::config::{Config, QueueName};
 use crate::error::InvalidRequest;
 use crate::limits::{
-    SQS_MAX_ATTRIBUTE_NAME_CHARS, SQS_MAX_FIFO_ID_CHARS, SQS_MAX_MESSAGE_ATTRIBUTES,
-    SQS_MAX_MESSAGE_BYTES,
+    SQS_MAX_ATTRIBUTE_NAME_CHARS, SQS_MAX_FIFO_ID_CHARS, SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES,
 };
 use crate::time;
 
@@ -73,11 +72,7 @@ impl Job {
 }
 
 pub fn message_bytes(body: &str, attributes: &Attributes) -> usize {
-    body.len()
-        + attributes
-            .iter()
-            .map(|(n, a)| a.size_with_name(n))
-            .sum::<usize>()
+    body.len() + attributes.iter().map(|(n, a)| a.size_with_name(n)).sum::<usize>()
 }
 
 /// An invocation payload that always deserialises: malformed JSON (or nesting past serde_json's
@@ -112,11 +107,7 @@ pub enum Request {
 
 /// Parses any invocation payload. An `Err` is a refusal of the whole request; inside a batch each
 /// job carries its own result so that one bad job never blocks the others.
-pub fn parse_request(
-    event: &Value,
-    config: &Config,
-    now: DateTime<Utc>,
-) -> Result<Request, InvalidRequest> {
+pub fn parse_request(event: &Value, config: &Config, now: DateTime<Utc>) -> Result<Request, InvalidRequest> {
     let Value::Object(map) = event else {
         return Err(InvalidRequest::new(
             "request",
@@ -136,10 +127,7 @@ pub fn parse_request(
     match action {
         "enqueue" => {
             if let Some(jobs) = map.get("jobs") {
-                if let Some(extra) = map
-                    .keys()
-                    .find(|k| !matches!(k.as_str(), "jobs" | "action"))
-                {
+                if let Some(extra) = map.keys().find(|k| !matches!(k.as_str(), "jobs" | "action")) {
                     return Err(InvalidRequest::new(
                         extra.clone(),
                         "is not allowed beside \"jobs\": put it inside each job",
@@ -157,10 +145,7 @@ pub fn parse_request(
                 if items.len() > MAX_JOBS_PER_REQUEST {
                     return Err(InvalidRequest::new(
                         "jobs",
-                        format!(
-                            "must hold at most {MAX_JOBS_PER_REQUEST} jobs, got {}",
-                            items.len()
-                        ),
+                        format!("must hold at most {MAX_JOBS_PER_REQUEST} jobs, got {}", items.len()),
                     ));
                 }
                 Ok(Request::Batch(
@@ -200,11 +185,7 @@ pub fn parse_request(
 }
 
 /// Parses and validates one job.
-pub fn parse_job(
-    value: &Value,
-    config: &Config,
-    now: DateTime<Utc>,
-) -> Result<Job, InvalidRequest> {
+pub fn parse_job(value: &Value, config: &Config, now: DateTime<Utc>) -> Result<Job, InvalidRequest> {
     let Value::Object(map) = value else {
         return Err(InvalidRequest::new(
             "job",
@@ -214,10 +195,7 @@ pub fn parse_job(
     let mut f = Fields::new(map);
     if let Some((name, v)) = f.take("action", None)? {
         if v != Value::String("enqueue".into()) {
-            return Err(InvalidRequest::new(
-                name,
-                "must be \"enqueue\" inside a batch",
-            ));
+            return Err(InvalidRequest::new(name, "must be \"enqueue\" inside a batch"));
         }
     }
     let queue = take_queue(&mut f, config)?;
@@ -247,9 +225,7 @@ pub fn parse_job(
     if size > SQS_MAX_MESSAGE_BYTES {
         return Err(InvalidRequest::new(
             "message_body",
-            format!(
-                "body and attributes are {size} bytes; SQS allows at most {SQS_MAX_MESSAGE_BYTES}"
-            ),
+            format!("body and attributes are {size} bytes; SQS allows at most {SQS_MAX_MESSAGE_BYTES}"),
         ));
     }
 
@@ -264,15 +240,8 @@ pub fn parse_job(
             let secs = match &v {
                 Value::Number(n) => match n.as_u64() {
                     Some(s) => s,
-                    None if n.as_i64().is_some() => {
-                        return Err(InvalidRequest::new(name, "must not be negative"))
-                    }
-                    None => {
-                        return Err(InvalidRequest::new(
-                            name,
-                            "must be a whole number of seconds",
-                        ))
-                    }
+                    None if n.as_i64().is_some() => return Err(InvalidRequest::new(name, "must not be negative")),
+                    None => return Err(InvalidRequest::new(name, "must be a whole number of seconds")),
                 },
                 other => {
                     return Err(InvalidRequest::new(
@@ -286,9 +255,7 @@ pub fn parse_job(
                 .and_then(TimeDelta::try_seconds)
                 .and_then(|d| now.checked_add_signed(d))
                 .filter(|t| *t <= time::max_time())
-                .ok_or_else(|| {
-                    InvalidRequest::new(name, "is too large: the time would be after year 9999")
-                })?
+                .ok_or_else(|| InvalidRequest::new(name, "is too large: the time would be after year 9999"))?
         }
         (None, Some((name, v))) => parse_time_value(&name, &v)?,
         (None, None) => now,
@@ -319,16 +286,12 @@ pub fn parse_job(
     };
 
     let mut message_group_id = take_fifo_id(&mut f, "message_group_id", "MessageGroupId")?;
-    let mut message_deduplication_id =
-        take_fifo_id(&mut f, "message_deduplication_id", "MessageDeduplicationId")?;
+    let mut message_deduplication_id = take_fifo_id(&mut f, "message_deduplication_id", "MessageDeduplicationId")?;
     f.finish()?;
 
     if queue.is_fifo() {
         if message_group_id.is_none() {
-            return Err(InvalidRequest::new(
-                "message_group_id",
-                "is required for a FIFO queue",
-            ));
+            return Err(InvalidRequest::new("message_group_id", "is required for a FIFO queue"));
         }
         // A re-sent job is then deduplicated by SQS within its 5-minute window.
         message_deduplication_id.get_or_insert_with(|| job_id.clone());
@@ -378,10 +341,7 @@ impl<'a> Fields<'a> {
         let a = self.map.get_key_value(name);
         let b = alias.and_then(|al| self.map.get_key_value(al));
         match (a, b) {
-            (Some((k1, _)), Some((k2, _))) => Err(InvalidRequest::new(
-                name,
-                format!("given twice, as {k1} and {k2}"),
-            )),
+            (Some((k1, _)), Some((k2, _))) => Err(InvalidRequest::new(name, format!("given twice, as {k1} and {k2}"))),
             (Some((k, v)), None) | (None, Some((k, v))) => {
                 self.used.insert(k.as_str());
                 Ok(Some((k.clone(), v.clone())))
@@ -402,26 +362,14 @@ fn take_queue(f: &mut Fields<'_>, config: &Config) -> Result<QueueName, InvalidR
     let by_name = f.take("queue", Some("Queue"))?;
     let by_url = f.take("queue_url", Some("QueueUrl"))?;
     let (field, name) = match (by_name, by_url) {
-        (Some(_), Some(_)) => {
-            return Err(InvalidRequest::new(
-                "queue",
-                "give either queue or queue_url, not both",
-            ))
-        }
+        (Some(_), Some(_)) => return Err(InvalidRequest::new("queue", "give either queue or queue_url, not both")),
         (None, None) => return Err(InvalidRequest::new("queue", "is required (or queue_url)")),
         (Some((field, v)), None) => (field.clone(), as_str(&field, &v)?.to_owned()),
         (None, Some((field, v))) => {
             let url = as_str(&field, &v)?;
-            let name = url
-                .trim_end_matches('/')
-                .rsplit('/')
-                .next()
-                .unwrap_or_default();
+            let name = url.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
             if !(url.starts_with("https://") || url.starts_with("http://")) {
-                return Err(InvalidRequest::new(
-                    field,
-                    "must be an SQS queue URL (https://...)",
-                ));
+                return Err(InvalidRequest::new(field, "must be an SQS queue URL (https://...)"));
             }
             (field.clone(), name.to_owned())
         }
@@ -457,11 +405,7 @@ fn parse_job_id(field: &str, v: &Value) -> Result<String, InvalidRequest> {
     Ok(s.to_owned())
 }
 
-fn take_fifo_id(
-    f: &mut Fields<'_>,
-    name: &'static str,
-    alias: &'static str,
-) -> Result<Option<String>, InvalidRequest> {
+fn take_fifo_id(f: &mut Fields<'_>, name: &'static str, alias: &'static str) -> Result<Option<String>, InvalidRequest> {
     match f.take(name, Some(alias))? {
         None | Some((_, Value::Null)) => Ok(None),
         Some((field, v)) => {
@@ -490,10 +434,9 @@ fn parse_time_value(field: &str, v: &Value) -> Result<DateTime<Utc>, InvalidRequ
         Value::Number(n) => match n.as_u64() {
             Some(secs) => time::parse_epoch_decimal(&secs.to_string())
                 .ok_or_else(|| "is out of range (after year 9999)".to_string()),
-            None => n.as_f64().map_or_else(
-                || Err("must be a finite number".to_string()),
-                time::from_epoch_f64,
-            ),
+            None => n
+                .as_f64()
+                .map_or_else(|| Err("must be a finite number".to_string()), time::from_epoch_f64),
         },
         other => Err(format!(
             "must be an RFC 3339 string or epoch seconds, got {}",
@@ -513,10 +456,7 @@ fn parse_attributes(field: &str, v: &Value) -> Result<Attributes, InvalidRequest
     if map.len() > SQS_MAX_MESSAGE_ATTRIBUTES {
         return Err(InvalidRequest::new(
             field,
-            format!(
-                "at most {SQS_MAX_MESSAGE_ATTRIBUTES} attributes, got {}",
-                map.len()
-            ),
+            format!("at most {SQS_MAX_MESSAGE_ATTRIBUTES} attributes, got {}", map.len()),
         ));
     }
     let mut out = Attributes::new();
@@ -532,12 +472,7 @@ fn parse_attributes(field: &str, v: &Value) -> Result<Attributes, InvalidRequest
         let mut f = Fields::new(attr);
         let data_type = match f.take("data_type", Some("DataType"))? {
             Some((k, v)) => as_str(&format!("{path}.{k}"), &v)?.to_owned(),
-            None => {
-                return Err(InvalidRequest::new(
-                    format!("{path}.data_type"),
-                    "is required",
-                ))
-            }
+            None => return Err(InvalidRequest::new(format!("{path}.data_type"), "is required")),
         };
         let string_value = f.take("string_value", Some("StringValue"))?;
         let binary_value = f.take("binary_value", Some("BinaryValue"))?;
@@ -547,10 +482,7 @@ fn parse_attributes(field: &str, v: &Value) -> Result<Attributes, InvalidRequest
         let base = check_data_type(&format!("{path}.data_type"), &data_type)?;
         let data = match (base, string_value, binary_value) {
             (_, Some(_), Some(_)) => {
-                return Err(InvalidRequest::new(
-                    path,
-                    "give string_value or binary_value, not both",
-                ));
+                return Err(InvalidRequest::new(path, "give string_value or binary_value, not both"));
             }
             ("Binary", Some(_), None) => {
                 return Err(InvalidRequest::new(
@@ -742,8 +674,7 @@ mod tests {
     use serde_json::json;
 
     fn cfg() -> Config {
-        Config::from_lookup(|k| (k == "WAITER_QUEUES").then(|| "orders,billing.fifo".to_owned()))
-            .unwrap()
+        Config::from_lookup(|k| (k == "WAITER_QUEUES").then(|| "orders,billing.fifo".to_owned())).unwrap()
     }
 
     fn now() -> DateTime<Utc> {
@@ -760,12 +691,7 @@ mod tests {
     fn every_rule_names_its_field() {
         let big = "x".repeat(SQS_MAX_MESSAGE_BYTES + 1);
         let eleven: Map<String, Value> = (0..11)
-            .map(|i| {
-                (
-                    format!("a{i}"),
-                    json!({"data_type": "String", "string_value": "v"}),
-                )
-            })
+            .map(|i| (format!("a{i}"), json!({"data_type": "String", "string_value": "v"})))
             .collect();
         let cases: Vec<(Value, &str)> = vec![
             (json!({"message_body": "x"}), "queue"),
@@ -775,36 +701,18 @@ mod tests {
                 json!({"queue_url": "https://sqs.us-east-1.amazonaws.com/1/other", "message_body": "x"}),
                 "queue_url",
             ),
-            (
-                json!({"QueueUrl": "orders", "message_body": "x"}),
-                "QueueUrl",
-            ),
+            (json!({"QueueUrl": "orders", "message_body": "x"}), "QueueUrl"),
             (
                 json!({"queue": "orders", "queue_url": "https://x/orders", "message_body": "x"}),
                 "queue",
             ),
             (json!({"queue": 5, "message_body": "x"}), "queue"),
             (json!({"queue": "orders"}), "message_body"),
-            (
-                json!({"queue": "orders", "message_body": ""}),
-                "message_body",
-            ),
-            (
-                json!({"queue": "orders", "message_body": 42}),
-                "message_body",
-            ),
-            (
-                json!({"queue": "orders", "message_body": big}),
-                "message_body",
-            ),
-            (
-                json!({"queue": "orders", "message_body": "a\u{0}b"}),
-                "message_body",
-            ),
-            (
-                json!({"queue": "orders", "message_body": "a\u{FFFE}b"}),
-                "message_body",
-            ),
+            (json!({"queue": "orders", "message_body": ""}), "message_body"),
+            (json!({"queue": "orders", "message_body": 42}), "message_body"),
+            (json!({"queue": "orders", "message_body": big}), "message_body"),
+            (json!({"queue": "orders", "message_body": "a\u{0}b"}), "message_body"),
+            (json!({"queue": "orders", "message_body": "a\u{FFFE}b"}), "message_body"),
             (
                 json!({"queue": "orders", "MessageBody": "x", "message_body": "y"}),
                 "message_body",
@@ -849,10 +757,7 @@ mod tests {
                 json!({"queue": "orders", "message_body": "x", "perform_at": true}),
                 "perform_at",
             ),
-            (
-                json!({"queue": "orders", "message_body": "x", "job_id": ""}),
-                "job_id",
-            ),
+            (json!({"queue": "orders", "message_body": "x", "job_id": ""}), "job_id"),
             (
                 json!({"queue": "orders", "message_body": "x", "job_id": "a/b"}),
                 "job_id",
@@ -865,10 +770,7 @@ mod tests {
                 json!({"queue": "orders", "message_body": "x", "job_id": "a".repeat(129)}),
                 "job_id",
             ),
-            (
-                json!({"queue": "orders", "message_body": "x", "job_id": 7}),
-                "job_id",
-            ),
+            (json!({"queue": "orders", "message_body": "x", "job_id": 7}), "job_id"),
             (
                 json!({"queue": "orders", "message_body": "x", "expires_at": "2020-01-01T00:00:00Z"}),
                 "expires_at",
@@ -925,10 +827,7 @@ mod tests {
                 json!({"queue": "billing.fifo", "message_body": "x", "message_group_id": "a b"}),
                 "message_group_id",
             ),
-            (
-                json!({"queue": "orders", "message_body": "x", "delay": 5}),
-                "delay",
-            ),
+            (json!({"queue": "orders", "message_body": "x", "delay": 5}), "delay"),
         ];
         for (input, field) in cases {
             let err = job(input.clone()).expect_err(&format!("accepted {input}"));
@@ -941,29 +840,11 @@ mod tests {
     fn requests_and_actions() {
         let c = cfg();
         let n = now();
-        assert_eq!(
-            parse_request(&json!([]), &c, n).unwrap_err().field,
-            "request"
-        );
-        assert_eq!(
-            parse_request(&json!({"jobs": {}}), &c, n)
-                .unwrap_err()
-                .field,
-            "jobs"
-        );
-        assert_eq!(
-            parse_request(&json!({"jobs": []}), &c, n)
-                .unwrap_err()
-                .field,
-            "jobs"
-        );
+        assert_eq!(parse_request(&json!([]), &c, n).unwrap_err().field, "request");
+        assert_eq!(parse_request(&json!({"jobs": {}}), &c, n).unwrap_err().field, "jobs");
+        assert_eq!(parse_request(&json!({"jobs": []}), &c, n).unwrap_err().field, "jobs");
         let many: Vec<Value> = (0..=MAX_JOBS_PER_REQUEST).map(|_| json!({})).collect();
-        assert_eq!(
-            parse_request(&json!({"jobs": many}), &c, n)
-                .unwrap_err()
-                .field,
-            "jobs"
-        );
+        assert_eq!(parse_request(&json!({"jobs": many}), &c, n).unwrap_err().field, "jobs");
         assert_eq!(
             parse_request(&json!({"jobs": [], "queue": "orders"}), &c, n)
                 .unwrap_err()
@@ -971,9 +852,7 @@ mod tests {
             "queue"
         );
         assert_eq!(
-            parse_request(&json!({"action": "explode"}), &c, n)
-                .unwrap_err()
-                .field,
+            parse_request(&json!({"action": "explode"}), &c, n).unwrap_err().field,
             "action"
         );
         assert_eq!(
@@ -983,12 +862,7 @@ mod tests {
             "job_id"
         );
         assert!(matches!(
-            parse_request(
-                &json!({"action": "cancel", "queue": "orders", "job_id": "a"}),
-                &c,
-                n
-            )
-            .unwrap(),
+            parse_request(&json!({"action": "cancel", "queue": "orders", "job_id": "a"}), &c, n).unwrap(),
             Request::Cancel { .. }
         ));
     }
@@ -1016,15 +890,12 @@ mod tests {
         assert_eq!(j.message_attributes["n"].data_type, "Number.int");
         assert!(!j.job_id_given);
 
-        let at = job(json!({"queue": "orders", "message_body": "x", "perform_at": 1796000000.25}))
-            .unwrap();
+        let at = job(json!({"queue": "orders", "message_body": "x", "perform_at": 1796000000.25})).unwrap();
         assert_eq!(crate::time::format_epoch(at.perform_at), "1796000000.25");
-        let past = job(
-            json!({"queue": "orders", "message_body": "x", "perform_at": "2001-01-01T00:00:00Z"}),
-        )
-        .unwrap();
+        let past = job(json!({"queue": "orders", "message_body": "x", "perform_at": "2001-01-01T00:00:00Z"})).unwrap();
         assert_eq!(past.perform_at, now(), "a past time means now");
-        let fifo = job(json!({"queue": "billing.fifo", "message_body": "x", "message_group_id": "g", "job_id": "k"})).unwrap();
+        let fifo =
+            job(json!({"queue": "billing.fifo", "message_body": "x", "message_group_id": "g", "job_id": "k"})).unwrap();
         assert_eq!(fifo.message_deduplication_id.as_deref(), Some("k"));
     }
 }

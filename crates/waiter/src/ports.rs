@@ -76,6 +76,13 @@ pub struct Lease {
     pub horizon: DateTime<Utc>,
 }
 
+#[derive(Debug, Clone, PartialEq)]
+pub enum LeaseOutcome {
+    Acquired,
+    /// Another poller holds it; its lease when the store could tell.
+    Held(Option<Lease>),
+}
+
 #[async_trait]
 pub trait JobStore: Send + Sync + 'static {
     /// Size of the item this job would be stored as, as DynamoDB counts it.
@@ -129,14 +136,9 @@ pub trait JobStore: Send + Sync + 'static {
         shard: u32,
         lease: &Lease,
         now: DateTime<Utc>,
-    ) -> Result<bool, PortError>;
+    ) -> Result<LeaseOutcome, PortError>;
 
-    async fn release_lease(
-        &self,
-        queue: &QueueName,
-        shard: u32,
-        owner: &str,
-    ) -> Result<(), PortError>;
+    async fn release_lease(&self, queue: &QueueName, shard: u32, owner: &str) -> Result<(), PortError>;
 }
 
 /// A message on its way to SQS.
@@ -181,15 +183,11 @@ pub enum EntryOutcome {
 
 #[async_trait]
 pub trait MessageQueue: Send + Sync + 'static {
-    async fn send(&self, queue: &QueueName, message: &OutgoingMessage)
-        -> Result<String, PortError>;
+    async fn send(&self, queue: &QueueName, message: &OutgoingMessage) -> Result<String, PortError>;
 
     /// Sends up to `SQS_MAX_BATCH_ENTRIES` messages; outcomes come back in input order.
-    async fn send_batch(
-        &self,
-        queue: &QueueName,
-        messages: &[OutgoingMessage],
-    ) -> Result<Vec<EntryOutcome>, PortError>;
+    async fn send_batch(&self, queue: &QueueName, messages: &[OutgoingMessage])
+        -> Result<Vec<EntryOutcome>, PortError>;
 }
 
 #[async_trait]

@@ -21,9 +21,7 @@ pub fn route(job: &Job, now: DateTime<Utc>, direct_max_delay: u32) -> Route {
     let remaining = seconds_between(now, job.perform_at);
     if job.queue.is_fifo() {
         return if remaining <= 0.0 {
-            Route::Direct {
-                delay_seconds: None,
-            }
+            Route::Direct { delay_seconds: None }
         } else {
             Route::Store
         };
@@ -84,15 +82,11 @@ mod tests {
         let at = |ms| now + TimeDelta::milliseconds(ms);
         assert_eq!(
             route(&job("q", now), now, 900),
-            Route::Direct {
-                delay_seconds: Some(0)
-            }
+            Route::Direct { delay_seconds: Some(0) }
         );
         assert_eq!(
             route(&job("q", at(1)), now, 900),
-            Route::Direct {
-                delay_seconds: Some(1)
-            }
+            Route::Direct { delay_seconds: Some(1) }
         );
         assert_eq!(
             route(&job("q", at(900_000)), now, 900),
@@ -116,9 +110,7 @@ mod tests {
         let now = Utc::now();
         assert_eq!(
             route(&job("q.fifo", now), now, 900),
-            Route::Direct {
-                delay_seconds: None
-            }
+            Route::Direct { delay_seconds: None }
         );
         assert_eq!(
             route(&job("q.fifo", now + TimeDelta::seconds(1)), now, 900),

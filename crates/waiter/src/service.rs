@@ -11,9 +11,7 @@ use crate::config::{Config, QueueName};
 use crate::error::{display_chain, InvalidRequest, PortError};
 use crate::job::{parse_request, AttributeData, Job, Request};
 use crate::limits::DDB_MAX_ITEM_BYTES;
-use crate::ports::{
-    CancelOutcome, Clock, JobStore, MessageQueue, OutgoingMessage, Partition, PutOutcome, StoredJob,
-};
+use crate::ports::{CancelOutcome, Clock, JobStore, MessageQueue, OutgoingMessage, Partition, PutOutcome, StoredJob};
 use crate::routing::{route, shard_for, Route};
 use crate::time::{format_epoch, format_rfc3339};
 
@@ -181,13 +179,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Waiter<S, Q, C> {
     }
 
     async fn list_parked(&self, queue: &QueueName) -> Result<Value, HandlerError> {
-        let jobs: Vec<Value> = self
-            .store
-            .parked(queue)
-            .await?
-            .iter()
-            .map(describe)
-            .collect();
+        let jobs: Vec<Value> = self.store.parked(queue).await?.iter().map(describe).collect();
         Ok(json!({"queue": queue.as_str(), "count": jobs.len(), "jobs": jobs}))
     }
 
@@ -238,25 +230,16 @@ fn describe(stored: &StoredJob) -> Value {
     let job = &stored.job;
     let mut v = reply(
         stored,
-        if stored.parked.is_some() {
-            "parked"
-        } else {
-            "scheduled"
-        },
+        if stored.parked.is_some() { "parked" } else { "scheduled" },
         false,
     );
     let o = v.as_object_mut().expect("reply is an object");
     o.remove("duplicate");
     o.insert(
         "perform_at_epoch".into(),
-        json!(format_epoch(job.perform_at)
-            .parse::<f64>()
-            .unwrap_or_default()),
+        json!(format_epoch(job.perform_at).parse::<f64>().unwrap_or_default()),
     );
-    o.insert(
-        "enqueued_at".into(),
-        json!(format_rfc3339(stored.enqueued_at)),
-    );
+    o.insert("enqueued_at".into(), json!(format_rfc3339(stored.enqueued_at)));
     o.insert("message_body".into(), json!(job.message_body));
     if !job.message_attributes.is_empty() {
         let attrs: Map<String, Value> = job
@@ -286,10 +269,7 @@ fn describe(stored: &StoredJob) -> Value {
     }
     if let Some(p) = &stored.parked {
         o.insert("parked_at".into(), json!(format_rfc3339(p.parked_at)));
-        o.insert(
-            "error".into(),
-            json!({"code": p.code, "message": p.message}),
-        );
+        o.insert("error".into(), json!({"code": p.code, "message": p.message}));
     }
     v
 }
@@ -301,14 +281,7 @@ mod tests {
     use crate::testing::{config, FakeClock, FakeQueue, MemStore};
     use chrono::TimeDelta;
 
-    fn waiter(
-        extra: &[(&str, &str)],
-    ) -> (
-        Waiter<MemStore, FakeQueue, FakeClock>,
-        MemStore,
-        FakeQueue,
-        FakeClock,
-    ) {
+    fn waiter(extra: &[(&str, &str)]) -> (Waiter<MemStore, FakeQueue, FakeClock>, MemStore, FakeQueue, FakeClock) {
         let clock = FakeClock::default();
         let store = MemStore::default();
         let queue = FakeQueue::new(clock.clone());
@@ -331,7 +304,10 @@ mod tests {
         assert_eq!(r["status"], "sent");
         assert_eq!(r["delay_seconds"], 60);
         assert_eq!(queue.sent()[0].message.delay_seconds, Some(60));
-        let r = w.handle(&json!({"queue": "orders", "message_body": "b", "delay_seconds": 61, "job_id": "b"})).await.unwrap();
+        let r = w
+            .handle(&json!({"queue": "orders", "message_body": "b", "delay_seconds": 61, "job_id": "b"}))
+            .await
+            .unwrap();
         assert_eq!(r["status"], "scheduled");
         assert_eq!(r["job_id"], "b");
         assert_eq!(r["perform_at"], "2026-12-01T09:01:01.123456Z");
@@ -347,29 +323,19 @@ mod tests {
         let again = json!({"queue": "orders", "message_body": "two", "delay_seconds": 7200, "job_id": "inv-1"});
         let r = w.handle(&again).await.unwrap();
         assert_eq!(r["duplicate"], true);
-        assert_eq!(
-            r["perform_at"], "2026-12-01T10:00:00.123456Z",
-            "reports the stored job"
-        );
+        assert_eq!(r["perform_at"], "2026-12-01T10:00:00.123456Z", "reports the stored job");
         assert_eq!(store.len(), 1);
         let q = QueueName::parse("orders").unwrap();
-        let stored = w
-            .store
-            .find(&q, "inv-1", &w.shard_partitions())
-            .await
-            .unwrap()
-            .unwrap();
+        let stored = w.store.find(&q, "inv-1", &w.shard_partitions()).await.unwrap().unwrap();
         assert_eq!(stored.job.message_body, "one");
     }
 
     #[tokio::test(start_paused = true)]
     async fn direct_route_with_a_stored_job_id_is_a_duplicate() {
         let (w, _, queue, _) = waiter(&[]);
-        w.handle(
-            &json!({"queue": "orders", "message_body": "x", "delay_seconds": 3600, "job_id": "j"}),
-        )
-        .await
-        .unwrap();
+        w.handle(&json!({"queue": "orders", "message_body": "x", "delay_seconds": 3600, "job_id": "j"}))
+            .await
+            .unwrap();
         let r = w
             .handle(&json!({"queue": "orders", "message_body": "x", "job_id": "j"}))
             .await
@@ -392,13 +358,7 @@ mod tests {
         for (i, res) in results.iter().enumerate() {
             match i {
                 7 => assert_eq!(res["error"]["type"], "InvalidRequest", "{res}"),
-                8 => assert!(
-                    res["error"]["message"]
-                        .as_str()
-                        .unwrap()
-                        .starts_with("job:"),
-                    "{res}"
-                ),
+                8 => assert!(res["error"]["message"].as_str().unwrap().starts_with("job:"), "{res}"),
                 _ => {
                     assert_eq!(res["job_id"], format!("j{i}"));
                     assert_eq!(res["status"], if i % 2 == 0 { "sent" } else { "scheduled" });
@@ -418,11 +378,7 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(err.error_type(), "InvalidRequest");
-        assert!(
-            err.message().starts_with("message_body:"),
-            "{}",
-            err.message()
-        );
+        assert!(err.message().starts_with("message_body:"), "{}", err.message());
         assert_eq!(store.len(), 0);
         let ok = w
             .handle(&json!({"queue": "orders", "message_body": body, "delay_seconds": 5}))
@@ -451,25 +407,23 @@ mod tests {
             .cloned()
             .unwrap();
         assert_eq!(stored.job.message_deduplication_id.as_deref(), Some("c-1"));
-        let r = w.handle(&json!({"queue": "billing.fifo", "message_body": "now", "message_group_id": "g", "job_id": "c-2"})).await.unwrap();
+        let r = w
+            .handle(&json!({"queue": "billing.fifo", "message_body": "now", "message_group_id": "g", "job_id": "c-2"}))
+            .await
+            .unwrap();
         assert_eq!(r["status"], "sent");
         assert_eq!(queue.sent()[0].queue.as_str(), "billing.fifo");
         let sent = &queue.sent()[0].message;
-        assert_eq!(
-            sent.delay_seconds, None,
-            "FIFO queues take no per-message delay"
-        );
+        assert_eq!(sent.delay_seconds, None, "FIFO queues take no per-message delay");
         assert_eq!(sent.deduplication_id.as_deref(), Some("c-2"));
     }
 
     #[tokio::test(start_paused = true)]
     async fn get_and_cancel() {
         let (w, store, _, clock) = waiter(&[]);
-        w.handle(
-            &json!({"queue": "orders", "message_body": "x", "delay_seconds": 5000, "job_id": "j"}),
-        )
-        .await
-        .unwrap();
+        w.handle(&json!({"queue": "orders", "message_body": "x", "delay_seconds": 5000, "job_id": "j"}))
+            .await
+            .unwrap();
         let got = w
             .handle(&json!({"action": "get", "queue": "orders", "job_id": "j"}))
             .await
@@ -494,11 +448,9 @@ mod tests {
         assert_eq!(got["status"], "not_found");
 
         // A job inside a live poller lease's window is being handed over: not cancelled.
-        w.handle(
-            &json!({"queue": "orders", "message_body": "y", "delay_seconds": 5000, "job_id": "k"}),
-        )
-        .await
-        .unwrap();
+        w.handle(&json!({"queue": "orders", "message_body": "y", "delay_seconds": 5000, "job_id": "k"}))
+            .await
+            .unwrap();
         let shard = crate::routing::shard_for("k", w.config.shards);
         let q = QueueName::parse("orders").unwrap();
         let now = clock.now();
@@ -507,7 +459,7 @@ mod tests {
             until: now + TimeDelta::seconds(30),
             horizon: now + TimeDelta::seconds(6000),
         };
-        assert!(store.acquire_lease(&q, shard, &lease, now).await.unwrap());
+        assert_eq!(store.acquire_lease(&q, shard, &lease, now).await.unwrap(), crate::ports::LeaseOutcome::Acquired);
         let c = w
             .handle(&json!({"action": "cancel", "queue": "orders", "job_id": "k"}))
             .await
@@ -519,27 +471,17 @@ mod tests {
             .handle(&json!({"action": "cancel", "queue": "orders", "job_id": "k"}))
             .await
             .unwrap();
-        assert_eq!(
-            c["status"], "cancelled",
-            "a lapsed lease no longer protects the job"
-        );
+        assert_eq!(c["status"], "cancelled", "a lapsed lease no longer protects the job");
     }
 
     #[tokio::test(start_paused = true)]
     async fn parked_jobs_are_listed_and_redriven() {
         let (w, store, _, _) = waiter(&[]);
-        w.handle(
-            &json!({"queue": "orders", "message_body": "x", "delay_seconds": 5000, "job_id": "p"}),
-        )
-        .await
-        .unwrap();
-        let q = QueueName::parse("orders").unwrap();
-        let job = w
-            .store
-            .find(&q, "p", &w.shard_partitions())
+        w.handle(&json!({"queue": "orders", "message_body": "x", "delay_seconds": 5000, "job_id": "p"}))
             .await
-            .unwrap()
             .unwrap();
+        let q = QueueName::parse("orders").unwrap();
+        let job = w.store.find(&q, "p", &w.shard_partitions()).await.unwrap().unwrap();
         let info = crate::ports::ParkInfo {
             parked_at: w.clock.now(),
             code: "InvalidParameterValue".into(),

@@ -51,11 +51,7 @@ impl MemStore {
     }
 
     pub fn insert(&self, job: StoredJob) {
-        let k = (
-            job.job.queue.clone(),
-            job.partition.clone(),
-            job.job.job_id.clone(),
-        );
+        let k = (job.job.queue.clone(), job.partition.clone(), job.job.job_id.clone());
         self.state.lock().unwrap().items.insert(k, job);
     }
 }
@@ -67,11 +63,7 @@ impl JobStore for MemStore {
     }
 
     async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError> {
-        let k = (
-            job.job.queue.clone(),
-            job.partition.clone(),
-            job.job.job_id.clone(),
-        );
+        let k = (job.job.queue.clone(), job.partition.clone(), job.job.job_id.clone());
         let mut s = self.state.lock().unwrap();
         if let Some(existing) = s.items.get(&k) {
             return Ok(PutOutcome::Duplicate(Box::new(existing.clone())));
@@ -87,11 +79,9 @@ impl JobStore for MemStore {
         partitions: &[Partition],
     ) -> Result<Option<StoredJob>, PortError> {
         let s = self.state.lock().unwrap();
-        Ok(partitions.iter().find_map(|p| {
-            s.items
-                .get(&(queue.clone(), p.clone(), job_id.to_owned()))
-                .cloned()
-        }))
+        Ok(partitions
+            .iter()
+            .find_map(|p| s.items.get(&(queue.clone(), p.clone(), job_id.to_owned())).cloned()))
     }
 
     async fn cancel(
@@ -132,18 +122,11 @@ impl JobStore for MemStore {
             .unwrap()
             .items
             .values()
-            .filter(|j| {
-                &j.job.queue == queue
-                    && j.partition == Partition::Shard(shard)
-                    && j.job.perform_at <= horizon
-            })
+            .filter(|j| &j.job.queue == queue && j.partition == Partition::Shard(shard) && j.job.perform_at <= horizon)
             .cloned()
             .collect();
         due.sort_by_key(|j| j.job.perform_at);
-        let pages: Vec<_> = due
-            .chunks(self.page_size.max(1))
-            .map(|c| Ok(c.to_vec()))
-            .collect();
+        let pages: Vec<_> = due.chunks(self.page_size.max(1)).map(|c| Ok(c.to_vec())).collect();
         stream::iter(pages).boxed()
     }
 
@@ -160,8 +143,7 @@ impl JobStore for MemStore {
         let mut s = self.state.lock().unwrap();
         s.delete_calls += 1;
         for k in keys {
-            s.items
-                .remove(&(queue.clone(), k.partition.clone(), k.job_id.clone()));
+            s.items.remove(&(queue.clone(), k.partition.clone(), k.job_id.clone()));
         }
         Ok(())
     }
@@ -185,24 +167,19 @@ impl JobStore for MemStore {
         shard: u32,
         lease: &Lease,
         now: DateTime<Utc>,
-    ) -> Result<bool, PortError> {
+    ) -> Result<LeaseOutcome, PortError> {
         let mut s = self.state.lock().unwrap();
         let k = (queue.clone(), shard);
         match s.leases.get(&k) {
-            Some(l) if l.until >= now && l.owner != lease.owner => Ok(false),
+            Some(l) if l.until >= now && l.owner != lease.owner => Ok(LeaseOutcome::Held(Some(l.clone()))),
             _ => {
                 s.leases.insert(k, lease.clone());
-                Ok(true)
+                Ok(LeaseOutcome::Acquired)
             }
         }
     }
 
-    async fn release_lease(
-        &self,
-        queue: &QueueName,
-        shard: u32,
-        owner: &str,
-    ) -> Result<(), PortError> {
+    async fn release_lease(&self, queue: &QueueName, shard: u32, owner: &str) -> Result<(), PortError> {
         let mut s = self.state.lock().unwrap();
         let k = (queue.clone(), shard);
         if s.leases.get(&k).is_some_and(|l| l.owner == owner) {
@@ -248,16 +225,8 @@ impl FakeQueue {
 
 #[async_trait]
 impl MessageQueue for FakeQueue {
-    async fn send(
-        &self,
-        queue: &QueueName,
-        message: &OutgoingMessage,
-    ) -> Result<String, PortError> {
-        match self
-            .send_batch(queue, std::slice::from_ref(message))
-            .await?
-            .remove(0)
-        {
+    async fn send(&self, queue: &QueueName, message: &OutgoingMessage) -> Result<String, PortError> {
+        match self.send_batch(queue, std::slice::from_ref(message)).await?.remove(0) {
             EntryOutcome::Sent { message_id } => Ok(message_id),
             EntryOutcome::Failed { code, .. } => Err(PortError::Rejected {
                 operation: "SendMessage",
@@ -277,13 +246,7 @@ impl MessageQueue for FakeQueue {
             "batch of {}",
             messages.len()
         );
-        if let Some(e) = self
-            .batch_fault
-            .lock()
-            .unwrap()
-            .as_ref()
-            .and_then(|f| f(messages))
-        {
+        if let Some(e) = self.batch_fault.lock().unwrap().as_ref().and_then(|f| f(messages)) {
             return Err(e);
         }
         self.batches.lock().unwrap().push(messages.len());
@@ -351,10 +314,7 @@ impl Clock for FakeClock {
 }
 
 pub fn config(queues: &str, extra: &[(&str, &str)]) -> Arc<Config> {
-    let mut map: HashMap<String, String> = extra
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let mut map: HashMap<String, String> = extra.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     map.insert("WAITER_QUEUES".into(), queues.into());
     Arc::new(Config::from_lookup(|k| map.get(k).cloned()).unwrap())
 }

@@ -22,11 +22,8 @@ pub fn parse_time_str(s: &str) -> Result<DateTime<Utc>, String> {
         let t = t.with_timezone(&Utc);
         return ceil_to_micros(t).ok_or_else(|| "is out of range".to_string());
     }
-    if s.bytes().all(|b| b.is_ascii_digit() || b == b'.')
-        && s.bytes().filter(|b| *b == b'.').count() <= 1
-    {
-        return parse_epoch_decimal(s)
-            .ok_or_else(|| "is out of range (after year 9999)".to_string());
+    if s.bytes().all(|b| b.is_ascii_digit() || b == b'.') && s.bytes().filter(|b| *b == b'.').count() <= 1 {
+        return parse_epoch_decimal(s).ok_or_else(|| "is out of range (after year 9999)".to_string());
     }
     Err("must be an RFC 3339 time (e.g. 2026-12-01T09:00:00Z) or epoch seconds".into())
 }
@@ -41,8 +38,7 @@ pub fn from_epoch_f64(secs: f64) -> Result<DateTime<Utc>, String> {
     }
     // Format with enough digits and reuse the exact decimal path so that 0.1-style float error
     // never moves a time earlier than the caller wrote.
-    parse_epoch_decimal(&format!("{secs:.6}"))
-        .ok_or_else(|| "is out of range (after year 9999)".into())
+    parse_epoch_decimal(&format!("{secs:.6}")).ok_or_else(|| "is out of range (after year 9999)".into())
 }
 
 /// Parses a non-negative decimal number of epoch seconds exactly (DynamoDB `N` values too).
@@ -51,10 +47,7 @@ pub fn parse_epoch_decimal(s: &str) -> Option<DateTime<Utc>> {
         Some((i, f)) => (i, f),
         None => (s, ""),
     };
-    if int.is_empty()
-        || !int.bytes().all(|b| b.is_ascii_digit())
-        || !frac.bytes().all(|b| b.is_ascii_digit())
-    {
+    if int.is_empty() || !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     let secs: i64 = int.parse().ok()?;
@@ -72,8 +65,7 @@ pub fn parse_epoch_decimal(s: &str) -> Option<DateTime<Utc>> {
     for _ in frac.len()..6 {
         micros *= 10;
     }
-    let t =
-        DateTime::from_timestamp(secs, 0)?.checked_add_signed(TimeDelta::microseconds(micros))?;
+    let t = DateTime::from_timestamp(secs, 0)?.checked_add_signed(TimeDelta::microseconds(micros))?;
     (t <= max_time()).then_some(t)
 }
 
@@ -106,10 +98,9 @@ pub fn ceil_to_micros(t: DateTime<Utc>) -> Option<DateTime<Utc>> {
 
 /// Seconds from `from` to `to` as a float (negative when `to` is earlier).
 pub fn seconds_between(from: DateTime<Utc>, to: DateTime<Utc>) -> f64 {
-    (to - from).num_microseconds().map_or_else(
-        || (to - from).num_milliseconds() as f64 / 1e3,
-        |us| us as f64 / 1e6,
-    )
+    (to - from)
+        .num_microseconds()
+        .map_or_else(|| (to - from).num_milliseconds() as f64 / 1e3, |us| us as f64 / 1e6)
 }
 
 #[cfg(test)]

@@ -13,8 +13,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, DeleteRequest, KeysAndAttributes,
-    ReturnValuesOnConditionCheckFailure, TransactWriteItem, WriteRequest,
+    AttributeValue, ConditionCheck, Delete, DeleteRequest, KeysAndAttributes, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem, WriteRequest,
 };
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
@@ -27,9 +27,7 @@ use crate::config::{Config, QueueName};
 use crate::error::PortError;
 use crate::job::{AttributeData, Attributes, Job, MessageAttribute};
 use crate::limits::{DDB_MAX_BATCH_GET_KEYS, DDB_MAX_BATCH_WRITE_ITEMS};
-use crate::ports::{
-    CancelOutcome, JobKey, JobStore, Lease, ParkInfo, Partition, PutOutcome, StoredJob,
-};
+use crate::ports::{CancelOutcome, JobKey, JobStore, Lease, LeaseOutcome, ParkInfo, Partition, PutOutcome, StoredJob};
 use crate::time::{format_epoch, parse_epoch_decimal};
 
 pub const INDEX_NAME: &str = "scheduler-perform_at-index";
@@ -72,11 +70,23 @@ fn lease_key(queue: &QueueName, shard: u32) -> Item {
             A_SCHEDULER.to_owned(),
             AttributeValue::S(format!("{queue}#lease#{shard}")),
         ),
-        (
-            A_JOB_ID.to_owned(),
-            AttributeValue::S(LEASE_SORT_KEY.to_owned()),
-        ),
+        (A_JOB_ID.to_owned(), AttributeValue::S(LEASE_SORT_KEY.to_owned())),
     ])
+}
+
+fn decode_lease(item: &Item) -> Option<Lease> {
+    let t = |name: &str| match item.get(name) {
+        Some(AttributeValue::N(v)) => parse_epoch_decimal(v),
+        _ => None,
+    };
+    Some(Lease {
+        owner: match item.get(A_LEASE_OWNER) {
+            Some(AttributeValue::S(o)) => o.clone(),
+            _ => return None,
+        },
+        until: t(A_LEASE_UNTIL)?,
+        horizon: t(A_LEASE_HORIZON)?,
+    })
 }
 
 fn key(queue: &QueueName, k: &JobKey) -> Item {
@@ -98,28 +108,19 @@ pub fn encode(s: &StoredJob) -> Item {
     let job = &s.job;
     let mut item = key(&job.queue, &s.key());
     item.insert(A_PERFORM_AT.into(), n(job.perform_at));
-    item.insert(
-        A_MESSAGE_BODY.into(),
-        AttributeValue::S(job.message_body.clone()),
-    );
+    item.insert(A_MESSAGE_BODY.into(), AttributeValue::S(job.message_body.clone()));
     item.insert(A_ENQUEUED_AT.into(), n(s.enqueued_at));
     if !job.message_attributes.is_empty() {
         let attrs = job
             .message_attributes
             .iter()
             .map(|(name, a)| {
-                let mut m = HashMap::from([(
-                    A_DATA_TYPE.to_owned(),
-                    AttributeValue::S(a.data_type.clone()),
-                )]);
+                let mut m = HashMap::from([(A_DATA_TYPE.to_owned(), AttributeValue::S(a.data_type.clone()))]);
                 match &a.data {
-                    AttributeData::String(v) => {
-                        m.insert(A_STRING_VALUE.into(), AttributeValue::S(v.clone()))
+                    AttributeData::String(v) => m.insert(A_STRING_VALUE.into(), AttributeValue::S(v.clone())),
+                    AttributeData::Binary(v) => {
+                        m.insert(A_BINARY_VALUE.into(), AttributeValue::B(Blob::new(v.clone())))
                     }
-                    AttributeData::Binary(v) => m.insert(
-                        A_BINARY_VALUE.into(),
-                        AttributeValue::B(Blob::new(v.clone())),
-                    ),
                 };
                 (name.clone(), AttributeValue::M(m))
             })
@@ -187,9 +188,7 @@ pub fn decode(queue: &QueueName, item: &Item) -> Result<StoredJob, String> {
                 };
                 let data = match (a.get(A_STRING_VALUE), a.get(A_BINARY_VALUE)) {
                     (Some(AttributeValue::S(v)), None) => AttributeData::String(v.clone()),
-                    (None, Some(AttributeValue::B(b))) => {
-                        AttributeData::Binary(b.clone().into_inner())
-                    }
+                    (None, Some(AttributeValue::B(b))) => AttributeData::Binary(b.clone().into_inner()),
                     _ => return Err(format!("message_attributes.{name} holds no single value")),
                 };
                 message_attributes.insert(name.clone(), MessageAttribute { data_type, data });
@@ -234,12 +233,7 @@ fn value_size(v: &AttributeValue) -> usize {
     match v {
         AttributeValue::S(s) | AttributeValue::N(s) => s.len() + 1,
         AttributeValue::B(b) => b.as_ref().len(),
-        AttributeValue::M(m) => {
-            3 + m
-                .iter()
-                .map(|(k, v)| k.len() + value_size(v) + 1)
-                .sum::<usize>()
-        }
+        AttributeValue::M(m) => 3 + m.iter().map(|(k, v)| k.len() + value_size(v) + 1).sum::<usize>(),
         AttributeValue::L(l) => 3 + l.iter().map(|v| value_size(v) + 1).sum::<usize>(),
         _ => 1,
     }
@@ -367,12 +361,7 @@ impl JobStore for DynamoStore {
                     .send()
                     .await
                     .map_err(|e| classify("BatchGetItem", &self.resource(queue), e))?;
-                for item in out
-                    .responses
-                    .unwrap_or_default()
-                    .remove(&table)
-                    .unwrap_or_default()
-                {
+                for item in out.responses.unwrap_or_default().remove(&table).unwrap_or_default() {
                     match decode(queue, &item) {
                         Ok(j) => found.push(j),
                         Err(reason) => {
@@ -445,9 +434,7 @@ impl JobStore for DynamoStore {
         let check = ConditionCheck::builder()
             .table_name(&table)
             .set_key(Some(lease_key(queue, shard)))
-            .condition_expression(
-                "attribute_not_exists(#until) OR #until < :now OR #horizon < :perform_at",
-            )
+            .condition_expression("attribute_not_exists(#until) OR #until < :now OR #horizon < :perform_at")
             .expression_attribute_names("#until", A_LEASE_UNTIL)
             .expression_attribute_names("#horizon", A_LEASE_HORIZON)
             .expression_attribute_values(":now", n(now))
@@ -470,9 +457,7 @@ impl JobStore for DynamoStore {
                     }
                     _ => return Err(classify("TransactWriteItems", &self.resource(queue), e)),
                 };
-                let failed = |i: usize| {
-                    reasons.get(i).and_then(|r| r.as_deref()) == Some("ConditionalCheckFailed")
-                };
+                let failed = |i: usize| reasons.get(i).and_then(|r| r.as_deref()) == Some("ConditionalCheckFailed");
                 if failed(0) {
                     Ok(CancelOutcome::NotFound)
                 } else if failed(1) {
@@ -498,10 +483,7 @@ impl JobStore for DynamoStore {
             .key_condition_expression("#s = :s AND #p <= :h")
             .expression_attribute_names("#s", A_SCHEDULER)
             .expression_attribute_names("#p", A_PERFORM_AT)
-            .expression_attribute_values(
-                ":s",
-                AttributeValue::S(partition_key(queue, &Partition::Shard(shard))),
-            )
+            .expression_attribute_values(":s", AttributeValue::S(partition_key(queue, &Partition::Shard(shard))))
             .expression_attribute_values(":h", n(horizon))
             .into_paginator()
             .send();
@@ -533,10 +515,7 @@ impl JobStore for DynamoStore {
             .table_name(self.table(queue))
             .key_condition_expression("#s = :s")
             .expression_attribute_names("#s", A_SCHEDULER)
-            .expression_attribute_values(
-                ":s",
-                AttributeValue::S(partition_key(queue, &Partition::Parked)),
-            )
+            .expression_attribute_values(":s", AttributeValue::S(partition_key(queue, &Partition::Parked)))
             .into_paginator()
             .items()
             .send();
@@ -587,11 +566,7 @@ impl JobStore for DynamoStore {
                     if attempt > UNPROCESSED_ATTEMPTS {
                         return Err(PortError::Throttled {
                             operation: "BatchWriteItem",
-                            source: format!(
-                                "{} deletes left unprocessed after retries",
-                                requests.len()
-                            )
-                            .into(),
+                            source: format!("{} deletes left unprocessed after retries", requests.len()).into(),
                         });
                     }
                     backoff(attempt).await;
@@ -632,16 +607,14 @@ impl JobStore for DynamoStore {
         shard: u32,
         lease: &Lease,
         now: DateTime<Utc>,
-    ) -> Result<bool, PortError> {
+    ) -> Result<LeaseOutcome, PortError> {
         let res = self
             .client
             .update_item()
             .table_name(self.table(queue))
             .set_key(Some(lease_key(queue, shard)))
             .update_expression("SET #owner = :owner, #until = :until, #horizon = :horizon")
-            .condition_expression(
-                "attribute_not_exists(#until) OR #until < :now OR #owner = :owner",
-            )
+            .condition_expression("attribute_not_exists(#until) OR #until < :now OR #owner = :owner")
             .expression_attribute_names("#owner", A_LEASE_OWNER)
             .expression_attribute_names("#until", A_LEASE_UNTIL)
             .expression_attribute_names("#horizon", A_LEASE_HORIZON)
@@ -649,26 +622,30 @@ impl JobStore for DynamoStore {
             .expression_attribute_values(":until", n(lease.until))
             .expression_attribute_values(":horizon", n(lease.horizon))
             .expression_attribute_values(":now", n(now))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
         match res {
-            Ok(_) => Ok(true),
+            Ok(_) => Ok(LeaseOutcome::Acquired),
             Err(e)
                 if e.as_service_error()
                     .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
             {
-                Ok(false)
+                {
+                let held = match e.into_service_error() {
+                    aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c) => {
+                        c.item.as_ref().and_then(decode_lease)
+                    }
+                    _ => None,
+                };
+                Ok(LeaseOutcome::Held(held))
+            }
             }
             Err(e) => Err(classify("UpdateItem", &self.resource(queue), e)),
         }
     }
 
-    async fn release_lease(
-        &self,
-        queue: &QueueName,
-        shard: u32,
-        owner: &str,
-    ) -> Result<(), PortError> {
+    async fn release_lease(&self, queue: &QueueName, shard: u32, owner: &str) -> Result<(), PortError> {
         let res = self
             .client
             .delete_item()

@@ -56,11 +56,7 @@ const NOT_FOUND_CODES: &[&str] = &[
 ];
 
 /// Classifies an SDK error by its code and HTTP status, keeping the SDK error as the source.
-pub(crate) fn classify<E>(
-    operation: &'static str,
-    resource: &str,
-    err: SdkError<E, HttpResponse>,
-) -> PortError
+pub(crate) fn classify<E>(operation: &'static str, resource: &str, err: SdkError<E, HttpResponse>) -> PortError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
@@ -76,10 +72,7 @@ where
             operation,
             source: Box::new(err),
         },
-        _ if is_service
-            && status.is_some_and(|s| (400..500).contains(&s))
-            && status != Some(429) =>
-        {
+        _ if is_service && status.is_some_and(|s| (400..500).contains(&s)) && status != Some(429) => {
             PortError::Rejected {
                 operation,
                 code: code.unwrap_or_else(|| format!("HTTP{}", status.unwrap_or_default())),

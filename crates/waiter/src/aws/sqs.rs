@@ -52,9 +52,7 @@ impl SqsQueue {
     }
 }
 
-fn to_sqs_attributes(
-    attrs: &Attributes,
-) -> Result<Option<HashMap<String, MessageAttributeValue>>, PortError> {
+fn to_sqs_attributes(attrs: &Attributes) -> Result<Option<HashMap<String, MessageAttributeValue>>, PortError> {
     if attrs.is_empty() {
         return Ok(None);
     }
@@ -66,13 +64,11 @@ fn to_sqs_attributes(
                 AttributeData::String(s) => b.string_value(s),
                 AttributeData::Binary(bytes) => b.binary_value(Blob::new(bytes.clone())),
             };
-            b.build()
-                .map(|v| (name.clone(), v))
-                .map_err(|e| PortError::Rejected {
-                    operation: "SendMessage",
-                    code: "InvalidAttribute".into(),
-                    source: Some(Box::new(e)),
-                })
+            b.build().map(|v| (name.clone(), v)).map_err(|e| PortError::Rejected {
+                operation: "SendMessage",
+                code: "InvalidAttribute".into(),
+                source: Some(Box::new(e)),
+            })
         })
         .collect::<Result<HashMap<_, _>, _>>()
         .map(Some)
@@ -133,24 +129,14 @@ impl MessageQueue for SqsQueue {
             .map_err(|e| classify("SendMessageBatch", &format!("queue {queue}"), e))?;
         let mut outcomes: Vec<Option<EntryOutcome>> = vec![None; messages.len()];
         for ok in out.successful() {
-            if let Some(slot) = ok
-                .id()
-                .parse::<usize>()
-                .ok()
-                .and_then(|i| outcomes.get_mut(i))
-            {
+            if let Some(slot) = ok.id().parse::<usize>().ok().and_then(|i| outcomes.get_mut(i)) {
                 *slot = Some(EntryOutcome::Sent {
                     message_id: ok.message_id().to_owned(),
                 });
             }
         }
         for failed in out.failed() {
-            if let Some(slot) = failed
-                .id()
-                .parse::<usize>()
-                .ok()
-                .and_then(|i| outcomes.get_mut(i))
-            {
+            if let Some(slot) = failed.id().parse::<usize>().ok().and_then(|i| outcomes.get_mut(i)) {
                 *slot = Some(EntryOutcome::Failed {
                     code: failed.code().to_owned(),
                     message: failed.message().unwrap_or_default().to_owned(),
