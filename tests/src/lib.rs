@@ -1,6 +1,7 @@
 //! Test harness for sqs-waiter's end-to-end tests: a moto server we start and stop, a minimal
 //! Lambda Runtime API that drives the real `enqueue` and `poller` binaries, and SDK helpers.
 
+pub mod bench;
 pub mod emulator;
 pub mod runtime_api;
 
@@ -23,4 +24,11 @@ pub fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("bind an ephemeral port")
+}
+
+/// Parses an RFC 3339 time as the functions reply with it.
+pub fn parse_rfc3339(s: &str) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::parse_from_rfc3339(s)
+        .expect("rfc3339 time")
+        .with_timezone(&chrono::Utc)
 }

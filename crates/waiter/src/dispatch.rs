@@ -178,7 +178,8 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
                 }
                 Err(e) => {
                     error!(queue = %queue, shard, error = %crate::error::display_chain(&e), "lease failed");
-                    sum.errors.push(format!("{queue}#{shard}: {}", crate::error::display_chain(&e)));
+                    sum.errors
+                        .push(format!("{queue}#{shard}: {}", crate::error::display_chain(&e)));
                     return sum;
                 }
             }
@@ -587,7 +588,10 @@ mod tests {
             until: now + TimeDelta::seconds(30),
             horizon: now,
         };
-        assert_eq!(store.acquire_lease(&q, 0, &other, now).await.unwrap(), crate::ports::LeaseOutcome::Acquired);
+        assert_eq!(
+            store.acquire_lease(&q, 0, &other, now).await.unwrap(),
+            crate::ports::LeaseOutcome::Acquired
+        );
         let s = d.run(now + TimeDelta::seconds(60)).await;
         assert_eq!(s.busy_partitions, 1);
         assert_eq!(s.dispatched, 0);
@@ -609,7 +613,10 @@ mod tests {
             until: now + TimeDelta::seconds(60),
             horizon: now + TimeDelta::seconds(2),
         };
-        assert_eq!(store.acquire_lease(&q, 0, &previous, now).await.unwrap(), LeaseOutcome::Acquired);
+        assert_eq!(
+            store.acquire_lease(&q, 0, &previous, now).await.unwrap(),
+            LeaseOutcome::Acquired
+        );
         let releaser = {
             let (store, q) = (store.clone(), q.clone());
             tokio::spawn(async move {

@@ -459,7 +459,10 @@ mod tests {
             until: now + TimeDelta::seconds(30),
             horizon: now + TimeDelta::seconds(6000),
         };
-        assert_eq!(store.acquire_lease(&q, shard, &lease, now).await.unwrap(), crate::ports::LeaseOutcome::Acquired);
+        assert_eq!(
+            store.acquire_lease(&q, shard, &lease, now).await.unwrap(),
+            crate::ports::LeaseOutcome::Acquired
+        );
         let c = w
             .handle(&json!({"action": "cancel", "queue": "orders", "job_id": "k"}))
             .await

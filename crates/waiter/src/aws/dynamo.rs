@@ -631,7 +631,6 @@ impl JobStore for DynamoStore {
                 if e.as_service_error()
                     .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
             {
-                {
                 let held = match e.into_service_error() {
                     aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c) => {
                         c.item.as_ref().and_then(decode_lease)
@@ -639,7 +638,6 @@ impl JobStore for DynamoStore {
                     _ => None,
                 };
                 Ok(LeaseOutcome::Held(held))
-            }
             }
             Err(e) => Err(classify("UpdateItem", &self.resource(queue), e)),
         }
