@@ -49,3 +49,13 @@ build:
 clean:
 	cargo clean
 	rm -rf $(VENV)
+
+.PHONY: bench bench-quick
+# Figures, not pass/fail: release binaries against moto; JSON lands in target/bench/.
+bench: venv
+	cargo build --release -p enqueue -p poller
+	cargo run -q -p e2e --bin bench -- precision --release
+
+bench-quick: venv
+	cargo build --release -p enqueue -p poller
+	cargo run -q -p e2e --bin bench -- precision --quick --release

@@ -18,7 +18,7 @@ use crate::{Emulator, Function};
 pub struct PrecisionOptions {
     /// Stored jobs on the standard queue.
     pub jobs: usize,
-    /// Jobs on the direct path.
+    /// Jobs on the direct path, for each of the default and the precise option.
     pub direct_jobs: usize,
     /// Stored jobs on the FIFO queue.
     pub fifo_jobs: usize,
@@ -176,6 +176,7 @@ pub async fn precision(opts: &PrecisionOptions) -> PrecisionReport {
     let both = [("WAITER_QUEUES", "bench,bench.fifo"), ("WAITER_SHARDS", "4")];
     let mut enqueue_stored = start("enqueue", &[both[0], both[1], ("WAITER_DIRECT_MAX_DELAY", "1")]).await;
     let mut enqueue_direct = start("enqueue", &[both[0], both[1]]).await;
+    let mut enqueue_precise = start("enqueue", &[both[0], both[1], ("WAITER_DIRECT_PRECISE", "true")]).await;
     let mut std_poller = start(
         "poller",
         &[("WAITER_QUEUES", "bench"), both[1], ("WAITER_LOOKAHEAD", "3")],
@@ -252,23 +253,32 @@ pub async fn precision(opts: &PrecisionOptions) -> PrecisionReport {
         })
         .collect();
 
-    // The direct path: jobs due 2 to 30 s out, sent straight to SQS as enqueued.
+    // The direct path, default (rounded up) and precise: jobs due 2 to 30 s out.
     let mut direct_sent = 0;
-    for i in 0..opts.direct_jobs {
+    for i in 0..opts.direct_jobs * 2 {
         let at = Utc::now() + TimeDelta::microseconds((rng.random_range(2.0..30.0) * 1e6) as i64);
-        let r = enqueue_direct
-            .invoke(&json!({"queue": "bench", "message_body": format!("d-{i}"), "perform_at": rfc3339(at)}))
+        let (function, body) = if i % 2 == 0 {
+            (&mut enqueue_direct, format!("d-{i}"))
+        } else {
+            (&mut enqueue_precise, format!("p-{i}"))
+        };
+        let r = function
+            .invoke(&json!({"queue": "bench", "message_body": body, "perform_at": rfc3339(at)}))
             .await
             .expect("direct enqueue");
         if r["status"] == "sent" {
             direct_sent += 1;
             due.insert(
-                format!("d-{i}"),
+                body,
                 crate::parse_rfc3339(r["perform_at"].as_str().expect("perform_at")),
             );
         }
     }
-    assert_eq!(direct_sent, opts.direct_jobs, "every direct job takes the direct route");
+    assert_eq!(
+        direct_sent,
+        opts.direct_jobs * 2,
+        "every direct job takes the direct route"
+    );
 
     // The standard poller every second until everything arrived (or a generous limit).
     let limit = Instant::now() + Duration::from_secs_f64(opts.spread_s.max(fifo_span) + 60.0);
@@ -288,7 +298,12 @@ pub async fn precision(opts: &PrecisionOptions) -> PrecisionReport {
 
     let arrivals = arrivals.lock().expect("lock").clone();
     let mut distributions = Vec::new();
-    for (path, prefix) in [("stored standard", "s-"), ("direct", "d-"), ("stored FIFO", "f-")] {
+    for (path, prefix) in [
+        ("stored standard", "s-"),
+        ("direct", "d-"),
+        ("direct precise", "p-"),
+        ("stored FIFO", "f-"),
+    ] {
         let mut first: HashMap<&str, DateTime<Utc>> = HashMap::new();
         let mut duplicates = 0;
         for (body, at) in arrivals.iter().filter(|(b, _)| b.starts_with(prefix)) {

@@ -52,3 +52,51 @@ async fn short_delay_goes_direct_and_long_delay_is_stored_then_delivered_never_e
     assert!(lateness < 3_000, "loose bound: {lateness} ms late");
     assert_eq!(s.table_len("orders").await, 0, "removed after SQS accepted it");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn json_logs_and_emf_metrics_never_carry_message_bodies() {
+    let mut s = setup(
+        &["orders"],
+        &[
+            ("WAITER_DIRECT_MAX_DELAY", "0"),
+            ("WAITER_LOOKAHEAD", "2"),
+            ("AWS_LAMBDA_LOG_FORMAT", "JSON"),
+        ],
+    )
+    .await;
+    let secret = "card-4111-1111-1111-1111";
+    s.enqueue_ok(json!({"queue": "orders", "message_body": secret, "delay_seconds": 1, "job_id": "emf-1"}))
+        .await;
+    let got = s
+        .poll_and_receive(0, 1, Duration::from_secs(1), Duration::from_secs(15))
+        .await;
+    assert_eq!(got.len(), 1);
+    for (name, log) in [("enqueue", s.enqueue.log()), ("poller", s.poller.log())] {
+        assert!(!log.contains(secret), "{name} logged a message body:\n{log}");
+        let lines: Vec<serde_json::Value> = log
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("{name}: not JSON: {l}")))
+            .collect();
+        assert!(
+            lines.iter().any(|l| l.get("_aws").is_some()),
+            "{name} wrote no EMF line"
+        );
+        assert!(
+            lines.iter().any(|l| l["fields"]["job_id"] == "emf-1"),
+            "{name} logs lack structured job_id:\n{log}"
+        );
+    }
+    let emf: Vec<serde_json::Value> = s
+        .poller
+        .log()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|l| l.get("_aws").is_some())
+        .collect();
+    assert_eq!(
+        emf.iter().map(|l| l["Dispatched"].as_f64().unwrap_or(0.0)).sum::<f64>(),
+        1.0
+    );
+    assert_eq!(emf[0]["_aws"]["CloudWatchMetrics"][0]["Namespace"], "SqsWaiter");
+}

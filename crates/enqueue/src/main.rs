@@ -5,15 +5,27 @@ use serde_json::Value;
 use waiter::aws::{Adapters, DynamoStore, SqsQueue};
 use waiter::job::Payload;
 use waiter::ports::SystemClock;
-use waiter::Waiter;
+use waiter::{metrics, Waiter};
 
 type App = Waiter<DynamoStore, SqsQueue, SystemClock>;
 
 async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Value, Diagnostic> {
-    let result = match event.payload.into_value() {
-        Ok(request) => app.handle(&request).await,
-        Err(invalid) => Err(invalid.into()),
+    let (result, is_enqueue) = match event.payload.into_value() {
+        Ok(request) => {
+            let is_enqueue = request.get("action").is_none_or(|a| a == "enqueue");
+            (app.handle(&request).await, is_enqueue)
+        }
+        Err(invalid) => (Err(invalid.into()), true),
     };
+    if is_enqueue {
+        let reply = result
+            .as_ref()
+            .map_or_else(|_| serde_json::json!({"status": "error"}), Clone::clone);
+        println!(
+            "{}",
+            metrics::enqueue_line(&event.context.env_config.function_name, &reply, chrono::Utc::now())
+        );
+    }
     result.map_err(|e| {
         tracing::warn!(error_type = e.error_type(), retryable = e.is_retryable(), error = %e.message(), "request failed");
         Diagnostic {

@@ -5,7 +5,7 @@ use serde_json::Value;
 use waiter::aws::{Adapters, DynamoStore, SqsQueue};
 use waiter::job::Payload;
 use waiter::ports::SystemClock;
-use waiter::Dispatcher;
+use waiter::{metrics, Dispatcher};
 
 type App = Dispatcher<DynamoStore, SqsQueue, SystemClock>;
 
@@ -38,6 +38,10 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Value, Diagno
         max_lateness_ms = summary.max_lateness_ms,
         errors = summary.errors.len(),
         "run finished"
+    );
+    println!(
+        "{}",
+        metrics::poller_line(&event.context.env_config.function_name, &summary, chrono::Utc::now())
     );
     // Fail the invocation (and so the Errors alarm) only when no partition could be worked.
     if !summary.errors.is_empty() && summary.errors.len() as u32 + summary.busy_partitions >= summary.partitions {

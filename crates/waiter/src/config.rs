@@ -13,6 +13,7 @@ pub const ENV_LOOKAHEAD: &str = "WAITER_LOOKAHEAD";
 pub const ENV_SHARDS: &str = "WAITER_SHARDS";
 pub const ENV_CONCURRENCY: &str = "WAITER_CONCURRENCY";
 pub const ENV_FIFO_HOLD: &str = "WAITER_FIFO_HOLD";
+pub const ENV_DIRECT_PRECISE: &str = "WAITER_DIRECT_PRECISE";
 
 pub const DEFAULT_LOOKAHEAD: u32 = 120;
 pub const DEFAULT_SHARDS: u32 = 4;
@@ -82,6 +83,8 @@ pub struct Config {
     pub concurrency: u32,
     /// How long a poller run may hold FIFO items that fall due during it, to send each on time.
     pub fifo_hold: u32,
+    /// Direct path: hold the send for the fractional second so the delay is exact.
+    pub direct_precise: bool,
 }
 
 impl Config {
@@ -146,6 +149,7 @@ impl Config {
             shards: int_var(&get, ENV_SHARDS, DEFAULT_SHARDS, 1, MAX_SHARDS)?,
             concurrency: int_var(&get, ENV_CONCURRENCY, DEFAULT_CONCURRENCY, 1, 256)?,
             fifo_hold: int_var(&get, ENV_FIFO_HOLD, DEFAULT_FIFO_HOLD, 0, SQS_MAX_DELAY_SECONDS)?,
+            direct_precise: bool_var(&get, ENV_DIRECT_PRECISE)?,
         })
     }
 
@@ -159,6 +163,18 @@ impl Config {
 
     pub fn lookahead(&self) -> Duration {
         Duration::from_secs(u64::from(self.lookahead))
+    }
+}
+
+fn bool_var(get: &impl Fn(&str) -> Option<String>, variable: &'static str) -> Result<bool, ConfigError> {
+    match get(variable).as_deref().map(str::trim) {
+        None | Some("") => Ok(false),
+        Some(v) if v.eq_ignore_ascii_case("true") || v == "1" => Ok(true),
+        Some(v) if v.eq_ignore_ascii_case("false") || v == "0" => Ok(false),
+        Some(v) => Err(ConfigError {
+            variable,
+            problem: format!("must be true or false, got {v:?}"),
+        }),
     }
 }
 

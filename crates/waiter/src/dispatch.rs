@@ -21,11 +21,11 @@ use tracing::{debug, error, info, warn};
 
 use crate::config::{Config, QueueName};
 use crate::error::PortError;
-use crate::limits::{DDB_MAX_BATCH_WRITE_ITEMS, SQS_MAX_BATCH_ENTRIES, SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES};
+use crate::limits::{DDB_MAX_BATCH_WRITE_ITEMS, SQS_MAX_BATCH_ENTRIES, SQS_MAX_MESSAGE_BYTES};
 use crate::ports::{
     Clock, EntryOutcome, JobKey, JobStore, Lease, LeaseOutcome, MessageQueue, OutgoingMessage, ParkInfo, StoredJob,
 };
-use crate::routing::whole_seconds_up;
+use crate::routing::{aligned_send_instant, delay_for};
 use crate::time::seconds_between;
 
 /// Jobs whose send instants lie this close together share a batch; it is also the most a job is
@@ -40,6 +40,8 @@ pub const HANDOVER_WAIT: TimeDelta = TimeDelta::seconds(5);
 /// How long past the holder's window end a successor keeps trying to take over.
 const HANDOVER_SLACK: TimeDelta = TimeDelta::seconds(2);
 const HANDOVER_POLL: TimeDelta = TimeDelta::milliseconds(100);
+/// Lateness values kept per run for the metric.
+const LATENESS_SAMPLE: usize = 100;
 /// Planned jobs held in memory per partition before the next page is read.
 const MAX_PENDING: usize = 5_000;
 /// A crash re-sends at most this many jobs per partition: a full delete buffer plus a batch.
@@ -68,6 +70,9 @@ pub struct RunSummary {
     pub max_lateness_ms: f64,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
+    /// Lateness of the first dispatched jobs (for the `Lateness` metric), not serialised.
+    #[serde(skip)]
+    pub lateness_sample_ms: Vec<f64>,
 }
 
 impl RunSummary {
@@ -82,6 +87,9 @@ impl RunSummary {
         self.backlog_age_s = self.backlog_age_s.max(o.backlog_age_s);
         self.max_lateness_ms = self.max_lateness_ms.max(o.max_lateness_ms);
         self.errors.extend(o.errors);
+        let room = LATENESS_SAMPLE.saturating_sub(self.lateness_sample_ms.len());
+        self.lateness_sample_ms
+            .extend(o.lateness_sample_ms.into_iter().take(room));
     }
 }
 
@@ -292,8 +300,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
                             let arrival = sent_at + TimeDelta::seconds(i64::from(m.delay_seconds.unwrap_or(0)));
                             let lateness_ms = seconds_between(p.job.job.perform_at, arrival) * 1e3;
                             sum.max_lateness_ms = sum.max_lateness_ms.max(lateness_ms);
+                            if sum.lateness_sample_ms.len() < LATENESS_SAMPLE {
+                                sum.lateness_sample_ms.push(lateness_ms);
+                            }
                             sum.dispatched += 1;
-                            debug!(queue = %queue, job_id = %p.job.job.job_id, delay_s = m.delay_seconds, lateness_ms, "dispatched");
+                            info!(queue = %queue, job_id = %p.job.job.job_id, delay_s = m.delay_seconds, lateness_ms, "dispatched");
                             deletes.push(p.job.key());
                         }
                         EntryOutcome::Failed {
@@ -372,12 +383,10 @@ enum Plan {
 /// seconds (within the next second), or now if overdue. FIFO: when it is due.
 fn plan(job: StoredJob, fifo: bool, now: DateTime<Utc>, stop_at: DateTime<Utc>) -> Plan {
     let perform_at = job.job.perform_at;
-    let send_at = if fifo || perform_at <= now {
+    let send_at = if fifo {
         perform_at.max(now)
     } else {
-        let remaining_us = (perform_at - now).num_microseconds().unwrap_or(i64::MAX);
-        let whole_s = (remaining_us / 1_000_000).min(i64::from(SQS_MAX_DELAY_SECONDS));
-        (perform_at - TimeDelta::seconds(whole_s)).max(now)
+        aligned_send_instant(perform_at, now)
     };
     if job.job.expires_at.is_some_and(|e| e < send_at.max(perform_at)) {
         return Plan::Expired(Box::new(job));
@@ -389,13 +398,9 @@ fn plan(job: StoredJob, fifo: bool, now: DateTime<Utc>, stop_at: DateTime<Utc>) 
     Plan::Send(Box::new(Planned { send_at, job, bytes }))
 }
 
-/// The delay a job gets when sent at `sent_at`: the time left rounded up, so never early.
+/// FIFO queues take no per-message delay.
 fn delay_at(job: &StoredJob, fifo: bool, sent_at: DateTime<Utc>) -> Option<u32> {
-    if fifo {
-        return None;
-    }
-    let remaining = seconds_between(sent_at, job.job.perform_at);
-    Some(whole_seconds_up(remaining).min(u64::from(SQS_MAX_DELAY_SECONDS)) as u32)
+    (!fifo).then(|| delay_for(job.job.perform_at, sent_at))
 }
 
 /// The one batching rule: from the front of `pending` (sorted by send instant), take jobs whose

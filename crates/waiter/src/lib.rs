@@ -9,6 +9,7 @@ pub mod dispatch;
 pub mod error;
 pub mod job;
 pub mod limits;
+pub mod metrics;
 pub mod ports;
 pub mod routing;
 pub mod service;

@@ -36,6 +36,23 @@ pub fn route(job: &Job, now: DateTime<Utc>, direct_max_delay: u32) -> Route {
     }
 }
 
+/// The instant, no earlier than `now` and within the next second, at which the time left until
+/// `perform_at` is a whole number of seconds (capped at the SQS maximum). Sending then makes
+/// `DelaySeconds` exact instead of up to a second late.
+pub fn aligned_send_instant(perform_at: DateTime<Utc>, now: DateTime<Utc>) -> DateTime<Utc> {
+    if perform_at <= now {
+        return now;
+    }
+    let remaining_us = (perform_at - now).num_microseconds().unwrap_or(i64::MAX);
+    let whole_s = (remaining_us / 1_000_000).min(i64::from(SQS_MAX_DELAY_SECONDS));
+    (perform_at - chrono::TimeDelta::seconds(whole_s)).max(now)
+}
+
+/// The `DelaySeconds` for a message sent at `sent_at`: the time left rounded up, so never early.
+pub fn delay_for(perform_at: DateTime<Utc>, sent_at: DateTime<Utc>) -> u32 {
+    whole_seconds_up(seconds_between(sent_at, perform_at)).min(u64::from(SQS_MAX_DELAY_SECONDS)) as u32
+}
+
 /// Rounds a non-negative remaining time up to whole seconds; a past time is 0.
 pub fn whole_seconds_up(remaining: f64) -> u64 {
     if remaining <= 0.0 {

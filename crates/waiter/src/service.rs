@@ -12,7 +12,7 @@ use crate::error::{display_chain, InvalidRequest, PortError};
 use crate::job::{parse_request, AttributeData, Job, Request};
 use crate::limits::DDB_MAX_ITEM_BYTES;
 use crate::ports::{CancelOutcome, Clock, JobStore, MessageQueue, OutgoingMessage, Partition, PutOutcome, StoredJob};
-use crate::routing::{route, shard_for, Route};
+use crate::routing::{aligned_send_instant, delay_for, route, shard_for, Route};
 use crate::time::{format_epoch, format_rfc3339};
 
 /// Jobs of one batch worked at once.
@@ -107,6 +107,17 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Waiter<S, Q, C> {
                         return Ok(reply(&existing, "scheduled", true));
                     }
                 }
+                let delay_seconds = match delay_seconds {
+                    // Hold the send until the time left is whole seconds: exact, but the caller
+                    // waits up to a second longer.
+                    Some(_) if self.config.direct_precise => {
+                        self.clock
+                            .sleep_until(aligned_send_instant(job.perform_at, self.clock.now()))
+                            .await;
+                        Some(delay_for(job.perform_at, self.clock.now()))
+                    }
+                    other => other,
+                };
                 let message_id = self
                     .queue
                     .send(&job.queue, &OutgoingMessage::for_job(&job, delay_seconds))
@@ -313,6 +324,24 @@ mod tests {
         assert_eq!(r["perform_at"], "2026-12-01T09:01:01.123456Z");
         assert_eq!(store.len(), 1);
         assert_eq!(queue.sent().len(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn precise_direct_sends_hold_for_the_fraction_and_are_exact() {
+        let (w, _, queue, clock) = waiter(&[("WAITER_DIRECT_PRECISE", "true")]);
+        let due = clock.now() + TimeDelta::milliseconds(5_300);
+        let r = w
+            .handle(&json!({"queue": "orders", "message_body": "a", "perform_at": crate::time::format_rfc3339(due)}))
+            .await
+            .unwrap();
+        assert_eq!(r["status"], "sent");
+        let sent = &queue.sent()[0];
+        assert_eq!(sent.message.delay_seconds, Some(5));
+        let arrival = sent.at + TimeDelta::seconds(5);
+        assert!(
+            arrival >= due && arrival - due < TimeDelta::milliseconds(5),
+            "{arrival} vs {due}"
+        );
     }
 
     #[tokio::test(start_paused = true)]
