@@ -6,13 +6,18 @@ VENV ?= .venv
 PYTHON ?= python3
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export MOTO_SERVER := $(CURDIR)/$(VENV)/bin/moto_server
+export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help venv demo test unit e2e lint fmt build clean
+.PHONY: help venv venv-infra demo test unit e2e lint lint-rust lint-template infra-test fmt build synth deploy clean
 
 help:
 	@echo "make demo   run both functions under cargo lambda watch against moto, end to end"
 	@echo "make test   fmt check, clippy, unit tests, end-to-end tests against moto"
-	@echo "make lint   fmt check and clippy"
+	@echo "make lint   fmt check, clippy, cfn-lint and sam validate"
+	@echo "make build  release bootstraps for arm64 and x86_64 (target/lambda-<arch>/)"
+	@echo "make deploy sam build && sam deploy (--guided the first time)"
+	@echo "make synth  cdk synth of the example stack (needs make build)"
+	@echo "make bench  precision figures (target/bench/); make bench-quick for a short run"
 
 venv: $(VENV)/.installed
 
@@ -21,13 +26,37 @@ $(VENV)/.installed: requirements-dev.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
+venv-infra: $(VENV)/.installed-infra
+
+$(VENV)/.installed-infra: requirements-infra.txt $(VENV)/.installed
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-infra.txt
+	touch $@
+
+INFRA_DEPS := infra/node_modules/.package-lock.json
+
+$(INFRA_DEPS): infra/package.json infra/package-lock.json
+	cd infra && npm ci --no-audit --no-fund
+	touch $@
+
 demo: venv
 	cargo build -p enqueue -p poller
 	$(VENV)/bin/python scripts/demo.py
 
-lint:
+lint: lint-rust lint-template
+
+lint-rust:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+
+lint-template: venv-infra
+	cfn-lint template.yaml
+	sam validate --lint --region us-east-1
+
+# The CDK app, offline: typecheck, assertion and cdk-nag tests, and a synth with placeholder code.
+infra-test: $(INFRA_DEPS)
+	cd infra && npm run typecheck
+	cd infra && npm test
+	cd infra && npx cdk synth --quiet -c allowMissingCode=true -o ../target/cdk.out > /dev/null
 
 fmt:
 	cargo fmt --all
@@ -39,12 +68,21 @@ e2e: venv
 	cargo build -p enqueue -p poller
 	cargo test -p e2e
 
-test: venv lint
+test: venv lint-rust lint-template infra-test
 	cargo build -p enqueue -p poller
 	cargo test --workspace
 
-build:
-	cargo build --release -p enqueue -p poller
+# Both architectures, kept apart: each build writes <lambda-dir>/<name>/bootstrap.
+build: venv
+	cargo lambda build --release --arm64 --lambda-dir target/lambda-arm64
+	cargo lambda build --release --x86-64 --lambda-dir target/lambda-x86_64
+
+synth: $(INFRA_DEPS)
+	cd infra && npx cdk synth
+
+deploy: venv-infra
+	sam build
+	if [ -f samconfig.toml ]; then sam deploy; else sam deploy --guided; fi
 
 clean:
 	cargo clean

@@ -253,6 +253,18 @@ pub async fn precision(opts: &PrecisionOptions) -> PrecisionReport {
         })
         .collect();
 
+    // The standard poller every second, from now until the end.
+    let std_task = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let tick = Instant::now();
+                let _ = std_poller.invoke_raw(b"{}".to_vec(), Duration::from_secs(30)).await;
+                tokio::time::sleep_until((tick + Duration::from_secs(1)).into()).await;
+            }
+        })
+    };
+
     // The direct path, default (rounded up) and precise: jobs due 2 to 30 s out.
     let mut direct_sent = 0;
     for i in 0..opts.direct_jobs * 2 {
@@ -280,18 +292,18 @@ pub async fn precision(opts: &PrecisionOptions) -> PrecisionReport {
         "every direct job takes the direct route"
     );
 
-    // The standard poller every second until everything arrived (or a generous limit).
+    // Wait until everything arrived (or a generous limit) while the pollers keep running.
+    let expected = due.len();
     let limit = Instant::now() + Duration::from_secs_f64(opts.spread_s.max(fifo_span) + 60.0);
-    while Instant::now() < limit && arrivals.lock().expect("lock").len() < due.len() {
-        let tick = Instant::now();
-        let _ = std_poller.invoke_raw(b"{}".to_vec(), Duration::from_secs(30)).await;
-        tokio::time::sleep_until((tick + Duration::from_secs(1)).into()).await;
+    while Instant::now() < limit && arrivals.lock().expect("lock").len() < expected {
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for c in consumers {
         let _ = c.await;
     }
+    let _ = std_task.await;
     for t in fifo_tasks {
         t.abort();
     }

@@ -1,0 +1,15 @@
+import * as path from "node:path";
+import { App, Validations } from "aws-cdk-lib";
+import * as lambda from "aws-cdk-lib/aws-lambda";
+import { AwsSolutionsChecks } from "cdk-nag";
+import { functionCode } from "../lib/code.ts";
+import { ExampleStack } from "../lib/example-stack.ts";
+
+const app = new App();
+const lambdaDir = path.resolve(String(app.node.tryGetContext("lambdaDir") ?? "../target/lambda-arm64"));
+const allowMissing = String(app.node.tryGetContext("allowMissingCode") ?? "false") === "true";
+const architecture =
+  app.node.tryGetContext("architecture") === "x86_64" ? lambda.Architecture.X86_64 : lambda.Architecture.ARM_64;
+const code = functionCode(lambdaDir, allowMissing);
+new ExampleStack(app, "SqsWaiterExample", { enqueueCode: code.enqueue, pollerCode: code.poller, architecture });
+Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));

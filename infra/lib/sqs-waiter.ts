@@ -1,0 +1,272 @@
+import { Duration, RemovalPolicy, Stack, Validations } from "aws-cdk-lib";
+import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
+import * as cwActions from "aws-cdk-lib/aws-cloudwatch-actions";
+import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
+import * as iam from "aws-cdk-lib/aws-iam";
+import * as lambda from "aws-cdk-lib/aws-lambda";
+import * as destinations from "aws-cdk-lib/aws-lambda-destinations";
+import * as logs from "aws-cdk-lib/aws-logs";
+import * as scheduler from "aws-cdk-lib/aws-scheduler";
+import * as sns from "aws-cdk-lib/aws-sns";
+import * as sqs from "aws-cdk-lib/aws-sqs";
+import { Construct } from "constructs";
+
+/** The index the poller queries; the contract's name. */
+export const INDEX_NAME = "scheduler-perform_at-index";
+
+export interface SqsWaiterProps {
+  /** The queues this deployment manages (the allow-list). Each gets its own table. */
+  readonly queues: sqs.IQueue[];
+  /** Built `bootstrap` of the enqueue function (`cargo lambda build --release`). */
+  readonly enqueueCode: lambda.Code;
+  /** Built `bootstrap` of the poller function. */
+  readonly pollerCode: lambda.Code;
+  /** The table for queue q is `${tablePrefix}${q}`. @default "sqs-waiter-" */
+  readonly tablePrefix?: string;
+  /** `scheduler` partition-key values per table; may only grow. @default 4 */
+  readonly shards?: number;
+  /** The poller hands over jobs due within this window. @default 120 s */
+  readonly lookahead?: Duration;
+  /** Standard-queue jobs with at most this delay go straight to SQS. @default 900 s */
+  readonly directMaxDelay?: Duration;
+  /** How long a poller run may hold FIFO jobs that fall due during it. @default 0 */
+  readonly fifoHold?: Duration;
+  /** @default 70 s; keep it above fifoHold + 5 s */
+  readonly pollerTimeout?: Duration;
+  /** @default ARM_64 */
+  readonly architecture?: lambda.Architecture;
+  /** @default PAY_PER_REQUEST */
+  readonly billingMode?: dynamodb.BillingMode;
+  /** Table and index capacity when billingMode is PROVISIONED. @default 5 */
+  readonly readCapacity?: number;
+  readonly writeCapacity?: number;
+  /** @default INFO */
+  readonly logLevel?: lambda.ApplicationLogLevel;
+  /** Alarms notify this topic when given. */
+  readonly alarmTopic?: sns.ITopic;
+  /** @default RETAIN: the tables hold jobs nobody else has. */
+  readonly removalPolicy?: RemovalPolicy;
+}
+
+/**
+ * sqs-waiter: schedule SQS messages beyond the 900-second DelaySeconds limit. Creates the same
+ * resources as the SAM template: a table per queue, the enqueue and poller functions with
+ * least-privilege roles, a one-minute EventBridge schedule, a failure queue and three alarms.
+ */
+export class SqsWaiter extends Construct {
+  readonly tables: dynamodb.Table[];
+  readonly enqueueFunction: lambda.Function;
+  readonly pollerFunction: lambda.Function;
+  readonly pollerFailures: sqs.Queue;
+  readonly alarms: cloudwatch.Alarm[];
+
+  constructor(scope: Construct, id: string, props: SqsWaiterProps) {
+    super(scope, id);
+    if (props.queues.length === 0) {
+      throw new Error("SqsWaiter: queues must name at least one queue");
+    }
+    const prefix = props.tablePrefix ?? "sqs-waiter-";
+    const billingMode = props.billingMode ?? dynamodb.BillingMode.PAY_PER_REQUEST;
+    const provisioned = billingMode === dynamodb.BillingMode.PROVISIONED;
+    const capacity = provisioned
+      ? { readCapacity: props.readCapacity ?? 5, writeCapacity: props.writeCapacity ?? 5 }
+      : {};
+
+    this.tables = props.queues.map((queue, i) => {
+      const table = new dynamodb.Table(this, `Table${i}`, {
+        tableName: `${prefix}${queue.queueName}`,
+        partitionKey: { name: "scheduler", type: dynamodb.AttributeType.STRING },
+        sortKey: { name: "job_id", type: dynamodb.AttributeType.STRING },
+        billingMode,
+        ...capacity,
+        pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+        encryption: dynamodb.TableEncryption.AWS_MANAGED,
+        removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+      });
+      table.addGlobalSecondaryIndex({
+        indexName: INDEX_NAME,
+        partitionKey: { name: "scheduler", type: dynamodb.AttributeType.STRING },
+        sortKey: { name: "perform_at", type: dynamodb.AttributeType.NUMBER },
+        projectionType: dynamodb.ProjectionType.ALL,
+        ...capacity,
+      });
+      return table;
+    });
+
+    const environment: Record<string, string> = {
+      WAITER_QUEUES: props.queues.map((q) => q.queueName).join(","),
+      WAITER_TABLE_PREFIX: prefix,
+      WAITER_SHARDS: String(props.shards ?? 4),
+      WAITER_LOOKAHEAD: String((props.lookahead ?? Duration.seconds(120)).toSeconds()),
+      WAITER_DIRECT_MAX_DELAY: String((props.directMaxDelay ?? Duration.seconds(900)).toSeconds()),
+      WAITER_FIFO_HOLD: String((props.fifoHold ?? Duration.seconds(0)).toSeconds()),
+    };
+    const common = {
+      runtime: lambda.Runtime.PROVIDED_AL2023,
+      handler: "bootstrap",
+      architecture: props.architecture ?? lambda.Architecture.ARM_64,
+      memorySize: 256,
+      environment,
+      loggingFormat: lambda.LoggingFormat.JSON,
+      applicationLogLevelV2: props.logLevel ?? lambda.ApplicationLogLevel.INFO,
+      systemLogLevelV2: lambda.SystemLogLevel.WARN,
+    };
+
+    const enqueueRole = this.functionRole("EnqueueRole", "enqueue");
+    this.enqueueFunction = new lambda.Function(this, "Enqueue", {
+      ...common,
+      description: "sqs-waiter enqueue (Lambda Invoke from other services)",
+      code: props.enqueueCode,
+      role: enqueueRole.role,
+      logGroup: enqueueRole.logGroup,
+      timeout: Duration.seconds(30),
+    });
+
+    this.pollerFailures = new sqs.Queue(this, "PollerFailures", {
+      retentionPeriod: Duration.days(14),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+    });
+    const pollerRole = this.functionRole("PollerRole", "poller");
+    this.pollerFunction = new lambda.Function(this, "Poller", {
+      ...common,
+      description: "sqs-waiter poller (hands due jobs to SQS)",
+      code: props.pollerCode,
+      role: pollerRole.role,
+      logGroup: pollerRole.logGroup,
+      timeout: props.pollerTimeout ?? Duration.seconds(70),
+      // Two, so a run holding FIFO jobs can hand over to the next; partitions are leased.
+      reservedConcurrentExecutions: 2,
+      // A failed run is not retried: the next starts within a minute and resumes from the table.
+      retryAttempts: 0,
+      maxEventAge: Duration.seconds(60),
+      onFailure: new destinations.SqsDestination(this.pollerFailures),
+    });
+
+    // Least privilege: exact table, index and queue ARNs for each managed queue.
+    props.queues.forEach((queue, i) => {
+      const table = this.tables[i];
+      enqueueRole.role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          // PutItem: schedule. BatchGetItem: get and the idempotency check. DeleteItem and
+          // ConditionCheckItem: cancel (a transaction with the poller lease). Query: list_parked.
+          actions: [
+            "dynamodb:PutItem",
+            "dynamodb:BatchGetItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:ConditionCheckItem",
+            "dynamodb:Query",
+          ],
+          resources: [table.tableArn],
+        }),
+      );
+      pollerRole.role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          actions: ["dynamodb:Query"],
+          resources: [`${table.tableArn}/index/${INDEX_NAME}`],
+        }),
+      );
+      pollerRole.role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          // UpdateItem and DeleteItem: the partition lease. BatchWriteItem: remove sent jobs.
+          // PutItem and DeleteItem: park rejected jobs.
+          actions: ["dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:PutItem"],
+          resources: [table.tableArn],
+        }),
+      );
+      for (const role of [enqueueRole.role, pollerRole.role]) {
+        role.addToPrincipalPolicy(
+          new iam.PolicyStatement({ actions: ["sqs:SendMessage", "sqs:GetQueueUrl"], resources: [queue.queueArn] }),
+        );
+      }
+      // Queues encrypted with a customer key also need the key.
+      queue.encryptionMasterKey?.grant(enqueueRole.role, "kms:GenerateDataKey", "kms:Decrypt");
+      queue.encryptionMasterKey?.grant(pollerRole.role, "kms:GenerateDataKey", "kms:Decrypt");
+    });
+
+    const schedulerRole = new iam.Role(this, "SchedulerRole", {
+      assumedBy: new iam.ServicePrincipal("scheduler.amazonaws.com", {
+        conditions: { StringEquals: { "aws:SourceAccount": Stack.of(this).account } },
+      }),
+      inlinePolicies: {
+        invoke: new iam.PolicyDocument({
+          statements: [
+            new iam.PolicyStatement({ actions: ["lambda:InvokeFunction"], resources: [this.pollerFunction.functionArn] }),
+          ],
+        }),
+      },
+    });
+    new scheduler.CfnSchedule(this, "EveryMinute", {
+      description: "Runs the sqs-waiter poller",
+      scheduleExpression: "rate(1 minute)",
+      flexibleTimeWindow: { mode: "OFF" },
+      target: {
+        arn: this.pollerFunction.functionArn,
+        roleArn: schedulerRole.roleArn,
+        retryPolicy: { maximumRetryAttempts: 0 },
+      },
+    });
+
+    const metric = (namespace: string, metricName: string, statistic: string, period: Duration) =>
+      new cloudwatch.Metric({
+        namespace,
+        metricName,
+        statistic,
+        period,
+        dimensionsMap: { FunctionName: this.pollerFunction.functionName },
+      });
+    this.alarms = [
+      new cloudwatch.Alarm(this, "PollerErrors", {
+        alarmDescription: "The sqs-waiter poller failed runs (no partition could be worked).",
+        metric: metric("AWS/Lambda", "Errors", "Sum", Duration.minutes(5)),
+        threshold: 2,
+        evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
+      new cloudwatch.Alarm(this, "BacklogAge", {
+        alarmDescription: "The oldest overdue job found by the poller is more than 2 minutes late.",
+        metric: metric("SqsWaiter", "BacklogAge", "Maximum", Duration.minutes(1)),
+        threshold: 120,
+        evaluationPeriods: 3,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
+      new cloudwatch.Alarm(this, "ParkedJobs", {
+        alarmDescription: "SQS rejected jobs permanently; they are parked (action list_parked).",
+        metric: metric("SqsWaiter", "Parked", "Sum", Duration.minutes(5)),
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
+    ];
+    if (props.alarmTopic) {
+      for (const alarm of this.alarms) {
+        alarm.addAlarmAction(new cwActions.SnsAction(props.alarmTopic));
+      }
+    }
+
+    Validations.of(this.pollerFailures).acknowledge({
+      id: "AwsSolutions-SQS3",
+      reason: "This queue is itself the poller's on-failure destination.",
+    });
+  }
+
+  /** A role with logging rights on the function's own log group only, instead of the AWS managed policy. */
+  private functionRole(id: string, name: string): { role: iam.Role; logGroup: logs.LogGroup } {
+    const logGroup = new logs.LogGroup(this, `${id}Logs`, {
+      retention: logs.RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const role = new iam.Role(this, id, {
+      assumedBy: new iam.ServicePrincipal("lambda.amazonaws.com"),
+      description: `sqs-waiter ${name} function`,
+    });
+    // logGroupArn ends in ":*", which covers this group's streams only.
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ["logs:CreateLogStream", "logs:PutLogEvents"], resources: [logGroup.logGroupArn] }),
+    );
+    return { role, logGroup };
+  }
+}

@@ -1,0 +1,143 @@
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { test } from "node:test";
+import { App, Stack } from "aws-cdk-lib";
+import { Match, Template } from "aws-cdk-lib/assertions";
+import * as lambda from "aws-cdk-lib/aws-lambda";
+import * as sqs from "aws-cdk-lib/aws-sqs";
+import { ExampleStack } from "../lib/example-stack.ts";
+import { INDEX_NAME, SqsWaiter } from "../lib/sqs-waiter.ts";
+import { nagFindings } from "./nag.ts";
+
+function fakeCode(): lambda.Code {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sqs-waiter-test-"));
+  fs.writeFileSync(path.join(dir, "bootstrap"), "#!/bin/sh\n", { mode: 0o755 });
+  return lambda.Code.fromAsset(dir);
+}
+
+function example(): { app: App; stack: ExampleStack; template: Template } {
+  const app = new App();
+  const stack = new ExampleStack(app, "Example", { enqueueCode: fakeCode(), pollerCode: fakeCode() });
+  return { app, stack, template: Template.fromStack(stack) };
+}
+
+test("one table per queue with the contract's keys and index", () => {
+  const { stack, template } = example();
+  template.resourceCountIs("AWS::DynamoDB::Table", 2);
+  for (const queue of stack.queues) {
+    template.hasResourceProperties("AWS::DynamoDB::Table", {
+      TableName: stack.resolve(`sqs-waiter-${queue.queueName}`),
+      BillingMode: "PAY_PER_REQUEST",
+      KeySchema: [
+        { AttributeName: "scheduler", KeyType: "HASH" },
+        { AttributeName: "job_id", KeyType: "RANGE" },
+      ],
+      AttributeDefinitions: Match.arrayWith([{ AttributeName: "perform_at", AttributeType: "N" }]),
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: INDEX_NAME,
+          KeySchema: [
+            { AttributeName: "scheduler", KeyType: "HASH" },
+            { AttributeName: "perform_at", KeyType: "RANGE" },
+          ],
+          Projection: { ProjectionType: "ALL" },
+        },
+      ],
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      SSESpecification: { SSEEnabled: true },
+    });
+  }
+  template.hasResource("AWS::DynamoDB::Table", { DeletionPolicy: "Retain", UpdateReplacePolicy: "Retain" });
+});
+
+test("both functions run the Rust bootstrap on arm64 with the waiter configuration", () => {
+  const { stack, template } = example();
+  template.resourcePropertiesCountIs("AWS::Lambda::Function", { Runtime: "provided.al2023", Handler: "bootstrap", Architectures: ["arm64"] }, 2);
+  template.hasResourceProperties("AWS::Lambda::Function", {
+    Environment: {
+      Variables: {
+        WAITER_QUEUES: stack.resolve(stack.queues.map((q) => q.queueName).join(",")),
+        WAITER_TABLE_PREFIX: "sqs-waiter-",
+        WAITER_SHARDS: "4",
+        WAITER_LOOKAHEAD: "120",
+        WAITER_DIRECT_MAX_DELAY: "900",
+        WAITER_FIFO_HOLD: "0",
+      },
+    },
+    LoggingConfig: { LogFormat: "JSON", ApplicationLogLevel: "INFO" },
+  });
+  template.hasResourceProperties("AWS::Lambda::Function", { ReservedConcurrentExecutions: 2, Timeout: 70 });
+  template.hasResourceProperties("AWS::Lambda::EventInvokeConfig", {
+    MaximumRetryAttempts: 0,
+    DestinationConfig: { OnFailure: { Destination: Match.anyValue() } },
+  });
+});
+
+test("the poller runs every minute through EventBridge Scheduler", () => {
+  const { template } = example();
+  template.hasResourceProperties("AWS::Scheduler::Schedule", {
+    ScheduleExpression: "rate(1 minute)",
+    FlexibleTimeWindow: { Mode: "OFF" },
+    Target: { RetryPolicy: { MaximumRetryAttempts: 0 } },
+  });
+});
+
+test("IAM statements name only the given tables, index and queues, never *", () => {
+  const { stack, template } = example();
+  const policies = template.findResources("AWS::IAM::Policy");
+  const statements = Object.values(policies).flatMap((p: any) => p.Properties.PolicyDocument.Statement);
+  assert.ok(statements.length > 0);
+  for (const s of statements) {
+    const resources = Array.isArray(s.Resource) ? s.Resource : [s.Resource];
+    for (const r of resources) {
+      assert.notEqual(r, "*", `wildcard resource in ${JSON.stringify(s)}`);
+    }
+  }
+  const resolved = JSON.stringify(statements);
+  const dynamoActions = statements.filter((s: any) => [s.Action].flat().some((a: string) => a.startsWith("dynamodb:")));
+  // Every DynamoDB statement is scoped to one of our tables (its ARN or its index).
+  const tableIds = stack.waiter.tables.map((t) => stack.resolve((t.node.defaultChild as any).logicalId));
+  for (const s of dynamoActions) {
+    assert.ok(tableIds.some((id: string) => JSON.stringify(s.Resource).includes(id)), `unscoped: ${JSON.stringify(s)}`);
+  }
+  assert.ok(resolved.includes(`/index/${INDEX_NAME}`), "the poller's Query is on the index");
+  const enqueueActions = new Set(
+    statements.filter((s: any) => JSON.stringify(s).includes("dynamodb:PutItem")).flatMap((s: any) => [s.Action].flat()),
+  );
+  assert.ok(!enqueueActions.has("dynamodb:Scan"), "no table scans");
+  // Send rights: each function on each managed queue, and the poller on its failure queue.
+  const sendTargets = statements
+    .filter((s: any) => [s.Action].flat().includes("sqs:SendMessage"))
+    .map((s: any) => JSON.stringify(s.Resource));
+  const managed = stack.queues.map((q) => JSON.stringify(stack.resolve(q.queueArn)));
+  const failures = JSON.stringify(stack.resolve(stack.waiter.pollerFailures.queueArn));
+  assert.deepEqual([...sendTargets].sort(), [...managed, ...managed, failures].sort());
+});
+
+test("alarms on poller errors, backlog age and parked jobs", () => {
+  const { template } = example();
+  template.hasResourceProperties("AWS::CloudWatch::Alarm", { Namespace: "AWS/Lambda", MetricName: "Errors" });
+  template.hasResourceProperties("AWS::CloudWatch::Alarm", { Namespace: "SqsWaiter", MetricName: "BacklogAge" });
+  template.hasResourceProperties("AWS::CloudWatch::Alarm", { Namespace: "SqsWaiter", MetricName: "Parked" });
+});
+
+test("refuses an empty queue list", () => {
+  const stack = new Stack(new App(), "Empty");
+  assert.throws(() => new SqsWaiter(stack, "W", { queues: [], enqueueCode: fakeCode(), pollerCode: fakeCode() }), /at least one queue/);
+});
+
+test("cdk-nag AwsSolutions has no unsuppressed findings", () => {
+  const app = new App();
+  const stack = new ExampleStack(app, "Nagged", { enqueueCode: fakeCode(), pollerCode: fakeCode() });
+  const findings = nagFindings(app, stack);
+  assert.deepEqual(findings, [], findings.join("\n"));
+});
+
+test("an imported queue works too", () => {
+  const stack = new Stack(new App(), "Imported", { env: { account: "123456789012", region: "eu-west-1" } });
+  const queue = sqs.Queue.fromQueueArn(stack, "Q", "arn:aws:sqs:eu-west-1:123456789012:legacy");
+  new SqsWaiter(stack, "W", { queues: [queue], enqueueCode: fakeCode(), pollerCode: fakeCode(), tablePrefix: "" });
+  Template.fromStack(stack).hasResourceProperties("AWS::DynamoDB::Table", { TableName: "legacy" });
+});
