@@ -288,6 +288,20 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         sum: &mut RunSummary,
     ) -> Result<(), PortError> {
         let sent_at = self.clock.now();
+        // Expiry again at the real send instant: a late send must not deliver an expired job.
+        let (expired, batch): (Vec<Planned>, Vec<Planned>) = batch.into_iter().partition(|p| {
+            let arrival =
+                sent_at + TimeDelta::seconds(i64::from(delay_at(&p.job, queue.is_fifo(), sent_at).unwrap_or(0)));
+            p.job.job.expires_at.is_some_and(|e| e < arrival)
+        });
+        for p in expired {
+            info!(queue = %queue, job_id = %p.job.job.job_id, "expired: dropped, not sent");
+            sum.expired += 1;
+            deletes.push(p.job.key());
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
         let messages: Vec<OutgoingMessage> = batch
             .iter()
             .map(|p| OutgoingMessage::for_job(&p.job.job, delay_at(&p.job, queue.is_fifo(), sent_at)))

@@ -16,6 +16,8 @@ pub mod service;
 pub mod time;
 
 #[cfg(test)]
+mod simulation;
+#[cfg(test)]
 mod testing;
 
 pub use config::{Config, ConfigError, QueueName};

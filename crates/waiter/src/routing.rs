@@ -27,7 +27,9 @@ pub fn route(job: &Job, now: DateTime<Utc>, direct_max_delay: u32) -> Route {
         };
     }
     let delay = whole_seconds_up(remaining);
-    if delay <= u64::from(direct_max_delay.min(SQS_MAX_DELAY_SECONDS)) {
+    // Rounding up must not carry the job past its expiry; stored, the poller sends it exactly.
+    let arrives_expired = job.expires_at.is_some_and(|e| seconds_between(now, e) < delay as f64);
+    if delay <= u64::from(direct_max_delay.min(SQS_MAX_DELAY_SECONDS)) && !arrives_expired {
         Route::Direct {
             delay_seconds: Some(delay as u32),
         }
@@ -120,6 +122,15 @@ mod tests {
         );
         assert_eq!(route(&job("q", at(10_500)), now, 10), Route::Store);
         assert_eq!(route(&job("q", at(1)), now, 0), Route::Store);
+        let mut expiring = job("q", at(500));
+        expiring.expires_at = Some(at(800));
+        assert_eq!(
+            route(&expiring, now, 900),
+            Route::Store,
+            "a 1 s rounded delay would arrive expired"
+        );
+        expiring.expires_at = Some(at(1000));
+        assert_eq!(route(&expiring, now, 900), Route::Direct { delay_seconds: Some(1) });
     }
 
     #[test]

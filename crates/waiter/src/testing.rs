@@ -14,6 +14,207 @@ use crate::ports::*;
 
 type Key = (QueueName, Partition, String);
 
+/// Where an injected fault strikes: before the call takes effect, or after (the reply is lost).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    None,
+    Before,
+    After,
+}
+
+/// Seeded fault injection shared by the fakes; off unless seeded.
+#[derive(Clone, Default)]
+pub struct Faults(Arc<Mutex<Option<(rand::rngs::StdRng, f64)>>>);
+
+impl Faults {
+    pub fn seeded(seed: u64, rate: f64) -> Self {
+        use rand::SeedableRng;
+        Self(Arc::new(Mutex::new(Some((
+            rand::rngs::StdRng::seed_from_u64(seed),
+            rate,
+        )))))
+    }
+
+    pub fn off(&self) {
+        *self.0.lock().unwrap() = None;
+    }
+
+    pub fn roll(&self) -> Fault {
+        use rand::Rng;
+        let mut plan = self.0.lock().unwrap();
+        let Some((rng, rate)) = plan.as_mut() else {
+            return Fault::None;
+        };
+        if !rng.random_bool(*rate) {
+            Fault::None
+        } else if rng.random_bool(0.5) {
+            Fault::Before
+        } else {
+            Fault::After
+        }
+    }
+
+    /// Whether one batch entry fails on its own (not sent).
+    pub fn entry_fails(&self) -> bool {
+        use rand::Rng;
+        self.0
+            .lock()
+            .unwrap()
+            .as_mut()
+            .is_some_and(|(rng, rate)| rng.random_bool(*rate / 2.0))
+    }
+}
+
+fn injected(operation: &'static str) -> PortError {
+    PortError::Transient {
+        operation,
+        source: "injected fault".into(),
+    }
+}
+
+/// Runs `op` under the fault plan: it may fail before taking effect or after.
+macro_rules! faulty {
+    ($faults:expr, $name:literal, $op:expr) => {{
+        let fault = $faults.roll();
+        if fault == Fault::Before {
+            return Err(injected($name));
+        }
+        let out = $op;
+        if fault == Fault::After {
+            return Err(injected($name));
+        }
+        out
+    }};
+}
+
+/// A store whose every call may fail, before or after it takes effect.
+#[derive(Clone)]
+pub struct FaultyStore<S> {
+    pub inner: S,
+    pub faults: Faults,
+}
+
+#[async_trait]
+impl<S: JobStore> JobStore for FaultyStore<S> {
+    fn item_bytes(&self, job: &StoredJob) -> usize {
+        self.inner.item_bytes(job)
+    }
+    async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError> {
+        faulty!(self.faults, "PutItem", self.inner.put_new(job).await)
+    }
+    async fn find(&self, q: &QueueName, id: &str, p: &[Partition]) -> Result<Option<StoredJob>, PortError> {
+        faulty!(self.faults, "BatchGetItem", self.inner.find(q, id, p).await)
+    }
+    async fn cancel(
+        &self,
+        q: &QueueName,
+        k: &JobKey,
+        at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<CancelOutcome, PortError> {
+        faulty!(
+            self.faults,
+            "TransactWriteItems",
+            self.inner.cancel(q, k, at, now).await
+        )
+    }
+    fn due<'a>(
+        &'a self,
+        q: &'a QueueName,
+        shard: u32,
+        h: DateTime<Utc>,
+    ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
+        if self.faults.roll() == Fault::None {
+            self.inner.due(q, shard, h)
+        } else {
+            stream::once(async { Err(injected("Query")) }).boxed()
+        }
+    }
+    async fn parked(&self, q: &QueueName) -> Result<Vec<StoredJob>, PortError> {
+        faulty!(self.faults, "Query", self.inner.parked(q).await)
+    }
+    async fn delete(&self, q: &QueueName, keys: &[JobKey]) -> Result<(), PortError> {
+        faulty!(self.faults, "BatchWriteItem", self.inner.delete(q, keys).await)
+    }
+    async fn park(&self, job: &StoredJob, info: &ParkInfo) -> Result<(), PortError> {
+        faulty!(self.faults, "PutItem", self.inner.park(job, info).await)
+    }
+    async fn unpark(&self, parked: &StoredJob, into: &StoredJob) -> Result<(), PortError> {
+        faulty!(self.faults, "PutItem", self.inner.unpark(parked, into).await)
+    }
+    async fn acquire_lease(
+        &self,
+        q: &QueueName,
+        shard: u32,
+        l: &Lease,
+        now: DateTime<Utc>,
+    ) -> Result<LeaseOutcome, PortError> {
+        faulty!(
+            self.faults,
+            "UpdateItem",
+            self.inner.acquire_lease(q, shard, l, now).await
+        )
+    }
+    async fn release_lease(&self, q: &QueueName, shard: u32, owner: &str) -> Result<(), PortError> {
+        faulty!(
+            self.faults,
+            "DeleteItem",
+            self.inner.release_lease(q, shard, owner).await
+        )
+    }
+}
+
+/// A queue whose calls may fail before or after sending, and whose batch entries may fail alone.
+#[derive(Clone)]
+pub struct FaultyQueue<Q> {
+    pub inner: Q,
+    pub faults: Faults,
+}
+
+#[async_trait]
+impl<Q: MessageQueue> MessageQueue for FaultyQueue<Q> {
+    async fn send(&self, queue: &QueueName, m: &OutgoingMessage) -> Result<String, PortError> {
+        faulty!(self.faults, "SendMessage", self.inner.send(queue, m).await)
+    }
+
+    async fn send_batch(
+        &self,
+        queue: &QueueName,
+        messages: &[OutgoingMessage],
+    ) -> Result<Vec<EntryOutcome>, PortError> {
+        faulty!(self.faults, "SendMessageBatch", {
+            let fails: Vec<bool> = messages.iter().map(|_| self.faults.entry_fails()).collect();
+            let passing: Vec<OutgoingMessage> = messages
+                .iter()
+                .zip(&fails)
+                .filter(|(_, f)| !**f)
+                .map(|(m, _)| m.clone())
+                .collect();
+            let mut sent = if passing.is_empty() {
+                Vec::new()
+            } else {
+                self.inner.send_batch(queue, &passing).await?
+            }
+            .into_iter();
+            let failed = || EntryOutcome::Failed {
+                code: "InternalError".into(),
+                message: "injected entry failure".into(),
+                sender_fault: false,
+            };
+            Ok(fails
+                .iter()
+                .map(|f| {
+                    if *f {
+                        failed()
+                    } else {
+                        sent.next().unwrap_or_else(failed)
+                    }
+                })
+                .collect())
+        })
+    }
+}
+
 #[derive(Default)]
 pub struct MemState {
     pub items: BTreeMap<Key, StoredJob>,
