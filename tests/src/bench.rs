@@ -106,11 +106,11 @@ pub fn output_dir() -> PathBuf {
     d
 }
 
-type Arrivals = Arc<Mutex<Vec<(String, DateTime<Utc>)>>>;
+pub type Arrivals = Arc<Mutex<Vec<(String, DateTime<Utc>)>>>;
 
 /// Short-polls a queue every 10 ms (moto's long poll does not wake when a delay ends) and records
 /// each body with its local arrival time, until `stop` is set.
-fn spawn_consumer(
+pub fn spawn_consumer(
     sqs: aws_sdk_sqs::Client,
     url: String,
     arrivals: Arrivals,

@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod emulator;
+pub mod proxy;
 pub mod runtime_api;
 
 use std::path::PathBuf;

@@ -1,0 +1,382 @@
+//! A fault-injecting HTTP proxy between the functions (via `AWS_ENDPOINT_URL`) and the emulator.
+//!
+//! On a seeded schedule, at a configurable rate, a request gets one of:
+//! - a throttling error (`ProvisionedThroughputExceededException`, SQS `RequestThrottled`);
+//! - a 500 or 503, before the request reaches the emulator or after it was applied;
+//! - a connection reset (the response body is cut off mid-way);
+//! - a slow response;
+//! - for `SendMessageBatch`: some entries reported `Failed` (and not sent);
+//! - for `BatchWriteItem`: some requests returned as `UnprocessedItems` (and not applied).
+//!
+//! `freeze_after(op, n)`: after the n-th response of `op` has been returned, every later request
+//! hangs, so that a test can SIGKILL the caller at exactly that step.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::{Json, Router};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+use tokio::sync::Notify;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FaultKind {
+    Throttle,
+    ServerErrorBefore,
+    ServerErrorAfter,
+    Reset,
+    Slow,
+    PartialBatch,
+    Unprocessed,
+}
+
+struct Inner {
+    upstream: String,
+    http: reqwest::Client,
+    rng: Mutex<StdRng>,
+    rate: Mutex<f64>,
+    counts: Mutex<HashMap<FaultKind, u64>>,
+    calls: Mutex<HashMap<String, usize>>,
+    freeze: Mutex<Option<(String, usize)>>,
+    frozen: AtomicBool,
+    froze: Notify,
+    requests: AtomicU64,
+}
+
+/// A running proxy; aborted on drop.
+pub struct FaultProxy {
+    inner: Arc<Inner>,
+    pub endpoint: String,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl FaultProxy {
+    pub async fn start(upstream: &str, seed: u64, rate: f64) -> Self {
+        let inner = Arc::new(Inner {
+            upstream: upstream.trim_end_matches('/').to_owned(),
+            http: reqwest::Client::new(),
+            rng: Mutex::new(StdRng::seed_from_u64(seed)),
+            rate: Mutex::new(rate),
+            counts: Mutex::default(),
+            calls: Mutex::default(),
+            freeze: Mutex::new(None),
+            frozen: AtomicBool::new(false),
+            froze: Notify::new(),
+            requests: AtomicU64::new(0),
+        });
+        let app = Router::new().fallback(handle).with_state(inner.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+        let endpoint = format!("http://{}", listener.local_addr().expect("proxy address"));
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            inner,
+            endpoint,
+            server,
+        }
+    }
+
+    pub fn set_rate(&self, rate: f64) {
+        *self.inner.rate.lock().expect("lock") = rate;
+    }
+
+    /// After the n-th (1-based) response of `operation` (e.g. `"SendMessageBatch"`), hang every
+    /// later request. Returns when that has happened.
+    pub fn freeze_after(&self, operation: &str, n: usize) {
+        *self.inner.freeze.lock().expect("lock") = Some((operation.to_owned(), n));
+    }
+
+    pub async fn wait_frozen(&self, within: Duration) -> bool {
+        if self.inner.frozen.load(Ordering::SeqCst) {
+            return true;
+        }
+        tokio::time::timeout(within, self.inner.froze.notified()).await.is_ok()
+            || self.inner.frozen.load(Ordering::SeqCst)
+    }
+
+    pub fn unfreeze(&self) {
+        *self.inner.freeze.lock().expect("lock") = None;
+        self.inner.frozen.store(false, Ordering::SeqCst);
+    }
+
+    pub fn fault_counts(&self) -> HashMap<FaultKind, u64> {
+        self.inner.counts.lock().expect("lock").clone()
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.inner.requests.load(Ordering::Relaxed)
+    }
+
+    pub fn calls(&self, operation: &str) -> usize {
+        self.inner
+            .calls
+            .lock()
+            .expect("lock")
+            .get(operation)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// `DynamoDB_20120810.BatchWriteItem` -> `BatchWriteItem`.
+fn operation(headers: &HeaderMap) -> String {
+    headers
+        .get("x-amz-target")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|t| t.rsplit('.').next())
+        .unwrap_or("unknown")
+        .to_owned()
+}
+
+fn is_sqs(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-amz-target")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("AmazonSQS"))
+}
+
+fn aws_error(status: u16, sqs: bool, code: &str) -> Response {
+    let mut r = (
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        json!({"__type": code, "message": "injected by the fault proxy"}).to_string(),
+    )
+        .into_response();
+    r.headers_mut()
+        .insert("content-type", HeaderValue::from_static("application/x-amz-json-1.0"));
+    if sqs {
+        if let Ok(v) = HeaderValue::from_str(&format!("{code};Sender")) {
+            r.headers_mut().insert("x-amzn-query-error", v);
+        }
+    }
+    r
+}
+
+impl Inner {
+    fn pick_fault(&self, op: &str) -> Option<FaultKind> {
+        let rate = *self.rate.lock().expect("lock");
+        let mut rng = self.rng.lock().expect("lock");
+        if rate <= 0.0 || !rng.random_bool(rate.min(1.0)) {
+            return None;
+        }
+        let mut kinds = vec![
+            FaultKind::Throttle,
+            FaultKind::ServerErrorBefore,
+            FaultKind::ServerErrorAfter,
+            FaultKind::Reset,
+            FaultKind::Slow,
+        ];
+        match op {
+            "SendMessageBatch" => kinds.extend([FaultKind::PartialBatch, FaultKind::PartialBatch]),
+            "BatchWriteItem" => kinds.extend([FaultKind::Unprocessed, FaultKind::Unprocessed]),
+            _ => {}
+        }
+        Some(kinds[rng.random_range(0..kinds.len())])
+    }
+
+    fn count(&self, kind: FaultKind) {
+        *self.counts.lock().expect("lock").entry(kind).or_default() += 1;
+    }
+
+    async fn forward(
+        &self,
+        method: &Method,
+        uri: &Uri,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<(StatusCode, HeaderMap, Bytes), String> {
+        let url = format!("{}{}", self.upstream, uri.path_and_query().map_or("/", |p| p.as_str()));
+        let mut req = self.http.request(method.clone(), url).body(body);
+        for (k, v) in headers {
+            if k != "host" && k != "content-length" {
+                req = req.header(k, v);
+            }
+        }
+        let resp = req.send().await.map_err(|e| e.to_string())?;
+        let status = resp.status();
+        let mut out = HeaderMap::new();
+        for (k, v) in resp.headers() {
+            if k != "content-length" && k != "transfer-encoding" && k != "connection" {
+                out.insert(k, v.clone());
+            }
+        }
+        let bytes = resp.bytes().await.map_err(|e| e.to_string())?;
+        Ok((status, out, bytes))
+    }
+}
+
+fn respond(status: StatusCode, headers: HeaderMap, body: Bytes) -> Response {
+    let mut r = (status, body).into_response();
+    r.headers_mut().extend(headers);
+    r
+}
+
+async fn handle(State(p): State<Arc<Inner>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    p.requests.fetch_add(1, Ordering::Relaxed);
+    // A frozen proxy never answers: the caller is about to be killed.
+    while p.frozen.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let op = operation(&headers);
+    let sqs = is_sqs(&headers);
+    let fault = p.pick_fault(&op);
+    if let Some(kind) = fault {
+        p.count(kind);
+    }
+    let response = match fault {
+        Some(FaultKind::Throttle) => {
+            if sqs {
+                aws_error(400, true, "RequestThrottled")
+            } else {
+                aws_error(
+                    400,
+                    false,
+                    "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+                )
+            }
+        }
+        Some(FaultKind::ServerErrorBefore) => aws_error(503, sqs, "ServiceUnavailable"),
+        Some(FaultKind::ServerErrorAfter) => {
+            let _ = p.forward(&method, &uri, &headers, body).await;
+            aws_error(500, sqs, "InternalFailure")
+        }
+        Some(FaultKind::Reset) => {
+            // Promise more than we send, then fail the stream: the client sees the connection cut.
+            let chunks: Vec<Result<Bytes, std::io::Error>> = vec![
+                Ok(Bytes::from_static(b"{\"trunc")),
+                Err(std::io::Error::other("injected reset")),
+            ];
+            let mut r = Response::new(Body::from_stream(futures::stream::iter(chunks)));
+            r.headers_mut()
+                .insert("content-length", HeaderValue::from_static("4096"));
+            r
+        }
+        Some(FaultKind::Slow) => {
+            let ms = p.rng.lock().expect("lock").random_range(300..1500);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            forward_or_502(&p, &method, &uri, &headers, body).await
+        }
+        Some(FaultKind::PartialBatch) => partial_send_batch(&p, &method, &uri, &headers, body).await,
+        Some(FaultKind::Unprocessed) => unprocessed_write(&p, &method, &uri, &headers, body).await,
+        None => forward_or_502(&p, &method, &uri, &headers, body).await,
+    };
+    let nth = {
+        let mut calls = p.calls.lock().expect("lock");
+        let c = calls.entry(op.clone()).or_default();
+        *c += 1;
+        *c
+    };
+    if p.freeze
+        .lock()
+        .expect("lock")
+        .as_ref()
+        .is_some_and(|(o, n)| *o == op && *n == nth)
+    {
+        p.frozen.store(true, Ordering::SeqCst);
+        p.froze.notify_waiters();
+    }
+    response
+}
+
+async fn forward_or_502(p: &Inner, method: &Method, uri: &Uri, headers: &HeaderMap, body: Bytes) -> Response {
+    match p.forward(method, uri, headers, body).await {
+        Ok((status, h, b)) => respond(status, h, b),
+        Err(e) => (StatusCode::BAD_GATEWAY, e).into_response(),
+    }
+}
+
+/// Sends only some entries on; reports the others `Failed` (`SenderFault: false`).
+async fn partial_send_batch(p: &Inner, method: &Method, uri: &Uri, headers: &HeaderMap, body: Bytes) -> Response {
+    let Ok(mut req) = serde_json::from_slice::<Value>(&body) else {
+        return forward_or_502(p, method, uri, headers, body).await;
+    };
+    let entries = req["Entries"].as_array().cloned().unwrap_or_default();
+    let (mut keep, mut fail) = (Vec::new(), Vec::new());
+    {
+        let mut rng = p.rng.lock().expect("lock");
+        for e in entries {
+            if rng.random_bool(0.4) {
+                fail.push(e);
+            } else {
+                keep.push(e);
+            }
+        }
+    }
+    let mut successful = Vec::new();
+    let mut emulator_failed = Vec::new();
+    if !keep.is_empty() {
+        req["Entries"] = Value::Array(keep);
+        match p.forward(method, uri, headers, Bytes::from(req.to_string())).await {
+            Ok((status, h, b)) if status.is_success() => {
+                let v: Value = serde_json::from_slice(&b).unwrap_or(Value::Null);
+                successful = v["Successful"].as_array().cloned().unwrap_or_default();
+                emulator_failed = v["Failed"].as_array().cloned().unwrap_or_default();
+                drop(h);
+            }
+            Ok((status, h, b)) => return respond(status, h, b),
+            Err(e) => return (StatusCode::BAD_GATEWAY, e).into_response(),
+        }
+    }
+    let mut failed: Vec<Value> = fail
+        .iter()
+        .map(|e| json!({"Id": e["Id"], "SenderFault": false, "Code": "InternalError", "Message": "injected by the fault proxy"}))
+        .collect();
+    failed.extend(emulator_failed);
+    let mut r = Json(json!({"Successful": successful, "Failed": failed})).into_response();
+    r.headers_mut()
+        .insert("content-type", HeaderValue::from_static("application/x-amz-json-1.0"));
+    r
+}
+
+/// Applies only some write requests; returns the rest as `UnprocessedItems`.
+async fn unprocessed_write(p: &Inner, method: &Method, uri: &Uri, headers: &HeaderMap, body: Bytes) -> Response {
+    let Ok(mut req) = serde_json::from_slice::<Value>(&body) else {
+        return forward_or_502(p, method, uri, headers, body).await;
+    };
+    let mut unprocessed = serde_json::Map::new();
+    let mut any_kept = false;
+    if let Some(items) = req["RequestItems"].as_object_mut() {
+        let mut rng = p.rng.lock().expect("lock");
+        for (table, reqs) in items.iter_mut() {
+            let all = reqs.as_array().cloned().unwrap_or_default();
+            let (mut keep, mut left) = (Vec::new(), Vec::new());
+            for r in all {
+                if rng.random_bool(0.5) {
+                    left.push(r);
+                } else {
+                    keep.push(r);
+                }
+            }
+            any_kept |= !keep.is_empty();
+            if !left.is_empty() {
+                unprocessed.insert(table.clone(), Value::Array(left));
+            }
+            *reqs = Value::Array(keep);
+        }
+        items.retain(|_, v| v.as_array().is_some_and(|a| !a.is_empty()));
+    }
+    if any_kept {
+        match p.forward(method, uri, headers, Bytes::from(req.to_string())).await {
+            Ok((status, _, _)) if status.is_success() => {}
+            Ok((status, h, b)) => return respond(status, h, b),
+            Err(e) => return (StatusCode::BAD_GATEWAY, e).into_response(),
+        }
+    }
+    let mut r = Json(json!({"UnprocessedItems": unprocessed})).into_response();
+    r.headers_mut()
+        .insert("content-type", HeaderValue::from_static("application/x-amz-json-1.0"));
+    r
+}

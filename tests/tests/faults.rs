@@ -1,0 +1,130 @@
+//! Jobs through enqueue and poller while a proxy injects faults into 10 % of AWS calls:
+//! every acknowledged job is delivered at least once and none early. Duplicates are reported.
+//! `FAULT_JOBS` sets the job count (default 2000).
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, TimeDelta, Utc};
+use e2e::bench::{spawn_consumer, Arrivals};
+use e2e::proxy::FaultProxy;
+use e2e::{Emulator, Function};
+use serde_json::{json, Value};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_job_is_delivered_at_least_once_and_never_early_through_a_faulty_network() {
+    let n: usize = std::env::var("FAULT_JOBS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    let emu = Emulator::start().await;
+    let url = emu.create_queue("orders").await;
+    emu.create_table("orders").await;
+    let proxy = FaultProxy::start(&emu.endpoint, 20261122, 0.10).await;
+    let mut env = emu.function_env(&[
+        ("WAITER_QUEUES", "orders"),
+        ("WAITER_DIRECT_MAX_DELAY", "0"),
+        ("WAITER_LOOKAHEAD", "5"),
+        ("WAITER_SHARDS", "4"),
+    ]);
+    for (k, v) in env.iter_mut() {
+        if k == "AWS_ENDPOINT_URL" {
+            *v = proxy.endpoint.clone();
+        }
+    }
+    let mut enqueue = Function::start("enqueue", &env).await;
+    let mut poller = Function::start("poller", &env).await;
+
+    // Enqueue like a careful caller: retry what was not acknowledged, with the same job_id.
+    let t0 = Utc::now() + TimeDelta::seconds(5);
+    let mut due: HashMap<String, DateTime<Utc>> = HashMap::new();
+    let mut pending: Vec<Value> = (0..n)
+        .map(|i| {
+            let at = t0 + TimeDelta::milliseconds((i as i64 * 15_000) / n as i64);
+            json!({"queue": "orders", "job_id": format!("j{i}"), "message_body": format!("j{i}"),
+                   "perform_at": at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)})
+        })
+        .collect();
+    let mut enqueue_rounds = 0;
+    while !pending.is_empty() && enqueue_rounds < 20 {
+        enqueue_rounds += 1;
+        let mut retry = Vec::new();
+        for chunk in pending.chunks(100) {
+            match enqueue.invoke(&json!({"jobs": chunk})).await {
+                Ok(reply) => {
+                    for (job, r) in chunk.iter().zip(reply["results"].as_array().expect("results")) {
+                        if r["status"] == "scheduled" {
+                            let at = DateTime::parse_from_rfc3339(r["perform_at"].as_str().unwrap())
+                                .unwrap()
+                                .with_timezone(&Utc);
+                            due.insert(job["job_id"].as_str().unwrap().to_owned(), at);
+                        } else {
+                            retry.push(job.clone());
+                        }
+                    }
+                }
+                Err(_) => retry.extend(chunk.iter().cloned()),
+            }
+        }
+        pending = retry;
+    }
+    assert!(pending.is_empty(), "{} jobs never acknowledged", pending.len());
+
+    let arrivals: Arrivals = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let consumer = spawn_consumer(emu.sqs.clone(), url.clone(), arrivals.clone(), stop.clone());
+    let unique = |a: &Arrivals| {
+        let a = a.lock().unwrap();
+        a.iter()
+            .map(|(b, _)| b.clone())
+            .collect::<std::collections::HashSet<_>>()
+            .len()
+    };
+    let limit = Instant::now() + Duration::from_secs(240);
+    let mut runs = 0;
+    while unique(&arrivals) < n && Instant::now() < limit {
+        // Faults stop for the last stretch, as they would after an outage, to bound the run.
+        if Instant::now() + Duration::from_secs(60) > limit {
+            proxy.set_rate(0.0);
+        }
+        let _ = poller.invoke_raw(b"{}".to_vec(), Duration::from_secs(30)).await;
+        runs += 1;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    consumer.await.unwrap();
+
+    let arrivals = arrivals.lock().unwrap().clone();
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut early = Vec::new();
+    for (body, at) in &arrivals {
+        *seen.entry(body.as_str()).or_default() += 1;
+        if let Some(d) = due.get(body) {
+            if at < d {
+                early.push(format!("{body} {} ms early", (*d - *at).num_milliseconds()));
+            }
+        }
+    }
+    let lost: Vec<&String> = due.keys().filter(|k| !seen.contains_key(k.as_str())).collect();
+    let duplicates: usize = seen.values().map(|c| c - 1).sum();
+    println!(
+        "faults: {n} jobs, {} proxied requests, faults injected {:?}, enqueue rounds {enqueue_rounds}, poller runs {runs}, \
+         delivered {} unique, {duplicates} duplicates, {} lost, {} early",
+        proxy.requests(),
+        proxy.fault_counts(),
+        seen.len(),
+        lost.len(),
+        early.len()
+    );
+    assert!(
+        lost.is_empty(),
+        "lost {} jobs, e.g. {:?}",
+        lost.len(),
+        &lost[..lost.len().min(5)]
+    );
+    assert!(early.is_empty(), "early: {:?}", &early[..early.len().min(5)]);
+    assert!(proxy.fault_counts().values().sum::<u64>() > 0, "no fault was injected");
+}
