@@ -204,18 +204,22 @@ impl Emulator {
             if messages.is_empty() {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            for m in messages {
+            let mut delete = self.sqs.delete_message_batch().queue_url(url);
+            for (i, m) in messages.iter().enumerate() {
                 if let Some(h) = m.receipt_handle() {
-                    self.sqs
-                        .delete_message()
-                        .queue_url(url)
-                        .receipt_handle(h)
-                        .send()
-                        .await
-                        .expect("DeleteMessage");
+                    delete = delete.entries(
+                        aws_sdk_sqs::types::DeleteMessageBatchRequestEntry::builder()
+                            .id(i.to_string())
+                            .receipt_handle(h)
+                            .build()
+                            .expect("delete entry"),
+                    );
                 }
-                out.push(Received { at, message: m });
             }
+            if !messages.is_empty() {
+                delete.send().await.expect("DeleteMessageBatch");
+            }
+            out.extend(messages.into_iter().map(|message| Received { at, message }));
         }
         out
     }

@@ -148,23 +148,23 @@ async fn a_permanently_rejected_job_is_parked_visible_and_can_be_redriven() {
     assert_eq!(s.table_len("orders").await, 0);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn two_pollers_at_once_lose_nothing_and_send_nothing_twice() {
-    let mut s = setup(
+/// `k` pollers at once over `n` due jobs: returns the duplicate count (none lost, or it panics).
+async fn concurrent_pollers(k: usize, n: usize) -> usize {
+    let s = setup(
         &["orders"],
         &[
             ("WAITER_DIRECT_MAX_DELAY", "0"),
-            ("WAITER_SHARDS", "4"),
+            ("WAITER_SHARDS", "8"),
             ("WAITER_LOOKAHEAD", "0"),
         ],
     )
     .await;
-    const N: usize = 300;
-    for chunk in 0..N / 100 {
-        let jobs: Vec<Value> = (0..100)
-            .map(|i| json!({"queue": "orders", "message_body": format!("m{}", chunk * 100 + i), "job_id": format!("j{}", chunk * 100 + i), "delay_seconds": 1}))
+    let mut enqueue = Function::start("enqueue", &s.env).await;
+    for chunk in 0..n.div_ceil(100) {
+        let jobs: Vec<Value> = (chunk * 100..((chunk + 1) * 100).min(n))
+            .map(|i| json!({"queue": "orders", "message_body": format!("m{i}"), "job_id": format!("j{i}"), "delay_seconds": 1}))
             .collect();
-        let r = s.enqueue_ok(json!({"jobs": jobs})).await;
+        let r = enqueue.invoke(&json!({"jobs": jobs})).await.expect("enqueue");
         assert!(r["results"]
             .as_array()
             .unwrap()
@@ -172,26 +172,42 @@ async fn two_pollers_at_once_lose_nothing_and_send_nothing_twice() {
             .all(|r| r["status"] == "scheduled"));
     }
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let mut second = Function::start("poller", &s.env).await;
-    let event = json!({});
-    let (a, b) = tokio::join!(s.poller.invoke(&event), second.invoke(&event));
-    let (a, b) = (a.expect("poller a"), b.expect("poller b"));
-    let dispatched = a["dispatched"].as_u64().unwrap() + b["dispatched"].as_u64().unwrap();
+    let mut pollers = Vec::new();
+    for _ in 0..k {
+        pollers.push(Function::start("poller", &s.env).await);
+    }
+    let runs = pollers
+        .iter_mut()
+        .map(|p| async move { p.invoke(&json!({})).await.expect("poller run") });
+    let summaries = futures::future::join_all(runs).await;
+    let dispatched: u64 = summaries.iter().map(|r| r["dispatched"].as_u64().unwrap()).sum();
     let url = s.urls[0].clone();
-    let got = s.emu.receive_for(&url, Duration::from_secs(10), N + 1).await;
+    let mut got = s.emu.receive_for(&url, Duration::from_secs(90), n).await;
+    got.extend(s.emu.receive_for(&url, Duration::from_secs(2), usize::MAX).await);
     let mut seen: HashMap<String, usize> = HashMap::new();
     for r in &got {
         *seen.entry(r.message.body().unwrap_or_default().to_owned()).or_default() += 1;
     }
     let duplicates: usize = seen.values().map(|c| c - 1).sum();
+    let per_poller: Vec<u64> = summaries.iter().map(|r| r["dispatched"].as_u64().unwrap()).collect();
     println!(
-        "two pollers: a={a} b={b}; received {} unique, {duplicates} duplicates",
+        "{k} pollers over {n} jobs: dispatched {per_poller:?}; received {} unique, {duplicates} duplicates",
         seen.len()
     );
-    assert_eq!(seen.len(), N, "no job lost");
-    assert_eq!(duplicates, 0, "no double send without a crash");
-    assert_eq!(dispatched as usize, N);
+    assert_eq!(seen.len(), n, "no job lost");
+    assert_eq!(dispatched as usize, n);
     assert_eq!(s.table_len("orders").await, 0);
+    duplicates
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_pollers_at_once_lose_nothing_and_send_nothing_twice() {
+    assert_eq!(concurrent_pollers(2, 1000).await, 0, "no double send without a crash");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn four_pollers_at_once_lose_nothing_and_send_nothing_twice() {
+    assert_eq!(concurrent_pollers(4, 1000).await, 0, "no double send without a crash");
 }
 
 #[tokio::test(flavor = "multi_thread")]
