@@ -18,6 +18,7 @@ help:
 	@echo "make deploy sam build && sam deploy (--guided the first time)"
 	@echo "make synth  cdk synth of the example stack (needs make build)"
 	@echo "make bench  precision figures (target/bench/); make bench-quick for a short run"
+	@echo "make soak   long fault runs: 5000 simulation seeds, 5000 jobs through the fault proxy"
 
 venv: $(VENV)/.installed
 
@@ -89,11 +90,19 @@ clean:
 	rm -rf $(VENV)
 
 .PHONY: bench bench-quick
-# Figures, not pass/fail: release binaries against moto; JSON lands in target/bench/.
+# Figures, not pass/fail: release binaries against moto; JSON and the chart land in target/bench/.
 bench: venv
 	cargo build --release -p enqueue -p poller
-	cargo run -q -p e2e --bin bench -- precision --release
+	cargo run -q -p e2e --bin bench -- all --release
 
 bench-quick: venv
 	cargo build --release -p enqueue -p poller
-	cargo run -q -p e2e --bin bench -- precision --quick --release
+	cargo run -q -p e2e --bin bench -- all --quick --release
+
+.PHONY: soak
+# The long versions of the fault tests: many more simulation seeds and a bigger faulty run.
+soak: venv
+	cargo build -p enqueue -p poller
+	SIM_SEEDS=5000 cargo test -p waiter simulation -- --nocapture
+	FAULT_JOBS=5000 cargo test -p e2e --test faults -- --nocapture
+	cargo test -p e2e --test crash --test lifecycle -- --nocapture

@@ -43,6 +43,9 @@ pub struct Distribution {
     pub p90_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
+    /// The raw values, for the chart.
+    #[serde(skip)]
+    pub samples_ms: Vec<f64>,
 }
 
 impl Distribution {
@@ -66,6 +69,7 @@ impl Distribution {
             p90_ms: pct(90.0),
             p99_ms: pct(99.0),
             max_ms: ms.last().copied().unwrap_or(f64::NAN),
+            samples_ms: ms.clone(),
         }
     }
 }
@@ -353,4 +357,281 @@ pub fn write_json(name: &str, value: &impl Serialize) -> PathBuf {
 /// Helper for callers that only need the value.
 pub fn to_value(r: &impl Serialize) -> Value {
     serde_json::to_value(r).expect("serialise")
+}
+
+/// Median of a sample.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+/// Peak resident set (VmHWM) of a live process, in MiB.
+pub fn peak_rss_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(str::to_owned))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|kb| kb.parse::<f64>().ok()))
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ColdStart {
+    pub function: String,
+    pub runs: usize,
+    /// Process start to first `GET /runtime/invocation/next`, median.
+    pub init_ms: f64,
+    /// Peak RSS after init and one invocation, median.
+    pub peak_rss_mib: f64,
+    /// The first invocation's duration, median.
+    pub first_invoke_ms: f64,
+}
+
+/// Cold start of the release binaries and of the Python + boto3 peer, on the same Runtime API
+/// stand-in and the same emulator. Each run is a fresh process doing one stored enqueue.
+pub async fn cold_start(runs: usize, profile: Profile) -> Vec<ColdStart> {
+    let emu = Emulator::start().await;
+    emu.create_queue("orders").await;
+    emu.create_table("orders").await;
+    let env = emu.function_env(&[("WAITER_QUEUES", "orders"), ("RUST_LOG", "warn")]);
+    let python = crate::workspace_root().join(".venv/bin/python");
+    let peer = crate::workspace_root().join("tests/peer/python_enqueue.py");
+    let peer = peer.to_string_lossy().into_owned();
+    let mut out = Vec::new();
+    for name in ["enqueue", "poller", "python-boto3 enqueue"] {
+        let (mut init, mut rss, mut first) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..runs {
+            let mut f = match name {
+                "python-boto3 enqueue" => {
+                    Function::start_command(python.clone(), &[peer.as_str()], "python-peer", &env).await
+                }
+                bin => Function::start_binary(binary_path(bin, profile), bin, &env).await,
+            };
+            let payload = if name == "poller" {
+                json!({})
+            } else {
+                json!({"queue": "orders", "message_body": "cold", "delay_seconds": 3600, "job_id": format!("cold-{name}-{i}").replace(' ', "-")})
+            };
+            let t = Instant::now();
+            let reply = f.invoke(&payload).await;
+            first.push(t.elapsed().as_secs_f64() * 1e3);
+            assert!(reply.is_ok(), "{name}: {reply:?}\n{}", f.log());
+            init.push(f.init_duration().map_or(f64::NAN, |d| d.as_secs_f64() * 1e3));
+            rss.push(peak_rss_mib(f.pid()));
+        }
+        out.push(ColdStart {
+            function: name.into(),
+            runs,
+            init_ms: median(init),
+            peak_rss_mib: median(rss),
+            first_invoke_ms: median(first),
+        });
+    }
+    out
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BinarySize {
+    pub binary: String,
+    pub bytes: u64,
+}
+
+pub fn binary_sizes(profile: Profile) -> Vec<BinarySize> {
+    ["enqueue", "poller"]
+        .iter()
+        .map(|b| BinarySize {
+            binary: binary_path(b, profile).display().to_string(),
+            bytes: std::fs::metadata(binary_path(b, profile)).map(|m| m.len()).unwrap_or(0),
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ApiEfficiency {
+    pub jobs: usize,
+    pub calls: std::collections::BTreeMap<String, usize>,
+    /// 1 PutItem per job, 1 SendMessageBatch per 10, 1 BatchWriteItem per 25, plus the Query pages read.
+    pub floor: usize,
+    /// PutItem + SendMessageBatch + BatchWriteItem + Query, the calls the floor counts.
+    pub data_calls: usize,
+    pub ratio_to_floor: f64,
+    /// Lease writes (UpdateItem to take, DeleteItem to release): per partition per run, not per job.
+    pub lease_calls: usize,
+    pub poller_runs: usize,
+    /// On-demand cost per million jobs, USD.
+    pub cost_per_million: std::collections::BTreeMap<String, f64>,
+}
+
+/// Counts every AWS call per operation (through the proxy, faults off) for `jobs` long-delay
+/// jobs, end to end: enqueue in batches of 100, then poller runs until the table is empty.
+pub async fn api_efficiency(jobs: usize, shards: u32, profile: Profile) -> ApiEfficiency {
+    let emu = Emulator::start().await;
+    let url = emu.create_queue("orders").await;
+    emu.create_table("orders").await;
+    let proxy = crate::proxy::FaultProxy::start(&emu.endpoint, 0, 0.0).await;
+    let shards_s = shards.to_string();
+    let mut env = emu.function_env(&[
+        ("WAITER_QUEUES", "orders"),
+        ("WAITER_DIRECT_MAX_DELAY", "0"),
+        ("WAITER_LOOKAHEAD", "0"),
+        ("WAITER_SHARDS", &shards_s),
+        ("RUST_LOG", "warn"),
+    ]);
+    for (k, v) in env.iter_mut() {
+        if k == "AWS_ENDPOINT_URL" {
+            v.clone_from(&proxy.endpoint);
+        }
+    }
+    let mut enqueue = Function::start_binary(binary_path("enqueue", profile), "enqueue", &env).await;
+    let mut poller = Function::start_binary(binary_path("poller", profile), "poller", &env).await;
+    let due = rfc3339(Utc::now() + TimeDelta::seconds(2));
+    for chunk in 0..jobs.div_ceil(100) {
+        let batch: Vec<Value> = (chunk * 100..((chunk + 1) * 100).min(jobs))
+            .map(|i| json!({"queue": "orders", "job_id": format!("j{i}"), "message_body": format!("{{\"order\":{i}}}"), "perform_at": due}))
+            .collect();
+        enqueue.invoke(&json!({"jobs": batch})).await.expect("enqueue");
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let arrivals: Arrivals = Arc::default();
+    let consumer = spawn_consumer(emu.sqs.clone(), url, arrivals.clone(), stop.clone());
+    let mut poller_runs = 0;
+    loop {
+        let s = poller.invoke(&json!({})).await.expect("poller");
+        poller_runs += 1;
+        if s["drained"] == true || poller_runs >= 20 {
+            break;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = consumer.await;
+    let ops = [
+        "PutItem",
+        "SendMessageBatch",
+        "BatchWriteItem",
+        "Query",
+        "UpdateItem",
+        "DeleteItem",
+        "GetQueueUrl",
+        "BatchGetItem",
+    ];
+    let calls: std::collections::BTreeMap<String, usize> =
+        ops.iter().map(|o| (o.to_string(), proxy.calls(o))).collect();
+    let query_pages = calls["Query"];
+    let floor = jobs + jobs.div_ceil(10) + jobs.div_ceil(25) + query_pages;
+    let data_calls = calls["PutItem"] + calls["SendMessageBatch"] + calls["BatchWriteItem"] + query_pages;
+    // Public on-demand prices: DynamoDB $0.625 per million write request units (an item of up to
+    // 1 KB; the GSI costs the same again on put and on delete), SQS $0.40 per million requests
+    // (a batch of 10 small messages is one), Lambda $0.20 per million requests.
+    let per_job = |n: usize| n as f64 / jobs as f64;
+    let dynamodb_writes = per_job(calls["PutItem"] + jobs) * 2.0 * 0.625;
+    let sqs = per_job(calls["SendMessageBatch"]) * 0.40;
+    let lambda_batched = 0.01 * 0.20;
+    let mut cost = std::collections::BTreeMap::new();
+    cost.insert("dynamodb_writes_incl_gsi".into(), dynamodb_writes);
+    cost.insert("sqs_send".into(), sqs);
+    cost.insert("lambda_enqueue_requests_batched_100".into(), lambda_batched);
+    cost.insert("lambda_enqueue_requests_one_per_job".into(), 0.20);
+    cost.insert("total_batched".into(), dynamodb_writes + sqs + lambda_batched);
+    cost.insert("eventbridge_scheduler_reference".into(), 1.00);
+    ApiEfficiency {
+        jobs,
+        lease_calls: calls["UpdateItem"] + calls["DeleteItem"],
+        calls,
+        floor,
+        data_calls,
+        ratio_to_floor: data_calls as f64 / floor as f64,
+        poller_runs,
+        cost_per_million: cost,
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EnqueueThroughput {
+    pub jobs: usize,
+    pub batch: usize,
+    pub seconds: f64,
+    pub jobs_per_s: f64,
+}
+
+/// Jobs per second through the release `enqueue` with batches of 100, stored path, on moto.
+pub async fn enqueue_throughput(jobs: usize, profile: Profile) -> EnqueueThroughput {
+    let emu = Emulator::start().await;
+    emu.create_queue("orders").await;
+    emu.create_table("orders").await;
+    let env = emu.function_env(&[
+        ("WAITER_QUEUES", "orders"),
+        ("WAITER_DIRECT_MAX_DELAY", "0"),
+        ("RUST_LOG", "warn"),
+    ]);
+    let mut enqueue = Function::start_binary(binary_path("enqueue", profile), "enqueue", &env).await;
+    let t = Instant::now();
+    for chunk in 0..jobs.div_ceil(100) {
+        let batch: Vec<Value> = (chunk * 100..((chunk + 1) * 100).min(jobs))
+            .map(|i| json!({"queue": "orders", "job_id": format!("t{i}"), "message_body": format!("{{\"order\":{i}}}"), "delay_seconds": 3600}))
+            .collect();
+        enqueue.invoke(&json!({"jobs": batch})).await.expect("enqueue");
+    }
+    let seconds = t.elapsed().as_secs_f64();
+    EnqueueThroughput {
+        jobs,
+        batch: 100,
+        seconds,
+        jobs_per_s: jobs as f64 / seconds,
+    }
+}
+
+/// The lateness distributions as empirical CDFs (SVG), one line per path.
+pub fn lateness_chart(report: &PrecisionReport, path: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    use plotters::prelude::*;
+    let x_max = report
+        .distributions
+        .iter()
+        .map(|d| d.max_ms)
+        .filter(|m| m.is_finite())
+        .fold(100.0_f64, f64::max)
+        .min(1_500.0);
+    let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let caption = format!(
+        "sqs-waiter lateness, {} ({})",
+        report.backend.split(',').next().unwrap_or(""),
+        report.machine
+    );
+    let mut chart = ChartBuilder::on(&root)
+        .caption(caption, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0.0..x_max, 0.0..1.0)?;
+    chart
+        .configure_mesh()
+        .x_desc("lateness: arrival minus perform_at (ms)")
+        .y_desc("fraction of jobs")
+        .draw()?;
+    let colors = [RED, BLUE, GREEN, MAGENTA];
+    for (d, color) in report.distributions.iter().zip(colors) {
+        let n = d.samples_ms.len().max(1) as f64;
+        let points: Vec<(f64, f64)> = d
+            .samples_ms
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v.clamp(0.0, x_max), (i + 1) as f64 / n))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(points, color.stroke_width(2)))?
+            .label(format!("{} (n={}, p99 {:.0} ms)", d.path, d.count, d.p99_ms))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
 }

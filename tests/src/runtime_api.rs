@@ -77,6 +77,11 @@ impl Function {
     }
 
     pub async fn start_binary(binary: PathBuf, name: &str, env: &Env) -> Self {
+        Self::start_command(binary, &[], name, env).await
+    }
+
+    /// Starts any program speaking the Runtime API (the Python peer of the benchmarks, say).
+    pub async fn start_command(binary: PathBuf, args: &[&str], name: &str, env: &Env) -> Self {
         assert!(
             binary.exists(),
             "{} is missing: build it first with `cargo build -p enqueue -p poller` (make test does)",
@@ -108,6 +113,7 @@ impl Function {
         let log = std::fs::File::create(&log_path).expect("create function log");
         let started = Instant::now();
         let child = Command::new(&binary)
+            .args(args)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("AWS_LAMBDA_RUNTIME_API", addr.to_string())

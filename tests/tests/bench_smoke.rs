@@ -25,3 +25,20 @@ async fn precision_bench_runs_and_nothing_is_early_or_lost() {
     // Loose bounds that cannot flake on a loaded machine, but catch a broken alignment.
     assert!(report.distributions[0].p50_ms < 1000.0, "{:?}", report.distributions[0]);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cold_start_api_and_enqueue_benches_run() {
+    let rows = e2e::bench::cold_start(1, Profile::Debug).await;
+    assert_eq!(rows.len(), 3);
+    for r in &rows {
+        assert!(r.init_ms.is_finite() && r.init_ms > 0.0, "{r:?}");
+        assert!(r.peak_rss_mib.is_finite() && r.peak_rss_mib > 0.0, "{r:?}");
+    }
+    let api = e2e::bench::api_efficiency(30, 2, Profile::Debug).await;
+    assert_eq!(api.calls["PutItem"], 30, "{api:?}");
+    assert_eq!(api.calls["SendMessageBatch"], 3, "{api:?}");
+    assert!(api.ratio_to_floor >= 1.0 && api.ratio_to_floor < 1.5, "{api:?}");
+    let t = e2e::bench::enqueue_throughput(100, Profile::Debug).await;
+    assert!(t.jobs_per_s > 0.0);
+    assert!(e2e::bench::binary_sizes(Profile::Debug).iter().all(|b| b.bytes > 0));
+}

@@ -1,8 +1,9 @@
-//! `make bench`: prints figures and writes them as JSON under target/bench/.
+//! `make bench` / `make bench-quick`: prints figures and writes them as JSON (and the lateness
+//! chart as SVG) under target/bench/. Every figure names its backend and machine.
 //!
-//! Usage: bench precision [--quick] [--release]
+//! Usage: bench [all|precision|coldstart|api|enqueue] [--quick] [--release]
 
-use e2e::bench::{precision, write_json, PrecisionOptions};
+use e2e::bench::*;
 use e2e::runtime_api::Profile;
 
 #[tokio::main]
@@ -18,37 +19,115 @@ async fn main() {
         .iter()
         .find(|a| !a.starts_with("--"))
         .map(String::as_str)
-        .unwrap_or("precision");
-    match what {
-        "precision" => {
-            let opts = if quick {
-                PrecisionOptions {
-                    jobs: 200,
-                    direct_jobs: 50,
-                    fifo_jobs: 100,
-                    fifo_interval: 10,
-                    spread_s: 20.0,
-                    profile,
-                    seed: 7,
-                }
-            } else {
-                PrecisionOptions {
-                    jobs: 600,
-                    direct_jobs: 200,
-                    fifo_jobs: 300,
-                    fifo_interval: 60,
-                    spread_s: 40.0,
-                    profile,
-                    seed: 7,
-                }
-            };
-            let report = precision(&opts).await;
-            print!("{}", report.table());
-            println!("written to {}", write_json("precision.json", &report).display());
+        .unwrap_or("all");
+    let all = what == "all";
+    let known = ["all", "precision", "coldstart", "api", "enqueue"];
+    if !known.contains(&what) {
+        eprintln!("unknown benchmark {what:?}; known: {}", known.join(", "));
+        std::process::exit(2);
+    }
+    println!(
+        "machine: {}; backend: moto (embedded emulator) unless said otherwise\n",
+        machine()
+    );
+
+    if all || what == "precision" {
+        let opts = if quick {
+            PrecisionOptions {
+                jobs: 200,
+                direct_jobs: 50,
+                fifo_jobs: 100,
+                fifo_interval: 10,
+                spread_s: 20.0,
+                profile,
+                seed: 7,
+            }
+        } else {
+            PrecisionOptions {
+                jobs: 600,
+                direct_jobs: 200,
+                fifo_jobs: 300,
+                fifo_interval: 60,
+                spread_s: 40.0,
+                profile,
+                seed: 7,
+            }
+        };
+        let report = precision(&opts).await;
+        print!("{}", report.table());
+        let svg = output_dir().join("lateness.svg");
+        match lateness_chart(&report, &svg) {
+            Ok(()) => println!("chart: {}", svg.display()),
+            Err(e) => println!("chart failed: {e}"),
         }
-        other => {
-            eprintln!("unknown benchmark {other:?}; known: precision");
-            std::process::exit(2);
+        println!("written to {}\n", write_json("precision.json", &report).display());
+    }
+    if all || what == "coldstart" {
+        let runs = if quick { 3 } else { 7 };
+        let rows = cold_start(runs, profile).await;
+        println!("cold start (release binaries vs Python 3 + boto3, same Runtime API stand-in; median of {runs} fresh processes)");
+        println!(
+            "{:<22} {:>9} {:>14} {:>16}",
+            "function", "init ms", "peak RSS MiB", "1st invoke ms"
+        );
+        for r in &rows {
+            println!(
+                "{:<22} {:>9.1} {:>14.1} {:>16.1}",
+                r.function, r.init_ms, r.peak_rss_mib, r.first_invoke_ms
+            );
         }
+        if let (Some(rust), Some(py)) = (
+            rows.iter().find(|r| r.function == "enqueue"),
+            rows.iter().find(|r| r.function.starts_with("python")),
+        ) {
+            println!(
+                "python / rust enqueue: init {:.1}x, peak RSS {:.1}x",
+                py.init_ms / rust.init_ms,
+                py.peak_rss_mib / rust.peak_rss_mib
+            );
+        }
+        for s in binary_sizes(profile) {
+            println!(
+                "binary size {}: {:.2} MiB ({} bytes)",
+                s.binary,
+                s.bytes as f64 / 1048576.0,
+                s.bytes
+            );
+        }
+        write_json("binary_size.json", &binary_sizes(profile));
+        println!("written to {}\n", write_json("coldstart.json", &rows).display());
+    }
+    if all || what == "api" {
+        let jobs = if quick { 300 } else { 1000 };
+        let r = api_efficiency(jobs, 4, profile).await;
+        println!(
+            "API calls for {} long-delay jobs end to end (4 shards, {} poller runs), counted at a proxy:",
+            r.jobs, r.poller_runs
+        );
+        for (op, n) in &r.calls {
+            println!("  {op:<18} {n:>6}");
+        }
+        println!(
+            "  data calls {} vs floor {} (1 PutItem/job, 1 SendMessageBatch/10, 1 BatchWriteItem/25, + Query pages): {:.3}x",
+            r.data_calls, r.floor, r.ratio_to_floor
+        );
+        println!(
+            "  plus {} lease writes (UpdateItem + DeleteItem per partition per run, not per job)",
+            r.lease_calls
+        );
+        println!("  cost per million jobs, USD, on-demand:");
+        for (k, v) in &r.cost_per_million {
+            println!("    {k:<40} {v:>8.3}");
+        }
+        println!("written to {}\n", write_json("api.json", &r).display());
+    }
+    if all || what == "enqueue" {
+        let jobs = if quick { 500 } else { 2000 };
+        let r = enqueue_throughput(jobs, profile).await;
+        println!(
+            "enqueue throughput: {} stored jobs in batches of {} through the release binary: {:.1} s, {:.0} jobs/s",
+            r.jobs, r.batch, r.seconds, r.jobs_per_s
+        );
+        println!("written to {}\n", write_json("enqueue.json", &r).display());
     }
 }
