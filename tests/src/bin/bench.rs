@@ -1,7 +1,7 @@
 //! `make bench` / `make bench-quick`: prints figures and writes them as JSON (and the lateness
 //! chart as SVG) under target/bench/. Every figure names its backend and machine.
 //!
-//! Usage: bench [all|precision|coldstart|api|enqueue] [--quick] [--release]
+//! Usage: bench [all|precision|throughput|coldstart|api|enqueue] [--quick] [--release]
 
 use e2e::bench::*;
 use e2e::runtime_api::Profile;
@@ -21,7 +21,7 @@ async fn main() {
         .map(String::as_str)
         .unwrap_or("all");
     let all = what == "all";
-    let known = ["all", "precision", "coldstart", "api", "enqueue"];
+    let known = ["all", "precision", "throughput", "coldstart", "api", "enqueue"];
     if !known.contains(&what) {
         eprintln!("unknown benchmark {what:?}; known: {}", known.join(", "));
         std::process::exit(2);
@@ -61,6 +61,21 @@ async fn main() {
             Err(e) => println!("chart failed: {e}"),
         }
         println!("written to {}\n", write_json("precision.json", &report).display());
+    }
+    if all || what == "throughput" {
+        let jobs = if quick { 2_000 } else { 20_000 };
+        let r = dispatch_throughput(jobs, 4, profile).await;
+        println!(
+            "dispatch throughput, {} due jobs, {} shards, on {}:",
+            r.jobs, r.shards, r.backend
+        );
+        println!(
+            "  one poller invocation: {:.1} s, {:.0} jobs/s",
+            r.poller_s, r.poller_jobs_per_s
+        );
+        println!("  minimal baseline client (Query pages, SendMessageBatch of 10, BatchWriteItem of 25, same concurrency): {:.1} s, {:.0} jobs/s", r.baseline_s, r.baseline_jobs_per_s);
+        println!("  poller / baseline: {:.2}", r.ratio);
+        println!("written to {}\n", write_json("throughput.json", &r).display());
     }
     if all || what == "coldstart" {
         let runs = if quick { 3 } else { 7 };

@@ -2,7 +2,9 @@
 //! life of the process (one Lambda cold start).
 
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::OnceCell;
 
 use async_trait::async_trait;
 use aws_sdk_sqs::primitives::Blob;
@@ -18,37 +20,39 @@ use crate::ports::{EntryOutcome, MessageQueue, OutgoingMessage};
 
 pub struct SqsQueue {
     client: Client,
-    urls: RwLock<HashMap<QueueName, String>>,
+    /// One cell per queue, so concurrent first uses share a single GetQueueUrl.
+    urls: Mutex<HashMap<QueueName, Arc<OnceCell<String>>>>,
 }
 
 impl SqsQueue {
     pub fn new(client: Client) -> Self {
         Self {
             client,
-            urls: RwLock::new(HashMap::new()),
+            urls: Mutex::new(HashMap::new()),
         }
     }
 
     async fn url(&self, queue: &QueueName) -> Result<String, PortError> {
-        if let Some(u) = self.urls.read().ok().and_then(|m| m.get(queue).cloned()) {
-            return Ok(u);
-        }
-        let out = self
-            .client
-            .get_queue_url()
-            .queue_name(queue.as_str())
-            .send()
-            .await
-            .map_err(|e| classify("GetQueueUrl", &format!("queue {queue}"), e))?;
-        let url = out.queue_url.ok_or_else(|| PortError::Rejected {
-            operation: "GetQueueUrl",
-            code: "MissingQueueUrl".into(),
-            source: None,
-        })?;
-        if let Ok(mut m) = self.urls.write() {
-            m.insert(queue.clone(), url.clone());
-        }
-        Ok(url)
+        let cell = match self.urls.lock() {
+            Ok(mut m) => m.entry(queue.clone()).or_default().clone(),
+            Err(_) => Arc::new(OnceCell::new()),
+        };
+        cell.get_or_try_init(|| async {
+            let out = self
+                .client
+                .get_queue_url()
+                .queue_name(queue.as_str())
+                .send()
+                .await
+                .map_err(|e| classify("GetQueueUrl", &format!("queue {queue}"), e))?;
+            out.queue_url.ok_or_else(|| PortError::Rejected {
+                operation: "GetQueueUrl",
+                code: "MissingQueueUrl".into(),
+                source: None,
+            })
+        })
+        .await
+        .cloned()
     }
 }
 
