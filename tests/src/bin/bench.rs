@@ -33,12 +33,7 @@ async fn main() {
 
     if all || what == "precision" {
         let opts = if quick {
-            PrecisionOptions {
-                jobs: 200,
-                direct_jobs: 50,
-                fifo_jobs: 100,
-                fifo_interval: 10,
-                spread_s: 20.0,
+            PrecisionOptions { jobs: 150, direct_jobs: 30, fifo_jobs: 60, fifo_interval: 5, spread_s: 10.0,
                 profile,
                 seed: 7,
             }
@@ -63,7 +58,7 @@ async fn main() {
         println!("written to {}\n", write_json("precision.json", &report).display());
     }
     if all || what == "throughput" {
-        let jobs = if quick { 2_000 } else { 20_000 };
+        let jobs = if quick { 300 } else { 20_000 };
         let r = dispatch_throughput(jobs, 4, profile).await;
         println!(
             "dispatch throughput, {} due jobs, {} shards, on {}:",
@@ -113,7 +108,7 @@ async fn main() {
         println!("written to {}\n", write_json("coldstart.json", &rows).display());
     }
     if all || what == "api" {
-        let jobs = if quick { 300 } else { 1000 };
+        let jobs = if quick { 200 } else { 1000 };
         let r = api_efficiency(jobs, 4, profile).await;
         println!(
             "API calls for {} long-delay jobs end to end (4 shards, {} poller runs), counted at a proxy:",
