@@ -33,7 +33,12 @@ async fn main() {
 
     if all || what == "precision" {
         let opts = if quick {
-            PrecisionOptions { jobs: 150, direct_jobs: 30, fifo_jobs: 60, fifo_interval: 5, spread_s: 10.0,
+            PrecisionOptions {
+                jobs: 150,
+                direct_jobs: 30,
+                fifo_jobs: 60,
+                fifo_interval: 5,
+                spread_s: 10.0,
                 profile,
                 seed: 7,
             }
