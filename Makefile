@@ -71,7 +71,7 @@ e2e: venv
 
 test: venv ddb-local lint-rust lint-template infra-test
 	cargo build -p enqueue -p poller
-	cargo test --workspace
+	cargo test --workspace --no-fail-fast
 
 # Both architectures, kept apart: each build writes <lambda-dir>/<name>/bootstrap.
 build: venv
