@@ -473,18 +473,16 @@ pub async fn api_efficiency(jobs: usize, shards: u32, profile: Profile) -> ApiEf
     emu.create_table("orders").await;
     let proxy = crate::proxy::FaultProxy::start(&emu.endpoint, 0, 0.0).await;
     let shards_s = shards.to_string();
-    let mut env = emu.function_env(&[
-        ("WAITER_QUEUES", "orders"),
-        ("WAITER_DIRECT_MAX_DELAY", "0"),
-        ("WAITER_LOOKAHEAD", "0"),
-        ("WAITER_SHARDS", &shards_s),
-        ("RUST_LOG", "warn"),
-    ]);
-    for (k, v) in env.iter_mut() {
-        if k == "AWS_ENDPOINT_URL" {
-            v.clone_from(&proxy.endpoint);
-        }
-    }
+    let env = emu.function_env_via(
+        &proxy.endpoint,
+        &[
+            ("WAITER_QUEUES", "orders"),
+            ("WAITER_DIRECT_MAX_DELAY", "0"),
+            ("WAITER_LOOKAHEAD", "0"),
+            ("WAITER_SHARDS", &shards_s),
+            ("RUST_LOG", "warn"),
+        ],
+    );
     let mut enqueue = Function::start_binary(binary_path("enqueue", profile), "enqueue", &env).await;
     let mut poller = Function::start_binary(binary_path("poller", profile), "poller", &env).await;
     // Far enough out that every job is stored however long the enqueueing takes.
@@ -713,6 +711,24 @@ pub struct DispatchThroughput {
     pub ratio: f64,
 }
 
+/// One BatchWriteItem request list, retried until nothing is left unprocessed.
+async fn write_all(ddb: &aws_sdk_dynamodb::Client, table: &str, requests: Vec<aws_sdk_dynamodb::types::WriteRequest>) {
+    let mut pending = requests;
+    while !pending.is_empty() {
+        let out = ddb
+            .batch_write_item()
+            .request_items(table, pending)
+            .send()
+            .await
+            .expect("BatchWriteItem");
+        pending = out
+            .unprocessed_items
+            .unwrap_or_default()
+            .remove(table)
+            .unwrap_or_default();
+    }
+}
+
 /// Writes `jobs` due items straight into the table with the waiter's own codec.
 async fn load_due_items(ddb: &aws_sdk_dynamodb::Client, table: &str, jobs: usize, shards: u32) {
     use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
@@ -748,20 +764,7 @@ async fn load_due_items(ddb: &aws_sdk_dynamodb::Client, table: &str, jobs: usize
     let chunks: Vec<Vec<WriteRequest>> = items.chunks(25).map(<[WriteRequest]>::to_vec).collect();
     futures::stream::iter(chunks)
         .for_each_concurrent(8, |chunk| async move {
-            let mut pending = chunk;
-            while !pending.is_empty() {
-                let out = ddb
-                    .batch_write_item()
-                    .request_items(table, pending)
-                    .send()
-                    .await
-                    .expect("BatchWriteItem");
-                pending = out
-                    .unprocessed_items
-                    .unwrap_or_default()
-                    .remove(table)
-                    .unwrap_or_default();
-            }
+            write_all(ddb, table, chunk).await;
         })
         .await;
 }
@@ -826,37 +829,11 @@ async fn baseline_dispatch(
                     );
                 }
                 while deletes.len() >= 25 {
-                    let mut pending: Vec<WriteRequest> = deletes.drain(..25).collect();
-                    while !pending.is_empty() {
-                        let out = ddb
-                            .batch_write_item()
-                            .request_items(table, pending)
-                            .send()
-                            .await
-                            .expect("BatchWriteItem");
-                        pending = out
-                            .unprocessed_items
-                            .unwrap_or_default()
-                            .remove(table)
-                            .unwrap_or_default();
-                    }
+                    write_all(ddb, table, deletes.drain(..25).collect()).await;
                 }
             }
         }
-        let mut pending = deletes;
-        while !pending.is_empty() {
-            let out = ddb
-                .batch_write_item()
-                .request_items(table, pending)
-                .send()
-                .await
-                .expect("BatchWriteItem");
-            pending = out
-                .unprocessed_items
-                .unwrap_or_default()
-                .remove(table)
-                .unwrap_or_default();
-        }
+        write_all(ddb, table, deletes).await;
         sent
     });
     futures::future::join_all(per_shard).await.into_iter().sum()

@@ -104,6 +104,36 @@ impl Emulator {
         env
     }
 
+    /// The same environment, but reaching AWS through `endpoint` (the fault proxy).
+    pub fn function_env_via(&self, endpoint: &str, waiter: &[(&str, &str)]) -> Env {
+        let mut env = self.function_env(waiter);
+        for (k, v) in env.iter_mut() {
+            if k == "AWS_ENDPOINT_URL" {
+                endpoint.clone_into(v);
+            }
+        }
+        env
+    }
+
+    /// Visible, delayed and in-flight message counts of a queue, by attribute name.
+    pub async fn queue_counts(&self, url: &str) -> std::collections::HashMap<String, usize> {
+        use aws_sdk_sqs::types::QueueAttributeName as A;
+        self.sqs
+            .get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(A::ApproximateNumberOfMessages)
+            .attribute_names(A::ApproximateNumberOfMessagesDelayed)
+            .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
+            .send()
+            .await
+            .expect("GetQueueAttributes")
+            .attributes
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k.as_str().to_owned(), v.parse().unwrap_or(0)))
+            .collect()
+    }
+
     /// Creates a queue; returns its URL.
     pub async fn create_queue(&self, name: &str) -> String {
         let mut req = self.sqs.create_queue().queue_name(name);

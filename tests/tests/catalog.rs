@@ -25,22 +25,14 @@ async fn snapshot(s: &common::Setup) -> Vec<String> {
         items.sort();
         state.push(format!("{table}: {items:?}"));
     }
-    use aws_sdk_sqs::types::QueueAttributeName as A;
     for url in &s.urls {
-        let attrs = s
+        let mut a: Vec<String> = s
             .emu
-            .sqs
-            .get_queue_attributes()
-            .queue_url(url)
-            .attribute_names(A::ApproximateNumberOfMessages)
-            .attribute_names(A::ApproximateNumberOfMessagesDelayed)
-            .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
-            .send()
+            .queue_counts(url)
             .await
-            .expect("GetQueueAttributes")
-            .attributes
-            .unwrap_or_default();
-        let mut a: Vec<String> = attrs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         a.sort();
         state.push(format!("{url}: {a:?}"));
     }

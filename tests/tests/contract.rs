@@ -11,20 +11,7 @@ use e2e::{Emulator, Function};
 use serde_json::{json, Value};
 
 async fn queue_depth(emu: &Emulator, url: &str) -> usize {
-    use aws_sdk_sqs::types::QueueAttributeName as A;
-    let attrs = emu
-        .sqs
-        .get_queue_attributes()
-        .queue_url(url)
-        .attribute_names(A::ApproximateNumberOfMessages)
-        .attribute_names(A::ApproximateNumberOfMessagesDelayed)
-        .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
-        .send()
-        .await
-        .expect("GetQueueAttributes")
-        .attributes
-        .unwrap_or_default();
-    attrs.values().map(|v| v.parse::<usize>().unwrap_or(0)).sum()
+    emu.queue_counts(url).await.values().sum()
 }
 
 #[tokio::test(flavor = "multi_thread")]

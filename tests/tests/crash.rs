@@ -21,17 +21,15 @@ async fn world() -> World {
     let url = emu.create_queue("orders").await;
     emu.create_table("orders").await;
     let proxy = FaultProxy::start(&emu.endpoint, 1, 0.0).await;
-    let mut env = emu.function_env(&[
-        ("WAITER_QUEUES", "orders"),
-        ("WAITER_DIRECT_MAX_DELAY", "0"),
-        ("WAITER_LOOKAHEAD", "0"),
-        ("WAITER_SHARDS", "1"),
-    ]);
-    for (k, v) in env.iter_mut() {
-        if k == "AWS_ENDPOINT_URL" {
-            *v = proxy.endpoint.clone();
-        }
-    }
+    let env = emu.function_env_via(
+        &proxy.endpoint,
+        &[
+            ("WAITER_QUEUES", "orders"),
+            ("WAITER_DIRECT_MAX_DELAY", "0"),
+            ("WAITER_LOOKAHEAD", "0"),
+            ("WAITER_SHARDS", "1"),
+        ],
+    );
     World { emu, proxy, url, env }
 }
 

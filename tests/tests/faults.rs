@@ -23,17 +23,15 @@ async fn every_job_is_delivered_at_least_once_and_never_early_through_a_faulty_n
     let url = emu.create_queue("orders").await;
     emu.create_table("orders").await;
     let proxy = FaultProxy::start(&emu.endpoint, 20261122, 0.10).await;
-    let mut env = emu.function_env(&[
-        ("WAITER_QUEUES", "orders"),
-        ("WAITER_DIRECT_MAX_DELAY", "0"),
-        ("WAITER_LOOKAHEAD", "5"),
-        ("WAITER_SHARDS", "4"),
-    ]);
-    for (k, v) in env.iter_mut() {
-        if k == "AWS_ENDPOINT_URL" {
-            *v = proxy.endpoint.clone();
-        }
-    }
+    let env = emu.function_env_via(
+        &proxy.endpoint,
+        &[
+            ("WAITER_QUEUES", "orders"),
+            ("WAITER_DIRECT_MAX_DELAY", "0"),
+            ("WAITER_LOOKAHEAD", "5"),
+            ("WAITER_SHARDS", "4"),
+        ],
+    );
     let mut enqueue = Function::start("enqueue", &env).await;
     let mut poller = Function::start("poller", &env).await;
 

@@ -46,6 +46,17 @@ struct Outcome {
     crashes: usize,
 }
 
+/// Jobs still waiting in a shard (parked ones excluded).
+fn active_jobs(mem: &MemStore) -> usize {
+    mem.state
+        .lock()
+        .unwrap()
+        .items
+        .keys()
+        .filter(|(_, p, _)| *p != Partition::Parked)
+        .count()
+}
+
 fn parse_time(v: &Value) -> Option<DateTime<Utc>> {
     v.as_str()
         .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
@@ -186,14 +197,7 @@ async fn simulate(seed: u64) -> Outcome {
     tokio::time::sleep(Duration::from_secs(70)).await;
     for _ in 0..10 {
         dispatcher.run(clock.now() + TimeDelta::seconds(60)).await;
-        let left = mem
-            .state
-            .lock()
-            .unwrap()
-            .items
-            .keys()
-            .filter(|(_, p, _)| *p != Partition::Parked)
-            .count();
+        let left = active_jobs(&mem);
         if left == 0 {
             break;
         }
@@ -229,14 +233,7 @@ async fn simulate(seed: u64) -> Outcome {
                 .push(format!("{id}: acknowledged but never delivered (lost)"));
         }
     }
-    let leftover = mem
-        .state
-        .lock()
-        .unwrap()
-        .items
-        .keys()
-        .filter(|(_, p, _)| *p != Partition::Parked)
-        .count();
+    let leftover = active_jobs(&mem);
     if leftover > 0 {
         out.violations
             .push(format!("{leftover} jobs still stored after the drain"));
