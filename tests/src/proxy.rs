@@ -48,6 +48,10 @@ struct Inner {
     frozen: AtomicBool,
     froze: Notify,
     requests: AtomicU64,
+    /// Requests past the freeze check and not yet answered.
+    inflight: AtomicU64,
+    /// Bumped by `unfreeze`: a request that waited across it belongs to a killed caller.
+    generation: AtomicU64,
 }
 
 /// A running proxy; aborted on drop.
@@ -70,6 +74,8 @@ impl FaultProxy {
             frozen: AtomicBool::new(false),
             froze: Notify::new(),
             requests: AtomicU64::new(0),
+            inflight: AtomicU64::new(0),
+            generation: AtomicU64::new(0),
         });
         let app = Router::new().fallback(handle).with_state(inner.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
@@ -102,9 +108,20 @@ impl FaultProxy {
             || self.inner.frozen.load(Ordering::SeqCst)
     }
 
+    /// Lifts the freeze. Requests held by it are answered 503 and never forwarded: they came
+    /// from the process the test killed.
     pub fn unfreeze(&self) {
         *self.inner.freeze.lock().expect("lock") = None;
+        self.inner.generation.fetch_add(1, Ordering::SeqCst);
         self.inner.frozen.store(false, Ordering::SeqCst);
+    }
+
+    /// Waits until no request is being forwarded (those that passed before a freeze settle).
+    pub async fn wait_idle(&self, within: Duration) {
+        let until = std::time::Instant::now() + within;
+        while self.inner.inflight.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     pub fn fault_counts(&self) -> HashMap<FaultKind, u64> {
@@ -227,9 +244,20 @@ fn respond(status: StatusCode, headers: HeaderMap, body: Bytes) -> Response {
 async fn handle(State(p): State<Arc<Inner>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     p.requests.fetch_add(1, Ordering::Relaxed);
     // A frozen proxy never answers: the caller is about to be killed.
+    let generation = p.generation.load(Ordering::SeqCst);
     while p.frozen.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    if p.generation.load(Ordering::SeqCst) != generation {
+        return aws_error(503, is_sqs(&headers), "ServiceUnavailable");
+    }
+    p.inflight.fetch_add(1, Ordering::SeqCst);
+    let response = handle_live(&p, method, uri, headers, body).await;
+    p.inflight.fetch_sub(1, Ordering::SeqCst);
+    response
+}
+
+async fn handle_live(p: &Inner, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let op = operation(&headers);
     let sqs = is_sqs(&headers);
     let fault = p.pick_fault(&op);

@@ -57,6 +57,8 @@ async fn kill_after(w: &World, f: &mut Function, payload: Value, op: &str, nth: 
     let pid = f.pid();
     f.kill();
     println!("SIGKILLed pid {pid} after {op} #{nth}");
+    // Calls that passed before the freeze finish landing; those held by it are dropped.
+    w.proxy.wait_idle(Duration::from_secs(10)).await;
     w.proxy.unfreeze();
 }
 
