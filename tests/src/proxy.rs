@@ -295,11 +295,11 @@ async fn handle_live(p: &Inner, method: Method, uri: Uri, headers: HeaderMap, bo
         Some(FaultKind::Slow) => {
             let ms = p.rng.lock().expect("lock").random_range(300..1500);
             tokio::time::sleep(Duration::from_millis(ms)).await;
-            forward_or_502(&p, &method, &uri, &headers, body).await
+            forward_or_502(p, &method, &uri, &headers, body).await
         }
-        Some(FaultKind::PartialBatch) => partial_send_batch(&p, &method, &uri, &headers, body).await,
-        Some(FaultKind::Unprocessed) => unprocessed_write(&p, &method, &uri, &headers, body).await,
-        None => forward_or_502(&p, &method, &uri, &headers, body).await,
+        Some(FaultKind::PartialBatch) => partial_send_batch(p, &method, &uri, &headers, body).await,
+        Some(FaultKind::Unprocessed) => unprocessed_write(p, &method, &uri, &headers, body).await,
+        None => forward_or_502(p, &method, &uri, &headers, body).await,
     };
     let nth = {
         let mut calls = p.calls.lock().expect("lock");
