@@ -288,30 +288,35 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         sum: &mut RunSummary,
     ) -> Result<(), PortError> {
         let sent_at = self.clock.now();
+        let arrival_of = |delay: Option<u32>| sent_at + TimeDelta::seconds(i64::from(delay.unwrap_or(0)));
         // Expiry again at the real send instant: a late send must not deliver an expired job.
-        let (expired, batch): (Vec<Planned>, Vec<Planned>) = batch.into_iter().partition(|p| {
-            let arrival =
-                sent_at + TimeDelta::seconds(i64::from(delay_at(&p.job, queue.is_fifo(), sent_at).unwrap_or(0)));
-            p.job.job.expires_at.is_some_and(|e| e < arrival)
-        });
-        for p in expired {
+        let (expired, kept): (Vec<_>, Vec<_>) = batch
+            .into_iter()
+            .map(|p| {
+                let delay = delay_at(&p.job, queue.is_fifo(), sent_at);
+                (p, delay)
+            })
+            .partition(|(p, delay)| p.job.job.arrives_expired(arrival_of(*delay)));
+        for (p, _) in expired {
             info!(queue = %queue, job_id = %p.job.job.job_id, "expired: dropped, not sent");
             sum.expired += 1;
             deletes.push(p.job.key());
         }
-        if batch.is_empty() {
+        if kept.is_empty() {
             return Ok(());
         }
+        let (batch, delays): (Vec<Planned>, Vec<Option<u32>>) = kept.into_iter().unzip();
         let messages: Vec<OutgoingMessage> = batch
             .iter()
-            .map(|p| OutgoingMessage::for_job(&p.job.job, delay_at(&p.job, queue.is_fifo(), sent_at)))
+            .zip(delays)
+            .map(|(p, delay)| OutgoingMessage::for_job(&p.job.job, delay))
             .collect();
         match self.queue.send_batch(queue, &messages).await {
             Ok(outcomes) => {
                 for ((p, m), outcome) in batch.iter().zip(&messages).zip(outcomes) {
                     match outcome {
                         EntryOutcome::Sent { .. } => {
-                            let arrival = sent_at + TimeDelta::seconds(i64::from(m.delay_seconds.unwrap_or(0)));
+                            let arrival = arrival_of(m.delay_seconds);
                             let lateness_ms = seconds_between(p.job.job.perform_at, arrival) * 1e3;
                             sum.max_lateness_ms = sum.max_lateness_ms.max(lateness_ms);
                             if sum.lateness_sample_ms.len() < LATENESS_SAMPLE {
@@ -402,7 +407,7 @@ fn plan(job: StoredJob, fifo: bool, now: DateTime<Utc>, stop_at: DateTime<Utc>) 
     } else {
         aligned_send_instant(perform_at, now)
     };
-    if job.job.expires_at.is_some_and(|e| e < send_at.max(perform_at)) {
+    if job.job.arrives_expired(send_at.max(perform_at)) {
         return Plan::Expired(Box::new(job));
     }
     if send_at >= stop_at {

@@ -69,6 +69,11 @@ impl Job {
     pub fn message_bytes(&self) -> usize {
         message_bytes(&self.message_body, &self.message_attributes)
     }
+
+    /// The one expiry rule: a job that would arrive after `expires_at` is not sent.
+    pub fn arrives_expired(&self, arrival: DateTime<Utc>) -> bool {
+        self.expires_at.is_some_and(|e| e < arrival)
+    }
 }
 
 pub fn message_bytes(body: &str, attributes: &Attributes) -> usize {

@@ -28,7 +28,11 @@ pub fn route(job: &Job, now: DateTime<Utc>, direct_max_delay: u32) -> Route {
     }
     let delay = whole_seconds_up(remaining);
     // Rounding up must not carry the job past its expiry; stored, the poller sends it exactly.
-    let arrives_expired = job.expires_at.is_some_and(|e| seconds_between(now, e) < delay as f64);
+    let arrives_expired = i64::try_from(delay)
+        .ok()
+        .and_then(chrono::TimeDelta::try_seconds)
+        .and_then(|d| now.checked_add_signed(d))
+        .is_some_and(|arrival| job.arrives_expired(arrival));
     if delay <= u64::from(direct_max_delay.min(SQS_MAX_DELAY_SECONDS)) && !arrives_expired {
         Route::Direct {
             delay_seconds: Some(delay as u32),
