@@ -354,11 +354,6 @@ pub fn write_json(name: &str, value: &impl Serialize) -> PathBuf {
     path
 }
 
-/// Helper for callers that only need the value.
-pub fn to_value(r: &impl Serialize) -> Value {
-    serde_json::to_value(r).expect("serialise")
-}
-
 /// Median of a sample.
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);

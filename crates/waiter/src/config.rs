@@ -2,7 +2,6 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::time::Duration;
 
 use crate::limits::{DDB_MAX_TABLE_NAME_CHARS, SQS_MAX_DELAY_SECONDS, SQS_MAX_QUEUE_NAME_CHARS};
 
@@ -159,10 +158,6 @@ impl Config {
 
     pub fn table_name(&self, queue: &QueueName) -> String {
         format!("{}{}", self.table_prefix, queue)
-    }
-
-    pub fn lookahead(&self) -> Duration {
-        Duration::from_secs(u64::from(self.lookahead))
     }
 }
 

@@ -46,7 +46,3 @@ pub const DDB_MAX_ITEM_BYTES: usize = 400 * 1024;
 /// Longest DynamoDB table name.
 /// <https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html#limits-naming-rules>
 pub const DDB_MAX_TABLE_NAME_CHARS: usize = 255;
-
-/// How long SQS remembers a FIFO deduplication id.
-/// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/using-messagededuplicationid-property.html>
-pub const SQS_FIFO_DEDUP_WINDOW_SECONDS: u32 = 300;

@@ -219,7 +219,6 @@ impl<Q: MessageQueue> MessageQueue for FaultyQueue<Q> {
 pub struct MemState {
     pub items: BTreeMap<Key, StoredJob>,
     pub leases: HashMap<(QueueName, u32), Lease>,
-    pub delete_calls: usize,
 }
 
 #[derive(Clone)]
@@ -342,7 +341,6 @@ impl JobStore for MemStore {
 
     async fn delete(&self, queue: &QueueName, keys: &[JobKey]) -> Result<(), PortError> {
         let mut s = self.state.lock().unwrap();
-        s.delete_calls += 1;
         for k in keys {
             s.items.remove(&(queue.clone(), k.partition.clone(), k.job_id.clone()));
         }
@@ -405,7 +403,6 @@ type BatchFault = Box<dyn Fn(&[OutgoingMessage]) -> Option<PortError> + Send + S
 #[derive(Clone, Default)]
 pub struct FakeQueue {
     pub sent: Arc<Mutex<Vec<Sent>>>,
-    pub batches: Arc<Mutex<Vec<usize>>>,
     pub entry_fault: Arc<Mutex<Option<EntryFault>>>,
     pub batch_fault: Arc<Mutex<Option<BatchFault>>>,
     pub clock: FakeClock,
@@ -450,7 +447,6 @@ impl MessageQueue for FakeQueue {
         if let Some(e) = self.batch_fault.lock().unwrap().as_ref().and_then(|f| f(messages)) {
             return Err(e);
         }
-        self.batches.lock().unwrap().push(messages.len());
         let at = self.clock.now();
         let fault = self.entry_fault.lock().unwrap();
         Ok(messages
