@@ -51,6 +51,7 @@ async fn cold_start_api_and_enqueue_benches_run() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn throughput_bench_runs_on_dynamodb_local() {
-    let r = e2e::bench::dispatch_throughput(200, 2, Profile::Debug).await;
+    let r = e2e::bench::dispatch_throughput(200, 2, 2, Profile::Debug).await;
     assert!(r.poller_jobs_per_s > 0.0 && r.baseline_jobs_per_s > 0.0, "{r:?}");
+    assert_eq!(r.run_ratios.len(), 2, "{r:?}");
 }

@@ -63,18 +63,23 @@ async fn main() {
         println!("written to {}\n", write_json("precision.json", &report).display());
     }
     if all || what == "throughput" {
-        let jobs = if quick { 300 } else { 20_000 };
-        let r = dispatch_throughput(jobs, 4, profile).await;
+        let jobs = match std::env::var("BENCH_THROUGHPUT_JOBS") {
+            Ok(n) => n.parse().expect("BENCH_THROUGHPUT_JOBS must be a whole number of jobs"),
+            Err(_) if quick => 300,
+            Err(_) => 20_000,
+        };
+        let r = dispatch_throughput(jobs, 4, 3, profile).await;
         println!(
-            "dispatch throughput, {} due jobs, {} shards, on {}:",
-            r.jobs, r.shards, r.backend
+            "dispatch throughput, {} due jobs, {} shards, on {} (median of {} runs per side):",
+            r.jobs, r.shards, r.backend, r.runs
         );
         println!(
             "  one poller invocation: {:.1} s, {:.0} jobs/s",
             r.poller_s, r.poller_jobs_per_s
         );
         println!("  minimal baseline client (Query pages, SendMessageBatch of 10, BatchWriteItem of 25, same concurrency): {:.1} s, {:.0} jobs/s", r.baseline_s, r.baseline_jobs_per_s);
-        println!("  poller / baseline: {:.2}", r.ratio);
+        let per_run: Vec<String> = r.run_ratios.iter().map(|x| format!("{x:.2}")).collect();
+        println!("  poller / baseline: {:.2} (runs: {})", r.ratio, per_run.join(", "));
         println!("written to {}\n", write_json("throughput.json", &r).display());
     }
     if all || what == "coldstart" {
