@@ -840,7 +840,7 @@ async fn baseline_dispatch(
 const DRAIN_WORKERS_PER_SHARD: u32 = 2;
 
 /// Dispatch throughput of one poller invocation versus the minimal baseline, in one run against
-/// the same emulators: DynamoDB Local for the table, moto for SQS with a consumer draining.
+/// the same emulators: DynamoDB Local for the table, moto for SQS with consumers draining it.
 pub async fn dispatch_throughput(jobs: usize, shards: u32, runs: usize, profile: Profile) -> DispatchThroughput {
     let emu = Emulator::start().await;
     let ddb_local = DynamoLocal::start().await;
