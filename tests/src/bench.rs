@@ -138,23 +138,12 @@ pub fn spawn_consumer(
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 continue;
             }
-            let mut batch = sqs.delete_message_batch().queue_url(&url);
-            for (i, m) in messages.iter().enumerate() {
-                arrivals
-                    .lock()
-                    .expect("lock")
-                    .push((m.body().unwrap_or_default().to_owned(), at));
-                if let Some(h) = m.receipt_handle() {
-                    batch = batch.entries(
-                        aws_sdk_sqs::types::DeleteMessageBatchRequestEntry::builder()
-                            .id(i.to_string())
-                            .receipt_handle(h)
-                            .build()
-                            .expect("entry"),
-                    );
-                }
-            }
-            let _ = batch.send().await;
+            arrivals
+                .lock()
+                .expect("lock")
+                .extend(messages.iter().map(|m| (m.body().unwrap_or_default().to_owned(), at)));
+            // A failed delete only means a redelivery after the visibility timeout.
+            let _ = crate::emulator::delete_received(&sqs, &url, &messages).await;
         }
     })
 }

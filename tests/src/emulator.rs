@@ -244,25 +244,42 @@ impl Emulator {
             if messages.is_empty() {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            let mut delete = self.sqs.delete_message_batch().queue_url(url);
-            for (i, m) in messages.iter().enumerate() {
-                if let Some(h) = m.receipt_handle() {
-                    delete = delete.entries(
-                        aws_sdk_sqs::types::DeleteMessageBatchRequestEntry::builder()
-                            .id(i.to_string())
-                            .receipt_handle(h)
-                            .build()
-                            .expect("delete entry"),
-                    );
-                }
-            }
-            if !messages.is_empty() {
-                delete.send().await.expect("DeleteMessageBatch");
-            }
+            delete_received(&self.sqs, url, &messages)
+                .await
+                .expect("DeleteMessageBatch");
             out.extend(messages.into_iter().map(|message| Received { at, message }));
         }
         out
     }
+}
+
+/// Deletes the messages one ReceiveMessage returned (so at most 10) in one DeleteMessageBatch.
+pub async fn delete_received(
+    sqs: &aws_sdk_sqs::Client,
+    url: &str,
+    messages: &[aws_sdk_sqs::types::Message],
+) -> Result<(), aws_sdk_sqs::Error> {
+    let entries: Vec<_> = messages
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| {
+            let entry = aws_sdk_sqs::types::DeleteMessageBatchRequestEntry::builder()
+                .id(i.to_string())
+                .receipt_handle(m.receipt_handle()?)
+                .build()
+                .expect("id and receipt handle are set");
+            Some(entry)
+        })
+        .collect();
+    if entries.is_empty() {
+        return Ok(());
+    }
+    sqs.delete_message_batch()
+        .queue_url(url)
+        .set_entries(Some(entries))
+        .send()
+        .await?;
+    Ok(())
 }
 
 #[derive(Debug, Clone)]
