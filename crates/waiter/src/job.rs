@@ -13,6 +13,7 @@ use crate::config::{Config, QueueName};
 use crate::error::InvalidRequest;
 use crate::limits::{
     SQS_MAX_ATTRIBUTE_NAME_CHARS, SQS_MAX_FIFO_ID_CHARS, SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES,
+    SQS_NUMBER_MAX_DIGITS, SQS_NUMBER_MAX_EXPONENT, SQS_NUMBER_MIN_EXPONENT,
 };
 use crate::time;
 
@@ -436,13 +437,8 @@ fn take_fifo_id(f: &mut Fields<'_>, name: &'static str, alias: &'static str) -> 
 fn parse_time_value(field: &str, v: &Value) -> Result<DateTime<Utc>, InvalidRequest> {
     let parsed = match v {
         Value::String(s) => time::parse_time_str(s),
-        Value::Number(n) => match n.as_u64() {
-            Some(secs) => time::parse_epoch_decimal(&secs.to_string())
-                .ok_or_else(|| "is out of range (after year 9999)".to_string()),
-            None => n
-                .as_f64()
-                .map_or_else(|| Err("must be a finite number".to_string()), time::from_epoch_f64),
-        },
+        // The literal as written (serde_json `arbitrary_precision`): exact, never float-rounded.
+        Value::Number(n) => time::parse_json_epoch(&n.to_string()),
         other => Err(format!(
             "must be an RFC 3339 string or epoch seconds, got {}",
             kind(other)
@@ -528,7 +524,7 @@ fn parse_attributes(field: &str, v: &Value) -> Result<Attributes, InvalidRequest
                 if base == "Number" && !is_sqs_number(s) {
                     return Err(InvalidRequest::new(
                         p,
-                        "must be a number (up to 38 digits, e.g. -12.5 or 1e10)",
+                        "must be a number with up to 38 significant digits, zero or between 1e-128 and 1e126 in magnitude (e.g. -12.5 or 1e10)",
                     ));
                 }
                 AttributeData::String(s.to_owned())
@@ -609,23 +605,41 @@ fn check_data_type<'a>(path: &str, data_type: &'a str) -> Result<&'a str, Invali
     Ok(base)
 }
 
-fn is_sqs_number(s: &str) -> bool {
+/// SQS `Number`: up to 38 significant digits (leading and trailing zeros do not count), and zero
+/// or a magnitude from 10⁻¹²⁸ up to (not including) 10¹²⁶.
+/// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-message-metadata.html>
+pub fn is_sqs_number(s: &str) -> bool {
     let t = s.strip_prefix(['-', '+']).unwrap_or(s);
     let (mantissa, exp) = match t.split_once(['e', 'E']) {
-        Some((m, e)) => (m, Some(e)),
-        None => (t, None),
+        Some((m, e)) => {
+            let digits = e.strip_prefix(['-', '+']).unwrap_or(e);
+            if digits.is_empty() || digits.len() > 6 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return false;
+            }
+            match e.parse::<i64>() {
+                Ok(v) => (m, v),
+                Err(_) => return false,
+            }
+        }
+        None => (t, 0),
     };
     let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let digits = int.len() + frac.len();
-    let ok_mantissa = digits > 0
-        && digits <= 38
-        && int.bytes().all(|b| b.is_ascii_digit())
-        && frac.bytes().all(|b| b.is_ascii_digit());
-    let ok_exp = exp.is_none_or(|e| {
-        let e = e.strip_prefix(['-', '+']).unwrap_or(e);
-        !e.is_empty() && e.len() <= 3 && e.bytes().all(|b| b.is_ascii_digit())
-    });
-    ok_mantissa && ok_exp
+    if int.len() + frac.len() == 0
+        || !int.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return false;
+    }
+    let all = format!("{int}{frac}");
+    let leading = all.len() - all.trim_start_matches('0').len();
+    let significant = all.trim_start_matches('0').trim_end_matches('0');
+    if significant.is_empty() {
+        return true; // zero
+    }
+    // The value is d.ddd × 10^magnitude.
+    let magnitude = int.len() as i64 - 1 - leading as i64 + exp;
+    significant.len() <= SQS_NUMBER_MAX_DIGITS
+        && (SQS_NUMBER_MIN_EXPONENT..SQS_NUMBER_MAX_EXPONENT).contains(&magnitude)
 }
 
 /// SQS allows #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF.
@@ -838,6 +852,45 @@ mod tests {
             let err = job(input.clone()).expect_err(&format!("accepted {input}"));
             assert_eq!(err.field, field, "{input} -> {err}");
             assert!(err.to_string().starts_with(&format!("{field}: ")));
+        }
+    }
+
+    #[test]
+    fn sqs_numbers_follow_the_38_digit_and_range_rules() {
+        for ok in [
+            "0",
+            "-0.000",
+            "12",
+            "-12.5",
+            "+1e10",
+            ".5",
+            "5.",
+            "1e-128",
+            "9.9999e125",
+            "12345678901234567890123456789012345678",
+            "0.00012345678901234567890123456789012345678",
+            "123456789012345678901234567890123456780000",
+            "1000000000000000000000000000000000000000000000000",
+        ] {
+            assert!(is_sqs_number(ok), "{ok} refused");
+        }
+        for bad in [
+            "",
+            "-",
+            "1e200",
+            "1e126",
+            "10e125",
+            "1e-129",
+            "0.1e-128",
+            "123456789012345678901234567890123456789",
+            "1.2.3",
+            "12abc",
+            "1e",
+            "1e9999999",
+            "NaN",
+            "Infinity",
+        ] {
+            assert!(!is_sqs_number(bad), "{bad} accepted");
         }
     }
 

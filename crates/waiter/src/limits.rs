@@ -46,3 +46,10 @@ pub const DDB_MAX_ITEM_BYTES: usize = 400 * 1024;
 /// Longest DynamoDB table name.
 /// <https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html#limits-naming-rules>
 pub const DDB_MAX_TABLE_NAME_CHARS: usize = 255;
+
+/// Significant digits of an SQS `Number` attribute, and its magnitude range: zero, or
+/// 10^MIN_EXPONENT ≤ |v| < 10^MAX_EXPONENT.
+/// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-message-metadata.html>
+pub const SQS_NUMBER_MAX_DIGITS: usize = 38;
+pub const SQS_NUMBER_MIN_EXPONENT: i64 = -128;
+pub const SQS_NUMBER_MAX_EXPONENT: i64 = 126;
