@@ -740,6 +740,7 @@ async fn load_due_items(ddb: &aws_sdk_dynamodb::Client, table: &str, jobs: usize
                 },
                 enqueued_at: due,
                 parked: None,
+                version: 1,
             };
             let put = PutRequest::builder()
                 .set_item(Some(waiter::aws::dynamo::encode(&job)))

@@ -9,11 +9,22 @@ use waiter::{metrics, Waiter};
 
 type App = Waiter<DynamoStore, SqsQueue, SystemClock>;
 
+/// Budget when the invocation carries no usable deadline: the default function timeout.
+const FALLBACK_BUDGET: chrono::TimeDelta = chrono::TimeDelta::seconds(30);
+
 async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Value, Diagnostic> {
     let (result, is_enqueue) = match event.payload.into_value() {
         Ok(request) => {
             let is_enqueue = request.get("action").is_none_or(|a| a == "enqueue");
-            (app.handle(&request).await, is_enqueue)
+            let now = chrono::Utc::now();
+            let deadline = chrono::DateTime::<chrono::Utc>::from(event.context.deadline());
+            // Local emulators may send no usable deadline (cargo-lambda sends one near 1970).
+            let deadline = if deadline > now {
+                deadline
+            } else {
+                now + FALLBACK_BUDGET
+            };
+            (app.handle_until(&request, deadline).await, is_enqueue)
         }
         Err(invalid) => (Err(invalid.into()), true),
     };

@@ -11,7 +11,7 @@
 //! A job leaves the table only after SQS accepted it. A crash between the two steps re-sends at
 //! most the entries not yet deleted: see `MAX_UNDELETED_PER_PARTITION`.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -20,7 +20,7 @@ use serde::Serialize;
 use tracing::{debug, error, info, warn};
 
 use crate::config::{Config, QueueName};
-use crate::error::PortError;
+use crate::error::{display_chain, PortError};
 use crate::limits::{DDB_MAX_BATCH_WRITE_ITEMS, SQS_MAX_BATCH_ENTRIES, SQS_MAX_MESSAGE_BYTES};
 use crate::ports::{
     Clock, EntryOutcome, JobKey, JobStore, Lease, LeaseOutcome, MessageQueue, OutgoingMessage, ParkInfo, StoredJob,
@@ -31,8 +31,17 @@ use crate::time::seconds_between;
 /// Jobs whose send instants lie this close together share a batch; it is also the most a job is
 /// held back past its instant by batching.
 pub const BATCH_WINDOW: TimeDelta = TimeDelta::milliseconds(40);
-/// Stop taking new work this long before the Lambda deadline, to finish what was started.
+/// Stop starting batches this long before the Lambda deadline. What was started is cut at
+/// instants of its own before the deadline (below), so a run always ends inside its budget,
+/// even when a call never answers: the drain at `DRAIN_CUT`, the final delete flush at
+/// `FLUSH_CUT`, the lease release at `RELEASE_CUT`. Whatever a cut leaves undone is safe: the
+/// lease item stays (cancel answers `dispatching`) and the next run re-sends and removes it.
 pub const STOP_MARGIN: TimeDelta = TimeDelta::seconds(3);
+pub const DRAIN_CUT: TimeDelta = TimeDelta::milliseconds(2_000);
+pub const FLUSH_CUT: TimeDelta = TimeDelta::milliseconds(1_000);
+pub const RELEASE_CUT: TimeDelta = TimeDelta::milliseconds(400);
+/// How often a FIFO run holding for due jobs re-reads the index for jobs enqueued meanwhile.
+pub const FIFO_REQUERY: TimeDelta = TimeDelta::seconds(1);
 /// A lease outlives its run's deadline by this much (clock skew between pollers).
 pub const LEASE_GRACE: TimeDelta = TimeDelta::seconds(5);
 /// A busy partition whose holder's window ends within this long is taken over when it ends.
@@ -118,29 +127,55 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         }
     }
 
-    /// One poller run over every managed queue and shard, with bounded parallelism.
+    /// One poller run over every managed queue and shard. Standard and FIFO partitions have a
+    /// pool of `WAITER_CONCURRENCY` each, so FIFO runs holding for due jobs never delay the
+    /// standard ones.
     pub async fn run(&self, deadline: DateTime<Utc>) -> RunSummary {
         let owner = uuid::Uuid::new_v4().to_string();
-        let partitions: Vec<(QueueName, u32)> = self
-            .config
-            .queues
-            .iter()
-            .flat_map(|q| (0..self.config.shards).map(move |s| (q.clone(), s)))
-            .collect();
         let mut total = RunSummary {
             drained: true,
             ..RunSummary::default()
         };
-        let mut results = stream::iter(partitions)
-            .map(|(q, s)| {
-                let owner = owner.clone();
-                async move { self.run_partition(&q, s, deadline, &owner).await }
-            })
-            .buffer_unordered(self.config.concurrency as usize);
+        let (mut standard, mut fifo) = (Vec::new(), Vec::new());
+        for q in &self.config.queues {
+            // Every shard any past WAITER_SHARDS value maps to, so that no shard is left unread.
+            let shards = match self
+                .within(deadline - DRAIN_CUT, self.store.shard_counts(q, self.config.shards))
+                .await
+            {
+                Some(Ok(counts)) => counts.into_iter().max().unwrap_or(self.config.shards),
+                Some(Err(e)) => {
+                    report_error(&mut total, q, None, &e);
+                    self.config.shards
+                }
+                None => {
+                    total.errors.push(format!("{q}: reading the shard counts timed out"));
+                    total.drained = false;
+                    continue;
+                }
+            };
+            let target = if q.is_fifo() { &mut fifo } else { &mut standard };
+            target.extend((0..shards).map(|s| (q.clone(), s)));
+        }
+        let pool = |partitions: Vec<(QueueName, u32)>| {
+            let owner = owner.clone();
+            stream::iter(partitions)
+                .map(move |(q, s)| {
+                    let owner = owner.clone();
+                    async move { self.run_partition(&q, s, deadline, &owner).await }
+                })
+                .buffer_unordered(self.config.concurrency as usize)
+        };
+        let mut results = stream::select(pool(standard), pool(fifo));
         while let Some(part) = results.next().await {
             total.merge(part);
         }
         total
+    }
+
+    /// Runs `f` until the clock reaches `until`; `None` if it was cut (or never started).
+    async fn within<T>(&self, until: DateTime<Utc>, f: impl std::future::Future<Output = T>) -> Option<T> {
+        within(&self.clock, until, f).await
     }
 
     async fn run_partition(&self, queue: &QueueName, shard: u32, deadline: DateTime<Utc>, owner: &str) -> RunSummary {
@@ -164,10 +199,16 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             horizon: now + window,
         };
         let mut handover_until: Option<DateTime<Utc>> = None;
-        loop {
-            match self.store.acquire_lease(queue, shard, &lease, self.clock.now()).await {
-                Ok(LeaseOutcome::Acquired) => break,
-                Ok(LeaseOutcome::Held(other)) => {
+        let horizon = loop {
+            let attempt = self
+                .within(
+                    deadline - DRAIN_CUT,
+                    self.store.acquire_lease(queue, shard, &lease, self.clock.now()),
+                )
+                .await;
+            match attempt {
+                Some(Ok(LeaseOutcome::Acquired { horizon })) => break horizon,
+                Some(Ok(LeaseOutcome::Held(other))) => {
                     // A previous run about to finish its window (a FIFO hold, typically): take
                     // over when it ends rather than skip the partition for a whole interval.
                     let now = self.clock.now();
@@ -184,208 +225,310 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
                     self.clock.sleep_until((now + HANDOVER_POLL).min(wait_until)).await;
                     lease.horizon = self.clock.now() + window;
                 }
-                Err(e) => {
-                    error!(queue = %queue, shard, error = %crate::error::display_chain(&e), "lease failed");
-                    sum.errors
-                        .push(format!("{queue}#{shard}: {}", crate::error::display_chain(&e)));
+                Some(Err(e)) => {
+                    report_error(&mut sum, queue, Some(shard), &e);
+                    return sum;
+                }
+                None => {
+                    // The lease may have been written: it lapses at `until`, and covers only
+                    // jobs no run has sent, so keeping it is safe.
+                    sum.errors.push(format!("{queue}#{shard}: taking the lease timed out"));
+                    sum.drained = false;
                     return sum;
                 }
             }
+        };
+        let mut run = PartitionRun {
+            d: self,
+            queue,
+            shard,
+            horizon,
+            stop_at,
+            pending: VecDeque::new(),
+            deletes: Vec::new(),
+            seen: HashSet::new(),
+            uncertain: false,
+            summary: sum,
+        };
+        let drained = match self.within(deadline - DRAIN_CUT, run.drain()).await {
+            Some(Ok(drained)) => drained,
+            Some(Err(e)) => {
+                report_error(&mut run.summary, queue, Some(shard), &e);
+                false
+            }
+            None => {
+                // Cut in the middle of a call: a send may have reached SQS.
+                warn!(queue = %queue, shard, "run cut at its deadline");
+                run.uncertain = true;
+                false
+            }
+        };
+        run.summary.drained = drained;
+        // Whatever happened, remove what SQS already accepted.
+        let removed = run.deletes.is_empty()
+            || match self
+                .within(deadline - FLUSH_CUT, self.store.delete(queue, &run.deletes))
+                .await
+            {
+                Some(Ok(())) => true,
+                Some(Err(e)) => {
+                    report_error(&mut run.summary, queue, Some(shard), &e);
+                    false
+                }
+                None => false,
+            };
+        if removed && !run.uncertain {
+            match self
+                .within(deadline - RELEASE_CUT, self.store.release_lease(queue, shard, owner))
+                .await
+            {
+                Some(Ok(())) => {}
+                // It lapses for other pollers at `until`; cancel keeps answering `dispatching`
+                // for its horizon until the next run of this partition releases it.
+                Some(Err(e)) => warn!(queue = %queue, shard, error = %display_chain(&e), "lease release failed"),
+                None => warn!(queue = %queue, shard, "lease release timed out"),
+            }
+        } else {
+            // SQS may hold messages for jobs still stored: the lease item stays, so `cancel`
+            // answers `dispatching` for them, until the next run re-sends, removes and releases.
+            warn!(queue = %queue, shard, undeleted = run.deletes.len(), uncertain = run.uncertain, "lease kept: sent jobs not yet removed");
+            run.summary.drained = false;
         }
-        let horizon = lease.horizon;
-        if let Err(e) = self.drain(queue, shard, horizon, stop_at, &mut sum).await {
-            error!(queue = %queue, shard, error = %crate::error::display_chain(&e), "partition stopped");
-            sum.errors
-                .push(format!("{queue}#{shard}: {}", crate::error::display_chain(&e)));
-            sum.drained = false;
-        }
-        if let Err(e) = self.store.release_lease(queue, shard, owner).await {
-            // It lapses on its own at `until`.
-            warn!(queue = %queue, shard, error = %crate::error::display_chain(&e), "lease release failed");
-        }
-        sum
+        run.summary
     }
+}
 
-    async fn drain(
-        &self,
-        queue: &QueueName,
-        shard: u32,
-        horizon: DateTime<Utc>,
-        stop_at: DateTime<Utc>,
-        sum: &mut RunSummary,
-    ) -> Result<(), PortError> {
-        let mut pages = self.store.due(queue, shard, horizon);
-        let mut pending: VecDeque<Planned> = VecDeque::new();
-        let mut deletes: Vec<JobKey> = Vec::new();
+/// Runs `f` until `clock` reaches `until`; `None` if it was cut, or if `until` had passed
+/// already (then `f` is not started).
+pub async fn within<C: Clock, T>(
+    clock: &C,
+    until: DateTime<Utc>,
+    f: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let left = (until - clock.now()).to_std().ok().filter(|d| !d.is_zero())?;
+    tokio::time::timeout(left, f).await.ok()
+}
+
+/// Records a partition's error in the summary and the log, with its source chain.
+fn report_error(sum: &mut RunSummary, queue: &QueueName, shard: Option<u32>, e: &PortError) {
+    let chain = display_chain(e);
+    match shard {
+        Some(shard) => {
+            error!(queue = %queue, shard, retryable = e.is_retryable(), error = %chain, "partition stopped");
+            sum.errors.push(format!("{queue}#{shard}: {chain}"));
+        }
+        None => {
+            error!(queue = %queue, retryable = e.is_retryable(), error = %chain, "queue skipped");
+            sum.errors.push(format!("{queue}: {chain}"));
+        }
+    }
+    sum.drained = false;
+}
+
+/// One run over one partition: what is planned, what SQS accepted and must be removed, what
+/// the run has already handled.
+struct PartitionRun<'a, S, Q, C> {
+    d: &'a Dispatcher<S, Q, C>,
+    queue: &'a QueueName,
+    shard: u32,
+    horizon: DateTime<Utc>,
+    stop_at: DateTime<Utc>,
+    pending: VecDeque<Planned>,
+    /// Keys of jobs SQS accepted (or that expired), not yet removed.
+    deletes: Vec<JobKey>,
+    /// Job ids planned in this run: a re-read index shows them again until they are removed.
+    seen: HashSet<String>,
+    /// A send failed in a way that leaves open whether SQS accepted it (timeout, reset, 5xx).
+    uncertain: bool,
+    summary: RunSummary,
+}
+
+impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
+    /// Returns whether every due job this run was responsible for was handed over.
+    async fn drain(&mut self) -> Result<bool, PortError> {
+        let d = self.d;
+        let fifo = self.queue.is_fifo();
+        // A FIFO run holding for jobs that fall due re-reads the index, so jobs enqueued during
+        // the hold are found by this run, on time.
+        let requery = fifo && d.config.fifo_hold > 0;
+        let mut pages = d.store.due(self.queue, self.shard, self.horizon);
         let mut exhausted = false;
         let mut left_behind = false;
-        let result: Result<(), PortError> = async {
-            loop {
-                let now = self.clock.now();
-                if now >= stop_at {
-                    left_behind |= !exhausted || !pending.is_empty();
-                    break;
+        loop {
+            let now = d.clock.now();
+            if now >= self.stop_at {
+                return Ok(false);
+            }
+            let next_is_soon = self
+                .pending
+                .front()
+                .is_some_and(|p| p.send_at <= now + TimeDelta::seconds(1));
+            if !exhausted && !next_is_soon && self.pending.len() < MAX_PENDING {
+                match pages.next().await {
+                    None => exhausted = true,
+                    Some(page) => left_behind |= self.plan_page(page?).await?,
                 }
-                let next_is_soon = pending
-                    .front()
-                    .is_some_and(|p| p.send_at <= now + TimeDelta::seconds(1));
-                if !exhausted && !next_is_soon && pending.len() < MAX_PENDING {
-                    match pages.next().await {
-                        None => exhausted = true,
-                        Some(page) => {
-                            let now = self.clock.now();
-                            for job in page? {
-                                match plan(job, queue.is_fifo(), now, stop_at) {
-                                    Plan::Send(p) => {
-                                        sum.backlog_age_s =
-                                            sum.backlog_age_s.max(seconds_between(p.job.job.perform_at, now));
-                                        pending.push_back(*p);
-                                    }
-                                    Plan::Expired(job) => {
-                                        info!(queue = %queue, job_id = %job.job.job_id, "expired: dropped, not sent");
-                                        sum.expired += 1;
-                                        deletes.push(job.key());
-                                    }
-                                    Plan::NotYet => left_behind = true,
-                                }
-                            }
-                            pending.make_contiguous().sort_by_key(|p| p.send_at);
-                        }
-                    }
-                    continue;
-                }
-                if pending.is_empty() {
-                    break;
-                }
-                let batch = next_batch(&mut pending, BATCH_WINDOW);
-                if let Some(last) = batch.last() {
-                    self.clock.sleep_until(last.send_at).await;
-                }
-                self.send(queue, batch, &mut deletes, sum).await?;
-                if deletes.len() >= DDB_MAX_BATCH_WRITE_ITEMS {
-                    let full: Vec<JobKey> = deletes.drain(..DDB_MAX_BATCH_WRITE_ITEMS).collect();
-                    self.store.delete(queue, &full).await?;
+                continue;
+            }
+            let hold_until = self.horizon.min(self.stop_at);
+            if self.pending.is_empty() && !(requery && now + FIFO_REQUERY < hold_until) {
+                break;
+            }
+            if requery && exhausted && self.pending.front().is_none_or(|p| p.send_at > now + FIFO_REQUERY) {
+                d.clock.sleep_until(now + FIFO_REQUERY).await;
+                pages = d.store.due(self.queue, self.shard, self.horizon);
+                exhausted = false;
+                continue;
+            }
+            let batch = next_batch(&mut self.pending, BATCH_WINDOW);
+            if let Some(last) = batch.last() {
+                d.clock.sleep_until(last.send_at).await;
+            }
+            self.send(batch).await?;
+            if self.deletes.len() >= DDB_MAX_BATCH_WRITE_ITEMS {
+                let full: Vec<JobKey> = self.deletes.drain(..DDB_MAX_BATCH_WRITE_ITEMS).collect();
+                if let Err(e) = d.store.delete(self.queue, &full).await {
+                    self.deletes.extend(full);
+                    return Err(e);
                 }
             }
-            Ok(())
         }
-        .await;
-        // Whatever happened, remove what SQS already accepted.
-        if !deletes.is_empty() {
-            self.store.delete(queue, &deletes).await?;
+        Ok(exhausted && self.pending.is_empty() && !left_behind)
+    }
+
+    /// Plans one index page. The index is eventually consistent: each job is re-read from the
+    /// table (strongly consistent) under the lease, and only that version is sent. Returns
+    /// whether a due job had to be left for a later run.
+    async fn plan_page(&mut self, page: Vec<StoredJob>) -> Result<bool, PortError> {
+        let d = self.d;
+        let keys: Vec<JobKey> = page
+            .iter()
+            .filter(|j| !self.seen.contains(&j.job.job_id))
+            .map(StoredJob::key)
+            .collect();
+        if keys.is_empty() {
+            return Ok(false);
         }
-        result?;
-        sum.drained = exhausted && pending.is_empty() && !left_behind;
+        let current = d.store.read(self.queue, &keys).await?;
+        let now = d.clock.now();
+        let mut left_behind = false;
+        for job in current {
+            // Rescheduled or re-enqueued past the horizon since the index was written.
+            if job.job.perform_at > self.horizon || !self.seen.insert(job.job.job_id.clone()) {
+                continue;
+            }
+            match plan(job, self.queue.is_fifo(), now, self.stop_at) {
+                Plan::Send(p) => {
+                    self.summary.backlog_age_s = self
+                        .summary
+                        .backlog_age_s
+                        .max(seconds_between(p.job.job.perform_at, now));
+                    self.pending.push_back(*p);
+                }
+                Plan::Expired(job) => {
+                    info!(queue = %self.queue, job_id = %job.job.job_id, "expired: dropped, not sent");
+                    self.summary.expired += 1;
+                    self.deletes.push(job.key());
+                }
+                Plan::NotYet => left_behind = true,
+            }
+        }
+        self.pending.make_contiguous().sort_by_key(|p| p.send_at);
+        Ok(left_behind)
+    }
+
+    /// Sends one batch and records each entry's fate. A failure of the whole call parks
+    /// nothing: it is the queue's fault (access, KMS, throttling, outage), the jobs stay stored
+    /// and the partition stops until the next run. Only an entry SQS refused with
+    /// `SenderFault: true` is parked.
+    async fn send(&mut self, batch: Vec<Planned>) -> Result<(), PortError> {
+        let d = self.d;
+        let queue = self.queue;
+        let sent_at = d.clock.now();
+        let arrival_of = |delay: Option<u32>| sent_at + TimeDelta::seconds(i64::from(delay.unwrap_or(0)));
+        // Expiry again at the real send instant: a late send must not deliver an expired job.
+        let mut kept = Vec::with_capacity(batch.len());
+        for p in batch {
+            let delay = delay_at(&p.job, queue.is_fifo(), sent_at);
+            if p.job.job.arrives_expired(arrival_of(delay)) {
+                info!(queue = %queue, job_id = %p.job.job.job_id, "expired: dropped, not sent");
+                self.summary.expired += 1;
+                self.deletes.push(p.job.key());
+            } else {
+                kept.push((p, delay));
+            }
+        }
+        // A batch SQS finds too long as a whole (our size count disagreeing with SQS's) is sent
+        // again entry by entry.
+        let mut calls: VecDeque<Vec<(Planned, Option<u32>)>> = VecDeque::from([kept]);
+        while let Some(call) = calls.pop_front() {
+            if call.is_empty() {
+                continue;
+            }
+            let messages: Vec<OutgoingMessage> = call
+                .iter()
+                .map(|(p, delay)| OutgoingMessage::for_job(&p.job.job, *delay))
+                .collect();
+            let outcomes = match d.queue.send_batch(queue, &messages).await {
+                Ok(outcomes) => outcomes,
+                Err(e) if e.is_batch_too_long() && call.len() > 1 => {
+                    warn!(queue = %queue, entries = call.len(), "batch too long for SQS; sending its entries singly");
+                    calls.extend(call.into_iter().map(|c| vec![c]));
+                    continue;
+                }
+                Err(e) => {
+                    self.uncertain |= e.may_have_taken_effect();
+                    self.summary.failed += call.len() as u64;
+                    return Err(e);
+                }
+            };
+            for (((p, _), m), outcome) in call.iter().zip(&messages).zip(outcomes) {
+                match outcome {
+                    EntryOutcome::Sent { .. } => {
+                        let arrival = arrival_of(m.delay_seconds);
+                        let lateness_ms = seconds_between(p.job.job.perform_at, arrival) * 1e3;
+                        let sum = &mut self.summary;
+                        sum.max_lateness_ms = sum.max_lateness_ms.max(lateness_ms);
+                        if sum.lateness_sample_ms.len() < LATENESS_SAMPLE {
+                            sum.lateness_sample_ms.push(lateness_ms);
+                        }
+                        sum.dispatched += 1;
+                        info!(queue = %queue, job_id = %p.job.job.job_id, delay_s = m.delay_seconds, lateness_ms, "dispatched");
+                        self.deletes.push(p.job.key());
+                    }
+                    EntryOutcome::Failed {
+                        code,
+                        message,
+                        sender_fault: true,
+                    } => self.park(&p.job, code, message).await,
+                    EntryOutcome::Failed {
+                        code,
+                        message,
+                        sender_fault: false,
+                    } => {
+                        warn!(queue = %queue, job_id = %p.job.job.job_id, code, message, "entry failed; stays stored for the next run");
+                        self.summary.failed += 1;
+                    }
+                }
+            }
+        }
         Ok(())
     }
 
-    /// Sends one batch and records each entry's fate.
-    async fn send(
-        &self,
-        queue: &QueueName,
-        batch: Vec<Planned>,
-        deletes: &mut Vec<JobKey>,
-        sum: &mut RunSummary,
-    ) -> Result<(), PortError> {
-        let sent_at = self.clock.now();
-        let arrival_of = |delay: Option<u32>| sent_at + TimeDelta::seconds(i64::from(delay.unwrap_or(0)));
-        // Expiry again at the real send instant: a late send must not deliver an expired job.
-        let (expired, kept): (Vec<_>, Vec<_>) = batch
-            .into_iter()
-            .map(|p| {
-                let delay = delay_at(&p.job, queue.is_fifo(), sent_at);
-                (p, delay)
-            })
-            .partition(|(p, delay)| p.job.job.arrives_expired(arrival_of(*delay)));
-        for (p, _) in expired {
-            info!(queue = %queue, job_id = %p.job.job.job_id, "expired: dropped, not sent");
-            sum.expired += 1;
-            deletes.push(p.job.key());
-        }
-        if kept.is_empty() {
-            return Ok(());
-        }
-        let (batch, delays): (Vec<Planned>, Vec<Option<u32>>) = kept.into_iter().unzip();
-        let messages: Vec<OutgoingMessage> = batch
-            .iter()
-            .zip(delays)
-            .map(|(p, delay)| OutgoingMessage::for_job(&p.job.job, delay))
-            .collect();
-        match self.queue.send_batch(queue, &messages).await {
-            Ok(outcomes) => {
-                for ((p, m), outcome) in batch.iter().zip(&messages).zip(outcomes) {
-                    match outcome {
-                        EntryOutcome::Sent { .. } => {
-                            let arrival = arrival_of(m.delay_seconds);
-                            let lateness_ms = seconds_between(p.job.job.perform_at, arrival) * 1e3;
-                            sum.max_lateness_ms = sum.max_lateness_ms.max(lateness_ms);
-                            if sum.lateness_sample_ms.len() < LATENESS_SAMPLE {
-                                sum.lateness_sample_ms.push(lateness_ms);
-                            }
-                            sum.dispatched += 1;
-                            info!(queue = %queue, job_id = %p.job.job.job_id, delay_s = m.delay_seconds, lateness_ms, "dispatched");
-                            deletes.push(p.job.key());
-                        }
-                        EntryOutcome::Failed {
-                            code,
-                            message,
-                            sender_fault: true,
-                        } => {
-                            self.park(queue, &p.job, code, message, sum).await;
-                        }
-                        EntryOutcome::Failed {
-                            code,
-                            message,
-                            sender_fault: false,
-                        } => {
-                            warn!(queue = %queue, job_id = %p.job.job.job_id, code, message, "entry failed; stays stored for the next run");
-                            sum.failed += 1;
-                        }
-                    }
-                }
-                Ok(())
-            }
-            Err(e) if e.is_retryable() => {
-                warn!(queue = %queue, entries = batch.len(), error = %crate::error::display_chain(&e), "batch failed; entries stay stored");
-                sum.failed += batch.len() as u64;
-                Ok(())
-            }
-            Err(e @ PortError::NotFound { .. }) => Err(e),
-            Err(e) if batch.len() > 1 => {
-                // One bad entry can make SQS refuse the whole request: find it by sending singly.
-                warn!(queue = %queue, error = %crate::error::display_chain(&e), "batch rejected; retrying entries one by one");
-                for p in batch {
-                    Box::pin(self.send(queue, vec![p], deletes, sum)).await?;
-                }
-                Ok(())
-            }
-            Err(e) => {
-                let (code, message) = match &e {
-                    PortError::Rejected { code, .. } => (code.clone(), crate::error::display_chain(&e)),
-                    _ => ("Rejected".to_owned(), crate::error::display_chain(&e)),
-                };
-                if let Some(p) = batch.first() {
-                    self.park(queue, &p.job, code, message, sum).await;
-                }
-                Ok(())
-            }
-        }
-    }
-
-    async fn park(&self, queue: &QueueName, job: &StoredJob, code: String, message: String, sum: &mut RunSummary) {
+    async fn park(&mut self, job: &StoredJob, code: String, message: String) {
         let info = ParkInfo {
-            parked_at: self.clock.now(),
+            parked_at: self.d.clock.now(),
             code,
             message,
         };
-        match self.store.park(job, &info).await {
+        match self.d.store.park(job, &info).await {
             Ok(()) => {
-                error!(queue = %queue, job_id = %job.job.job_id, code = %info.code, reason = %info.message, "parked: SQS rejected the message permanently");
-                sum.parked += 1;
+                error!(queue = %self.queue, job_id = %job.job.job_id, code = %info.code, reason = %info.message, "parked: SQS rejected the message permanently");
+                self.summary.parked += 1;
             }
             Err(e) => {
-                error!(queue = %queue, job_id = %job.job.job_id, error = %crate::error::display_chain(&e), "parking failed; job stays stored");
-                sum.failed += 1;
+                error!(queue = %self.queue, job_id = %job.job.job_id, error = %display_chain(&e), "parking failed; job stays stored");
+                self.summary.failed += 1;
             }
         }
     }
@@ -479,6 +622,7 @@ mod tests {
             },
             enqueued_at: perform_at,
             parked: None,
+            version: 1,
         }
     }
 
@@ -548,7 +692,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_rejected_batch_is_retried_singly_to_find_the_bad_entry() {
+    async fn a_batch_too_long_is_split_and_a_whole_call_failure_parks_nothing() {
         let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1")]);
         let now = clock.now();
         for i in 0..5 {
@@ -557,14 +701,157 @@ mod tests {
         *queue.batch_fault.lock().unwrap() = Some(Box::new(|ms: &[OutgoingMessage]| {
             ms.iter().any(|m| m.body == "body-j3").then(|| PortError::Rejected {
                 operation: "SendMessageBatch",
-                code: "BatchRequestTooLong".into(),
+                code: "AWS.SimpleQueueService.BatchRequestTooLong".into(),
                 source: None,
             })
         }));
         let s = d.run(now + TimeDelta::seconds(60)).await;
-        assert_eq!((s.dispatched, s.parked), (4, 1), "{s:?}");
+        // j0..j2 go singly; j3's own call fails as a whole, which stops the partition.
+        assert_eq!((s.dispatched, s.parked), (3, 0), "{s:?}");
+        assert_eq!(s.errors.len(), 1, "{s:?}");
         let q = QueueName::parse("orders").unwrap();
-        assert!(store.get(&q, Partition::Parked, "j3").is_some());
+        assert!(
+            store.get(&q, Partition::Shard(0), "j3").is_some(),
+            "stays stored, not parked"
+        );
+        assert_eq!(store.len(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn queue_level_errors_park_nothing_and_the_next_run_retries() {
+        for code in [
+            "KMS.AccessDeniedException",
+            "AccessDenied",
+            "KMS.DisabledException",
+            "InvalidSecurity",
+            "AWS.SimpleQueueService.NonExistentQueue",
+        ] {
+            let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1"), ("WAITER_QUEUES", "orders")]);
+            let now = clock.now();
+            for i in 0..12 {
+                store.insert(stored("orders", &format!("j{i}"), now, 1));
+            }
+            *queue.batch_fault.lock().unwrap() = Some(Box::new(move |_: &[OutgoingMessage]| {
+                Some(PortError::Rejected {
+                    operation: "SendMessageBatch",
+                    code: code.into(),
+                    source: None,
+                })
+            }));
+            let s = d.run(now + TimeDelta::seconds(60)).await;
+            assert_eq!((s.dispatched, s.parked), (0, 0), "{code}: {s:?}");
+            assert!(!s.drained && s.errors[0].contains(code), "{code}: {s:?}");
+            assert_eq!(store.len(), 12, "{code}: everything stays stored");
+            *queue.batch_fault.lock().unwrap() = None;
+            let s = d.run(clock.now() + TimeDelta::seconds(60)).await;
+            assert_eq!(s.dispatched, 12, "{code}: the next run sends them");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_a_failed_delete_cancel_never_answers_cancelled_for_a_sent_job() {
+        let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1"), ("WAITER_QUEUES", "orders")]);
+        let now = clock.now();
+        store.insert(stored("orders", "sent", now + TimeDelta::seconds(5), 1));
+        store.fail_deletes.store(true, std::sync::atomic::Ordering::SeqCst);
+        let s = d.run(now + TimeDelta::seconds(30)).await;
+        assert_eq!(s.dispatched, 1);
+        assert!(!s.drained);
+        let q = QueueName::parse("orders").unwrap();
+        let key = store.get(&q, Partition::Shard(0), "sent").unwrap().key();
+        // Long after the run and its lease's `until`: still not cancellable.
+        clock.advance(TimeDelta::seconds(120));
+        assert_eq!(
+            store.cancel(&q, &key, now + TimeDelta::seconds(5)).await.unwrap(),
+            crate::ports::CancelOutcome::Dispatching
+        );
+        // The next run re-sends (at least once), removes it and releases the lease.
+        store.fail_deletes.store(false, std::sync::atomic::Ordering::SeqCst);
+        let s = d.run(clock.now() + TimeDelta::seconds(30)).await;
+        assert_eq!((s.dispatched, s.drained), (1, true));
+        assert_eq!(store.len(), 0);
+        assert_eq!(queue.sent().len(), 2);
+        assert_eq!(
+            store.cancel(&q, &key, now).await.unwrap(),
+            crate::ports::CancelOutcome::NotFound
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stale_index_never_sends_or_removes_a_newer_version() {
+        let (_, _, queue, clock) = dispatcher(&[]);
+        let store = MemStore {
+            index_lag: std::time::Duration::from_secs(3),
+            ..MemStore::default()
+        };
+        let d = Dispatcher::new(
+            config("orders", &[("WAITER_SHARDS", "1")]),
+            store.clone(),
+            queue.clone(),
+            clock.clone(),
+        );
+        let now = clock.now();
+        let q = QueueName::parse("orders").unwrap();
+        store.insert(stored("orders", "j", now + TimeDelta::seconds(10), 1));
+        tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+        // Cancelled and enqueued again for next week, while the index still shows the old item.
+        let old = store.get(&q, Partition::Shard(0), "j").unwrap();
+        store.cancel(&q, &old.key(), old.job.perform_at).await.unwrap();
+        let mut newer = stored("orders", "j", clock.now() + TimeDelta::days(7), 1);
+        newer.job.message_body = "body-newer".into();
+        newer.version = 2;
+        store.insert(newer.clone());
+        let s = d.run(clock.now() + TimeDelta::seconds(30)).await;
+        assert_eq!(s.dispatched, 0, "{s:?}");
+        assert!(queue.sent().is_empty(), "the cancelled version was sent");
+        assert_eq!(
+            store.get(&q, Partition::Shard(0), "j"),
+            Some(newer),
+            "the newer version was removed"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_holding_fifo_run_picks_up_jobs_enqueued_during_its_hold_and_never_starves_standard_ones() {
+        let (_, store, queue, clock) = dispatcher(&[]);
+        let d = Dispatcher::new(
+            config(
+                "billing.fifo,orders",
+                &[
+                    ("WAITER_SHARDS", "1"),
+                    ("WAITER_FIFO_HOLD", "60"),
+                    ("WAITER_CONCURRENCY", "1"),
+                ],
+            ),
+            store.clone(),
+            queue.clone(),
+            clock.clone(),
+        );
+        let now = clock.now();
+        store.insert(stored("billing.fifo", "early", now + TimeDelta::seconds(2), 1));
+        store.insert(stored("orders", "std", now, 1));
+        let late_due = now + TimeDelta::milliseconds(20_500);
+        let enqueuer = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+                store.insert(stored("billing.fifo", "late", late_due, 1));
+            })
+        };
+        let s = d.run(now + TimeDelta::seconds(70)).await;
+        enqueuer.await.unwrap();
+        assert_eq!(s.dispatched, 3, "{s:?}");
+        let sent = queue.sent();
+        let at = |body: &str| sent.iter().find(|m| m.message.body == body).map(|m| m.at).unwrap();
+        assert!(
+            at("body-std") - now < TimeDelta::milliseconds(100),
+            "standard waited for the FIFO hold"
+        );
+        let late = at("body-late") - late_due;
+        assert!(
+            late >= TimeDelta::zero() && late <= TimeDelta::milliseconds(1_100),
+            "late FIFO job off by {late:?}"
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -612,10 +899,10 @@ mod tests {
             until: now + TimeDelta::seconds(30),
             horizon: now,
         };
-        assert_eq!(
+        assert!(matches!(
             store.acquire_lease(&q, 0, &other, now).await.unwrap(),
-            crate::ports::LeaseOutcome::Acquired
-        );
+            crate::ports::LeaseOutcome::Acquired { .. }
+        ));
         let s = d.run(now + TimeDelta::seconds(60)).await;
         assert_eq!(s.busy_partitions, 1);
         assert_eq!(s.dispatched, 0);
@@ -637,10 +924,10 @@ mod tests {
             until: now + TimeDelta::seconds(60),
             horizon: now + TimeDelta::seconds(2),
         };
-        assert_eq!(
+        assert!(matches!(
             store.acquire_lease(&q, 0, &previous, now).await.unwrap(),
-            LeaseOutcome::Acquired
-        );
+            LeaseOutcome::Acquired { .. }
+        ));
         let releaser = {
             let (store, q) = (store.clone(), q.clone());
             tokio::spawn(async move {

@@ -47,6 +47,13 @@ pub enum PortError {
         #[source]
         source: Option<BoxError>,
     },
+    /// Our own bug (an SDK builder refusing what we built): never blamed on the job.
+    #[error("{operation}: internal error")]
+    Internal {
+        operation: &'static str,
+        #[source]
+        source: BoxError,
+    },
     /// Anything else: timeouts, 5xx, connection errors, unmodelled responses.
     #[error("{operation} failed")]
     Transient {
@@ -61,12 +68,24 @@ impl PortError {
         matches!(self, Self::Throttled { .. } | Self::Transient { .. })
     }
 
+    /// Whether the call may have taken effect although it failed (a timeout, a cut connection,
+    /// a 5xx): only an answer from the service says for sure that nothing happened.
+    pub fn may_have_taken_effect(&self) -> bool {
+        matches!(self, Self::Transient { .. })
+    }
+
+    /// SQS refused a `SendMessageBatch` as too long in total.
+    pub fn is_batch_too_long(&self) -> bool {
+        matches!(self, Self::Rejected { code, .. } if code.ends_with("BatchRequestTooLong"))
+    }
+
     /// The value reported as the Lambda `errorType`.
     pub fn error_type(&self) -> &'static str {
         match self {
             Self::NotFound { .. } => "ResourceNotFound",
             Self::Throttled { .. } => "Throttled",
             Self::Rejected { .. } => "Rejected",
+            Self::Internal { .. } => "InternalError",
             Self::Transient { .. } => "DependencyFailure",
         }
     }

@@ -105,11 +105,40 @@ impl Payload {
 pub enum Request {
     Enqueue(Box<Result<Job, InvalidRequest>>),
     Batch(Vec<Result<Job, InvalidRequest>>),
-    Get { queue: QueueName, job_id: String },
-    Cancel { queue: QueueName, job_id: String },
-    ListParked { queue: QueueName },
-    Redrive { queue: QueueName, job_id: String },
+    Get {
+        queue: QueueName,
+        job_id: String,
+    },
+    Cancel {
+        queue: QueueName,
+        job_id: String,
+    },
+    ListParked {
+        queue: QueueName,
+        limit: usize,
+        cursor: Option<String>,
+    },
+    Redrive {
+        queue: QueueName,
+        target: RedriveTarget,
+    },
 }
+
+/// Which parked jobs a `redrive` moves back.
+#[derive(Debug, PartialEq)]
+pub enum RedriveTarget {
+    One(String),
+    Many(Vec<String>),
+    /// A page of the parked partition (`all: true`), continued with a cursor.
+    All {
+        limit: usize,
+        cursor: Option<String>,
+    },
+}
+
+/// Default and largest `limit` of a paged listing, so one reply stays far below Lambda's 6 MB.
+pub const DEFAULT_PAGE_LIMIT: usize = 100;
+pub const MAX_PAGE_LIMIT: usize = 1000;
 
 /// Parses any invocation payload. An `Err` is a refusal of the whole request; inside a batch each
 /// job carries its own result so that one bad job never blocks the others.
@@ -161,27 +190,83 @@ pub fn parse_request(event: &Value, config: &Config, now: DateTime<Utc>) -> Resu
                 Ok(Request::Enqueue(Box::new(parse_job(event, config, now))))
             }
         }
-        "get" | "cancel" | "redrive" => {
+        "get" | "cancel" => {
             let mut f = Fields::new(map);
             f.take("action", None)?;
             let queue = take_queue(&mut f, config)?;
-            let job_id = match f.take("job_id", Some("JobId"))? {
-                Some((name, v)) => parse_job_id(&name, &v)?,
-                None => return Err(InvalidRequest::new("job_id", "is required")),
-            };
+            let job_id = take_job_id(&mut f)?.ok_or_else(|| InvalidRequest::new("job_id", "is required"))?;
             f.finish()?;
             Ok(match action {
                 "get" => Request::Get { queue, job_id },
-                "cancel" => Request::Cancel { queue, job_id },
-                _ => Request::Redrive { queue, job_id },
+                _ => Request::Cancel { queue, job_id },
             })
+        }
+        "redrive" => {
+            let mut f = Fields::new(map);
+            f.take("action", None)?;
+            let queue = take_queue(&mut f, config)?;
+            let one = take_job_id(&mut f)?;
+            let many = match f.take("job_ids", None)? {
+                None => None,
+                Some((name, Value::Array(ids))) => {
+                    if ids.is_empty() || ids.len() > MAX_PAGE_LIMIT {
+                        return Err(InvalidRequest::new(
+                            name,
+                            format!("must hold 1 to {MAX_PAGE_LIMIT} job ids"),
+                        ));
+                    }
+                    let ids = ids
+                        .iter()
+                        .enumerate()
+                        .map(|(i, v)| parse_job_id(&format!("{name}[{i}]"), v))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    Some(ids)
+                }
+                Some((name, other)) => {
+                    return Err(InvalidRequest::new(
+                        name,
+                        format!("must be an array, got {}", kind(&other)),
+                    ))
+                }
+            };
+            let all = match f.take("all", None)? {
+                None => false,
+                Some((_, Value::Bool(b))) => b,
+                Some((name, other)) => {
+                    return Err(InvalidRequest::new(
+                        name,
+                        format!("must be true or false, got {}", kind(&other)),
+                    ))
+                }
+            };
+            let (limit, cursor) = take_page(&mut f)?;
+            f.finish()?;
+            if !all && (limit != DEFAULT_PAGE_LIMIT || cursor.is_some()) {
+                return Err(InvalidRequest::new("limit", "limit and cursor go with all: true"));
+            }
+            let target = match (one, many, all) {
+                (Some(id), None, false) => RedriveTarget::One(id),
+                (None, Some(ids), false) => RedriveTarget::Many(ids),
+                (None, None, true) => RedriveTarget::All { limit, cursor },
+                (None, None, false) => {
+                    return Err(InvalidRequest::new("job_id", "is required (or job_ids, or all: true)"))
+                }
+                _ => {
+                    return Err(InvalidRequest::new(
+                        "job_id",
+                        "give one of job_id, job_ids or all: true",
+                    ))
+                }
+            };
+            Ok(Request::Redrive { queue, target })
         }
         "list_parked" => {
             let mut f = Fields::new(map);
             f.take("action", None)?;
             let queue = take_queue(&mut f, config)?;
+            let (limit, cursor) = take_page(&mut f)?;
             f.finish()?;
-            Ok(Request::ListParked { queue })
+            Ok(Request::ListParked { queue, limit, cursor })
         }
         other => Err(InvalidRequest::new(
             "action",
@@ -389,6 +474,35 @@ fn take_queue(f: &mut Fields<'_>, config: &Config) -> Result<QueueName, InvalidR
             ),
         )
     })
+}
+
+fn take_job_id(f: &mut Fields<'_>) -> Result<Option<String>, InvalidRequest> {
+    match f.take("job_id", Some("JobId"))? {
+        Some((name, v)) => parse_job_id(&name, &v).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// `limit` (1 to `MAX_PAGE_LIMIT`, default `DEFAULT_PAGE_LIMIT`) and `cursor` (opaque; checked
+/// against its queue and listing where it is used).
+fn take_page(f: &mut Fields<'_>) -> Result<(usize, Option<String>), InvalidRequest> {
+    let limit = match f.take("limit", None)? {
+        None | Some((_, Value::Null)) => DEFAULT_PAGE_LIMIT,
+        Some((name, v)) => match v.as_u64() {
+            Some(n) if (1..=MAX_PAGE_LIMIT as u64).contains(&n) => n as usize,
+            _ => {
+                return Err(InvalidRequest::new(
+                    name,
+                    format!("must be a whole number from 1 to {MAX_PAGE_LIMIT}"),
+                ))
+            }
+        },
+    };
+    let cursor = match f.take("cursor", None)? {
+        None | Some((_, Value::Null)) => None,
+        Some((name, v)) => Some(as_str(&name, &v)?.to_owned()),
+    };
+    Ok((limit, cursor))
 }
 
 fn parse_job_id(field: &str, v: &Value) -> Result<String, InvalidRequest> {

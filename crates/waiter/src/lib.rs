@@ -5,6 +5,7 @@
 
 pub mod aws;
 pub mod config;
+pub mod cursor;
 pub mod dispatch;
 pub mod error;
 pub mod job;

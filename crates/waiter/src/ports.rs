@@ -39,6 +39,9 @@ pub struct StoredJob {
     pub partition: Partition,
     pub enqueued_at: DateTime<Utc>,
     pub parked: Option<ParkInfo>,
+    /// 1 when first stored; grows with every change. Items written before versions existed
+    /// read as 1.
+    pub version: u64,
 }
 
 impl StoredJob {
@@ -61,9 +64,17 @@ pub enum PutOutcome {
 pub enum CancelOutcome {
     Cancelled,
     NotFound,
-    /// A poller holds this job's partition and the job is within its hand-over window: it may be
-    /// in SQS already, so it is not reported as cancelled.
+    /// A poller's lease item covers this job (its `perform_at` is within the lease's horizon):
+    /// it may be in SQS already, so it is not reported as cancelled. The lease item stays until
+    /// every job its run handed to SQS has been removed, even past the lease's `until`.
     Dispatching,
+}
+
+/// One page of a listing, and where the next one starts (`None`: this was the last).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next: Option<String>,
 }
 
 /// A poller's exclusive hold on one partition for one run.
@@ -78,7 +89,8 @@ pub struct Lease {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum LeaseOutcome {
-    Acquired,
+    /// Ours now, with this horizon (the lapsed lease's, when that reached further).
+    Acquired { horizon: DateTime<Utc> },
     /// Another poller holds it; its lease when the store could tell.
     Held(Option<Lease>),
 }
@@ -91,21 +103,45 @@ pub trait JobStore: Send + Sync + 'static {
     /// Stores a new job unless one with the same key exists (a conditional put).
     async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError>;
 
-    /// Looks a job up by id in any of the given partitions.
+    /// Strongly consistent reads of these keys (the base table, not the index). Missing keys
+    /// are left out; order is not kept.
+    async fn read(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<StoredJob>, PortError>;
+
+    /// Every stored copy of a job id among the given partitions, active ones first.
+    async fn find_all(
+        &self,
+        queue: &QueueName,
+        job_id: &str,
+        partitions: &[Partition],
+    ) -> Result<Vec<StoredJob>, PortError> {
+        let keys: Vec<JobKey> = partitions
+            .iter()
+            .map(|p| JobKey {
+                partition: p.clone(),
+                job_id: job_id.to_owned(),
+            })
+            .collect();
+        let mut found = self.read(queue, &keys).await?;
+        found.sort_by_key(|j| j.partition.clone());
+        Ok(found)
+    }
+
+    /// Looks a job up by id in any of the given partitions; an active copy wins over a parked one.
     async fn find(
         &self,
         queue: &QueueName,
         job_id: &str,
         partitions: &[Partition],
-    ) -> Result<Option<StoredJob>, PortError>;
+    ) -> Result<Option<StoredJob>, PortError> {
+        Ok(self.find_all(queue, job_id, partitions).await?.into_iter().next())
+    }
 
-    /// Deletes a job unless a poller lease covers it.
+    /// Deletes a job unless a poller's lease item covers it (atomically with that check).
     async fn cancel(
         &self,
         queue: &QueueName,
         key: &JobKey,
         perform_at: DateTime<Utc>,
-        now: DateTime<Utc>,
     ) -> Result<CancelOutcome, PortError>;
 
     /// Jobs in a shard with `perform_at <= horizon`, oldest first, one page at a time.
@@ -116,8 +152,12 @@ pub trait JobStore: Send + Sync + 'static {
         horizon: DateTime<Utc>,
     ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>>;
 
-    /// Jobs in the parked partition.
-    async fn parked(&self, queue: &QueueName) -> Result<Vec<StoredJob>, PortError>;
+    /// Up to `limit` jobs of the parked partition in `job_id` order, after `after`.
+    async fn parked(&self, queue: &QueueName, limit: usize, after: Option<&str>) -> Result<Page<StoredJob>, PortError>;
+
+    /// Every `WAITER_SHARDS` value this queue's table has been written with, `current` included
+    /// (recorded first if it is new). Items may sit in any shard any of them maps to.
+    async fn shard_counts(&self, queue: &QueueName, current: u32) -> Result<Vec<u32>, PortError>;
 
     /// Removes items; retries unprocessed ones until all are gone or an error is returned.
     async fn delete(&self, queue: &QueueName, keys: &[JobKey]) -> Result<(), PortError>;
@@ -126,10 +166,13 @@ pub trait JobStore: Send + Sync + 'static {
     /// duplicate, never a loss).
     async fn park(&self, job: &StoredJob, info: &ParkInfo) -> Result<(), PortError>;
 
-    /// Moves a parked job back into a shard, due at `job.perform_at`.
-    async fn unpark(&self, parked: &StoredJob, into: &StoredJob) -> Result<(), PortError>;
+    /// Moves a parked job back into a shard, due at `into.job.perform_at`, unless that key is
+    /// taken (then nothing moves).
+    async fn unpark(&self, parked: &StoredJob, into: &StoredJob) -> Result<PutOutcome, PortError>;
 
-    /// Takes the partition's lease if it is free, lapsed, or already ours.
+    /// Takes the partition's lease if it is free, lapsed, or already ours. A lapsed lease's
+    /// horizon is kept if it reaches further than the new one: the jobs under it may have been
+    /// handed to SQS by a run that never cleaned up.
     async fn acquire_lease(
         &self,
         queue: &QueueName,
@@ -138,6 +181,7 @@ pub trait JobStore: Send + Sync + 'static {
         now: DateTime<Utc>,
     ) -> Result<LeaseOutcome, PortError>;
 
+    /// Removes the lease item. Call only once every job the run handed to SQS has been removed.
     async fn release_lease(&self, queue: &QueueName, shard: u32, owner: &str) -> Result<(), PortError>;
 }
 

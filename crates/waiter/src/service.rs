@@ -1,22 +1,32 @@
 //! The `enqueue` function's logic: enqueue one or many jobs, get, cancel, list and re-drive parked
 //! jobs.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
-use futures::{stream, StreamExt};
+use chrono::{DateTime, TimeDelta, Utc};
+use futures::future::join_all;
 use serde_json::{json, Map, Value};
+use tokio::sync::{OnceCell, Semaphore};
 use tracing::{info, warn};
 
 use crate::config::{Config, QueueName};
+use crate::cursor;
 use crate::error::{display_chain, InvalidRequest, PortError};
-use crate::job::{parse_request, AttributeData, Job, Request};
+use crate::job::{parse_request, AttributeData, Job, RedriveTarget, Request};
 use crate::limits::DDB_MAX_ITEM_BYTES;
-use crate::ports::{CancelOutcome, Clock, JobStore, MessageQueue, OutgoingMessage, Partition, PutOutcome, StoredJob};
+use crate::ports::{
+    CancelOutcome, Clock, JobKey, JobStore, MessageQueue, OutgoingMessage, Partition, PutOutcome, StoredJob,
+};
 use crate::routing::{aligned_send_instant, delay_for, route, shard_for, Route};
 use crate::time::{format_epoch, format_rfc3339};
 
 /// Jobs of one batch worked at once.
 const BATCH_PARALLELISM: usize = 16;
+/// Budget of `handle` when no deadline is given (Lambda's default `enqueue` timeout).
+const DEFAULT_BUDGET: TimeDelta = TimeDelta::seconds(30);
+/// Stop this long before the invocation's deadline, so the reply gets out in time.
+pub const DEADLINE_MARGIN: TimeDelta = TimeDelta::milliseconds(1_500);
 
 /// Why an invocation failed as a whole.
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +61,17 @@ pub struct Waiter<S, Q, C> {
     pub store: S,
     pub queue: Q,
     pub clock: C,
+    /// Per queue, every `WAITER_SHARDS` value its table was written with (read once per process:
+    /// a change of the variable starts new processes).
+    shard_counts: Mutex<HashMap<QueueName, Arc<OnceCell<Vec<u32>>>>>,
+}
+
+/// A job that could not be finished before the invocation's deadline.
+fn timed_out() -> HandlerError {
+    HandlerError::Port(PortError::Transient {
+        operation: "enqueue",
+        source: "the invocation's deadline came first; retry with the same job_id".into(),
+    })
 }
 
 impl<S: JobStore, Q: MessageQueue, C: Clock> Waiter<S, Q, C> {
@@ -60,62 +81,123 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Waiter<S, Q, C> {
             store,
             queue,
             clock,
+            shard_counts: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Handles one invocation of the `enqueue` function.
+    /// Handles one invocation with a default budget (tests, local runs).
     pub async fn handle(&self, event: &Value) -> Result<Value, HandlerError> {
+        self.handle_until(event, self.clock.now() + DEFAULT_BUDGET).await
+    }
+
+    /// Handles one invocation of the `enqueue` function; work not finished `DEADLINE_MARGIN`
+    /// before `deadline` is answered as a retryable error, so the reply always gets out.
+    pub async fn handle_until(&self, event: &Value, deadline: DateTime<Utc>) -> Result<Value, HandlerError> {
         let now = self.clock.now();
+        let cut = deadline - DEADLINE_MARGIN;
         match parse_request(event, &self.config, now)? {
-            Request::Enqueue(job) => self.enqueue((*job)?).await,
+            Request::Enqueue(job) => {
+                let job = (*job)?;
+                let precise_at = self.precise_instant(&job);
+                self.within(cut, self.enqueue(job, precise_at))
+                    .await
+                    .unwrap_or_else(|| Err(timed_out()))
+            }
             Request::Batch(jobs) => {
-                let results: Vec<Value> = stream::iter(jobs)
-                    .map(|job| async move {
+                // I/O is bounded by the permits; a precise direct job waits for its phase
+                // holding none, so the whole batch waits at most once (under a second).
+                let permits = Semaphore::new(BATCH_PARALLELISM);
+                let results = join_all(jobs.into_iter().map(|job| {
+                    let permits = &permits;
+                    async move {
                         let outcome = match job {
-                            Ok(job) => self.enqueue(job).await,
+                            Ok(job) => {
+                                let precise_at = self.precise_instant(&job);
+                                self.within(cut, async {
+                                    if let Some(at) = precise_at {
+                                        self.clock.sleep_until(at).await;
+                                    }
+                                    let _permit = permits.acquire().await;
+                                    self.enqueue(job, None).await
+                                })
+                                .await
+                                .unwrap_or_else(|| Err(timed_out()))
+                            }
                             Err(e) => Err(HandlerError::Invalid(e)),
                         };
-                        outcome.unwrap_or_else(|e| {
-                            json!({"status": "error", "error": {"type": e.error_type(), "message": e.message(), "retryable": e.is_retryable()}})
-                        })
-                    })
-                    .buffered(BATCH_PARALLELISM)
-                    .collect()
-                    .await;
+                        outcome.unwrap_or_else(|e| error_result(&e))
+                    }
+                }))
+                .await;
                 Ok(json!({ "results": results }))
             }
             Request::Get { queue, job_id } => self.get(&queue, &job_id).await,
             Request::Cancel { queue, job_id } => self.cancel(&queue, &job_id).await,
-            Request::ListParked { queue } => self.list_parked(&queue).await,
-            Request::Redrive { queue, job_id } => self.redrive(&queue, &job_id).await,
+            Request::ListParked { queue, limit, cursor } => self.list_parked(&queue, limit, cursor.as_deref()).await,
+            Request::Redrive { queue, target } => self.redrive(&queue, target).await,
         }
     }
 
-    async fn enqueue(&self, job: Job) -> Result<Value, HandlerError> {
+    async fn within<T>(&self, until: DateTime<Utc>, f: impl std::future::Future<Output = T>) -> Option<T> {
+        crate::dispatch::within(&self.clock, until, f).await
+    }
+
+    /// With `WAITER_DIRECT_PRECISE`, the instant a direct job should be sent at so that its
+    /// `DelaySeconds` is exact.
+    fn precise_instant(&self, job: &Job) -> Option<DateTime<Utc>> {
         let now = self.clock.now();
+        match route(job, now, self.config.direct_max_delay) {
+            Route::Direct { delay_seconds: Some(_) } if self.config.direct_precise => {
+                Some(aligned_send_instant(job.perform_at, now))
+            }
+            _ => None,
+        }
+    }
+
+    /// Every `WAITER_SHARDS` value the queue's table was written with.
+    async fn shard_counts(&self, queue: &QueueName) -> Result<Vec<u32>, PortError> {
+        let cell = match self.shard_counts.lock() {
+            Ok(mut m) => m.entry(queue.clone()).or_default().clone(),
+            Err(_) => Arc::new(OnceCell::new()),
+        };
+        cell.get_or_try_init(|| self.store.shard_counts(queue, self.config.shards))
+            .await
+            .cloned()
+    }
+
+    /// Every shard a job id may be stored in: its shard under each shard count ever used.
+    async fn candidate_partitions(&self, queue: &QueueName, job_id: &str) -> Result<Vec<Partition>, PortError> {
+        let mut shards: Vec<u32> = self
+            .shard_counts(queue)
+            .await?
+            .into_iter()
+            .chain([self.config.shards])
+            .map(|n| shard_for(job_id, n))
+            .collect();
+        shards.sort_unstable();
+        shards.dedup();
+        Ok(shards.into_iter().map(Partition::Shard).collect())
+    }
+
+    async fn enqueue(&self, job: Job, precise_at: Option<DateTime<Utc>>) -> Result<Value, HandlerError> {
+        let now = self.clock.now();
+        let home = Partition::Shard(shard_for(&job.job_id, self.config.shards));
         match route(&job, now, self.config.direct_max_delay) {
             Route::Direct { delay_seconds } => {
                 // A caller-chosen id may name a job that is still stored; sending it again would
                 // break the idempotency promise.
                 if job.job_id_given {
-                    if let Some(existing) = self
-                        .store
-                        .find(&job.queue, &job.job_id, &self.shard_partitions())
-                        .await?
-                    {
+                    let candidates = self.candidate_partitions(&job.queue, &job.job_id).await?;
+                    if let Some(existing) = self.store.find(&job.queue, &job.job_id, &candidates).await? {
                         info!(queue = %job.queue, job_id = %job.job_id, "duplicate");
                         return Ok(reply(&existing, "scheduled", true));
                     }
                 }
+                if let Some(at) = precise_at {
+                    self.clock.sleep_until(at).await;
+                }
                 let delay_seconds = match delay_seconds {
-                    // Hold the send until the time left is whole seconds: exact, but the caller
-                    // waits up to a second longer.
-                    Some(_) if self.config.direct_precise => {
-                        self.clock
-                            .sleep_until(aligned_send_instant(job.perform_at, self.clock.now()))
-                            .await;
-                        Some(delay_for(job.perform_at, self.clock.now()))
-                    }
+                    Some(_) if self.config.direct_precise => Some(delay_for(job.perform_at, self.clock.now())),
                     other => other,
                 };
                 let message_id = self
@@ -132,10 +214,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Waiter<S, Q, C> {
             }
             Route::Store => {
                 let stored = StoredJob {
-                    partition: Partition::Shard(shard_for(&job.job_id, self.config.shards)),
+                    partition: home.clone(),
                     job,
                     enqueued_at: now,
                     parked: None,
+                    version: 1,
                 };
                 let bytes = self.store.item_bytes(&stored);
                 if bytes > DDB_MAX_ITEM_BYTES {
@@ -144,6 +227,23 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Waiter<S, Q, C> {
                         format!("the stored item would be {bytes} bytes; DynamoDB allows at most {DDB_MAX_ITEM_BYTES}"),
                     )
                     .into());
+                }
+                // After WAITER_SHARDS changed, the id may sit in its shard under an older count.
+                let elsewhere: Vec<Partition> = self
+                    .candidate_partitions(&stored.job.queue, &stored.job.job_id)
+                    .await?
+                    .into_iter()
+                    .filter(|p| *p != home)
+                    .collect();
+                if !elsewhere.is_empty() {
+                    if let Some(existing) = self
+                        .store
+                        .find(&stored.job.queue, &stored.job.job_id, &elsewhere)
+                        .await?
+                    {
+                        info!(queue = %existing.job.queue, job_id = %existing.job.job_id, "duplicate");
+                        return Ok(reply(&existing, "scheduled", true));
+                    }
                 }
                 match self.store.put_new(&stored).await? {
                     PutOutcome::Created => {
@@ -161,7 +261,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Waiter<S, Q, C> {
     }
 
     async fn get(&self, queue: &QueueName, job_id: &str) -> Result<Value, HandlerError> {
-        let mut partitions = self.shard_partitions();
+        let mut partitions = self.candidate_partitions(queue, job_id).await?;
         partitions.push(Partition::Parked);
         Ok(match self.store.find(queue, job_id, &partitions).await? {
             Some(found) => describe(&found),
@@ -169,17 +269,19 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Waiter<S, Q, C> {
         })
     }
 
+    /// Cancels every stored copy of the job; `cancelled` only if none may be in SQS.
     async fn cancel(&self, queue: &QueueName, job_id: &str) -> Result<Value, HandlerError> {
-        let mut partitions = self.shard_partitions();
+        let mut partitions = self.candidate_partitions(queue, job_id).await?;
         partitions.push(Partition::Parked);
-        let status = match self.store.find(queue, job_id, &partitions).await? {
-            None => CancelOutcome::NotFound,
-            Some(found) => {
-                self.store
-                    .cancel(queue, &found.key(), found.job.perform_at, self.clock.now())
-                    .await?
-            }
-        };
+        let mut status = CancelOutcome::NotFound;
+        for found in self.store.find_all(queue, job_id, &partitions).await? {
+            let outcome = self.store.cancel(queue, &found.key(), found.job.perform_at).await?;
+            status = match (status, outcome) {
+                (CancelOutcome::Dispatching, _) | (_, CancelOutcome::Dispatching) => CancelOutcome::Dispatching,
+                (CancelOutcome::Cancelled, _) | (_, CancelOutcome::Cancelled) => CancelOutcome::Cancelled,
+                _ => CancelOutcome::NotFound,
+            };
+        }
         let status = match status {
             CancelOutcome::Cancelled => "cancelled",
             CancelOutcome::NotFound => "not_found",
@@ -189,14 +291,83 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Waiter<S, Q, C> {
         Ok(json!({"status": status, "queue": queue.as_str(), "job_id": job_id}))
     }
 
-    async fn list_parked(&self, queue: &QueueName) -> Result<Value, HandlerError> {
-        let jobs: Vec<Value> = self.store.parked(queue).await?.iter().map(describe).collect();
-        Ok(json!({"queue": queue.as_str(), "count": jobs.len(), "jobs": jobs}))
+    async fn parked_page(
+        &self,
+        queue: &QueueName,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<StoredJob>, Option<String>), HandlerError> {
+        let after = cursor.map(|c| cursor::decode(queue, PARKED_LISTING, c)).transpose()?;
+        let page = self.store.parked(queue, limit, after.as_deref()).await?;
+        let next = page.next.map(|after| cursor::encode(queue, PARKED_LISTING, &after));
+        Ok((page.items, next))
     }
 
-    /// Moves a parked job back into its shard, due now.
-    async fn redrive(&self, queue: &QueueName, job_id: &str) -> Result<Value, HandlerError> {
-        let Some(parked) = self.store.find(queue, job_id, &[Partition::Parked]).await? else {
+    async fn list_parked(&self, queue: &QueueName, limit: usize, cursor: Option<&str>) -> Result<Value, HandlerError> {
+        let (jobs, next) = self.parked_page(queue, limit, cursor).await?;
+        let jobs: Vec<Value> = jobs.iter().map(describe).collect();
+        Ok(json!({"queue": queue.as_str(), "count": jobs.len(), "jobs": jobs, "cursor": next}))
+    }
+
+    async fn redrive(&self, queue: &QueueName, target: RedriveTarget) -> Result<Value, HandlerError> {
+        match target {
+            RedriveTarget::One(job_id) => {
+                let parked = self.store.find(queue, &job_id, &[Partition::Parked]).await?;
+                self.redrive_one(queue, &job_id, parked).await
+            }
+            RedriveTarget::Many(ids) => {
+                let keys: Vec<JobKey> = ids
+                    .iter()
+                    .map(|id| JobKey {
+                        partition: Partition::Parked,
+                        job_id: id.clone(),
+                    })
+                    .collect();
+                let mut found: HashMap<String, StoredJob> = self
+                    .store
+                    .read(queue, &keys)
+                    .await?
+                    .into_iter()
+                    .map(|j| (j.job.job_id.clone(), j))
+                    .collect();
+                let mut results = Vec::with_capacity(ids.len());
+                for id in ids {
+                    let parked = found.remove(&id);
+                    results.push(
+                        self.redrive_one(queue, &id, parked)
+                            .await
+                            .unwrap_or_else(|e| error_result(&e)),
+                    );
+                }
+                Ok(json!({"queue": queue.as_str(), "results": results}))
+            }
+            RedriveTarget::All { limit, cursor } => {
+                let (jobs, next) = self.parked_page(queue, limit, cursor.as_deref()).await?;
+                let (mut redriven, mut duplicates) = (0, 0);
+                for parked in jobs {
+                    let id = parked.job.job_id.clone();
+                    let r = self.redrive_one(queue, &id, Some(parked)).await?;
+                    if r["duplicate"] == true {
+                        duplicates += 1;
+                    } else {
+                        redriven += 1;
+                    }
+                }
+                Ok(json!({"queue": queue.as_str(), "redriven": redriven, "duplicates": duplicates, "cursor": next}))
+            }
+        }
+    }
+
+    /// Moves a parked job back into its shard, due now. If the id is active again (enqueued
+    /// after it was parked), nothing moves: the reply shows the active job and `duplicate: true`,
+    /// and the parked copy stays visible in `list_parked`.
+    async fn redrive_one(
+        &self,
+        queue: &QueueName,
+        job_id: &str,
+        parked: Option<StoredJob>,
+    ) -> Result<Value, HandlerError> {
+        let Some(parked) = parked else {
             return Ok(json!({"status": "not_found", "queue": queue.as_str(), "job_id": job_id}));
         };
         let now = self.clock.now();
@@ -206,20 +377,31 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Waiter<S, Q, C> {
             job.expires_at = None;
             warn!(queue = %queue, job_id, "re-driven job had expired; its expiry is cleared");
         }
+        let candidates = self.candidate_partitions(queue, job_id).await?;
+        if let Some(active) = self.store.find(queue, job_id, &candidates).await? {
+            return Ok(reply(&active, "scheduled", true));
+        }
         let into = StoredJob {
             partition: Partition::Shard(shard_for(job_id, self.config.shards)),
             job,
             enqueued_at: now,
             parked: None,
+            version: parked.version + 1,
         };
-        self.store.unpark(&parked, &into).await?;
-        info!(queue = %queue, job_id, "re-driven");
-        Ok(reply(&into, "scheduled", false))
+        match self.store.unpark(&parked, &into).await? {
+            PutOutcome::Created => {
+                info!(queue = %queue, job_id, "re-driven");
+                Ok(reply(&into, "scheduled", false))
+            }
+            PutOutcome::Duplicate(active) => Ok(reply(&active, "scheduled", true)),
+        }
     }
+}
 
-    fn shard_partitions(&self) -> Vec<Partition> {
-        (0..self.config.shards).map(Partition::Shard).collect()
-    }
+const PARKED_LISTING: &str = "parked";
+
+fn error_result(e: &HandlerError) -> Value {
+    json!({"status": "error", "error": {"type": e.error_type(), "message": e.message(), "retryable": e.is_retryable()}})
 }
 
 fn reply(stored: &StoredJob, status: &str, duplicate: bool) -> Value {
@@ -278,6 +460,7 @@ fn describe(stored: &StoredJob) -> Value {
     if let Some(d) = &job.message_deduplication_id {
         o.insert("message_deduplication_id".into(), json!(d));
     }
+    o.insert("version".into(), json!(stored.version));
     if let Some(p) = &stored.parked {
         o.insert("parked_at".into(), json!(format_rfc3339(p.parked_at)));
         o.insert("error".into(), json!({"code": p.code, "message": p.message}));
@@ -303,6 +486,12 @@ mod tests {
             clock.clone(),
         );
         (w, store, queue, clock)
+    }
+
+    impl<S: JobStore, Q: MessageQueue, C: Clock> Waiter<S, Q, C> {
+        fn shard_partitions(&self) -> Vec<Partition> {
+            (0..self.config.shards).map(Partition::Shard).collect()
+        }
     }
 
     #[tokio::test(start_paused = true)]
@@ -488,22 +677,137 @@ mod tests {
             until: now + TimeDelta::seconds(30),
             horizon: now + TimeDelta::seconds(6000),
         };
-        assert_eq!(
+        assert!(matches!(
             store.acquire_lease(&q, shard, &lease, now).await.unwrap(),
-            crate::ports::LeaseOutcome::Acquired
-        );
+            crate::ports::LeaseOutcome::Acquired { .. }
+        ));
         let c = w
             .handle(&json!({"action": "cancel", "queue": "orders", "job_id": "k"}))
             .await
             .unwrap();
         assert_eq!(c["status"], "dispatching");
         assert_eq!(store.len(), 1);
+        // Past `until`, the lease item still covers the job: the run that holds it may have
+        // handed the job to SQS and failed to remove it (only `release_lease` ends that).
         clock.advance(TimeDelta::seconds(31));
         let c = w
             .handle(&json!({"action": "cancel", "queue": "orders", "job_id": "k"}))
             .await
             .unwrap();
-        assert_eq!(c["status"], "cancelled", "a lapsed lease no longer protects the job");
+        assert_eq!(c["status"], "dispatching", "a lapsed lease item still protects the job");
+        store.release_lease(&q, shard, "p").await.unwrap();
+        let c = w
+            .handle(&json!({"action": "cancel", "queue": "orders", "job_id": "k"}))
+            .await
+            .unwrap();
+        assert_eq!(c["status"], "cancelled", "a released lease no longer protects it");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_batch_with_precise_direct_jobs_waits_at_most_once() {
+        let (w, _, queue, clock) = waiter(&[("WAITER_DIRECT_PRECISE", "true")]);
+        let start = clock.now();
+        let jobs: Vec<Value> = (0..1000)
+            .map(|i| {
+                let due = start + TimeDelta::milliseconds(5_000 + (i * 7919) % 1000);
+                json!({"queue": "orders", "message_body": format!("m{i}"), "perform_at": crate::time::format_rfc3339(due)})
+            })
+            .collect();
+        let r = w.handle(&json!({"jobs": jobs})).await.unwrap();
+        assert!(r["results"].as_array().unwrap().iter().all(|r| r["status"] == "sent"));
+        let took = clock.now() - start;
+        assert!(
+            took <= TimeDelta::milliseconds(1_100),
+            "1000 precise jobs took {took:?}"
+        );
+        for sent in queue.sent() {
+            let i: i64 = sent.message.body[1..].parse().unwrap();
+            let due = start + TimeDelta::milliseconds(5_000 + (i * 7919) % 1000);
+            let arrival = sent.at + TimeDelta::seconds(i64::from(sent.message.delay_seconds.unwrap()));
+            assert!(
+                arrival >= due && arrival - due < TimeDelta::milliseconds(5),
+                "m{i}: {arrival} vs {due}"
+            );
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_batch_past_its_deadline_answers_retryable_errors_for_what_is_left() {
+        let (w, store, _, clock) = waiter(&[]);
+        let jobs: Vec<Value> = (0..50)
+            .map(|i| json!({"queue": "orders", "message_body": "x", "delay_seconds": 5000, "job_id": format!("d{i}")}))
+            .collect();
+        // A deadline already inside the margin: nothing may start.
+        let r = w
+            .handle_until(&json!({"jobs": jobs}), clock.now() + TimeDelta::milliseconds(100))
+            .await
+            .unwrap();
+        let results = r["results"].as_array().unwrap();
+        assert!(
+            results
+                .iter()
+                .all(|r| r["status"] == "error" && r["error"]["retryable"] == true),
+            "{r}"
+        );
+        assert_eq!(store.len(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shard_count_change_keeps_idempotency_get_and_cancel_across_shards() {
+        let clock = FakeClock::default();
+        let store = MemStore::default();
+        let queue = FakeQueue::new(clock.clone());
+        let before = Waiter::new(
+            config("orders", &[("WAITER_SHARDS", "3")]),
+            store.clone(),
+            queue.clone(),
+            clock.clone(),
+        );
+        let ids: Vec<String> = (0..40).map(|i| format!("s{i}")).collect();
+        for id in &ids {
+            before
+                .handle(&json!({"queue": "orders", "message_body": "one", "delay_seconds": 5000, "job_id": id}))
+                .await
+                .unwrap();
+        }
+        for shards in ["7", "2"] {
+            // Grown, then shrunk below the first count: every id is still found where it is.
+            let after = Waiter::new(
+                config("orders", &[("WAITER_SHARDS", shards)]),
+                store.clone(),
+                queue.clone(),
+                clock.clone(),
+            );
+            for id in &ids {
+                let r = after
+                    .handle(&json!({"queue": "orders", "message_body": "two", "delay_seconds": 5000, "job_id": id}))
+                    .await
+                    .unwrap();
+                assert_eq!(r["duplicate"], true, "{id} with {shards} shards: {r}");
+                let got = after
+                    .handle(&json!({"action": "get", "queue": "orders", "job_id": id}))
+                    .await
+                    .unwrap();
+                assert_eq!(got["message_body"], "one");
+            }
+            assert_eq!(store.len(), ids.len());
+        }
+        let after = Waiter::new(
+            config("orders", &[("WAITER_SHARDS", "2")]),
+            store.clone(),
+            queue,
+            clock.clone(),
+        );
+        for id in &ids {
+            let c = after
+                .handle(&json!({"action": "cancel", "queue": "orders", "job_id": id}))
+                .await
+                .unwrap();
+            assert_eq!(c["status"], "cancelled");
+        }
+        assert_eq!(store.len(), 0);
+        let q = QueueName::parse("orders").unwrap();
+        assert_eq!(store.shard_counts(&q, 2).await.unwrap(), vec![2, 3, 7]);
     }
 
     #[tokio::test(start_paused = true)]
@@ -525,6 +829,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(list["count"], 1);
+        assert_eq!(list["cursor"], Value::Null);
         assert_eq!(list["jobs"][0]["error"]["code"], "InvalidParameterValue");
         let got = w
             .handle(&json!({"action": "get", "queue": "orders", "job_id": "p"}))
@@ -547,5 +852,100 @@ mod tests {
                 .unwrap()["count"],
             0
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn parked_jobs_page_with_a_cursor_and_redrive_in_bulk() {
+        let (w, store, _, clock) = waiter(&[]);
+        let q = QueueName::parse("orders").unwrap();
+        let info = crate::ports::ParkInfo {
+            parked_at: clock.now(),
+            code: "InvalidParameterValue".into(),
+            message: "bad".into(),
+        };
+        for i in 0..25 {
+            w.handle(
+                &json!({"queue": "orders", "message_body": "x", "delay_seconds": 5000, "job_id": format!("p{i:02}")}),
+            )
+            .await
+            .unwrap();
+            let job = w
+                .store
+                .find(&q, &format!("p{i:02}"), &w.shard_partitions())
+                .await
+                .unwrap()
+                .unwrap();
+            store.park(&job, &info).await.unwrap();
+        }
+        let mut seen = Vec::new();
+        let mut cursor = Value::Null;
+        loop {
+            let page = w
+                .handle(&json!({"action": "list_parked", "queue": "orders", "limit": 10, "cursor": cursor}))
+                .await
+                .unwrap();
+            assert!(page["count"].as_u64().unwrap() <= 10);
+            seen.extend(
+                page["jobs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|j| j["job_id"].as_str().unwrap().to_owned()),
+            );
+            cursor = page["cursor"].clone();
+            if cursor.is_null() {
+                break;
+            }
+        }
+        assert_eq!(seen.len(), 25);
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "in job_id order, no repeats");
+
+        // A cursor is bound to its queue; garbage is refused by name.
+        let c = crate::cursor::encode(&QueueName::parse("billing.fifo").unwrap(), "parked", "p01");
+        for bad in [json!(c), json!("garbage!"), json!(5)] {
+            let e = w
+                .handle(&json!({"action": "list_parked", "queue": "orders", "cursor": bad}))
+                .await
+                .unwrap_err();
+            assert!(e.message().starts_with("cursor: "), "{}", e.message());
+        }
+
+        // p03 is active again under the same id: its redrive moves nothing and reports the
+        // active job's time, not one it did not store.
+        w.handle(&json!({"queue": "orders", "message_body": "new", "delay_seconds": 7000, "job_id": "p03"}))
+            .await
+            .unwrap();
+        let r = w
+            .handle(&json!({"action": "redrive", "queue": "orders", "job_ids": ["p01", "p03", "nope"]}))
+            .await
+            .unwrap();
+        let results = r["results"].as_array().unwrap();
+        assert_eq!(results[0]["duplicate"], false);
+        assert_eq!(results[1]["duplicate"], true);
+        assert_eq!(
+            results[1]["perform_at"],
+            crate::time::format_rfc3339(clock.now() + TimeDelta::seconds(7000))
+        );
+        assert_eq!(results[2]["status"], "not_found");
+
+        let mut redriven = 0;
+        let mut cursor = Value::Null;
+        loop {
+            let r = w
+                .handle(&json!({"action": "redrive", "queue": "orders", "all": true, "limit": 7, "cursor": cursor}))
+                .await
+                .unwrap();
+            redriven += r["redriven"].as_u64().unwrap();
+            cursor = r["cursor"].clone();
+            if cursor.is_null() {
+                break;
+            }
+        }
+        assert_eq!(redriven, 23, "all but p01 (done) and p03 (active again)");
+        let left = w
+            .handle(&json!({"action": "list_parked", "queue": "orders"}))
+            .await
+            .unwrap();
+        assert_eq!(left["count"], 1, "the parked copy of p03 stays visible");
     }
 }

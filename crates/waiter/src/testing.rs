@@ -1,7 +1,7 @@
 //! In-memory fakes of the ports, for domain tests. They keep the contract's semantics
 //! (conditional put, lease-aware cancel, paged due query) without any AWS types.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -102,21 +102,11 @@ impl<S: JobStore> JobStore for FaultyStore<S> {
     async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError> {
         faulty!(self.faults, "PutItem", self.inner.put_new(job).await)
     }
-    async fn find(&self, q: &QueueName, id: &str, p: &[Partition]) -> Result<Option<StoredJob>, PortError> {
-        faulty!(self.faults, "BatchGetItem", self.inner.find(q, id, p).await)
+    async fn read(&self, q: &QueueName, keys: &[JobKey]) -> Result<Vec<StoredJob>, PortError> {
+        faulty!(self.faults, "BatchGetItem", self.inner.read(q, keys).await)
     }
-    async fn cancel(
-        &self,
-        q: &QueueName,
-        k: &JobKey,
-        at: DateTime<Utc>,
-        now: DateTime<Utc>,
-    ) -> Result<CancelOutcome, PortError> {
-        faulty!(
-            self.faults,
-            "TransactWriteItems",
-            self.inner.cancel(q, k, at, now).await
-        )
+    async fn cancel(&self, q: &QueueName, k: &JobKey, at: DateTime<Utc>) -> Result<CancelOutcome, PortError> {
+        faulty!(self.faults, "TransactWriteItems", self.inner.cancel(q, k, at).await)
     }
     fn due<'a>(
         &'a self,
@@ -130,8 +120,11 @@ impl<S: JobStore> JobStore for FaultyStore<S> {
             stream::once(async { Err(injected("Query")) }).boxed()
         }
     }
-    async fn parked(&self, q: &QueueName) -> Result<Vec<StoredJob>, PortError> {
-        faulty!(self.faults, "Query", self.inner.parked(q).await)
+    async fn parked(&self, q: &QueueName, limit: usize, after: Option<&str>) -> Result<Page<StoredJob>, PortError> {
+        faulty!(self.faults, "Query", self.inner.parked(q, limit, after).await)
+    }
+    async fn shard_counts(&self, q: &QueueName, current: u32) -> Result<Vec<u32>, PortError> {
+        faulty!(self.faults, "GetItem", self.inner.shard_counts(q, current).await)
     }
     async fn delete(&self, q: &QueueName, keys: &[JobKey]) -> Result<(), PortError> {
         faulty!(self.faults, "BatchWriteItem", self.inner.delete(q, keys).await)
@@ -139,7 +132,7 @@ impl<S: JobStore> JobStore for FaultyStore<S> {
     async fn park(&self, job: &StoredJob, info: &ParkInfo) -> Result<(), PortError> {
         faulty!(self.faults, "PutItem", self.inner.park(job, info).await)
     }
-    async fn unpark(&self, parked: &StoredJob, into: &StoredJob) -> Result<(), PortError> {
+    async fn unpark(&self, parked: &StoredJob, into: &StoredJob) -> Result<PutOutcome, PortError> {
         faulty!(self.faults, "PutItem", self.inner.unpark(parked, into).await)
     }
     async fn acquire_lease(
@@ -219,12 +212,21 @@ impl<Q: MessageQueue> MessageQueue for FaultyQueue<Q> {
 pub struct MemState {
     pub items: BTreeMap<Key, StoredJob>,
     pub leases: HashMap<(QueueName, u32), Lease>,
+    pub shard_counts: HashMap<QueueName, Vec<u32>>,
+    /// What the due index shows: `items` as it was `index_lag` ago (a GSI is eventually
+    /// consistent), fed by `index_log`.
+    index: BTreeMap<Key, StoredJob>,
+    index_log: VecDeque<(tokio::time::Instant, Key, Option<StoredJob>)>,
 }
 
 #[derive(Clone)]
 pub struct MemStore {
     pub state: Arc<Mutex<MemState>>,
     pub page_size: usize,
+    /// How far the due index trails the table.
+    pub index_lag: std::time::Duration,
+    /// When set, every delete fails (after nothing was removed), as a DynamoDB outage would.
+    pub fail_deletes: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Default for MemStore {
@@ -232,8 +234,37 @@ impl Default for MemStore {
         Self {
             state: Arc::default(),
             page_size: 7,
+            index_lag: std::time::Duration::ZERO,
+            fail_deletes: Arc::default(),
         }
     }
+}
+
+impl MemState {
+    /// Every change to an item goes through here, so the index sees it, `lag` later.
+    fn write(&mut self, k: Key, v: Option<StoredJob>, lag: std::time::Duration) {
+        match &v {
+            Some(j) => self.items.insert(k.clone(), j.clone()),
+            None => self.items.remove(&k),
+        };
+        self.index_log.push_back((tokio::time::Instant::now() + lag, k, v));
+    }
+
+    fn catch_up_index(&mut self) {
+        let now = tokio::time::Instant::now();
+        while self.index_log.front().is_some_and(|(at, _, _)| *at <= now) {
+            if let Some((_, k, v)) = self.index_log.pop_front() {
+                match v {
+                    Some(j) => self.index.insert(k, j),
+                    None => self.index.remove(&k),
+                };
+            }
+        }
+    }
+}
+
+fn mem_key(queue: &QueueName, partition: &Partition, job_id: &str) -> Key {
+    (queue.clone(), partition.clone(), job_id.to_owned())
 }
 
 impl MemStore {
@@ -246,13 +277,23 @@ impl MemStore {
             .lock()
             .unwrap()
             .items
-            .get(&(queue.clone(), partition, job_id.to_owned()))
+            .get(&mem_key(queue, &partition, job_id))
             .cloned()
     }
 
     pub fn insert(&self, job: StoredJob) {
-        let k = (job.job.queue.clone(), job.partition.clone(), job.job.job_id.clone());
-        self.state.lock().unwrap().items.insert(k, job);
+        let k = mem_key(&job.job.queue, &job.partition, &job.job.job_id);
+        self.state.lock().unwrap().write(k, Some(job), self.index_lag);
+    }
+
+    fn remove(&self, queue: &QueueName, key: &JobKey) -> Option<StoredJob> {
+        let k = mem_key(queue, &key.partition, &key.job_id);
+        let mut s = self.state.lock().unwrap();
+        let old = s.items.get(&k).cloned();
+        if old.is_some() {
+            s.write(k, None, self.index_lag);
+        }
+        old
     }
 }
 
@@ -263,25 +304,21 @@ impl JobStore for MemStore {
     }
 
     async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError> {
-        let k = (job.job.queue.clone(), job.partition.clone(), job.job.job_id.clone());
+        let k = mem_key(&job.job.queue, &job.partition, &job.job.job_id);
         let mut s = self.state.lock().unwrap();
         if let Some(existing) = s.items.get(&k) {
             return Ok(PutOutcome::Duplicate(Box::new(existing.clone())));
         }
-        s.items.insert(k, job.clone());
+        s.write(k, Some(job.clone()), self.index_lag);
         Ok(PutOutcome::Created)
     }
 
-    async fn find(
-        &self,
-        queue: &QueueName,
-        job_id: &str,
-        partitions: &[Partition],
-    ) -> Result<Option<StoredJob>, PortError> {
+    async fn read(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<StoredJob>, PortError> {
         let s = self.state.lock().unwrap();
-        Ok(partitions
+        Ok(keys
             .iter()
-            .find_map(|p| s.items.get(&(queue.clone(), p.clone(), job_id.to_owned())).cloned()))
+            .filter_map(|k| s.items.get(&mem_key(queue, &k.partition, &k.job_id)).cloned())
+            .collect())
     }
 
     async fn cancel(
@@ -289,25 +326,20 @@ impl JobStore for MemStore {
         queue: &QueueName,
         key: &JobKey,
         perform_at: DateTime<Utc>,
-        now: DateTime<Utc>,
     ) -> Result<CancelOutcome, PortError> {
-        let mut s = self.state.lock().unwrap();
         if let Partition::Shard(shard) = key.partition {
-            if let Some(l) = s.leases.get(&(queue.clone(), shard)) {
-                if l.until >= now && l.horizon >= perform_at {
-                    return Ok(CancelOutcome::Dispatching);
-                }
+            let s = self.state.lock().unwrap();
+            if s.leases
+                .get(&(queue.clone(), shard))
+                .is_some_and(|l| l.horizon >= perform_at)
+            {
+                return Ok(CancelOutcome::Dispatching);
             }
         }
-        Ok(
-            match s
-                .items
-                .remove(&(queue.clone(), key.partition.clone(), key.job_id.clone()))
-            {
-                Some(_) => CancelOutcome::Cancelled,
-                None => CancelOutcome::NotFound,
-            },
-        )
+        Ok(match self.remove(queue, key) {
+            Some(_) => CancelOutcome::Cancelled,
+            None => CancelOutcome::NotFound,
+        })
     }
 
     fn due<'a>(
@@ -316,33 +348,64 @@ impl JobStore for MemStore {
         shard: u32,
         horizon: DateTime<Utc>,
     ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
-        let mut due: Vec<StoredJob> = self
-            .state
-            .lock()
-            .unwrap()
-            .items
-            .values()
-            .filter(|j| &j.job.queue == queue && j.partition == Partition::Shard(shard) && j.job.perform_at <= horizon)
-            .cloned()
-            .collect();
+        let mut due: Vec<StoredJob> = {
+            let mut s = self.state.lock().unwrap();
+            s.catch_up_index();
+            s.index
+                .values()
+                .filter(|j| {
+                    &j.job.queue == queue && j.partition == Partition::Shard(shard) && j.job.perform_at <= horizon
+                })
+                .cloned()
+                .collect()
+        };
         due.sort_by_key(|j| j.job.perform_at);
         let pages: Vec<_> = due.chunks(self.page_size.max(1)).map(|c| Ok(c.to_vec())).collect();
         stream::iter(pages).boxed()
     }
 
-    async fn parked(&self, queue: &QueueName) -> Result<Vec<StoredJob>, PortError> {
+    async fn parked(&self, queue: &QueueName, limit: usize, after: Option<&str>) -> Result<Page<StoredJob>, PortError> {
         let s = self.state.lock().unwrap();
-        Ok(s.items
+        let mut items: Vec<StoredJob> = s
+            .items
             .values()
-            .filter(|j| &j.job.queue == queue && j.partition == Partition::Parked)
+            .filter(|j| {
+                &j.job.queue == queue
+                    && j.partition == Partition::Parked
+                    && after.is_none_or(|a| j.job.job_id.as_str() > a)
+            })
+            .take(limit.saturating_add(1))
             .cloned()
-            .collect())
+            .collect();
+        let next = (items.len() > limit).then(|| {
+            items.truncate(limit);
+            items.last().map(|j| j.job.job_id.clone())
+        });
+        Ok(Page {
+            items,
+            next: next.flatten(),
+        })
+    }
+
+    async fn shard_counts(&self, queue: &QueueName, current: u32) -> Result<Vec<u32>, PortError> {
+        let mut s = self.state.lock().unwrap();
+        let counts = s.shard_counts.entry(queue.clone()).or_default();
+        if !counts.contains(&current) {
+            counts.push(current);
+            counts.sort_unstable();
+        }
+        Ok(counts.clone())
     }
 
     async fn delete(&self, queue: &QueueName, keys: &[JobKey]) -> Result<(), PortError> {
-        let mut s = self.state.lock().unwrap();
+        if self.fail_deletes.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(PortError::Transient {
+                operation: "BatchWriteItem",
+                source: "injected: deletes fail".into(),
+            });
+        }
         for k in keys {
-            s.items.remove(&(queue.clone(), k.partition.clone(), k.job_id.clone()));
+            self.remove(queue, k);
         }
         Ok(())
     }
@@ -352,12 +415,16 @@ impl JobStore for MemStore {
         parked.partition = Partition::Parked;
         parked.parked = Some(info.clone());
         self.insert(parked);
-        self.delete(&job.job.queue, &[job.key()]).await
+        self.remove(&job.job.queue, &job.key());
+        Ok(())
     }
 
-    async fn unpark(&self, parked: &StoredJob, into: &StoredJob) -> Result<(), PortError> {
-        self.put_new(into).await?;
-        self.delete(&parked.job.queue, &[parked.key()]).await
+    async fn unpark(&self, parked: &StoredJob, into: &StoredJob) -> Result<PutOutcome, PortError> {
+        let outcome = self.put_new(into).await?;
+        if outcome == PutOutcome::Created {
+            self.remove(&parked.job.queue, &parked.key());
+        }
+        Ok(outcome)
     }
 
     async fn acquire_lease(
@@ -371,9 +438,16 @@ impl JobStore for MemStore {
         let k = (queue.clone(), shard);
         match s.leases.get(&k) {
             Some(l) if l.until >= now && l.owner != lease.owner => Ok(LeaseOutcome::Held(Some(l.clone()))),
-            _ => {
-                s.leases.insert(k, lease.clone());
-                Ok(LeaseOutcome::Acquired)
+            previous => {
+                let horizon = previous.map_or(lease.horizon, |p| p.horizon.max(lease.horizon));
+                s.leases.insert(
+                    k,
+                    Lease {
+                        horizon,
+                        ..lease.clone()
+                    },
+                );
+                Ok(LeaseOutcome::Acquired { horizon })
             }
         }
     }

@@ -11,10 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, DeleteRequest, KeysAndAttributes, ReturnValuesOnConditionCheckFailure,
-    TransactWriteItem, WriteRequest,
+    AttributeValue, ConditionCheck, Delete, DeleteRequest, KeysAndAttributes, ReturnValue,
+    ReturnValuesOnConditionCheckFailure, TransactWriteItem, WriteRequest,
 };
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
@@ -27,7 +29,9 @@ use crate::config::{Config, QueueName};
 use crate::error::PortError;
 use crate::job::{AttributeData, Attributes, Job, MessageAttribute};
 use crate::limits::{DDB_MAX_BATCH_GET_KEYS, DDB_MAX_BATCH_WRITE_ITEMS};
-use crate::ports::{CancelOutcome, JobKey, JobStore, Lease, LeaseOutcome, ParkInfo, Partition, PutOutcome, StoredJob};
+use crate::ports::{
+    CancelOutcome, JobKey, JobStore, Lease, LeaseOutcome, Page, ParkInfo, Partition, PutOutcome, StoredJob,
+};
 use crate::time::{format_epoch, parse_epoch_decimal};
 
 pub const INDEX_NAME: &str = "scheduler-perform_at-index";
@@ -44,6 +48,9 @@ pub const A_ENQUEUED_AT: &str = "enqueued_at";
 pub const A_PARKED_AT: &str = "parked_at";
 pub const A_PARK_CODE: &str = "park_code";
 pub const A_PARK_MESSAGE: &str = "park_message";
+pub const A_VERSION: &str = "version";
+const A_SHARD_COUNTS: &str = "shard_counts";
+const META_SORT_KEY: &str = "shards";
 const A_DATA_TYPE: &str = "data_type";
 const A_STRING_VALUE: &str = "string_value";
 const A_BINARY_VALUE: &str = "binary_value";
@@ -51,6 +58,14 @@ const A_LEASE_OWNER: &str = "lease_owner";
 const A_LEASE_UNTIL: &str = "lease_until";
 const A_LEASE_HORIZON: &str = "lease_horizon";
 const LEASE_SORT_KEY: &str = "lease";
+
+/// Transaction cancellation reasons that a retry can clear.
+/// <https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html>
+const RETRYABLE_CANCELLATION_REASONS: &[&str] = &[
+    "TransactionConflict",
+    "ThrottlingError",
+    "ProvisionedThroughputExceeded",
+];
 
 /// Attempts at items DynamoDB left unprocessed before giving up (they stay for the next run).
 const UNPROCESSED_ATTEMPTS: u32 = 8;
@@ -71,6 +86,13 @@ fn lease_key(queue: &QueueName, shard: u32) -> Item {
             AttributeValue::S(format!("{queue}#lease#{shard}")),
         ),
         (A_JOB_ID.to_owned(), AttributeValue::S(LEASE_SORT_KEY.to_owned())),
+    ])
+}
+
+fn meta_key(queue: &QueueName) -> Item {
+    HashMap::from([
+        (A_SCHEDULER.to_owned(), AttributeValue::S(format!("{queue}#meta"))),
+        (A_JOB_ID.to_owned(), AttributeValue::S(META_SORT_KEY.to_owned())),
     ])
 }
 
@@ -110,6 +132,7 @@ pub fn encode(s: &StoredJob) -> Item {
     item.insert(A_PERFORM_AT.into(), n(job.perform_at));
     item.insert(A_MESSAGE_BODY.into(), AttributeValue::S(job.message_body.clone()));
     item.insert(A_ENQUEUED_AT.into(), n(s.enqueued_at));
+    item.insert(A_VERSION.into(), AttributeValue::N(s.version.to_string()));
     if !job.message_attributes.is_empty() {
         let attrs = job
             .message_attributes
@@ -220,6 +243,11 @@ pub fn decode(queue: &QueueName, item: &Item) -> Result<StoredJob, String> {
         partition,
         enqueued_at: t(A_ENQUEUED_AT)?.unwrap_or(perform_at),
         parked,
+        version: match item.get(A_VERSION) {
+            None => 1,
+            Some(AttributeValue::N(v)) => v.parse().map_err(|_| format!("version is not a whole number: {v}"))?,
+            Some(_) => return Err("version is not a number".into()),
+        },
     })
 }
 
@@ -269,6 +297,35 @@ impl DynamoStore {
     }
 }
 
+/// An SDK builder refused what we built: our bug, never the job's.
+fn internal(operation: &'static str, e: aws_sdk_dynamodb::error::BuildError) -> PortError {
+    PortError::Internal {
+        operation,
+        source: Box::new(e),
+    }
+}
+
+/// The one "conditional check failed" test, for every conditional write.
+fn is_condition_failed<E: ProvideErrorMetadata>(e: &SdkError<E, HttpResponse>) -> bool {
+    e.code() == Some("ConditionalCheckFailedException")
+}
+
+/// `TransactionCanceledException` reasons, in the order of the transaction's items.
+fn cancellation_reasons(
+    e: &SdkError<aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError, HttpResponse>,
+) -> Vec<Option<String>> {
+    match e.as_service_error() {
+        Some(
+            aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(c),
+        ) => c
+            .cancellation_reasons()
+            .iter()
+            .map(|r| r.code().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 async fn backoff(attempt: u32) {
     tokio::time::sleep(Duration::from_millis(25u64 << attempt.min(6))).await;
 }
@@ -292,10 +349,7 @@ impl JobStore for DynamoStore {
             .await;
         match res {
             Ok(_) => Ok(PutOutcome::Created),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
+            Err(e) if is_condition_failed(&e) => {
                 let old = e.into_service_error();
                 let existing = match &old {
                     aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(c) => {
@@ -320,37 +374,16 @@ impl JobStore for DynamoStore {
         }
     }
 
-    async fn find(
-        &self,
-        queue: &QueueName,
-        job_id: &str,
-        partitions: &[Partition],
-    ) -> Result<Option<StoredJob>, PortError> {
+    async fn read(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<StoredJob>, PortError> {
         let table = self.table(queue);
         let mut found: Vec<StoredJob> = Vec::new();
-        for chunk in partitions.chunks(DDB_MAX_BATCH_GET_KEYS) {
-            let keys: Vec<Item> = chunk
-                .iter()
-                .map(|p| {
-                    key(
-                        queue,
-                        &JobKey {
-                            partition: p.clone(),
-                            job_id: job_id.to_owned(),
-                        },
-                    )
-                })
-                .collect();
+        for chunk in keys.chunks(DDB_MAX_BATCH_GET_KEYS) {
             let mut request = Some(
                 KeysAndAttributes::builder()
-                    .set_keys(Some(keys))
+                    .set_keys(Some(chunk.iter().map(|k| key(queue, k)).collect()))
                     .consistent_read(true)
                     .build()
-                    .map_err(|e| PortError::Rejected {
-                        operation: "BatchGetItem",
-                        code: "InvalidRequest".into(),
-                        source: Some(Box::new(e)),
-                    })?,
+                    .map_err(|e| internal("BatchGetItem", e))?,
             );
             let mut attempt = 0;
             while let Some(req) = request.take() {
@@ -364,9 +397,7 @@ impl JobStore for DynamoStore {
                 for item in out.responses.unwrap_or_default().remove(&table).unwrap_or_default() {
                     match decode(queue, &item) {
                         Ok(j) => found.push(j),
-                        Err(reason) => {
-                            error!(queue = %queue, job_id, reason, "unreadable item skipped")
-                        }
+                        Err(reason) => error!(queue = %queue, reason, "unreadable item skipped"),
                     }
                 }
                 request = out
@@ -386,9 +417,7 @@ impl JobStore for DynamoStore {
                 }
             }
         }
-        // An active copy wins over a parked one.
-        found.sort_by_key(|j| j.partition.clone());
-        Ok(found.into_iter().next())
+        Ok(found)
     }
 
     async fn cancel(
@@ -396,7 +425,6 @@ impl JobStore for DynamoStore {
         queue: &QueueName,
         k: &JobKey,
         perform_at: DateTime<Utc>,
-        now: DateTime<Utc>,
     ) -> Result<CancelOutcome, PortError> {
         let table = self.table(queue);
         let Partition::Shard(shard) = k.partition else {
@@ -410,37 +438,27 @@ impl JobStore for DynamoStore {
                 .await;
             return match res {
                 Ok(_) => Ok(CancelOutcome::Cancelled),
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-                {
-                    Ok(CancelOutcome::NotFound)
-                }
+                Err(e) if is_condition_failed(&e) => Ok(CancelOutcome::NotFound),
                 Err(e) => Err(classify("DeleteItem", &self.resource(queue), e)),
             };
         };
-        let build_err = |e: aws_sdk_dynamodb::error::BuildError| PortError::Rejected {
-            operation: "TransactWriteItems",
-            code: "InvalidRequest".into(),
-            source: Some(Box::new(e)),
-        };
-        // Delete the job only while no live lease covers it, atomically with that check.
+        // Delete the job only while no lease item covers it, atomically with that check. The
+        // lease's `until` does not matter here: a run that could not remove what it sent keeps
+        // its lease item, so a job whose message SQS accepted is never reported cancelled.
         let delete = Delete::builder()
             .table_name(&table)
             .set_key(Some(key(queue, k)))
             .condition_expression("attribute_exists(job_id)")
             .build()
-            .map_err(build_err)?;
+            .map_err(|e| internal("TransactWriteItems", e))?;
         let check = ConditionCheck::builder()
             .table_name(&table)
             .set_key(Some(lease_key(queue, shard)))
-            .condition_expression("attribute_not_exists(#until) OR #until < :now OR #horizon < :perform_at")
-            .expression_attribute_names("#until", A_LEASE_UNTIL)
+            .condition_expression("attribute_not_exists(#horizon) OR #horizon < :perform_at")
             .expression_attribute_names("#horizon", A_LEASE_HORIZON)
-            .expression_attribute_values(":now", n(now))
             .expression_attribute_values(":perform_at", n(perform_at))
             .build()
-            .map_err(build_err)?;
+            .map_err(|e| internal("TransactWriteItems", e))?;
         let res = self
             .client
             .transact_write_items()
@@ -451,17 +469,22 @@ impl JobStore for DynamoStore {
         match res {
             Ok(_) => Ok(CancelOutcome::Cancelled),
             Err(e) => {
-                let reasons: Vec<Option<String>> = match e.as_service_error() {
-                    Some(aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(c)) => {
-                        c.cancellation_reasons().iter().map(|r| r.code().map(str::to_owned)).collect()
-                    }
-                    _ => return Err(classify("TransactWriteItems", &self.resource(queue), e)),
-                };
+                let reasons = cancellation_reasons(&e);
                 let failed = |i: usize| reasons.get(i).and_then(|r| r.as_deref()) == Some("ConditionalCheckFailed");
                 if failed(0) {
                     Ok(CancelOutcome::NotFound)
                 } else if failed(1) {
                     Ok(CancelOutcome::Dispatching)
+                } else if reasons
+                    .iter()
+                    .flatten()
+                    .any(|r| RETRYABLE_CANCELLATION_REASONS.contains(&r.as_str()))
+                {
+                    // Another transaction touched the item, or capacity ran short: try again.
+                    Err(PortError::Throttled {
+                        operation: "TransactWriteItems",
+                        source: Box::new(e),
+                    })
                 } else {
                     Err(classify("TransactWriteItems", &self.resource(queue), e))
                 }
@@ -508,26 +531,81 @@ impl JobStore for DynamoStore {
         .boxed()
     }
 
-    async fn parked(&self, queue: &QueueName) -> Result<Vec<StoredJob>, PortError> {
+    async fn parked(&self, queue: &QueueName, limit: usize, after: Option<&str>) -> Result<Page<StoredJob>, PortError> {
+        let scheduler = partition_key(queue, &Partition::Parked);
+        let start = after.map(|job_id| {
+            HashMap::from([
+                (A_SCHEDULER.to_owned(), AttributeValue::S(scheduler.clone())),
+                (A_JOB_ID.to_owned(), AttributeValue::S(job_id.to_owned())),
+            ])
+        });
+        // One more than asked, to know whether another page follows.
+        let want = limit.saturating_add(1);
         let mut pages = self
             .client
             .query()
             .table_name(self.table(queue))
             .key_condition_expression("#s = :s")
             .expression_attribute_names("#s", A_SCHEDULER)
-            .expression_attribute_values(":s", AttributeValue::S(partition_key(queue, &Partition::Parked)))
+            .expression_attribute_values(":s", AttributeValue::S(scheduler.clone()))
+            .set_exclusive_start_key(start)
+            .limit(i32::try_from(want).unwrap_or(i32::MAX))
             .into_paginator()
             .items()
             .send();
-        let mut out = Vec::new();
-        while let Some(item) = pages.next().await {
+        let mut items = Vec::new();
+        while items.len() < want {
+            let Some(item) = pages.next().await else { break };
             let item = item.map_err(|e| classify("Query", &self.resource(queue), e))?;
             match decode(queue, &item) {
-                Ok(j) => out.push(j),
+                Ok(j) => items.push(j),
                 Err(reason) => error!(queue = %queue, reason, "unreadable parked item skipped"),
             }
         }
-        Ok(out)
+        let next = if items.len() > limit {
+            items.truncate(limit);
+            items.last().map(|j| j.job.job_id.clone())
+        } else {
+            None
+        };
+        Ok(Page { items, next })
+    }
+
+    async fn shard_counts(&self, queue: &QueueName, current: u32) -> Result<Vec<u32>, PortError> {
+        let read = |item: Option<&Item>| -> Vec<u32> {
+            match item.and_then(|i| i.get(A_SHARD_COUNTS)) {
+                Some(AttributeValue::Ns(v)) => v.iter().filter_map(|n| n.parse().ok()).collect(),
+                _ => Vec::new(),
+            }
+        };
+        let out = self
+            .client
+            .get_item()
+            .table_name(self.table(queue))
+            .set_key(Some(meta_key(queue)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| classify("GetItem", &self.resource(queue), e))?;
+        let mut counts = read(out.item.as_ref());
+        if !counts.contains(&current) {
+            let out = self
+                .client
+                .update_item()
+                .table_name(self.table(queue))
+                .set_key(Some(meta_key(queue)))
+                .update_expression("ADD #c :c")
+                .expression_attribute_names("#c", A_SHARD_COUNTS)
+                .expression_attribute_values(":c", AttributeValue::Ns(vec![current.to_string()]))
+                .return_values(ReturnValue::AllNew)
+                .send()
+                .await
+                .map_err(|e| classify("UpdateItem", &self.resource(queue), e))?;
+            counts = read(out.attributes.as_ref());
+        }
+        counts.sort_unstable();
+        counts.dedup();
+        Ok(counts)
     }
 
     async fn delete(&self, queue: &QueueName, keys: &[JobKey]) -> Result<(), PortError> {
@@ -542,11 +620,7 @@ impl JobStore for DynamoStore {
                         .map(|d| WriteRequest::builder().delete_request(d).build())
                 })
                 .collect::<Result<_, _>>()
-                .map_err(|e| PortError::Rejected {
-                    operation: "BatchWriteItem",
-                    code: "InvalidRequest".into(),
-                    source: Some(Box::new(e)),
-                })?;
+                .map_err(|e| internal("BatchWriteItem", e))?;
             let mut attempt = 0;
             while !requests.is_empty() {
                 let out = self
@@ -593,12 +667,13 @@ impl JobStore for DynamoStore {
         self.delete_one(queue, &job.key()).await
     }
 
-    async fn unpark(&self, parked: &StoredJob, into: &StoredJob) -> Result<(), PortError> {
-        let queue = &into.job.queue;
-        match self.put_new(into).await? {
-            PutOutcome::Created | PutOutcome::Duplicate(_) => {}
+    async fn unpark(&self, parked: &StoredJob, into: &StoredJob) -> Result<PutOutcome, PortError> {
+        // Copy first, then delete: a crash between leaves a duplicate, never a loss.
+        let outcome = self.put_new(into).await?;
+        if outcome == PutOutcome::Created {
+            self.delete_one(&into.job.queue, &parked.key()).await?;
         }
-        self.delete_one(queue, &parked.key()).await
+        Ok(outcome)
     }
 
     async fn acquire_lease(
@@ -608,29 +683,39 @@ impl JobStore for DynamoStore {
         lease: &Lease,
         now: DateTime<Utc>,
     ) -> Result<LeaseOutcome, PortError> {
-        let res = self
-            .client
-            .update_item()
-            .table_name(self.table(queue))
-            .set_key(Some(lease_key(queue, shard)))
-            .update_expression("SET #owner = :owner, #until = :until, #horizon = :horizon")
-            .condition_expression("attribute_not_exists(#until) OR #until < :now OR #owner = :owner")
-            .expression_attribute_names("#owner", A_LEASE_OWNER)
-            .expression_attribute_names("#until", A_LEASE_UNTIL)
-            .expression_attribute_names("#horizon", A_LEASE_HORIZON)
-            .expression_attribute_values(":owner", AttributeValue::S(lease.owner.clone()))
-            .expression_attribute_values(":until", n(lease.until))
-            .expression_attribute_values(":horizon", n(lease.horizon))
-            .expression_attribute_values(":now", n(now))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
-        match res {
-            Ok(_) => Ok(LeaseOutcome::Acquired),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
+        let update = |horizon: DateTime<Utc>| {
+            self.client
+                .update_item()
+                .table_name(self.table(queue))
+                .set_key(Some(lease_key(queue, shard)))
+                .update_expression("SET #owner = :owner, #until = :until, #horizon = :horizon")
+                .condition_expression("attribute_not_exists(#until) OR #until < :now OR #owner = :owner")
+                .expression_attribute_names("#owner", A_LEASE_OWNER)
+                .expression_attribute_names("#until", A_LEASE_UNTIL)
+                .expression_attribute_names("#horizon", A_LEASE_HORIZON)
+                .expression_attribute_values(":owner", AttributeValue::S(lease.owner.clone()))
+                .expression_attribute_values(":until", n(lease.until))
+                .expression_attribute_values(":horizon", n(horizon))
+                .expression_attribute_values(":now", n(now))
+                .return_values(ReturnValue::AllOld)
+                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+                .send()
+        };
+        match update(lease.horizon).await {
+            Ok(out) => {
+                // A lapsed lease left by a run that could not clean up: keep covering its horizon.
+                let previous = out.attributes.as_ref().and_then(decode_lease).map(|l| l.horizon);
+                match previous {
+                    Some(h) if h > lease.horizon => {
+                        update(h)
+                            .await
+                            .map_err(|e| classify("UpdateItem", &self.resource(queue), e))?;
+                        Ok(LeaseOutcome::Acquired { horizon: h })
+                    }
+                    _ => Ok(LeaseOutcome::Acquired { horizon: lease.horizon }),
+                }
+            }
+            Err(e) if is_condition_failed(&e) => {
                 let held = match e.into_service_error() {
                     aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c) => {
                         c.item.as_ref().and_then(decode_lease)
@@ -657,12 +742,7 @@ impl JobStore for DynamoStore {
         match res {
             Ok(_) => Ok(()),
             // Someone took over a lapsed lease: theirs now.
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
-            }
+            Err(e) if is_condition_failed(&e) => Ok(()),
             Err(e) => Err(classify("DeleteItem", &self.resource(queue), e)),
         }
     }

@@ -28,7 +28,10 @@ impl Adapters {
         let config = Arc::new(Config::from_env().inspect_err(|e| {
             tracing::error!(variable = e.variable, "invalid configuration: {e}");
         })?);
-        let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .timeout_config(timeout_config())
+            .load()
+            .await;
         Ok(Self {
             store: DynamoStore::new(aws_sdk_dynamodb::Client::new(&aws), config.clone()),
             queue: SqsQueue::new(aws_sdk_sqs::Client::new(&aws)),
@@ -37,8 +40,9 @@ impl Adapters {
     }
 }
 
-/// Error codes AWS uses for "slow down" across DynamoDB, SQS and KMS.
-const THROTTLING_CODES: &[&str] = &[
+/// Error codes AWS uses for "slow down" or "try again" across DynamoDB, SQS and KMS. SQS on its
+/// JSON protocol reports the query-compatible code in `x-amzn-query-error` (`code;Sender`).
+const RETRYABLE_CODES: &[&str] = &[
     "ProvisionedThroughputExceededException",
     "RequestLimitExceeded",
     "ThrottlingException",
@@ -46,7 +50,9 @@ const THROTTLING_CODES: &[&str] = &[
     "RequestThrottled",
     "AWS.SimpleQueueService.RequestThrottled",
     "KmsThrottled",
+    "KMS.ThrottlingException",
     "TransactionInProgressException",
+    "TransactionConflictException",
 ];
 
 const NOT_FOUND_CODES: &[&str] = &[
@@ -60,7 +66,7 @@ pub(crate) fn classify<E>(operation: &'static str, resource: &str, err: SdkError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
-    let code = err.code().map(str::to_owned);
+    let code = query_error_code(&err).or_else(|| err.code().map(str::to_owned));
     let status = err.raw_response().map(|r| r.status().as_u16());
     let is_service = matches!(err, SdkError::ServiceError(_));
     match code.as_deref() {
@@ -68,7 +74,7 @@ where
             resource: resource.to_owned(),
             source: Some(Box::new(err)),
         },
-        Some(c) if THROTTLING_CODES.contains(&c) => PortError::Throttled {
+        Some(c) if RETRYABLE_CODES.contains(&c) => PortError::Throttled {
             operation,
             source: Box::new(err),
         },
@@ -84,4 +90,27 @@ where
             source: Box::new(err),
         },
     }
+}
+
+/// The query-compatible code from SQS's `x-amzn-query-error: Code;Fault` header, if present.
+fn query_error_code<E>(err: &SdkError<E, HttpResponse>) -> Option<String> {
+    let header = err.raw_response()?.headers().get("x-amzn-query-error")?;
+    let code = header.split(';').next()?.trim();
+    (!code.is_empty()).then(|| code.to_owned())
+}
+
+/// Timeouts on every SDK call, so that a connection that never answers cannot hold a run past
+/// its budget. A poller run also cuts its own calls at its deadline (see `dispatch`); these
+/// bound `enqueue` and the SDK's retries. DynamoDB and SQS answer in milliseconds; the
+/// attempt timeout leaves room for a large Query page on a busy table.
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+pub const ATTEMPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+pub const OPERATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(12);
+
+pub fn timeout_config() -> aws_config::timeout::TimeoutConfig {
+    aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+        .operation_timeout(OPERATION_TIMEOUT)
+        .build()
 }

@@ -68,10 +68,9 @@ fn to_sqs_attributes(attrs: &Attributes) -> Result<Option<HashMap<String, Messag
                 AttributeData::String(s) => b.string_value(s),
                 AttributeData::Binary(bytes) => b.binary_value(Blob::new(bytes.clone())),
             };
-            b.build().map(|v| (name.clone(), v)).map_err(|e| PortError::Rejected {
+            b.build().map(|v| (name.clone(), v)).map_err(|e| PortError::Internal {
                 operation: "SendMessage",
-                code: "InvalidAttribute".into(),
-                source: Some(Box::new(e)),
+                source: Box::new(e),
             })
         })
         .collect::<Result<HashMap<_, _>, _>>()
@@ -116,10 +115,9 @@ impl MessageQueue for SqsQueue {
                     .set_message_group_id(m.group_id.clone())
                     .set_message_deduplication_id(m.deduplication_id.clone())
                     .build()
-                    .map_err(|e| PortError::Rejected {
+                    .map_err(|e| PortError::Internal {
                         operation: "SendMessageBatch",
-                        code: "InvalidEntry".into(),
-                        source: Some(Box::new(e)),
+                        source: Box::new(e),
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
