@@ -150,12 +150,15 @@ export class SqsWaiter extends Construct {
         new iam.PolicyStatement({
           // PutItem: schedule. BatchGetItem: get and the idempotency check. DeleteItem and
           // ConditionCheckItem: cancel (a transaction with the poller lease). Query: list_parked.
+          // GetItem and UpdateItem: the shard counts the table was written with.
           actions: [
             "dynamodb:PutItem",
             "dynamodb:BatchGetItem",
             "dynamodb:DeleteItem",
             "dynamodb:ConditionCheckItem",
             "dynamodb:Query",
+            "dynamodb:GetItem",
+            "dynamodb:UpdateItem",
           ],
           resources: [table.tableArn],
         }),
@@ -169,8 +172,16 @@ export class SqsWaiter extends Construct {
       pollerRole.role.addToPrincipalPolicy(
         new iam.PolicyStatement({
           // UpdateItem and DeleteItem: the partition lease. BatchWriteItem: remove sent jobs.
-          // PutItem and DeleteItem: park rejected jobs.
-          actions: ["dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:PutItem"],
+          // PutItem and DeleteItem: park rejected jobs. BatchGetItem: re-read due jobs
+          // consistently under the lease. GetItem (and UpdateItem): the shard counts.
+          actions: [
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:BatchWriteItem",
+            "dynamodb:PutItem",
+            "dynamodb:BatchGetItem",
+            "dynamodb:GetItem",
+          ],
           resources: [table.tableArn],
         }),
       );

@@ -8,6 +8,11 @@
 //! - for `SendMessageBatch`: some entries reported `Failed` (and not sent);
 //! - for `BatchWriteItem`: some requests returned as `UnprocessedItems` (and not applied).
 //!
+//! `force(op, Forced)`: every request of `op` gets that answer until `clear_forced`: a whole-call
+//! AWS error shaped as AWS sends it (status, JSON `__type` body, SQS's `x-amzn-query-error`
+//! header, extra body fields such as `CancellationReasons`), or a connection that is accepted
+//! and never answered.
+//!
 //! `freeze_after(op, n)`: after the n-th response of `op` has been returned, every later request
 //! hangs, so that a test can SIGKILL the caller at exactly that step.
 
@@ -37,7 +42,24 @@ pub enum FaultKind {
     Unprocessed,
 }
 
+/// A fixed answer for every request of one operation.
+#[derive(Debug, Clone)]
+pub enum Forced {
+    Error {
+        status: u16,
+        /// The JSON `__type`.
+        code: String,
+        /// SQS's query-compatible `x-amzn-query-error` value, e.g. `KMS.DisabledException;Sender`.
+        query_error: Option<String>,
+        /// Merged into the JSON body (e.g. `CancellationReasons`).
+        extra: Option<Value>,
+    },
+    /// Accept and never answer.
+    Hang,
+}
+
 struct Inner {
+    forced: Mutex<HashMap<String, Forced>>,
     upstream: String,
     http: reqwest::Client,
     rng: Mutex<StdRng>,
@@ -64,6 +86,7 @@ pub struct FaultProxy {
 impl FaultProxy {
     pub async fn start(upstream: &str, seed: u64, rate: f64) -> Self {
         let inner = Arc::new(Inner {
+            forced: Mutex::default(),
             upstream: upstream.trim_end_matches('/').to_owned(),
             http: reqwest::Client::new(),
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
@@ -88,6 +111,18 @@ impl FaultProxy {
             endpoint,
             server,
         }
+    }
+
+    pub fn force(&self, operation: &str, answer: Forced) {
+        self.inner
+            .forced
+            .lock()
+            .expect("lock")
+            .insert(operation.to_owned(), answer);
+    }
+
+    pub fn clear_forced(&self) {
+        self.inner.forced.lock().expect("lock").clear();
     }
 
     pub fn set_rate(&self, rate: f64) {
@@ -260,6 +295,37 @@ async fn handle(State(p): State<Arc<Inner>>, method: Method, uri: Uri, headers: 
 async fn handle_live(p: &Inner, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let op = operation(&headers);
     let sqs = is_sqs(&headers);
+    let forced = p.forced.lock().expect("lock").get(&op).cloned();
+    match forced {
+        Some(Forced::Hang) => {
+            *p.calls.lock().expect("lock").entry(op.clone()).or_default() += 1;
+            std::future::pending::<()>().await;
+        }
+        Some(Forced::Error {
+            status,
+            code,
+            query_error,
+            extra,
+        }) => {
+            *p.calls.lock().expect("lock").entry(op).or_default() += 1;
+            let mut body = json!({"__type": code, "message": "forced by the fault proxy"});
+            if let (Some(Value::Object(extra)), Some(b)) = (extra, body.as_object_mut()) {
+                b.extend(extra);
+            }
+            let mut r = (
+                StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST),
+                body.to_string(),
+            )
+                .into_response();
+            r.headers_mut()
+                .insert("content-type", HeaderValue::from_static("application/x-amz-json-1.0"));
+            if let Some(v) = query_error.and_then(|q| HeaderValue::from_str(&q).ok()) {
+                r.headers_mut().insert("x-amzn-query-error", v);
+            }
+            return r;
+        }
+        None => {}
+    }
     let fault = p.pick_fault(&op);
     if let Some(kind) = fault {
         p.count(kind);

@@ -1,0 +1,205 @@
+//! AWS-shaped failures that moto never produces, injected at the wire by the fault proxy, with
+//! the real functions and the real SDK: a delete that keeps failing after SQS accepted, whole-call
+//! SQS errors reported in `x-amzn-query-error`, DynamoDB transaction conflicts, and connections
+//! that are accepted and never answered.
+
+use std::time::{Duration, Instant};
+
+use e2e::proxy::{FaultProxy, Forced};
+use e2e::{Emulator, Function};
+use serde_json::{json, Value};
+
+struct Rig {
+    emu: Emulator,
+    proxy: FaultProxy,
+    url: String,
+    enqueue: Function,
+    poller: Function,
+}
+
+async fn rig(settings: &[(&str, &str)]) -> Rig {
+    let emu = Emulator::start().await;
+    let url = emu.create_queue("orders").await;
+    emu.create_table("orders").await;
+    let proxy = FaultProxy::start(&emu.endpoint, 7, 0.0).await;
+    let mut all = vec![
+        ("WAITER_QUEUES", "orders"),
+        ("WAITER_SHARDS", "1"),
+        ("WAITER_DIRECT_MAX_DELAY", "0"),
+    ];
+    all.extend_from_slice(settings);
+    let env = emu.function_env_via(&proxy.endpoint, &all);
+    let enqueue = Function::start("enqueue", &env).await;
+    let poller = Function::start("poller", &env).await;
+    Rig {
+        emu,
+        proxy,
+        url,
+        enqueue,
+        poller,
+    }
+}
+
+fn error(status: u16, code: &str, query_error: Option<&str>, extra: Option<Value>) -> Forced {
+    Forced::Error {
+        status,
+        code: code.to_owned(),
+        query_error: query_error.map(str::to_owned),
+        extra,
+    }
+}
+
+impl Rig {
+    async fn call(&mut self, req: Value) -> Value {
+        match self.enqueue.invoke(&req).await {
+            Ok(v) => v,
+            Err(e) => panic!("{req} failed: {e:?}\nlog:\n{}", self.enqueue.log()),
+        }
+    }
+
+    async fn stored(&self) -> usize {
+        self.emu
+            .scan("orders")
+            .await
+            .iter()
+            .filter(|i| i.contains_key("perform_at"))
+            .count()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn after_a_failed_delete_cancel_never_answers_cancelled_for_an_accepted_message() {
+    let mut r = rig(&[("WAITER_LOOKAHEAD", "60")]).await;
+    r.call(json!({"queue": "orders", "message_body": "a", "delay_seconds": 4, "job_id": "a"}))
+        .await;
+    r.proxy
+        .force("BatchWriteItem", error(500, "InternalServerError", None, None));
+    // The only partition reports an error, so the invocation fails (PollerFailed).
+    let reply = r.poller.invoke_raw(b"{}".to_vec(), Duration::from_secs(15)).await;
+    assert!(format!("{reply:?}").contains("BatchWriteItem"), "{reply:?}");
+    let c = r
+        .call(json!({"action": "cancel", "queue": "orders", "job_id": "a"}))
+        .await;
+    assert_eq!(c["status"], "dispatching", "SQS accepted the message: {c}");
+    let got = r.emu.receive_for(&r.url, Duration::from_secs(8), 1).await;
+    assert_eq!(got.len(), 1, "the message is delivered");
+    let c = r
+        .call(json!({"action": "cancel", "queue": "orders", "job_id": "a"}))
+        .await;
+    assert_eq!(c["status"], "dispatching", "still protected after delivery: {c}");
+
+    // DynamoDB is back: the next run re-sends (at least once), removes the item, releases.
+    r.proxy.clear_forced();
+    let summary = r.poller.invoke(&json!({})).await.expect("poller");
+    assert_eq!(
+        (summary["dispatched"].clone(), summary["drained"].clone()),
+        (json!(1), json!(true))
+    );
+    assert_eq!(r.stored().await, 0);
+    let c = r
+        .call(json!({"action": "cancel", "queue": "orders", "job_id": "a"}))
+        .await;
+    assert_eq!(c["status"], "not_found");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn whole_call_sqs_errors_in_x_amzn_query_error_park_nothing() {
+    let mut r = rig(&[("WAITER_LOOKAHEAD", "60")]).await;
+    let cases = [
+        ("com.amazonaws.sqs#KmsDisabled", "KMS.DisabledException;Sender"),
+        ("com.amazonaws.sqs#KmsAccessDenied", "KMS.AccessDeniedException;Sender"),
+        ("com.amazonaws.sqs#KmsThrottled", "KMS.ThrottlingException;Sender"),
+        ("AccessDeniedException", "AccessDenied;Sender"),
+        (
+            "com.amazonaws.sqs#QueueDoesNotExist",
+            "AWS.SimpleQueueService.NonExistentQueue;Sender",
+        ),
+    ];
+    for (i, (code, query_error)) in cases.iter().enumerate() {
+        let jobs: Vec<Value> = (0..12)
+            .map(|j| json!({"queue": "orders", "message_body": format!("m{i}-{j}"), "delay_seconds": 2, "job_id": format!("k{i}-{j}")}))
+            .collect();
+        r.call(json!({"jobs": jobs})).await;
+        r.proxy
+            .force("SendMessageBatch", error(400, code, Some(query_error), None));
+        let s = r.poller.invoke_raw(b"{}".to_vec(), Duration::from_secs(15)).await;
+        // With every partition failing, the poller fails the invocation (PollerFailed).
+        let text = format!("{s:?}");
+        assert!(text.contains(query_error.split(';').next().unwrap()), "{code}: {text}");
+        let parked = r.call(json!({"action": "list_parked", "queue": "orders"})).await;
+        assert_eq!(parked["count"], 0, "{code}: parked {parked}");
+        assert_eq!(r.stored().await, 12, "{code}: every job stays stored");
+        r.proxy.clear_forced();
+        let s = r.poller.invoke(&json!({})).await.expect("poller");
+        assert_eq!(s["dispatched"], 12, "{code}: the next run sends them: {s}");
+        r.emu.receive_for(&r.url, Duration::from_secs(4), 12).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dynamodb_transaction_conflicts_are_retryable_not_rejections() {
+    let mut r = rig(&[]).await;
+    r.call(json!({"queue": "orders", "message_body": "x", "delay_seconds": 5000, "job_id": "t"}))
+        .await;
+    let reasons = json!({"CancellationReasons": [{"Code": "None"}, {"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"}]});
+    for forced in [
+        error(
+            400,
+            "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+            None,
+            Some(reasons),
+        ),
+        error(
+            400,
+            "com.amazonaws.dynamodb.v20120810#TransactionConflictException",
+            None,
+            None,
+        ),
+    ] {
+        r.proxy.force("TransactWriteItems", forced);
+        let e = r
+            .enqueue
+            .invoke(&json!({"action": "cancel", "queue": "orders", "job_id": "t"}))
+            .await
+            .expect_err("a conflict is not an answer");
+        assert_eq!(e.error_type, "Throttled", "{e:?}");
+        assert_eq!(r.stored().await, 1);
+    }
+    r.proxy.clear_forced();
+    let c = r
+        .call(json!({"action": "cancel", "queue": "orders", "job_id": "t"}))
+        .await;
+    assert_eq!(c["status"], "cancelled");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_that_never_answers_cannot_hold_a_run_past_its_budget() {
+    let mut r = rig(&[]).await;
+    r.call(json!({"queue": "orders", "message_body": "x", "delay_seconds": 5000, "job_id": "h"}))
+        .await;
+    let budget = Duration::from_secs(10);
+
+    r.proxy.force("Query", Forced::Hang);
+    let t0 = Instant::now();
+    let reply = r.poller.invoke_raw(b"{}".to_vec(), budget).await;
+    let took = t0.elapsed();
+    println!("poller with a hung Query answered in {took:?} of a {budget:?} budget: {reply:?}");
+    assert!(took < budget, "the poller ran {took:?}, past its {budget:?} budget");
+
+    r.proxy.force("PutItem", Forced::Hang);
+    let t0 = Instant::now();
+    let reply = r
+        .enqueue
+        .invoke_raw(
+            json!({"queue": "orders", "message_body": "y", "delay_seconds": 5000, "job_id": "h2"})
+                .to_string()
+                .into_bytes(),
+            Duration::from_secs(6),
+        )
+        .await;
+    let took = t0.elapsed();
+    println!("enqueue with a hung PutItem answered in {took:?} of 6 s: {reply:?}");
+    assert!(took < Duration::from_secs(6), "enqueue ran {took:?}");
+    let e = reply.expect_err("a hung store is an error");
+    assert_eq!(e.error_type, "DependencyFailure", "{e:?}");
+}
