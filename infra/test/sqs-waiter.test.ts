@@ -107,6 +107,18 @@ test("IAM statements name only the given tables, index and queues, never *", () 
     statements.filter((s: any) => JSON.stringify(s).includes("dynamodb:PutItem")).flatMap((s: any) => [s.Action].flat()),
   );
   assert.ok(!enqueueActions.has("dynamodb:Scan"), "no table scans");
+  // Every call the functions make: enqueue records its shard count (GetItem, UpdateItem); the
+  // poller re-reads due jobs consistently (BatchGetItem) and reads the shard counts (GetItem).
+  const actionsWith = (marker: string) =>
+    new Set(statements.filter((s: any) => [s.Action].flat().includes(marker)).flatMap((s: any) => [s.Action].flat()));
+  const enqueueTable = actionsWith("dynamodb:ConditionCheckItem");
+  for (const a of ["dynamodb:PutItem", "dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"]) {
+    assert.ok(enqueueTable.has(a), `enqueue lacks ${a}`);
+  }
+  const pollerTable = actionsWith("dynamodb:BatchWriteItem");
+  for (const a of ["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:PutItem"]) {
+    assert.ok(pollerTable.has(a), `poller lacks ${a}`);
+  }
   // Send rights: each function on each managed queue, and the poller on its failure queue.
   const sendTargets = statements
     .filter((s: any) => [s.Action].flat().includes("sqs:SendMessage"))

@@ -48,7 +48,8 @@ async fn table_len(w: &World) -> usize {
 
 /// Runs `f`'s invocation until the proxy freezes after `op` #`nth`, then SIGKILLs the process.
 async fn kill_after(w: &World, f: &mut Function, payload: Value, op: &str, nth: usize) {
-    w.proxy.freeze_after(op, nth);
+    // Counted from this invocation on: the other function's calls came before.
+    w.proxy.freeze_after(op, w.proxy.calls(op) + nth);
     let invocation = f.invoke_raw(serde_json::to_vec(&payload).unwrap(), Duration::from_secs(4));
     tokio::select! {
         r = invocation => panic!("finished before the {op} #{nth} crash point: {r:?}"),

@@ -458,8 +458,8 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 kept.push((p, delay));
             }
         }
-        // A batch SQS finds too long as a whole (our size count disagreeing with SQS's) is sent
-        // again entry by entry.
+        // A batch SQS refuses for its content as a whole (too long in total, a message over the
+        // queue's own size limit) is sent again entry by entry to find the bad one.
         let mut calls: VecDeque<Vec<(Planned, Option<u32>)>> = VecDeque::from([kept]);
         while let Some(call) = calls.pop_front() {
             if call.is_empty() {
@@ -471,9 +471,17 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 .collect();
             let outcomes = match d.queue.send_batch(queue, &messages).await {
                 Ok(outcomes) => outcomes,
-                Err(e) if e.is_batch_too_long() && call.len() > 1 => {
-                    warn!(queue = %queue, entries = call.len(), "batch too long for SQS; sending its entries singly");
+                Err(e) if e.blames_message() && call.len() > 1 => {
+                    warn!(queue = %queue, entries = call.len(), error = %display_chain(&e), "batch refused for its content; sending its entries singly");
                     calls.extend(call.into_iter().map(|c| vec![c]));
+                    continue;
+                }
+                Err(e) if e.blames_message() => {
+                    // A single entry refused for its content: the whole-call form of a
+                    // `SenderFault` entry failure (moto, and SQS for some size checks).
+                    if let (Some((p, _)), PortError::Rejected { code, .. }) = (call.first(), &e) {
+                        self.park(&p.job, code.clone(), display_chain(&e)).await;
+                    }
                     continue;
                 }
                 Err(e) => {
@@ -692,7 +700,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_batch_too_long_is_split_and_a_whole_call_failure_parks_nothing() {
+    async fn a_batch_refused_for_its_content_is_split_and_only_the_bad_entry_parked() {
         let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1")]);
         let now = clock.now();
         for i in 0..5 {
@@ -706,15 +714,10 @@ mod tests {
             })
         }));
         let s = d.run(now + TimeDelta::seconds(60)).await;
-        // j0..j2 go singly; j3's own call fails as a whole, which stops the partition.
-        assert_eq!((s.dispatched, s.parked), (3, 0), "{s:?}");
-        assert_eq!(s.errors.len(), 1, "{s:?}");
+        assert_eq!((s.dispatched, s.parked, s.errors.len()), (4, 1, 0), "{s:?}");
         let q = QueueName::parse("orders").unwrap();
-        assert!(
-            store.get(&q, Partition::Shard(0), "j3").is_some(),
-            "stays stored, not parked"
-        );
-        assert_eq!(store.len(), 2);
+        assert!(store.get(&q, Partition::Parked, "j3").is_some());
+        assert_eq!(store.len(), 1);
     }
 
     #[tokio::test(start_paused = true)]

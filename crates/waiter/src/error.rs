@@ -74,9 +74,13 @@ impl PortError {
         matches!(self, Self::Transient { .. })
     }
 
-    /// SQS refused a `SendMessageBatch` as too long in total.
-    pub fn is_batch_too_long(&self) -> bool {
-        matches!(self, Self::Rejected { code, .. } if code.ends_with("BatchRequestTooLong"))
+    /// SQS refused the call for the content of its message(s), not for the queue: a batch with
+    /// such an error is sent again entry by entry, and a single entry refused so is parked.
+    /// Queue-level refusals (access, KMS, a missing queue) never blame a message.
+    pub fn blames_message(&self) -> bool {
+        const CONTENT_CODES: &[&str] = &["BatchRequestTooLong", "InvalidParameterValue", "InvalidMessageContents"];
+        matches!(self, Self::Rejected { code, .. }
+            if CONTENT_CODES.iter().any(|c| code == c || code.strip_prefix("AWS.SimpleQueueService.") == Some(c)))
     }
 
     /// The value reported as the Lambda `errorType`.
