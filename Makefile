@@ -18,7 +18,7 @@ help:
 	@echo "make deploy sam build && sam deploy (--guided the first time)"
 	@echo "make synth  cdk synth of the example stack (needs make build)"
 	@echo "make bench  precision figures (target/bench/); make bench-quick for a short run"
-	@echo "make soak   long fault runs: 5000 simulation seeds, 5000 jobs through the fault proxy"
+	@echo "make soak   long fault runs: 5000 simulation seeds, 250 000 cases per property test, 5000 jobs through the fault proxy"
 
 venv: $(VENV)/.installed
 
@@ -111,5 +111,6 @@ bench-quick: venv ddb-local
 soak: venv
 	cargo build -p enqueue -p poller
 	SIM_SEEDS=5000 cargo test -p waiter simulation -- --nocapture
+	PROPTEST_CASES=250000 cargo test -p waiter -- properties fuzz --nocapture
 	FAULT_JOBS=5000 cargo test -p e2e --test faults -- --nocapture
 	cargo test -p e2e --test crash --test lifecycle -- --nocapture

@@ -258,7 +258,10 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             }
             None => {
                 // Cut in the middle of a call: a send may have reached SQS.
-                warn!(queue = %queue, shard, "run cut at its deadline");
+                warn!(queue = %queue, shard, "run cut at its deadline: a call did not answer in time");
+                run.summary.errors.push(format!(
+                    "{queue}#{shard}: cut at the deadline (a call did not answer in time)"
+                ));
                 run.uncertain = true;
                 false
             }

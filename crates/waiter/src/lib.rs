@@ -17,6 +17,8 @@ pub mod service;
 pub mod time;
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod simulation;
 #[cfg(test)]
 mod testing;
