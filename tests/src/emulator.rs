@@ -1,4 +1,7 @@
-//! The moto server: started on a free port, ready when `/moto-api/` answers, killed on drop.
+//! The local AWS backend of a test: moto (the default) or LocalStack (`E2E_BACKEND=localstack`),
+//! started on a free port, ready when its health endpoint answers, stopped on drop (exactly the
+//! process it started: moto by SIGKILL, LocalStack by SIGTERM so that it stops its DynamoDB
+//! Local child too).
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -13,6 +16,31 @@ use crate::{free_port, workspace_root};
 
 const INDEX: &str = "scheduler-perform_at-index";
 
+/// Which emulator the e2e suite runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Moto,
+    LocalStack,
+}
+
+impl Backend {
+    /// From `E2E_BACKEND` (`moto`, the default, or `localstack`).
+    pub fn current() -> Self {
+        match std::env::var("E2E_BACKEND").as_deref() {
+            Ok("localstack") => Backend::LocalStack,
+            Ok("moto") | Ok("") | Err(_) => Backend::Moto,
+            Ok(other) => panic!("E2E_BACKEND={other:?}: expected moto or localstack"),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Moto => "moto",
+            Backend::LocalStack => "localstack",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndexKind {
     Global,
@@ -22,6 +50,7 @@ pub enum IndexKind {
 /// A running emulator. Dropping it kills exactly the process it started.
 pub struct Emulator {
     child: Child,
+    pub backend: Backend,
     pub endpoint: String,
     pub dynamodb: aws_sdk_dynamodb::Client,
     pub sqs: aws_sdk_sqs::Client,
@@ -45,20 +74,44 @@ fn moto_server() -> PathBuf {
 
 impl Emulator {
     pub async fn start() -> Self {
+        Self::start_backend(Backend::current()).await
+    }
+
+    pub async fn start_backend(backend: Backend) -> Self {
         let port = free_port();
         let log_dir = workspace_root().join("target/e2e-logs");
         std::fs::create_dir_all(&log_dir).expect("create log dir");
-        let log = std::fs::File::create(log_dir.join(format!("moto-{port}.log"))).expect("create moto log");
-        let child = Command::new(moto_server())
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        let log_path = log_dir.join(format!("{}-{port}.log", backend.name()));
+        let log = std::fs::File::create(&log_path).expect("create emulator log");
+        let (mut command, health) = match backend {
+            Backend::Moto => {
+                let mut c = Command::new(moto_server());
+                c.args(["-H", "127.0.0.1", "-p", &port.to_string()]);
+                (c, "/moto-api/")
+            }
+            Backend::LocalStack => {
+                // Its own filesystem root per instance (sharing the installed lib), so that
+                // instances of parallel tests never share state.
+                let fs = workspace_root().join(format!("target/e2e-localstack/{port}"));
+                let _ = std::fs::remove_dir_all(&fs);
+                let mut c = Command::new("bash");
+                c.arg(workspace_root().join("scripts/localstack.sh"))
+                    .arg("run")
+                    .env("LOCALSTACK_PORT", port.to_string())
+                    .env("LOCALSTACK_FILESYSTEM_ROOT", &fs);
+                (c, "/_localstack/health")
+            }
+        };
+        let child = command
             .stdin(Stdio::null())
             .stdout(Stdio::from(log.try_clone().expect("clone log handle")))
             .stderr(Stdio::from(log))
             .spawn()
-            .expect("start moto_server");
+            .unwrap_or_else(|e| panic!("start {}: {e}", backend.name()));
         let endpoint = format!("http://127.0.0.1:{port}");
         let mut emulator = Emulator {
             child,
+            backend,
             endpoint: endpoint.clone(),
             dynamodb: aws_sdk_dynamodb::Client::new(&sdk_config(&endpoint).await),
             sqs: aws_sdk_sqs::Client::new(&sdk_config(&endpoint).await),
@@ -67,10 +120,24 @@ impl Emulator {
         let started = Instant::now();
         loop {
             if let Ok(Some(status)) = emulator.child.try_wait() {
-                panic!("moto_server exited early: {status}");
+                let tail = std::fs::read_to_string(&log_path).unwrap_or_default();
+                let tail: String = tail
+                    .lines()
+                    .rev()
+                    .take(15)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                panic!(
+                    "{} exited before it was ready ({status}); log {}:\n{tail}",
+                    backend.name(),
+                    log_path.display()
+                );
             }
             if http
-                .get(format!("{endpoint}/moto-api/"))
+                .get(format!("{endpoint}{health}"))
                 .send()
                 .await
                 .is_ok_and(|r| r.status().is_success())
@@ -78,8 +145,10 @@ impl Emulator {
                 break;
             }
             assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "moto_server not ready after 60 s"
+                started.elapsed() < Duration::from_secs(120),
+                "{} not ready on port {port} after 120 s; log {}",
+                backend.name(),
+                log_path.display()
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -290,6 +359,19 @@ pub struct Received {
 
 impl Drop for Emulator {
     fn drop(&mut self) {
+        if self.backend == Backend::LocalStack {
+            // SIGTERM: LocalStack stops its DynamoDB Local child too (1–3 s).
+            let _ = Command::new("kill")
+                .args(["-TERM", &self.child.id().to_string()])
+                .status();
+            let until = Instant::now() + Duration::from_secs(15);
+            while Instant::now() < until {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
