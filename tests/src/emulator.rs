@@ -292,7 +292,8 @@ impl Emulator {
     }
 
     /// Receives every message that becomes visible within `wait`, with the local time it arrived.
-    /// Short polls every 20 ms: moto's long poll wakes only on new sends, not when a delay ends.
+    /// Short polls every 20 ms, so arrival times are exact to that: moto's long poll wakes up to
+    /// 0.5 s after a delay ends (measured), where AWS answers as soon as a message is visible.
     pub async fn receive_for(&self, url: &str, wait: Duration, expect: usize) -> Vec<Received> {
         let mut out = Vec::new();
         let until = Instant::now() + wait;

@@ -1,0 +1,207 @@
+//! Probes the running backend for every entry of the quirk table (`e2e::quirks`) and fails when
+//! a backend gains or loses one, so the table the tests and README rely on stays true.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
+use e2e::quirks::Quirk;
+use e2e::Emulator;
+
+/// `Some(true)` when the backend shows the quirk, `None` when it cannot be probed on demand.
+async fn probe(emu: &Emulator, quirk: Quirk) -> Option<bool> {
+    match quirk {
+        Quirk::DelayTick => {
+            let mean = mean_delay_lateness(emu).await;
+            println!(
+                "{}: mean lateness of a 1 s delay {} ms",
+                emu.backend.name(),
+                mean.as_millis()
+            );
+            Some(mean > Duration::from_millis(200))
+        }
+        Quirk::FifoDedupForgetsDeleted => Some(fifo_redelivers_after_delete(emu).await),
+        Quirk::AcceptsDelayOver900 => {
+            let url = emu.create_queue("quirk-delay").await;
+            let sent = emu
+                .sqs
+                .send_message()
+                .queue_url(&url)
+                .message_body("x")
+                .delay_seconds(901)
+                .send()
+                .await;
+            Some(sent.is_ok())
+        }
+        Quirk::AcceptsAnyMessageCharacters => {
+            let url = emu.create_queue("quirk-chars").await;
+            let sent = emu
+                .sqs
+                .send_message()
+                .queue_url(&url)
+                .message_body("a\u{1}b")
+                .send()
+                .await;
+            Some(sent.is_ok())
+        }
+        Quirk::AcceptsShortTableNames => {
+            let created = emu
+                .dynamodb
+                .create_table()
+                .table_name("ab")
+                .billing_mode(aws_sdk_dynamodb::types::BillingMode::PayPerRequest)
+                .attribute_definitions(
+                    aws_sdk_dynamodb::types::AttributeDefinition::builder()
+                        .attribute_name("k")
+                        .attribute_type(aws_sdk_dynamodb::types::ScalarAttributeType::S)
+                        .build()
+                        .expect("attr"),
+                )
+                .key_schema(
+                    aws_sdk_dynamodb::types::KeySchemaElement::builder()
+                        .attribute_name("k")
+                        .key_type(aws_sdk_dynamodb::types::KeyType::Hash)
+                        .build()
+                        .expect("key"),
+                )
+                .send()
+                .await;
+            Some(created.is_ok())
+        }
+        Quirk::AcceptsBatchWriteOver25 => {
+            emu.create_table("quirk-batch").await;
+            let puts: Vec<WriteRequest> = (0..26)
+                .map(|i| {
+                    let item = HashMap::from([
+                        ("scheduler".to_owned(), AttributeValue::S("s".into())),
+                        ("job_id".to_owned(), AttributeValue::S(format!("j{i}"))),
+                    ]);
+                    WriteRequest::builder()
+                        .put_request(PutRequest::builder().set_item(Some(item)).build().expect("put"))
+                        .build()
+                })
+                .collect();
+            let written = emu
+                .dynamodb
+                .batch_write_item()
+                .request_items("quirk-batch", puts)
+                .send()
+                .await;
+            Some(written.is_ok())
+        }
+        Quirk::UnlockedConditionalWrites => None,
+        Quirk::ConsistentIndex => {
+            emu.create_table("quirk-index").await;
+            emu.dynamodb
+                .put_item()
+                .table_name("quirk-index")
+                .item("scheduler", AttributeValue::S("s".into()))
+                .item("job_id", AttributeValue::S("j".into()))
+                .item("perform_at", AttributeValue::N("1".into()))
+                .send()
+                .await
+                .expect("PutItem");
+            let found = emu
+                .dynamodb
+                .query()
+                .table_name("quirk-index")
+                .index_name("scheduler-perform_at-index")
+                .key_condition_expression("scheduler = :s")
+                .expression_attribute_values(":s", AttributeValue::S("s".into()))
+                .send()
+                .await
+                .expect("Query");
+            Some(found.count() == 1)
+        }
+    }
+}
+
+/// Eight messages with a 1 s delay sent 125 ms apart, so their sends spread over a whole second
+/// whatever the phase of a tick: on a 1 s tick the mean lateness is about 400 ms (measured), without one
+/// about the consumer's 10 ms poll interval.
+async fn mean_delay_lateness(emu: &Emulator) -> Duration {
+    let url = emu.create_queue("quirk-tick").await;
+    let sqs = emu.sqs.clone();
+    let sender_url = url.clone();
+    let sender = tokio::spawn(async move {
+        let mut due = HashMap::new();
+        for k in 0..8 {
+            sqs.send_message()
+                .queue_url(&sender_url)
+                .message_body(k.to_string())
+                .delay_seconds(1)
+                .send()
+                .await
+                .expect("SendMessage");
+            due.insert(k.to_string(), Instant::now() + Duration::from_secs(1));
+            tokio::time::sleep(Duration::from_millis(125)).await;
+        }
+        due
+    });
+    let mut arrived = HashMap::new();
+    let until = Instant::now() + Duration::from_secs(10);
+    while arrived.len() < 8 && Instant::now() < until {
+        let got = emu
+            .sqs
+            .receive_message()
+            .queue_url(&url)
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .expect("ReceiveMessage");
+        let now = Instant::now();
+        let messages = got.messages.unwrap_or_default();
+        e2e::emulator::delete_received(&emu.sqs, &url, &messages)
+            .await
+            .expect("DeleteMessageBatch");
+        for m in messages {
+            arrived.insert(m.body.unwrap_or_default(), now);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let due = sender.await.expect("sender");
+    assert_eq!(arrived.len(), 8, "every delayed message arrives");
+    let total: Duration = due
+        .iter()
+        .map(|(k, due)| arrived[k].saturating_duration_since(*due))
+        .sum();
+    total / 8
+}
+
+async fn fifo_redelivers_after_delete(emu: &Emulator) -> bool {
+    let url = emu.create_queue("quirk-dedup.fifo").await;
+    let send = || {
+        emu.sqs
+            .send_message()
+            .queue_url(&url)
+            .message_body("a")
+            .message_group_id("g")
+            .message_deduplication_id("d1")
+            .send()
+    };
+    send().await.expect("SendMessage");
+    let first = emu.receive_for(&url, Duration::from_secs(3), 1).await;
+    assert_eq!(first.len(), 1, "the first copy arrives (and receive_for deletes it)");
+    send().await.expect("SendMessage again");
+    !emu.receive_for(&url, Duration::from_millis(1500), 1).await.is_empty()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_quirk_table_matches_the_backend() {
+    let emu = Emulator::start().await;
+    let mut wrong = Vec::new();
+    for quirk in Quirk::ALL {
+        let Some(seen) = probe(&emu, quirk).await else {
+            continue;
+        };
+        let listed = emu.backend.has(quirk);
+        println!("{}: {quirk:?} listed {listed}, seen {seen}", emu.backend.name());
+        if seen != listed {
+            wrong.push(format!(
+                "{quirk:?}: table says {listed}, {} shows {seen}",
+                emu.backend.name()
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "update e2e::quirks and README: {wrong:#?}");
+}
