@@ -503,26 +503,36 @@ pub async fn api_efficiency(jobs: usize, shards: u32, profile: Profile) -> ApiEf
         "DeleteItem",
         "GetQueueUrl",
         "BatchGetItem",
+        "GetItem",
         "SendMessage",
     ];
     let calls: std::collections::BTreeMap<String, usize> =
         ops.iter().map(|o| (o.to_string(), proxy.calls(o))).collect();
     let query_pages = calls["Query"];
-    let floor = jobs + jobs.div_ceil(10) + jobs.div_ceil(25) + query_pages;
-    let data_calls = calls["PutItem"] + calls["SendMessageBatch"] + calls["BatchWriteItem"] + query_pages;
+    // The consistent re-read reads at most 100 keys a call, per partition.
+    let floor = jobs + jobs.div_ceil(10) + jobs.div_ceil(25) + jobs.div_ceil(100) + query_pages;
+    let data_calls =
+        calls["PutItem"] + calls["SendMessageBatch"] + calls["BatchWriteItem"] + calls["BatchGetItem"] + query_pages;
     // Public on-demand prices: DynamoDB $0.625 per million write request units (an item of up to
     // 1 KB; the GSI costs the same again on put and on delete), SQS $0.40 per million requests
     // (a batch of 10 small messages is one), Lambda $0.20 per million requests.
     let per_job = |n: usize| n as f64 / jobs as f64;
     let dynamodb_writes = per_job(calls["PutItem"] + jobs) * 2.0 * 0.625;
+    // The consistent re-read: 1 read request unit per job (items under 4 KB) at $0.125 per
+    // million; the index Query reads are eventually consistent and a fraction of that.
+    let dynamodb_reads = per_job(jobs) * 0.125;
     let sqs = per_job(calls["SendMessageBatch"]) * 0.40;
     let lambda_batched = 0.01 * 0.20;
     let mut cost = std::collections::BTreeMap::new();
     cost.insert("dynamodb_writes_incl_gsi".into(), dynamodb_writes);
+    cost.insert("dynamodb_consistent_reads".into(), dynamodb_reads);
     cost.insert("sqs_send".into(), sqs);
     cost.insert("lambda_enqueue_requests_batched_100".into(), lambda_batched);
     cost.insert("lambda_enqueue_requests_one_per_job".into(), 0.20);
-    cost.insert("total_batched".into(), dynamodb_writes + sqs + lambda_batched);
+    cost.insert(
+        "total_batched".into(),
+        dynamodb_writes + dynamodb_reads + sqs + lambda_batched,
+    );
     cost.insert("eventbridge_scheduler_reference".into(), 1.00);
     ApiEfficiency {
         jobs,

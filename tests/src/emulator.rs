@@ -1,7 +1,7 @@
 //! The local AWS backend of a test: moto (the default) or LocalStack (`E2E_BACKEND=localstack`),
 //! started on a free port, ready when its health endpoint answers, stopped on drop (exactly the
-//! process it started: moto by SIGKILL, LocalStack by SIGTERM so that it stops its DynamoDB
-//! Local child too).
+//! process it started: moto by SIGKILL, LocalStack by SIGTERM, then SIGKILL to any process it
+//! started that outlived it, such as its DynamoDB Local JVM).
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -361,21 +361,47 @@ pub struct Received {
 impl Drop for Emulator {
     fn drop(&mut self) {
         if self.backend == Backend::LocalStack {
-            // SIGTERM: LocalStack stops its DynamoDB Local child too (1–3 s).
+            // SIGTERM lets LocalStack stop its services (1–6 s). Its DynamoDB Local JVM runs in a
+            // session of its own and has outlived it, so the processes it started are noted first
+            // and any still running (same pid, same command line) get SIGKILL after it.
+            let children = descendants(self.child.id());
             let _ = Command::new("kill")
                 .args(["-TERM", &self.child.id().to_string()])
                 .status();
             let until = Instant::now() + Duration::from_secs(15);
-            while Instant::now() < until {
-                if let Ok(Some(_)) = self.child.try_wait() {
-                    return;
-                }
+            while Instant::now() < until && !matches!(self.child.try_wait(), Ok(Some(_))) {
                 std::thread::sleep(Duration::from_millis(50));
+            }
+            for (pid, cmdline) in children {
+                if std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|now| now == cmdline) {
+                    let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+                }
             }
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Every process below `pid`, with its command line, from /proc.
+fn descendants(pid: u32) -> Vec<(u32, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![pid];
+    while let Some(p) = stack.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for child in children.split_whitespace().filter_map(|c| c.parse::<u32>().ok()) {
+                if let Ok(cmdline) = std::fs::read(format!("/proc/{child}/cmdline")) {
+                    out.push((child, cmdline));
+                    stack.push(child);
+                }
+            }
+        }
+    }
+    out
 }
 
 pub async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
@@ -385,4 +411,41 @@ pub async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
         .credentials_provider(aws_sdk_sqs::config::Credentials::new("test", "test", None, None, "e2e"))
         .load()
         .await
+}
+
+/// How often each job (message body) was *sent*: distinct SQS message ids per body. A standard
+/// queue may deliver one message twice (same id, as AWS documents for standard queues), which is
+/// SQS's at-least-once delivery, not a job sent twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sends {
+    /// Distinct bodies delivered.
+    pub jobs: usize,
+    /// Copies sent beyond one per job.
+    pub extra: usize,
+    /// Deliveries of a message id already seen.
+    pub redelivered: usize,
+}
+
+impl Sends {
+    pub fn count(got: &[Received]) -> Self {
+        let mut ids: std::collections::HashMap<&str, std::collections::HashSet<&str>> = Default::default();
+        for r in got {
+            ids.entry(r.message.body().unwrap_or_default())
+                .or_default()
+                .insert(r.message.message_id().unwrap_or_default());
+        }
+        let distinct: usize = ids.values().map(|set| set.len()).sum();
+        let sends = Sends {
+            jobs: ids.len(),
+            extra: distinct - ids.len(),
+            redelivered: got.len() - distinct,
+        };
+        if sends.redelivered > 0 {
+            println!(
+                "{} messages delivered again by SQS (same message id)",
+                sends.redelivered
+            );
+        }
+        sends
+    }
 }

@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use common::{in_secs, parse_time, setup};
@@ -209,17 +208,14 @@ async fn concurrent_pollers(k: usize, n: usize) -> usize {
     let dispatched: u64 = summaries.iter().map(|r| r["dispatched"].as_u64().unwrap()).sum();
     let mut got = emu.receive_for(&url, Duration::from_secs(90), n).await;
     got.extend(emu.receive_for(&url, Duration::from_secs(2), usize::MAX).await);
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    for r in &got {
-        *seen.entry(r.message.body().unwrap_or_default().to_owned()).or_default() += 1;
-    }
-    let duplicates: usize = seen.values().map(|c| c - 1).sum();
+    let sends = e2e::emulator::Sends::count(&got);
+    let duplicates = sends.extra;
     let per_poller: Vec<u64> = summaries.iter().map(|r| r["dispatched"].as_u64().unwrap()).collect();
     println!(
-        "{k} pollers over {n} jobs: dispatched {per_poller:?}; received {} unique, {duplicates} duplicates",
-        seen.len()
+        "{k} pollers over {n} jobs: dispatched {per_poller:?}; received {} unique, {duplicates} sent twice",
+        sends.jobs
     );
-    assert_eq!(seen.len(), n, "no job lost");
+    assert_eq!(sends.jobs, n, "no job lost");
     assert_eq!(dispatched as usize, n);
     let left = ddb
         .scan()

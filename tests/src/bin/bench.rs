@@ -128,11 +128,11 @@ async fn main() {
             println!("  {op:<18} {n:>6}");
         }
         println!(
-            "  data calls {} vs floor {} (1 PutItem/job, 1 SendMessageBatch/10, 1 BatchWriteItem/25, + Query pages): {:.3}x",
+            "  data calls {} vs floor {} (1 PutItem/job, 1 SendMessageBatch/10, 1 BatchWriteItem/25, 1 BatchGetItem/100, + Query pages): {:.3}x",
             r.data_calls, r.floor, r.ratio_to_floor
         );
         println!(
-            "  plus {} lease writes (UpdateItem + DeleteItem per partition per run, not per job)",
+            "  plus {} lease and shard-count writes (UpdateItem + DeleteItem per partition, and per queue, per run; not per job)",
             r.lease_calls
         );
         println!("  cost per million jobs, USD, on-demand:");
