@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export MOTO_SERVER := $(CURDIR)/$(VENV)/bin/moto_server
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help venv venv-infra demo test unit e2e e2e-localstack localstack localstack-install lint lint-rust lint-template infra-test fmt build synth deploy clean
+.PHONY: help venv venv-infra demo test unit e2e e2e-localstack localstack localstack-install lint lint-rust lint-template template-test infra-test fmt build synth sam-build deploy clean
 
 help:
 	@echo "make demo   run both functions under cargo lambda watch against moto, end to end (BACKEND=localstack for LocalStack)"
@@ -16,7 +16,7 @@ help:
 	@echo "make localstack  LocalStack (SQS, DynamoDB) in the foreground on 127.0.0.1:\$${LOCALSTACK_PORT:-4566}, no Docker"
 	@echo "make lint   fmt check, clippy, cfn-lint and sam validate"
 	@echo "make build  release bootstraps for arm64 and x86_64 (target/lambda-<arch>/)"
-	@echo "make deploy sam build && sam deploy (--guided the first time)"
+	@echo "make deploy QUEUES=q1,q2 [ARCH=arm64|x86_64] [STACK=name]  sam build && sam deploy, same parameters"
 	@echo "make synth  cdk synth of the example stack (needs make build)"
 	@echo "make bench  precision figures (target/bench/); make bench-quick for a short run"
 	@echo "make soak   long fault runs: 5000 simulation seeds, 250 000 cases per property test, 5000 jobs through the fault proxy"
@@ -84,7 +84,7 @@ e2e-localstack: venv localstack-install
 	E2E_BACKEND=localstack cargo test --workspace --no-fail-fast --test '*'
 
 # The e2e suite runs twice: on moto (with the unit tests), then on LocalStack.
-test: venv ddb-local localstack-install lint-rust lint-template infra-test
+test: venv ddb-local localstack-install lint-rust lint-template template-test infra-test
 	cargo build -p enqueue -p poller
 	cargo test --workspace --no-fail-fast
 	E2E_BACKEND=localstack cargo test --workspace --no-fail-fast --test '*'
@@ -97,9 +97,25 @@ build: venv
 synth: $(INFRA_DEPS)
 	cd infra && npx cdk synth
 
-deploy: venv-infra
-	sam build
-	if [ -f samconfig.toml ]; then sam deploy; else sam deploy --guided; fi
+# make deploy QUEUES=orders,billing [ARCH=arm64|x86_64] [STACK=sqs-waiter] [PARAMS="Shards=8 ..."]
+# The same parameter overrides go to `sam build` and `sam deploy`, so the architecture built is
+# the one deployed; samconfig.toml turns on language extensions (Fn::ForEach) for both.
+STACK ?= sqs-waiter
+ARCH ?= arm64
+SAM_OVERRIDES = QueueNames=$(QUEUES) Architecture=$(ARCH) $(PARAMS)
+SAM_BUILD_DIR ?= .aws-sam/build
+sam-build: venv-infra
+	@test -n "$(QUEUES)" || { echo "make deploy: QUEUES is required, e.g. make deploy QUEUES=orders,billing [ARCH=arm64|x86_64] [STACK=name]" >&2; exit 2; }
+	@case "$(ARCH)" in arm64|x86_64) ;; *) echo "make deploy: ARCH must be arm64 or x86_64, not '$(ARCH)'" >&2; exit 2;; esac
+	sam build --build-dir $(SAM_BUILD_DIR) --parameter-overrides $(SAM_OVERRIDES)
+
+deploy: sam-build
+	sam deploy --template-file $(SAM_BUILD_DIR)/template.yaml --stack-name $(STACK) --parameter-overrides $(SAM_OVERRIDES)
+
+# The SAM path offline, up to the AWS call: template assertions, `sam validate` with language
+# extensions, and `sam build` with cargo lambda replaced by a recorder (scripts/template_test.sh).
+template-test: venv-infra
+	bash scripts/template_test.sh
 
 clean:
 	cargo clean

@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Stack, Validations } from "aws-cdk-lib";
+import { Duration, RemovalPolicy, Stack, Token, Validations } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as cwActions from "aws-cdk-lib/aws-cloudwatch-actions";
 import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
@@ -44,8 +44,17 @@ export interface SqsWaiterProps {
   readonly logLevel?: lambda.ApplicationLogLevel;
   /** Alarms notify this topic when given. */
   readonly alarmTopic?: sns.ITopic;
-  /** @default RETAIN: the tables hold jobs nobody else has. */
+  /**
+   * @default RETAIN_ON_UPDATE_OR_DELETE: the tables hold jobs nobody else has, but a failed
+   * first create removes them so that it can be retried.
+   */
   readonly removalPolicy?: RemovalPolicy;
+  /**
+   * Reserved concurrency for the poller. The partition lease already makes concurrent runs
+   * safe, and a reservation fails on accounts with a small concurrency quota (10 or 50).
+   * @default none
+   */
+  readonly pollerReservedConcurrency?: number;
 }
 
 /**
@@ -55,6 +64,7 @@ export interface SqsWaiterProps {
  */
 export class SqsWaiter extends Construct {
   readonly tables: dynamodb.Table[];
+  private readonly tablesByQueue = new Map<string, dynamodb.Table>();
   readonly enqueueFunction: lambda.Function;
   readonly pollerFunction: lambda.Function;
   readonly pollerFailures: sqs.Queue;
@@ -72,8 +82,15 @@ export class SqsWaiter extends Construct {
       ? { readCapacity: props.readCapacity ?? 5, writeCapacity: props.writeCapacity ?? 5 }
       : {};
 
-    this.tables = props.queues.map((queue, i) => {
-      const table = new dynamodb.Table(this, `Table${i}`, {
+    this.tables = props.queues.map((queue) => {
+      // Keyed by the queue, not its position, so that reordering or removing a queue never
+      // replaces another queue's table. An unnamed queue's name is a token: its construct id
+      // is stable instead.
+      const key = Token.isUnresolved(queue.queueName) ? queue.node.id : queue.queueName;
+      if (this.tablesByQueue.has(key)) {
+        throw new Error(`SqsWaiter: queue ${key} is listed twice`);
+      }
+      const table = new dynamodb.Table(this, `Table-${key}`, {
         tableName: `${prefix}${queue.queueName}`,
         partitionKey: { name: "scheduler", type: dynamodb.AttributeType.STRING },
         sortKey: { name: "job_id", type: dynamodb.AttributeType.STRING },
@@ -81,8 +98,9 @@ export class SqsWaiter extends Construct {
         ...capacity,
         pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
         encryption: dynamodb.TableEncryption.AWS_MANAGED,
-        removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+        removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
       });
+      this.tablesByQueue.set(key, table);
       table.addGlobalSecondaryIndex({
         indexName: INDEX_NAME,
         partitionKey: { name: "scheduler", type: dynamodb.AttributeType.STRING },
@@ -100,6 +118,7 @@ export class SqsWaiter extends Construct {
       WAITER_LOOKAHEAD: String((props.lookahead ?? Duration.seconds(120)).toSeconds()),
       WAITER_DIRECT_MAX_DELAY: String((props.directMaxDelay ?? Duration.seconds(900)).toSeconds()),
       WAITER_FIFO_HOLD: String((props.fifoHold ?? Duration.seconds(0)).toSeconds()),
+      RUST_LOG: props.logLevel ?? lambda.ApplicationLogLevel.INFO,
     };
     const common = {
       runtime: lambda.Runtime.PROVIDED_AL2023,
@@ -108,7 +127,9 @@ export class SqsWaiter extends Construct {
       memorySize: 256,
       environment,
       loggingFormat: lambda.LoggingFormat.JSON,
-      applicationLogLevelV2: props.logLevel ?? lambda.ApplicationLogLevel.INFO,
+      // Lambda counts a JSON line without a `level` (the EMF metrics line) as INFO and would drop
+      // it at WARN or ERROR; so Lambda filters nothing and the process filters by RUST_LOG.
+      applicationLogLevelV2: lambda.ApplicationLogLevel.TRACE,
       systemLogLevelV2: lambda.SystemLogLevel.WARN,
     };
 
@@ -135,8 +156,8 @@ export class SqsWaiter extends Construct {
       role: pollerRole.role,
       logGroup: pollerRole.logGroup,
       timeout: props.pollerTimeout ?? Duration.seconds(70),
-      // Two, so a run holding FIFO jobs can hand over to the next; partitions are leased.
-      reservedConcurrentExecutions: 2,
+      // Opt-in: partitions are leased, so concurrent runs are safe without a reservation.
+      reservedConcurrentExecutions: props.pollerReservedConcurrency,
       // A failed run is not retried: the next starts within a minute and resumes from the table.
       retryAttempts: 0,
       maxEventAge: Duration.seconds(60),

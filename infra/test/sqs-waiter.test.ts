@@ -49,7 +49,40 @@ test("one table per queue with the contract's keys and index", () => {
       SSESpecification: { SSEEnabled: true },
     });
   }
-  template.hasResource("AWS::DynamoDB::Table", { DeletionPolicy: "Retain", UpdateReplacePolicy: "Retain" });
+  // Kept on delete and replacement, but not after a failed first create (so it can be retried).
+  template.resourcePropertiesCountIs("AWS::DynamoDB::Table", {}, 2);
+  for (const table of Object.values(template.findResources("AWS::DynamoDB::Table"))) {
+    assert.equal(table.DeletionPolicy, "RetainExceptOnCreate");
+    assert.equal(table.UpdateReplacePolicy, "Retain");
+  }
+});
+
+test("a table's logical id follows its queue, so reordering or removing queues replaces nothing", () => {
+  const ids = (names: string[]) => {
+    const app = new App();
+    const stack = new Stack(app, "S");
+    const queues = names.map((n) => sqs.Queue.fromQueueArn(stack, n, `arn:aws:sqs:us-east-1:111111111111:${n}`));
+    new SqsWaiter(stack, "Waiter", { queues, enqueueCode: fakeCode(), pollerCode: fakeCode() });
+    const tables = Template.fromStack(stack).findResources("AWS::DynamoDB::Table");
+    return new Map(Object.entries(tables).map(([id, t]) => [t.Properties.TableName as string, id]));
+  };
+  const before = ids(["orders", "billing", "emails"]);
+  const after = ids(["emails", "orders"]);
+  assert.equal(after.get("sqs-waiter-orders"), before.get("sqs-waiter-orders"));
+  assert.equal(after.get("sqs-waiter-emails"), before.get("sqs-waiter-emails"));
+  assert.equal(after.size, 2);
+});
+
+test("the poller reserves concurrency only when asked", () => {
+  const { template } = example();
+  for (const fn of Object.values(template.findResources("AWS::Lambda::Function"))) {
+    assert.equal(fn.Properties.ReservedConcurrentExecutions, undefined);
+  }
+  const app = new App();
+  const stack = new Stack(app, "S");
+  const queues = [sqs.Queue.fromQueueArn(stack, "q", "arn:aws:sqs:us-east-1:111111111111:orders")];
+  new SqsWaiter(stack, "Waiter", { queues, enqueueCode: fakeCode(), pollerCode: fakeCode(), pollerReservedConcurrency: 2 });
+  Template.fromStack(stack).hasResourceProperties("AWS::Lambda::Function", { ReservedConcurrentExecutions: 2 });
 });
 
 test("both functions run the Rust bootstrap on arm64 with the waiter configuration", () => {
@@ -64,11 +97,14 @@ test("both functions run the Rust bootstrap on arm64 with the waiter configurati
         WAITER_LOOKAHEAD: "120",
         WAITER_DIRECT_MAX_DELAY: "900",
         WAITER_FIFO_HOLD: "0",
+        // The process filters its own logs; Lambda filters nothing, so the EMF line (which
+        // Lambda would count as INFO) survives any level.
+        RUST_LOG: "INFO",
       },
     },
-    LoggingConfig: { LogFormat: "JSON", ApplicationLogLevel: "INFO" },
+    LoggingConfig: { LogFormat: "JSON", ApplicationLogLevel: "TRACE" },
   });
-  template.hasResourceProperties("AWS::Lambda::Function", { ReservedConcurrentExecutions: 2, Timeout: 70 });
+  template.hasResourceProperties("AWS::Lambda::Function", { Timeout: 70 });
   template.hasResourceProperties("AWS::Lambda::EventInvokeConfig", {
     MaximumRetryAttempts: 0,
     DestinationConfig: { OnFailure: { Destination: Match.anyValue() } },

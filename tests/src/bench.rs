@@ -86,12 +86,12 @@ pub struct PrecisionReport {
 impl PrecisionReport {
     pub fn table(&self) -> String {
         let mut out = format!(
-            "precision on {} ({}; {} binaries; FIFO poller every {} s)\n{:<16} {:>6} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+            "precision on {} ({}; {} binaries; FIFO poller every {} s)\n{:<28} {:>6} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
             self.backend, self.machine, self.binaries, self.fifo_interval_s, "path", "count", "early", "lost", "min ms", "p50 ms", "p90 ms", "p99 ms", "max ms"
         );
         for d in &self.distributions {
             out.push_str(&format!(
-                "{:<16} {:>6} {:>6} {:>6} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1}\n",
+                "{:<28} {:>6} {:>6} {:>6} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1}\n",
                 d.path, d.count, d.early, d.missing, d.min_ms, d.p50_ms, d.p90_ms, d.p99_ms, d.max_ms
             ));
         }
@@ -258,9 +258,25 @@ pub async fn precision(opts: &PrecisionOptions) -> PrecisionReport {
         })
     };
 
-    // The direct path, default (rounded up) and precise: jobs due 2 to 30 s out.
+    // The direct path, default (rounded up) and precise: jobs due 2 to 30 s out. Between them,
+    // FIFO jobs enqueued while the first FIFO run holds, due 2 s to half an interval after
+    // their enqueue: that same run must send them on time (re-query during the hold).
     let mut direct_sent = 0;
+    let hold_due_max = (f64::from(opts.fifo_interval) / 2.0).max(3.0);
     for i in 0..opts.direct_jobs * 2 {
+        if i % 4 == 0 && schedule_start.elapsed() < Duration::from_secs(u64::from(opts.fifo_interval) / 2) {
+            let at = Utc::now() + TimeDelta::microseconds((rng.random_range(2.0..hold_due_max) * 1e6) as i64);
+            let body = format!("h-{i}");
+            let r = enqueue_stored
+                .invoke(
+                    &json!({"queue": "bench.fifo", "message_body": body, "perform_at": rfc3339(at),
+                                "job_id": body, "message_group_id": format!("h{}", i % 10)}),
+                )
+                .await
+                .expect("FIFO enqueue during a hold");
+            assert_eq!(r["status"], "scheduled", "a delayed FIFO job is stored: {r}");
+            due.insert(body, at);
+        }
         let at = Utc::now() + TimeDelta::microseconds((rng.random_range(2.0..30.0) * 1e6) as i64);
         let (function, body) = if i % 2 == 0 {
             (&mut enqueue_direct, format!("d-{i}"))
@@ -308,6 +324,7 @@ pub async fn precision(opts: &PrecisionOptions) -> PrecisionReport {
         ("direct", "d-"),
         ("direct precise", "p-"),
         ("stored FIFO", "f-"),
+        ("FIFO, enqueued during a hold", "h-"),
     ] {
         let mut first: HashMap<&str, DateTime<Utc>> = HashMap::new();
         let mut duplicates = 0;

@@ -16,7 +16,7 @@ async fn precision_bench_runs_and_nothing_is_early_or_lost() {
     };
     let report = precision(&opts).await;
     println!("{}", report.table());
-    assert_eq!(report.distributions.len(), 4);
+    assert_eq!(report.distributions.len(), 5);
     for d in &report.distributions {
         assert_eq!(d.missing, 0, "{d:?}");
         assert_eq!(d.early, 0, "{d:?}");

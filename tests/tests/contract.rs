@@ -297,3 +297,33 @@ async fn a_table_with_an_lsi_works_too() {
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].message.body(), Some("old"));
 }
+
+/// Lambda filters JSON log lines by their `level` and counts a line without one (the EMF metrics
+/// line) as INFO, so at WARN or ERROR it would drop the metrics. The deployment therefore sets
+/// Lambda's application log level to TRACE (`AWS_LAMBDA_LOG_LEVEL`) and the chosen level in
+/// `RUST_LOG`, which the runtime's subscriber prefers as its directives: the process filters its
+/// own logs and the metrics line is printed whatever the level.
+#[tokio::test(flavor = "multi_thread")]
+async fn metrics_are_printed_whatever_the_log_level() {
+    let mut s = setup(
+        &["orders"],
+        &[
+            ("AWS_LAMBDA_LOG_LEVEL", "TRACE"),
+            ("AWS_LAMBDA_LOG_FORMAT", "JSON"),
+            ("RUST_LOG", "ERROR"),
+        ],
+    )
+    .await;
+    s.poll().await;
+    let log = s.poller.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("\"_aws\"") && l.contains("\"Dispatched\"")),
+        "the EMF line is printed: {log}"
+    );
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("\"level\":\"INFO\"") || l.contains("\"level\":\"TRACE\"")),
+        "RUST_LOG=ERROR, not Lambda's TRACE, filters the process's own logs: {log}"
+    );
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The SAM path, offline, up to the AWS call (run by `make template-test`, part of `make test`):
+#   1. structural assertions on template.yaml (tests/template/test_template.py);
+#   2. `make deploy` hands the same --parameter-overrides to `sam build` and `sam deploy`;
+#   3. `sam validate` with language extensions (the full SAM translation, not only cfn-lint);
+#   4. `sam build` through `make sam-build` for both architectures, with `cargo` replaced by a
+#      recorder: a real release build of the SDK stack takes ~5.5 min per architecture on 2
+#      cores, and what has to be proved is which cargo-lambda command SAM runs and that the
+#      template loads and builds. The real cargo-lambda build is `make build`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/.venv/bin:$PATH" SAM_CLI_TELEMETRY=0
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "template-test: FAILED: $*" >&2; exit 1; }
+
+echo "template-test: structure"
+python tests/template/test_template.py
+
+echo "template-test: make deploy passes one set of overrides to build and deploy"
+dry=$(make -s -n deploy QUEUES=orders,billing.fifo ARCH=x86_64 STACK=dev PARAMS="Shards=8")
+build=$(grep -E '^sam build ' <<<"$dry") || fail "no sam build in: $dry"
+deploy=$(grep -E '^sam deploy ' <<<"$dry") || fail "no sam deploy in: $dry"
+[ "${build#*--parameter-overrides }" = "${deploy#*--parameter-overrides }" ] \
+  || fail "build and deploy overrides differ: '$build' vs '$deploy'"
+grep -q -- "--stack-name dev" <<<"$deploy" || fail "STACK not passed: $deploy"
+grep -q -- "--template-file .aws-sam/build/template.yaml" <<<"$deploy" || fail "deploy does not take the built template: $deploy"
+for want in "QueueNames=orders,billing.fifo" "Architecture=x86_64" "Shards=8"; do
+  grep -q -- "$want" <<<"$build" || fail "'$want' missing from: $build"
+done
+if out=$(make -s deploy 2>&1); then fail "make deploy without QUEUES succeeded"; fi
+grep -q "QUEUES is required" <<<"$out" || fail "make deploy without QUEUES said: $out"
+if out=$(make -s deploy QUEUES=orders ARCH=sparc 2>&1); then fail "ARCH=sparc accepted"; fi
+grep -q "ARCH must be arm64 or x86_64" <<<"$out" || fail "make deploy ARCH=sparc said: $out"
+
+echo "template-test: sam validate --language-extensions"
+# sam validate takes no parameter overrides, so a copy gives QueueNames a default to expand.
+python - "$work/template.yaml" <<'PY'
+import re, sys
+src = open("template.yaml").read()
+out, n = re.subn(r"(\n  QueueNames:\n    Type: CommaDelimitedList\n)", r'\1    Default: "orders,billing.fifo"\n', src)
+assert n == 1, "QueueNames parameter not found"
+open(sys.argv[1], "w").write(out)
+PY
+sam validate --language-extensions --region us-east-1 -t "$work/template.yaml" \
+  || fail "sam validate --language-extensions"
+
+echo "template-test: sam build (cargo-lambda recorder) for arm64 and x86_64"
+mkdir -p "$work/bin"
+cat > "$work/bin/cargo" <<'SH'
+#!/usr/bin/env bash
+echo "cargo $*" >> "$CARGO_RECORD"
+if [ "${1:-}" = lambda ] && [ "${2:-}" = build ]; then
+  bin=""; prev=""
+  for a in "$@"; do [ "$prev" = --bin ] && bin=$a; prev=$a; done
+  out="${CARGO_TARGET_DIR:-target}/lambda/$bin"
+  mkdir -p "$out" && printf '#!/bin/sh\necho recorded %s\n' "$*" > "$out/bootstrap" && chmod +x "$out/bootstrap"
+fi
+SH
+chmod +x "$work/bin/cargo"
+for arch in arm64 x86_64; do
+  export CARGO_RECORD="$work/cargo-$arch.log"
+  : > "$CARGO_RECORD"
+  built="$work/build-$arch"
+  PATH="$work/bin:$PATH" make -s sam-build QUEUES=orders,billing.fifo ARCH="$arch" SAM_BUILD_DIR="$built" > "$work/build-$arch.log" 2>&1 \
+    || { cat "$work/build-$arch.log" >&2; fail "sam build ($arch)"; }
+  for bin in enqueue poller; do
+    line=$(grep -E "^cargo lambda build .*--bin $bin( |$)" "$CARGO_RECORD") || fail "no cargo lambda build for $bin ($arch): $(cat "$CARGO_RECORD")"
+    grep -q -- "--release" <<<"$line" || fail "not a release build: $line"
+    if [ "$arch" = arm64 ]; then
+      grep -q -- "--arm64" <<<"$line" || fail "arm64 stack built without --arm64: $line"
+    else
+      ! grep -q -- "--arm64" <<<"$line" || fail "x86_64 stack built for arm64: $line"
+    fi
+  done
+  for fn in EnqueueFunction PollerFunction; do
+    grep -q recorded "$built/$fn/bootstrap" || fail "$fn: no bootstrap in the build dir"
+  done
+  grep -q "Fn::ForEach::Tables" "$built/template.yaml" || fail "built template lost the table loop"
+  echo "  $arch: $(grep -c '^cargo lambda build' "$CARGO_RECORD") cargo lambda builds: $(grep '^cargo lambda build' "$CARGO_RECORD" | tr '\n' ';')"
+done
+echo "template-test: ok"

@@ -1,0 +1,70 @@
+"""Structural assertions on template.yaml that cfn-lint cannot make: what a first and a second
+real deploy need (issue 12). Run by scripts/template_test.sh with the project venv's Python,
+which has cfn-lint (for its CloudFormation-aware YAML loader)."""
+
+import os
+import unittest
+
+from cfnlint.decode import cfn_yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TEMPLATE = cfn_yaml.load(os.path.join(ROOT, "template.yaml"))
+RESOURCES = TEMPLATE["Resources"]
+
+
+def loop_body(name):
+    """The resources of a `Fn::ForEach::<name>` loop: {logical-id pattern: resource}."""
+    _, _, body = RESOURCES[f"Fn::ForEach::{name}"]
+    return body
+
+
+class FirstAndSecondDeploy(unittest.TestCase):
+    def test_tables_are_kept_except_when_the_first_create_fails(self):
+        for logical_id, table in loop_body("Tables").items():
+            self.assertEqual(table["Type"], "AWS::DynamoDB::Table", logical_id)
+            self.assertEqual(table["DeletionPolicy"], "RetainExceptOnCreate", logical_id)
+            self.assertEqual(table["UpdateReplacePolicy"], "Retain", logical_id)
+
+    def test_table_ids_follow_the_queue_name_not_its_position(self):
+        self.assertEqual(list(loop_body("Tables")), ["Table&{QueueName}"])
+
+    def test_the_schedule_has_no_fixed_name_and_a_dead_letter_queue(self):
+        events = RESOURCES["PollerFunction"]["Properties"]["Events"]
+        for name, event in events.items():
+            if event["Type"] != "ScheduleV2":
+                continue
+            props = event["Properties"]
+            self.assertIs(props.get("OmitName"), True, f"{name}: SAM would name it PollerFunction{name}")
+            self.assertNotIn("Name", props, name)
+            self.assertEqual(props["DeadLetterConfig"], {"Type": "SQS"}, name)
+
+    def test_no_resource_has_a_fixed_physical_name(self):
+        # Names that would collide between two stacks in one account and region. Table names
+        # come from TablePrefix and the queue name, which the deployer chooses per stack.
+        fixed = ("FunctionName", "RoleName", "QueueName", "AlarmName", "LogGroupName", "Name", "TopicName")
+        for logical_id, resource in RESOURCES.items():
+            if logical_id.startswith("Fn::ForEach::"):
+                continue
+            props = resource.get("Properties", {})
+            for key in fixed:
+                self.assertNotIn(key, props, f"{logical_id}.{key} is a fixed name")
+
+    def test_reserved_concurrency_is_opt_in(self):
+        param = TEMPLATE["Parameters"]["PollerReservedConcurrency"]
+        self.assertEqual(param["Default"], 0)
+        reserved = RESOURCES["PollerFunction"]["Properties"]["ReservedConcurrentExecutions"]
+        condition, when_set, otherwise = reserved["Fn::If"]
+        self.assertEqual(condition, "HasPollerReservedConcurrency")
+        self.assertEqual(when_set, {"Ref": "PollerReservedConcurrency"})
+        self.assertEqual(otherwise, {"Ref": "AWS::NoValue"})
+
+
+    def test_metrics_survive_any_log_level(self):
+        function = TEMPLATE["Globals"]["Function"]
+        self.assertEqual(function["LoggingConfig"]["ApplicationLogLevel"], "TRACE")
+        self.assertEqual(function["LoggingConfig"]["LogFormat"], "JSON")
+        self.assertEqual(function["Environment"]["Variables"]["RUST_LOG"], {"Ref": "LogLevel"})
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
