@@ -68,6 +68,7 @@ export class SqsWaiter extends Construct {
   readonly enqueueFunction: lambda.Function;
   readonly pollerFunction: lambda.Function;
   readonly pollerFailures: sqs.Queue;
+  readonly scheduleDeadLetters: sqs.Queue;
   readonly alarms: cloudwatch.Alarm[];
 
   constructor(scope: Construct, id: string, props: SqsWaiterProps) {
@@ -228,6 +229,14 @@ export class SqsWaiter extends Construct {
         }),
       },
     });
+    // Invocations the scheduler could not make (permissions, throttling); it sends them with
+    // the schedule's role.
+    this.scheduleDeadLetters = new sqs.Queue(this, "ScheduleDeadLetters", {
+      retentionPeriod: Duration.days(14),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+    });
+    this.scheduleDeadLetters.grantSendMessages(schedulerRole);
     new scheduler.CfnSchedule(this, "EveryMinute", {
       description: "Runs the sqs-waiter poller",
       scheduleExpression: "rate(1 minute)",
@@ -236,17 +245,28 @@ export class SqsWaiter extends Construct {
         arn: this.pollerFunction.functionArn,
         roleArn: schedulerRole.roleArn,
         retryPolicy: { maximumRetryAttempts: 0 },
+        deadLetterConfig: { arn: this.scheduleDeadLetters.queueArn },
       },
     });
 
-    const metric = (namespace: string, metricName: string, statistic: string, period: Duration) =>
+    const metric = (namespace: string, metricName: string, statistic: string, period: Duration, fn = this.pollerFunction) =>
       new cloudwatch.Metric({
         namespace,
         metricName,
         statistic,
         period,
-        dimensionsMap: { FunctionName: this.pollerFunction.functionName },
+        dimensionsMap: { FunctionName: fn.functionName },
       });
+    const atLeastOne = (id: string, alarmDescription: string, m: cloudwatch.IMetric, evaluationPeriods = 1) =>
+      new cloudwatch.Alarm(this, id, {
+        alarmDescription,
+        metric: m,
+        threshold: 1,
+        evaluationPeriods,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+    const fiveMinutes = Duration.minutes(5);
     this.alarms = [
       new cloudwatch.Alarm(this, "PollerErrors", {
         alarmDescription: "The sqs-waiter poller failed runs (no partition could be worked).",
@@ -272,6 +292,43 @@ export class SqsWaiter extends Construct {
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       }),
+      // Silence alarms: a poller that stopped running, or that runs and fails quietly.
+      new cloudwatch.Alarm(this, "PollerHeartbeat", {
+        alarmDescription: "The sqs-waiter poller has not run for 5 minutes (schedule disabled, deleted or failing to invoke).",
+        metric: metric("AWS/Lambda", "Invocations", "Sum", fiveMinutes),
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+      }),
+      atLeastOne("PollerThrottles", "Lambda throttled the sqs-waiter poller.", metric("AWS/Lambda", "Throttles", "Sum", fiveMinutes)),
+      atLeastOne(
+        "PollerFailuresDepth",
+        "Failed sqs-waiter poller runs are waiting in the on-failure queue.",
+        this.pollerFailures.metricApproximateNumberOfMessagesVisible({ statistic: "Maximum", period: fiveMinutes }),
+      ),
+      atLeastOne(
+        "ScheduleDeadLettersDepth",
+        "EventBridge Scheduler could not invoke the sqs-waiter poller.",
+        this.scheduleDeadLetters.metricApproximateNumberOfMessagesVisible({ statistic: "Maximum", period: fiveMinutes }),
+      ),
+      atLeastOne(
+        "FailedEntries",
+        "SQS kept refusing entries the poller sent (retryable failures for 15 minutes).",
+        metric("SqsWaiter", "FailedEntries", "Sum", fiveMinutes),
+        3,
+      ),
+      atLeastOne(
+        "PartitionErrors",
+        "Poller partitions stopped on errors (queue-level SQS or DynamoDB faults) for 10 minutes.",
+        metric("SqsWaiter", "PartitionErrors", "Sum", fiveMinutes),
+        2,
+      ),
+      atLeastOne(
+        "EnqueueErrors",
+        "The sqs-waiter enqueue function failed invocations.",
+        metric("AWS/Lambda", "Errors", "Sum", fiveMinutes, this.enqueueFunction),
+      ),
     ];
     if (props.alarmTopic) {
       for (const alarm of this.alarms) {
@@ -282,6 +339,10 @@ export class SqsWaiter extends Construct {
     Validations.of(this.pollerFailures).acknowledge({
       id: "AwsSolutions-SQS3",
       reason: "This queue is itself the poller's on-failure destination.",
+    });
+    Validations.of(this.scheduleDeadLetters).acknowledge({
+      id: "AwsSolutions-SQS3",
+      reason: "This queue is itself the schedule's dead-letter queue.",
     });
   }
 

@@ -155,13 +155,15 @@ test("IAM statements name only the given tables, index and queues, never *", () 
   for (const a of ["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:PutItem"]) {
     assert.ok(pollerTable.has(a), `poller lacks ${a}`);
   }
-  // Send rights: each function on each managed queue, and the poller on its failure queue.
+  // Send rights: each function on each managed queue, the poller on its failure queue, and the
+  // schedule's role on the schedule's dead-letter queue.
   const sendTargets = statements
     .filter((s: any) => [s.Action].flat().includes("sqs:SendMessage"))
     .map((s: any) => JSON.stringify(s.Resource));
   const managed = stack.queues.map((q) => JSON.stringify(stack.resolve(q.queueArn)));
   const failures = JSON.stringify(stack.resolve(stack.waiter.pollerFailures.queueArn));
-  assert.deepEqual([...sendTargets].sort(), [...managed, ...managed, failures].sort());
+  const deadLetters = JSON.stringify(stack.resolve(stack.waiter.scheduleDeadLetters.queueArn));
+  assert.deepEqual([...sendTargets].sort(), [...managed, ...managed, failures, deadLetters].sort());
 });
 
 test("alarms on poller errors, backlog age and parked jobs", () => {
@@ -169,6 +171,31 @@ test("alarms on poller errors, backlog age and parked jobs", () => {
   template.hasResourceProperties("AWS::CloudWatch::Alarm", { Namespace: "AWS/Lambda", MetricName: "Errors" });
   template.hasResourceProperties("AWS::CloudWatch::Alarm", { Namespace: "SqsWaiter", MetricName: "BacklogAge" });
   template.hasResourceProperties("AWS::CloudWatch::Alarm", { Namespace: "SqsWaiter", MetricName: "Parked" });
+});
+
+test("silence alarms: heartbeat, throttles, failure queues, failed entries, partition errors, enqueue errors", () => {
+  const { template } = example();
+  template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+    Namespace: "AWS/Lambda",
+    MetricName: "Invocations",
+    Period: 300,
+    EvaluationPeriods: 1,
+    Threshold: 1,
+    ComparisonOperator: "LessThanThreshold",
+    TreatMissingData: "breaching",
+  });
+  template.hasResourceProperties("AWS::CloudWatch::Alarm", { Namespace: "AWS/Lambda", MetricName: "Throttles" });
+  template.resourcePropertiesCountIs(
+    "AWS::CloudWatch::Alarm",
+    { Namespace: "AWS/SQS", MetricName: "ApproximateNumberOfMessagesVisible" },
+    2,
+  );
+  template.hasResourceProperties("AWS::CloudWatch::Alarm", { Namespace: "SqsWaiter", MetricName: "FailedEntries" });
+  template.hasResourceProperties("AWS::CloudWatch::Alarm", { Namespace: "SqsWaiter", MetricName: "PartitionErrors" });
+  template.resourcePropertiesCountIs("AWS::CloudWatch::Alarm", { Namespace: "AWS/Lambda", MetricName: "Errors" }, 2);
+  template.hasResourceProperties("AWS::Scheduler::Schedule", {
+    Target: Match.objectLike({ DeadLetterConfig: { Arn: Match.anyValue() } }),
+  });
 });
 
 test("refuses an empty queue list", () => {

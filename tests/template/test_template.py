@@ -66,5 +66,31 @@ class FirstAndSecondDeploy(unittest.TestCase):
         self.assertEqual(function["Environment"]["Variables"]["RUST_LOG"], {"Ref": "LogLevel"})
 
 
+    def test_silence_alarms(self):
+        alarms = {
+            (r["Properties"]["Namespace"], r["Properties"]["MetricName"], r["Properties"]["Dimensions"][0]["Value"].get("Ref")): r["Properties"]
+            for r in RESOURCES.values()
+            if isinstance(r, dict) and r.get("Type") == "AWS::CloudWatch::Alarm"
+        }
+        heartbeat = alarms[("AWS/Lambda", "Invocations", "PollerFunction")]
+        self.assertEqual(heartbeat["ComparisonOperator"], "LessThanThreshold")
+        self.assertEqual(heartbeat["Threshold"], 1)
+        self.assertEqual(heartbeat["Period"] * heartbeat["EvaluationPeriods"], 300)
+        self.assertEqual(heartbeat["TreatMissingData"], "breaching", "no data means the poller is not running")
+        for key in [
+            ("AWS/Lambda", "Throttles", "PollerFunction"),
+            ("AWS/Lambda", "Errors", "PollerFunction"),
+            ("AWS/Lambda", "Errors", "EnqueueFunction"),
+            ("SqsWaiter", "FailedEntries", "PollerFunction"),
+            ("SqsWaiter", "PartitionErrors", "PollerFunction"),
+            ("SqsWaiter", "BacklogAge", "PollerFunction"),
+            ("SqsWaiter", "Parked", "PollerFunction"),
+            ("AWS/SQS", "ApproximateNumberOfMessagesVisible", None),
+        ]:
+            self.assertIn(key, alarms)
+        for props in alarms.values():
+            self.assertIn("AlarmActions", props, "every alarm notifies AlarmTopicArn when given")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
