@@ -3,6 +3,7 @@ import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as cwActions from "aws-cdk-lib/aws-cloudwatch-actions";
 import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as iam from "aws-cdk-lib/aws-iam";
+import * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as destinations from "aws-cdk-lib/aws-lambda-destinations";
 import * as logs from "aws-cdk-lib/aws-logs";
@@ -55,6 +56,13 @@ export interface SqsWaiterProps {
    * @default none
    */
   readonly pollerReservedConcurrency?: number;
+  /**
+   * Customer-managed keys that encrypt the managed queues, for queues whose key the construct
+   * cannot see (imported queues). Both functions get kms:GenerateDataKey and kms:Decrypt on
+   * exactly these keys. Queues defined with their key in the app are covered without this.
+   * @default none
+   */
+  readonly queueKmsKeys?: kms.IKey[];
 }
 
 /**
@@ -216,6 +224,10 @@ export class SqsWaiter extends Construct {
       queue.encryptionMasterKey?.grant(enqueueRole.role, "kms:GenerateDataKey", "kms:Decrypt");
       queue.encryptionMasterKey?.grant(pollerRole.role, "kms:GenerateDataKey", "kms:Decrypt");
     });
+    for (const key of props.queueKmsKeys ?? []) {
+      key.grant(enqueueRole.role, "kms:GenerateDataKey", "kms:Decrypt");
+      key.grant(pollerRole.role, "kms:GenerateDataKey", "kms:Decrypt");
+    }
 
     const schedulerRole = new iam.Role(this, "SchedulerRole", {
       assumedBy: new iam.ServicePrincipal("scheduler.amazonaws.com", {

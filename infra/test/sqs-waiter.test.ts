@@ -5,6 +5,7 @@ import * as path from "node:path";
 import { test } from "node:test";
 import { App, Stack } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
+import * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { ExampleStack } from "../lib/example-stack.ts";
@@ -215,4 +216,26 @@ test("an imported queue works too", () => {
   const queue = sqs.Queue.fromQueueArn(stack, "Q", "arn:aws:sqs:eu-west-1:123456789012:legacy");
   new SqsWaiter(stack, "W", { queues: [queue], enqueueCode: fakeCode(), pollerCode: fakeCode(), tablePrefix: "" });
   Template.fromStack(stack).hasResourceProperties("AWS::DynamoDB::Table", { TableName: "legacy" });
+});
+
+test("KMS-encrypted imported queues: both roles get exactly the given keys", () => {
+  const app = new App();
+  const stack = new Stack(app, "S");
+  const keyArn = "arn:aws:kms:us-east-1:111111111111:key/1234abcd-12ab-34cd-56ef-1234567890ab";
+  const queues = [sqs.Queue.fromQueueArn(stack, "q", "arn:aws:sqs:us-east-1:111111111111:orders")];
+  new SqsWaiter(stack, "Waiter", {
+    queues,
+    enqueueCode: fakeCode(),
+    pollerCode: fakeCode(),
+    queueKmsKeys: [kms.Key.fromKeyArn(stack, "Key", keyArn)],
+  });
+  const statements = Object.values(Template.fromStack(stack).findResources("AWS::IAM::Policy")).flatMap(
+    (p: any) => p.Properties.PolicyDocument.Statement,
+  );
+  const kmsStatements = statements.filter((s: any) => [s.Action].flat().some((a: string) => a.startsWith("kms:")));
+  assert.equal(kmsStatements.length, 2, "one per function role");
+  for (const s of kmsStatements) {
+    assert.deepEqual([s.Action].flat().sort(), ["kms:Decrypt", "kms:GenerateDataKey"]);
+    assert.equal(s.Resource, keyArn);
+  }
 });

@@ -36,7 +36,8 @@ class FirstAndSecondDeploy(unittest.TestCase):
             props = event["Properties"]
             self.assertIs(props.get("OmitName"), True, f"{name}: SAM would name it PollerFunction{name}")
             self.assertNotIn("Name", props, name)
-            self.assertEqual(props["DeadLetterConfig"], {"Type": "SQS"}, name)
+            self.assertEqual(props["DeadLetterConfig"], {"Arn": {"Fn::GetAtt": ["ScheduleDeadLetters", "Arn"]}}, name)
+            self.assertEqual(props["RoleArn"], {"Fn::GetAtt": ["SchedulerRole", "Arn"]}, name)
 
     def test_no_resource_has_a_fixed_physical_name(self):
         # Names that would collide between two stacks in one account and region. Table names
@@ -47,7 +48,9 @@ class FirstAndSecondDeploy(unittest.TestCase):
                 continue
             props = resource.get("Properties", {})
             for key in fixed:
-                self.assertNotIn(key, props, f"{logical_id}.{key} is a fixed name")
+                # A reference (RoleName: !Ref EnqueueRole) names another resource; a literal
+                # string would be a physical name of this stack's own.
+                self.assertNotIsInstance(props.get(key), str, f"{logical_id}.{key} is a fixed name")
 
     def test_reserved_concurrency_is_opt_in(self):
         param = TEMPLATE["Parameters"]["PollerReservedConcurrency"]
@@ -90,6 +93,45 @@ class FirstAndSecondDeploy(unittest.TestCase):
             self.assertIn(key, alarms)
         for props in alarms.values():
             self.assertIn("AlarmActions", props, "every alarm notifies AlarmTopicArn when given")
+
+
+
+class LeastPrivilege(unittest.TestCase):
+    def test_functions_use_our_roles_logging_only_to_their_own_log_groups(self):
+        for fn, role, group in [
+            ("EnqueueFunction", "EnqueueRole", "EnqueueLogGroup"),
+            ("PollerFunction", "PollerRole", "PollerLogGroup"),
+        ]:
+            props = RESOURCES[fn]["Properties"]
+            self.assertEqual(props["Role"], {"Fn::GetAtt": [role, "Arn"]}, "not SAM's role with AWSLambdaBasicExecutionRole")
+            self.assertEqual(props["LoggingConfig"]["LogGroup"], {"Ref": group})
+            self.assertEqual(RESOURCES[group]["Properties"]["RetentionInDays"], {"Ref": "LogRetentionDays"})
+            role_props = RESOURCES[role]["Properties"]
+            self.assertNotIn("ManagedPolicyArns", role_props)
+            logs = [
+                st
+                for policy in role_props["Policies"]
+                for st in policy["PolicyDocument"]["Statement"]
+                if any(a.startswith("logs:") for a in st["Action"])
+            ]
+            self.assertEqual(len(logs), 1, role)
+            self.assertEqual(logs[0]["Resource"], {"Fn::GetAtt": [group, "Arn"]}, role)
+
+    def test_the_scheduler_role_is_for_this_account_only(self):
+        trust = RESOURCES["SchedulerRole"]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+        self.assertEqual(len(trust), 1)
+        self.assertEqual(trust[0]["Principal"], {"Service": "scheduler.amazonaws.com"})
+        self.assertEqual(trust[0]["Condition"], {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}})
+
+    def test_kms_queue_keys_are_granted_exactly_when_given(self):
+        self.assertEqual(TEMPLATE["Parameters"]["QueueKmsKeyArns"]["Default"], "")
+        for name, role in [("QueueKeys", "EnqueueRole"), ("PollerQueueKeys", "PollerRole")]:
+            policy = RESOURCES[name]
+            self.assertEqual(policy["Condition"], "HasQueueKmsKeys")
+            self.assertEqual(policy["Properties"]["RoleName"], {"Ref": role})
+            (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+            self.assertEqual(sorted(statement["Action"]), ["kms:Decrypt", "kms:GenerateDataKey"])
+            self.assertEqual(statement["Resource"], {"Ref": "QueueKmsKeyArns"})
 
 
 if __name__ == "__main__":
