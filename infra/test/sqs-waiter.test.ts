@@ -239,3 +239,33 @@ test("KMS-encrypted imported queues: both roles get exactly the given keys", () 
     assert.equal(s.Resource, keyArn);
   }
 });
+
+test("50 queues: each role stays within IAM's policy size and count limits", () => {
+  const app = new App();
+  const stack = new Stack(app, "S", { env: { account: "111111111111", region: "ap-southeast-2" } });
+  const queues = Array.from({ length: 50 }, (_, i) =>
+    sqs.Queue.fromQueueArn(stack, `q${i}`, `arn:aws:sqs:ap-southeast-2:111111111111:queue-with-a-forty-character-name-${String(i).padStart(6, "0")}`),
+  );
+  new SqsWaiter(stack, "Waiter", { queues, enqueueCode: fakeCode(), pollerCode: fakeCode() });
+  const resources = Template.fromStack(stack).toJSON().Resources as Record<string, any>;
+  // Sizes as IAM counts them (no whitespace), with every unresolved reference as a long ARN.
+  const size = (doc: unknown): number =>
+    JSON.stringify(doc, (_k, v) =>
+      v && typeof v === "object" && !Array.isArray(v) && Object.keys(v).some((k) => k === "Ref" || k.startsWith("Fn::"))
+        ? "x".repeat(90)
+        : v,
+    ).length;
+  for (const role of ["EnqueueRole", "PollerRole"]) {
+    const roleId = Object.keys(resources).find((id) => id.startsWith(`Waiter${role}`) && resources[id].Type === "AWS::IAM::Role");
+    assert.ok(roleId, role);
+    const attached = (r: any) => JSON.stringify(r.Properties.Roles ?? []).includes(`"${roleId}"`);
+    const inline = Object.values(resources).filter((r) => r.Type === "AWS::IAM::Policy" && attached(r));
+    const managed = Object.values(resources).filter((r) => r.Type === "AWS::IAM::ManagedPolicy" && attached(r));
+    const inlineChars = inline.reduce((n, r) => n + size(r.Properties.PolicyDocument), 0);
+    assert.ok(inlineChars <= 10_240, `${role}: ${inlineChars} inline policy characters`);
+    assert.ok(managed.length <= 10, `${role}: ${managed.length} managed policies (default quota 10)`);
+    for (const m of managed) {
+      assert.ok(size(m.Properties.PolicyDocument) <= 6_144, `${role}: a managed policy over 6,144 characters`);
+    }
+  }
+});

@@ -2,7 +2,9 @@
 real deploy need (issue 12). Run by scripts/template_test.sh with the project venv's Python,
 which has cfn-lint (for its CloudFormation-aware YAML loader)."""
 
+import json
 import os
+import re
 import unittest
 
 from cfnlint.decode import cfn_yaml
@@ -132,6 +134,62 @@ class LeastPrivilege(unittest.TestCase):
             (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
             self.assertEqual(sorted(statement["Action"]), ["kms:Decrypt", "kms:GenerateDataKey"])
             self.assertEqual(statement["Resource"], {"Ref": "QueueKmsKeyArns"})
+
+
+
+# IAM's aggregate inline policy size per role, without whitespace:
+# https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html
+ROLE_INLINE_POLICY_CHARS = 10_240
+
+
+def resolve(value, names):
+    """Evaluates the few intrinsics the IAM policies use, with long but realistic values."""
+    if isinstance(value, list):
+        return [resolve(v, names) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "Fn::Sub" in value:
+        return re.sub(r"\$\{([^}]+)\}", lambda m: names[m.group(1)], value["Fn::Sub"])
+    if "Ref" in value:
+        return names[value["Ref"]]
+    if "Fn::GetAtt" in value:
+        return "x" * 150  # a log group or queue ARN with a generated name
+    return {k: resolve(v, names) for k, v in value.items()}
+
+
+def inline_policy_chars(role, queues):
+    """The role's inline policy characters once the template is deployed with `queues`."""
+    names = {"AWS::Partition": "aws", "AWS::Region": "ap-southeast-2", "AWS::AccountId": "123456789012",
+             "TablePrefix": "sqs-waiter-"}
+    docs = [p["PolicyDocument"] for p in RESOURCES[role]["Properties"].get("Policies", [])]
+    for logical_id, resource in RESOURCES.items():
+        if logical_id.startswith("Fn::ForEach::"):
+            bodies = [(body, q) for q in queues for body in loop_body(logical_id.split("::")[2]).values()]
+        elif resource.get("Condition"):
+            continue  # optional extras (QueueKmsKeyArns) are not counted
+        else:
+            bodies = [(resource, None)]
+        for body, queue in bodies:
+            if body.get("Type") == "AWS::IAM::RolePolicy" and body["Properties"]["RoleName"] == {"Ref": role}:
+                docs.append(resolve(body["Properties"]["PolicyDocument"], {**names, "QueueName": queue or ""}))
+    return sum(len(json.dumps(resolve(d, names), separators=(",", ":"))) for d in docs)
+
+
+class ScaleOfQueues(unittest.TestCase):
+    def test_fifty_queues_fit_the_inline_policy_limit_of_each_role(self):
+        queues = [f"queue-with-a-forty-character-name-{i:06}" for i in range(50)]
+        self.assertEqual({len(q) for q in queues}, {40})
+        for role in ["EnqueueRole", "PollerRole"]:
+            chars = inline_policy_chars(role, queues)
+            print(f"{role}: {chars} inline policy characters for 50 queues of 40 characters")
+            self.assertLess(chars, ROLE_INLINE_POLICY_CHARS, role)
+
+    def test_tables_are_granted_by_the_stack_prefix_and_queues_by_name(self):
+        for role in ["EnqueueRole", "PollerRole"]:
+            one = inline_policy_chars(role, ["q" * 40])
+            two = inline_policy_chars(role, ["q" * 40, "r" * 40])
+            # Each further queue costs only its send policy, not its table's statements.
+            self.assertLess(two - one, 200, role)
 
 
 if __name__ == "__main__":
