@@ -12,6 +12,18 @@ import * as sns from "aws-cdk-lib/aws-sns";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 
+/**
+ * A queue's key for its table: its name when the app knows it (an imported queue, or a queue
+ * given a physical name), else its construct id, which is as stable.
+ */
+function queueKey(queue: sqs.IQueue): string {
+  if (!Token.isUnresolved(queue.queueName)) {
+    return queue.queueName;
+  }
+  const physical = (queue.node.defaultChild as sqs.CfnQueue | undefined)?.queueName;
+  return physical && !Token.isUnresolved(physical) ? physical : queue.node.id;
+}
+
 /** The index the poller queries; the contract's name. */
 export const INDEX_NAME = "scheduler-perform_at-index";
 
@@ -95,7 +107,7 @@ export class SqsWaiter extends Construct {
       // Keyed by the queue, not its position, so that reordering or removing a queue never
       // replaces another queue's table. An unnamed queue's name is a token: its construct id
       // is stable instead.
-      const key = Token.isUnresolved(queue.queueName) ? queue.node.id : queue.queueName;
+      const key = queueKey(queue);
       if (this.tablesByQueue.has(key)) {
         throw new Error(`SqsWaiter: queue ${key} is listed twice`);
       }
@@ -356,6 +368,21 @@ export class SqsWaiter extends Construct {
       id: "AwsSolutions-SQS3",
       reason: "This queue is itself the schedule's dead-letter queue.",
     });
+  }
+
+  /** Lets `grantee` schedule, get, cancel and list jobs: invoke the enqueue function. */
+  grantEnqueue(grantee: iam.IGrantable): iam.Grant {
+    return this.enqueueFunction.grantInvoke(grantee);
+  }
+
+  /** The table that stores `queue`'s jobs. Throws if this waiter does not manage the queue. */
+  tableFor(queue: sqs.IQueue | string): dynamodb.Table {
+    const key = typeof queue === "string" ? queue : queueKey(queue);
+    const table = this.tablesByQueue.get(key);
+    if (!table) {
+      throw new Error(`SqsWaiter: ${key} is not one of the managed queues (${[...this.tablesByQueue.keys()].join(", ")})`);
+    }
+    return table;
   }
 
   /** A role with logging rights on the function's own log group only, instead of the AWS managed policy. */

@@ -5,6 +5,7 @@ import * as path from "node:path";
 import { test } from "node:test";
 import { App, Stack } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
+import * as iam from "aws-cdk-lib/aws-iam";
 import * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as sqs from "aws-cdk-lib/aws-sqs";
@@ -268,4 +269,20 @@ test("50 queues: each role stays within IAM's policy size and count limits", () 
       assert.ok(size(m.Properties.PolicyDocument) <= 6_144, `${role}: a managed policy over 6,144 characters`);
     }
   }
+});
+
+test("grantEnqueue lets a role invoke enqueue; tableFor finds a queue's table or names the problem", () => {
+  const stack = new ExampleStack(new App(), "Example", { enqueueCode: fakeCode(), pollerCode: fakeCode() });
+  const caller = new iam.Role(stack, "Caller", { assumedBy: new iam.ServicePrincipal("lambda.amazonaws.com") });
+  stack.waiter.grantEnqueue(caller);
+  const statements = Object.values(Template.fromStack(stack).findResources("AWS::IAM::Policy"))
+    .filter((p: any) => JSON.stringify(p.Properties.Roles).includes(stack.resolve(caller.roleName).Ref))
+    .flatMap((p: any) => p.Properties.PolicyDocument.Statement);
+  assert.ok(
+    statements.some((st: any) => [st.Action].flat().includes("lambda:InvokeFunction")),
+    JSON.stringify(statements),
+  );
+  assert.equal(stack.waiter.tableFor(stack.queues[0]), stack.waiter.tables[0]);
+  assert.equal(stack.waiter.tableFor("billing.fifo"), stack.waiter.tables[1]);
+  assert.throws(() => stack.waiter.tableFor("elsewhere"), /elsewhere is not one of the managed queues/);
 });
