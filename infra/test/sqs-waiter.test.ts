@@ -5,6 +5,7 @@ import * as path from "node:path";
 import { test } from "node:test";
 import { App, Stack } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
+import * as cxapi from "aws-cdk-lib/cx-api";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
@@ -13,6 +14,12 @@ import { ExampleStack } from "../lib/example-stack.ts";
 import { INDEX_NAME, SqsWaiter } from "../lib/sqs-waiter.ts";
 import { nagFindings } from "./nag.ts";
 
+/** An app with cdk.json's context (its feature flags), as `cdk synth` builds it. */
+const CDK_JSON = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, "..", "cdk.json"), "utf8"));
+function newApp(): App {
+  return new App({ context: CDK_JSON.context });
+}
+
 function fakeCode(): lambda.Code {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sqs-waiter-test-"));
   fs.writeFileSync(path.join(dir, "bootstrap"), "#!/bin/sh\n", { mode: 0o755 });
@@ -20,7 +27,7 @@ function fakeCode(): lambda.Code {
 }
 
 function example(): { app: App; stack: ExampleStack; template: Template } {
-  const app = new App();
+  const app = newApp();
   const stack = new ExampleStack(app, "Example", { enqueueCode: fakeCode(), pollerCode: fakeCode() });
   return { app, stack, template: Template.fromStack(stack) };
 }
@@ -61,7 +68,7 @@ test("one table per queue with the contract's keys and index", () => {
 
 test("a table's logical id follows its queue, so reordering or removing queues replaces nothing", () => {
   const ids = (names: string[]) => {
-    const app = new App();
+    const app = newApp();
     const stack = new Stack(app, "S");
     const queues = names.map((n) => sqs.Queue.fromQueueArn(stack, n, `arn:aws:sqs:us-east-1:111111111111:${n}`));
     new SqsWaiter(stack, "Waiter", { queues, enqueueCode: fakeCode(), pollerCode: fakeCode() });
@@ -80,7 +87,7 @@ test("the poller reserves concurrency only when asked", () => {
   for (const fn of Object.values(template.findResources("AWS::Lambda::Function"))) {
     assert.equal(fn.Properties.ReservedConcurrentExecutions, undefined);
   }
-  const app = new App();
+  const app = newApp();
   const stack = new Stack(app, "S");
   const queues = [sqs.Queue.fromQueueArn(stack, "q", "arn:aws:sqs:us-east-1:111111111111:orders")];
   new SqsWaiter(stack, "Waiter", { queues, enqueueCode: fakeCode(), pollerCode: fakeCode(), pollerReservedConcurrency: 2 });
@@ -159,9 +166,10 @@ test("IAM statements name only the given tables, index and queues, never *", () 
   }
   // Send rights: each function on each managed queue, the poller on its failure queue, and the
   // schedule's role on the schedule's dead-letter queue.
+  // (cdk.json's @aws-cdk/aws-iam:minimizePolicies merges statements, so resources are lists.)
   const sendTargets = statements
     .filter((s: any) => [s.Action].flat().includes("sqs:SendMessage"))
-    .map((s: any) => JSON.stringify(s.Resource));
+    .flatMap((s: any) => [s.Resource].flat().map((r: unknown) => JSON.stringify(r)));
   const managed = stack.queues.map((q) => JSON.stringify(stack.resolve(q.queueArn)));
   const failures = JSON.stringify(stack.resolve(stack.waiter.pollerFailures.queueArn));
   const deadLetters = JSON.stringify(stack.resolve(stack.waiter.scheduleDeadLetters.queueArn));
@@ -201,26 +209,26 @@ test("silence alarms: heartbeat, throttles, failure queues, failed entries, part
 });
 
 test("refuses an empty queue list", () => {
-  const stack = new Stack(new App(), "Empty");
+  const stack = new Stack(newApp(), "Empty");
   assert.throws(() => new SqsWaiter(stack, "W", { queues: [], enqueueCode: fakeCode(), pollerCode: fakeCode() }), /at least one queue/);
 });
 
 test("cdk-nag AwsSolutions has no unsuppressed findings", () => {
-  const app = new App();
+  const app = newApp();
   const stack = new ExampleStack(app, "Nagged", { enqueueCode: fakeCode(), pollerCode: fakeCode() });
   const findings = nagFindings(app, stack);
   assert.deepEqual(findings, [], findings.join("\n"));
 });
 
 test("an imported queue works too", () => {
-  const stack = new Stack(new App(), "Imported", { env: { account: "123456789012", region: "eu-west-1" } });
+  const stack = new Stack(newApp(), "Imported", { env: { account: "123456789012", region: "eu-west-1" } });
   const queue = sqs.Queue.fromQueueArn(stack, "Q", "arn:aws:sqs:eu-west-1:123456789012:legacy");
   new SqsWaiter(stack, "W", { queues: [queue], enqueueCode: fakeCode(), pollerCode: fakeCode(), tablePrefix: "" });
   Template.fromStack(stack).hasResourceProperties("AWS::DynamoDB::Table", { TableName: "legacy" });
 });
 
 test("KMS-encrypted imported queues: both roles get exactly the given keys", () => {
-  const app = new App();
+  const app = newApp();
   const stack = new Stack(app, "S");
   const keyArn = "arn:aws:kms:us-east-1:111111111111:key/1234abcd-12ab-34cd-56ef-1234567890ab";
   const queues = [sqs.Queue.fromQueueArn(stack, "q", "arn:aws:sqs:us-east-1:111111111111:orders")];
@@ -242,7 +250,7 @@ test("KMS-encrypted imported queues: both roles get exactly the given keys", () 
 });
 
 test("50 queues: each role stays within IAM's policy size and count limits", () => {
-  const app = new App();
+  const app = newApp();
   const stack = new Stack(app, "S", { env: { account: "111111111111", region: "ap-southeast-2" } });
   const queues = Array.from({ length: 50 }, (_, i) =>
     sqs.Queue.fromQueueArn(stack, `q${i}`, `arn:aws:sqs:ap-southeast-2:111111111111:queue-with-a-forty-character-name-${String(i).padStart(6, "0")}`),
@@ -272,7 +280,7 @@ test("50 queues: each role stays within IAM's policy size and count limits", () 
 });
 
 test("grantEnqueue lets a role invoke enqueue; tableFor finds a queue's table or names the problem", () => {
-  const stack = new ExampleStack(new App(), "Example", { enqueueCode: fakeCode(), pollerCode: fakeCode() });
+  const stack = new ExampleStack(newApp(), "Example", { enqueueCode: fakeCode(), pollerCode: fakeCode() });
   const caller = new iam.Role(stack, "Caller", { assumedBy: new iam.ServicePrincipal("lambda.amazonaws.com") });
   stack.waiter.grantEnqueue(caller);
   const statements = Object.values(Template.fromStack(stack).findResources("AWS::IAM::Policy"))
@@ -285,4 +293,10 @@ test("grantEnqueue lets a role invoke enqueue; tableFor finds a queue's table or
   assert.equal(stack.waiter.tableFor(stack.queues[0]), stack.waiter.tables[0]);
   assert.equal(stack.waiter.tableFor("billing.fifo"), stack.waiter.tables[1]);
   assert.throws(() => stack.waiter.tableFor("elsewhere"), /elsewhere is not one of the managed queues/);
+});
+
+test("cdk.json sets every feature flag aws-cdk-lib currently recommends", () => {
+  for (const [flag, value] of Object.entries(cxapi.CURRENTLY_RECOMMENDED_FLAGS)) {
+    assert.deepEqual(CDK_JSON.context[flag], value, `${flag} in cdk.json`);
+  }
 });
