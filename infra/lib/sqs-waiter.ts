@@ -10,6 +10,8 @@ import * as logs from "aws-cdk-lib/aws-logs";
 import * as scheduler from "aws-cdk-lib/aws-scheduler";
 import * as sns from "aws-cdk-lib/aws-sns";
 import * as sqs from "aws-cdk-lib/aws-sqs";
+import * as path from "node:path";
+import { RustFunction } from "cargo-lambda-cdk";
 import { Construct } from "constructs";
 
 /**
@@ -30,10 +32,15 @@ export const INDEX_NAME = "scheduler-perform_at-index";
 export interface SqsWaiterProps {
   /** The queues this deployment manages (the allow-list). Each gets its own table. */
   readonly queues: sqs.IQueue[];
-  /** Built `bootstrap` of the enqueue function (`cargo lambda build --release`). */
-  readonly enqueueCode: lambda.Code;
-  /** Built `bootstrap` of the poller function. */
-  readonly pollerCode: lambda.Code;
+  /**
+   * Built `bootstrap` of the enqueue function, e.g. from CI. @default a `RustFunction`
+   * (cargo-lambda-cdk) that builds the `enqueue` binary of `manifestPath` for `architecture`.
+   */
+  readonly enqueueCode?: lambda.Code;
+  /** Built `bootstrap` of the poller function. @default a `RustFunction` building `poller`. */
+  readonly pollerCode?: lambda.Code;
+  /** The workspace manifest the default `RustFunction`s build. @default this repository's Cargo.toml */
+  readonly manifestPath?: string;
   /** The table for queue q is `${tablePrefix}${q}`. @default "sqs-waiter-" */
   readonly tablePrefix?: string;
   /** `scheduler` partition-key values per table; may only grow. @default 4 */
@@ -154,11 +161,17 @@ export class SqsWaiter extends Construct {
       systemLogLevelV2: lambda.SystemLogLevel.WARN,
     };
 
+    // Code given (built by CI, or by `make build`) is used as is; otherwise cargo-lambda-cdk's
+    // RustFunction builds the binary with cargo lambda at synth, for the chosen architecture.
+    const manifestPath = props.manifestPath ?? path.join(import.meta.dirname, "..", "..", "Cargo.toml");
+    const rustFunction = (id: string, binaryName: string, code: lambda.Code | undefined, options: lambda.FunctionOptions) =>
+      code
+        ? new lambda.Function(this, id, { ...common, ...options, code })
+        : new RustFunction(this, id, { ...common, ...options, manifestPath, binaryName, runtime: "provided.al2023" });
+
     const enqueueRole = this.functionRole("EnqueueRole", "enqueue");
-    this.enqueueFunction = new lambda.Function(this, "Enqueue", {
-      ...common,
+    this.enqueueFunction = rustFunction("Enqueue", "enqueue", props.enqueueCode, {
       description: "sqs-waiter enqueue (Lambda Invoke from other services)",
-      code: props.enqueueCode,
       role: enqueueRole.role,
       logGroup: enqueueRole.logGroup,
       timeout: Duration.seconds(30),
@@ -170,10 +183,8 @@ export class SqsWaiter extends Construct {
       enforceSSL: true,
     });
     const pollerRole = this.functionRole("PollerRole", "poller");
-    this.pollerFunction = new lambda.Function(this, "Poller", {
-      ...common,
+    this.pollerFunction = rustFunction("Poller", "poller", props.pollerCode, {
       description: "sqs-waiter poller (hands due jobs to SQS)",
-      code: props.pollerCode,
       role: pollerRole.role,
       logGroup: pollerRole.logGroup,
       timeout: props.pollerTimeout ?? Duration.seconds(70),

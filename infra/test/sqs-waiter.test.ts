@@ -300,3 +300,23 @@ test("cdk.json sets every feature flag aws-cdk-lib currently recommends", () => 
     assert.deepEqual(CDK_JSON.context[flag], value, `${flag} in cdk.json`);
   }
 });
+
+test("without code, both functions are RustFunctions built by cargo lambda for the chosen architecture", () => {
+  for (const [architecture, expected] of [
+    [lambda.Architecture.ARM_64, "arm64"],
+    [lambda.Architecture.X86_64, "x86_64"],
+  ] as const) {
+    // Bundling skipped: the test checks the functions, not a 5-minute release build.
+    const app = new App({ context: { ...CDK_JSON.context, "aws:cdk:bundling-stacks": [] } });
+    const stack = new Stack(app, "S");
+    const queues = [sqs.Queue.fromQueueArn(stack, "q", "arn:aws:sqs:us-east-1:111111111111:orders")];
+    const waiter = new SqsWaiter(stack, "Waiter", { queues, architecture });
+    assert.equal(waiter.enqueueFunction.constructor.name, "RustFunction");
+    assert.equal(waiter.pollerFunction.constructor.name, "RustFunction");
+    Template.fromStack(stack).resourcePropertiesCountIs(
+      "AWS::Lambda::Function",
+      { Runtime: "provided.al2023", Handler: "bootstrap", Architectures: [expected] },
+      2,
+    );
+  }
+});
