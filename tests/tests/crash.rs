@@ -162,18 +162,11 @@ fn waiter_bound() -> usize {
 async fn enqueue_killed_mid_batch_then_resent_creates_no_duplicates() {
     let w = world().await;
     let mut enqueue = Function::start("enqueue", &w.env).await;
-    // Time enough for 30 puts on a slow backend; nothing waits for this deadline.
     // Far enough out to cover the kill, a fresh instance and the re-send on a slow backend.
     let due = due_in(25);
-    kill_after(
-        &w,
-        &mut enqueue,
-        batch(100, due),
-        "PutItem",
-        30,
-        Duration::from_secs(30),
-    )
-    .await;
+    // A 30 s invocation: time enough for 30 puts on a slow backend (nothing waits for it).
+    let timeout = Duration::from_secs(30);
+    kill_after(&w, &mut enqueue, batch(100, due), "PutItem", 30, timeout).await;
     let stored_before: std::collections::HashSet<String> = w
         .emu
         .scan("orders")
