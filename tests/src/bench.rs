@@ -112,8 +112,8 @@ pub fn output_dir() -> PathBuf {
 
 pub type Arrivals = Arc<Mutex<Vec<(String, DateTime<Utc>)>>>;
 
-/// Short-polls a queue every 10 ms (a long poll wakes up to 0.5 s after a delay ends on moto) and records
-/// each body with its local arrival time, until `stop` is set.
+/// Short-polls a queue every 10 ms (a long poll wakes up to 0.5 s after a delay ends on moto) and
+/// records each body with its local arrival time, until `stop` is set.
 pub fn spawn_consumer(
     sqs: aws_sdk_sqs::Client,
     url: String,

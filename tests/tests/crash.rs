@@ -2,8 +2,10 @@
 //! nothing is lost, and duplicates are counted. The fault proxy freezes every AWS call after the
 //! chosen one, so the kill lands exactly after that step.
 
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use e2e::proxy::FaultProxy;
 use e2e::{Emulator, Env, Function};
 use serde_json::{json, Value};
@@ -49,13 +51,18 @@ async fn sleep_until(due: chrono::DateTime<chrono::Utc>) {
     }
 }
 
-async fn table_len(w: &World) -> usize {
+/// The table's job items (leases and the meta item have no `perform_at`).
+async fn stored_jobs(w: &World) -> Vec<HashMap<String, AttributeValue>> {
     w.emu
         .scan("orders")
         .await
-        .iter()
+        .into_iter()
         .filter(|i| i.contains_key("perform_at"))
-        .count()
+        .collect()
+}
+
+async fn table_len(w: &World) -> usize {
+    stored_jobs(w).await.len()
 }
 
 /// Runs `f`'s invocation until the proxy freezes after `op` #`nth`, then SIGKILLs the process.
@@ -167,12 +174,9 @@ async fn enqueue_killed_mid_batch_then_resent_creates_no_duplicates() {
     // A 30 s invocation: time enough for 30 puts on a slow backend (nothing waits for it).
     let timeout = Duration::from_secs(30);
     kill_after(&w, &mut enqueue, batch(100, due), "PutItem", 30, timeout).await;
-    let stored_before: std::collections::HashSet<String> = w
-        .emu
-        .scan("orders")
+    let stored_before: HashSet<String> = stored_jobs(&w)
         .await
         .iter()
-        .filter(|i| i.contains_key("perform_at"))
         .filter_map(|i| i.get("job_id")?.as_s().ok().cloned())
         .collect();
     assert!(

@@ -2,7 +2,7 @@
 //! a backend gains or loses one, so the table the tests and README rely on stays true.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use e2e::quirks::Quirk;
@@ -21,29 +21,8 @@ async fn probe(emu: &Emulator, quirk: Quirk) -> Option<bool> {
             Some(mean > Duration::from_millis(200))
         }
         Quirk::FifoDedupForgetsDeleted => Some(fifo_redelivers_after_delete(emu).await),
-        Quirk::AcceptsDelayOver900 => {
-            let url = emu.create_queue("quirk-delay").await;
-            let sent = emu
-                .sqs
-                .send_message()
-                .queue_url(&url)
-                .message_body("x")
-                .delay_seconds(901)
-                .send()
-                .await;
-            Some(sent.is_ok())
-        }
-        Quirk::AcceptsAnyMessageCharacters => {
-            let url = emu.create_queue("quirk-chars").await;
-            let sent = emu
-                .sqs
-                .send_message()
-                .queue_url(&url)
-                .message_body("a\u{1}b")
-                .send()
-                .await;
-            Some(sent.is_ok())
-        }
+        Quirk::AcceptsDelayOver900 => Some(send_accepted(emu, "quirk-delay", "x", 901).await),
+        Quirk::AcceptsAnyMessageCharacters => Some(send_accepted(emu, "quirk-chars", "a\u{1}b", 0).await),
         Quirk::AcceptsShortTableNames => {
             let created = emu
                 .dynamodb
@@ -116,13 +95,25 @@ async fn probe(emu: &Emulator, quirk: Quirk) -> Option<bool> {
     }
 }
 
+/// Whether SQS accepts `body` with `delay_seconds` on a fresh standard queue named `queue`.
+async fn send_accepted(emu: &Emulator, queue: &str, body: &str, delay_seconds: i32) -> bool {
+    let url = emu.create_queue(queue).await;
+    emu.sqs
+        .send_message()
+        .queue_url(&url)
+        .message_body(body)
+        .delay_seconds(delay_seconds)
+        .send()
+        .await
+        .is_ok()
+}
+
 /// Eight messages with a 1 s delay sent 125 ms apart, so their sends spread over a whole second
-/// whatever the phase of a tick: on a 1 s tick the mean lateness is about 400 ms (measured), without one
-/// about the consumer's 10 ms poll interval.
+/// whatever the phase of a tick: on a 1 s tick the mean lateness is about 400 ms (measured),
+/// without one about the consumer's 20 ms poll interval.
 async fn mean_delay_lateness(emu: &Emulator) -> Duration {
     let url = emu.create_queue("quirk-tick").await;
-    let sqs = emu.sqs.clone();
-    let sender_url = url.clone();
+    let (sqs, sender_url) = (emu.sqs.clone(), url.clone());
     let sender = tokio::spawn(async move {
         let mut due = HashMap::new();
         for k in 0..8 {
@@ -133,39 +124,23 @@ async fn mean_delay_lateness(emu: &Emulator) -> Duration {
                 .send()
                 .await
                 .expect("SendMessage");
-            due.insert(k.to_string(), Instant::now() + Duration::from_secs(1));
+            due.insert(k.to_string(), chrono::Utc::now() + chrono::TimeDelta::seconds(1));
             tokio::time::sleep(Duration::from_millis(125)).await;
         }
         due
     });
-    let mut arrived = HashMap::new();
-    let until = Instant::now() + Duration::from_secs(10);
-    while arrived.len() < 8 && Instant::now() < until {
-        let got = emu
-            .sqs
-            .receive_message()
-            .queue_url(&url)
-            .max_number_of_messages(10)
-            .send()
-            .await
-            .expect("ReceiveMessage");
-        let now = Instant::now();
-        let messages = got.messages.unwrap_or_default();
-        e2e::emulator::delete_received(&emu.sqs, &url, &messages)
-            .await
-            .expect("DeleteMessageBatch");
-        for m in messages {
-            arrived.insert(m.body.unwrap_or_default(), now);
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let arrived = emu.receive_for(&url, Duration::from_secs(10), 8).await;
     let due = sender.await.expect("sender");
     assert_eq!(arrived.len(), 8, "every delayed message arrives");
-    let total: Duration = due
+    let total_ms: i64 = arrived
         .iter()
-        .map(|(k, due)| arrived[k].saturating_duration_since(*due))
+        .map(|r| {
+            (r.at - due[r.message.body().unwrap_or_default()])
+                .num_milliseconds()
+                .max(0)
+        })
         .sum();
-    total / 8
+    Duration::from_millis((total_ms / 8) as u64)
 }
 
 async fn fifo_redelivers_after_delete(emu: &Emulator) -> bool {
