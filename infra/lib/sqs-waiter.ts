@@ -243,13 +243,14 @@ export class SqsWaiter extends Construct {
           new iam.PolicyStatement({ actions: ["sqs:SendMessage", "sqs:GetQueueUrl"], resources: [queue.queueArn] }),
         );
       }
-      // Queues encrypted with a customer key also need the key.
-      queue.encryptionMasterKey?.grant(enqueueRole.role, "kms:GenerateDataKey", "kms:Decrypt");
-      queue.encryptionMasterKey?.grant(pollerRole.role, "kms:GenerateDataKey", "kms:Decrypt");
     });
-    for (const key of props.queueKmsKeys ?? []) {
-      key.grant(enqueueRole.role, "kms:GenerateDataKey", "kms:Decrypt");
-      key.grant(pollerRole.role, "kms:GenerateDataKey", "kms:Decrypt");
+    // Queues encrypted with a customer key need the key: the app's own queues name theirs, and
+    // queueKmsKeys covers imported ones.
+    const queueKeys = [...props.queues.flatMap((q) => q.encryptionMasterKey ?? []), ...(props.queueKmsKeys ?? [])];
+    for (const key of queueKeys) {
+      for (const role of [enqueueRole.role, pollerRole.role]) {
+        key.grant(role, "kms:GenerateDataKey", "kms:Decrypt");
+      }
     }
 
     const schedulerRole = new iam.Role(this, "SchedulerRole", {

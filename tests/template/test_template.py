@@ -127,13 +127,12 @@ class LeastPrivilege(unittest.TestCase):
 
     def test_kms_queue_keys_are_granted_exactly_when_given(self):
         self.assertEqual(TEMPLATE["Parameters"]["QueueKmsKeyArns"]["Default"], "")
-        for name, role in [("QueueKeys", "EnqueueRole"), ("PollerQueueKeys", "PollerRole")]:
-            policy = RESOURCES[name]
-            self.assertEqual(policy["Condition"], "HasQueueKmsKeys")
-            self.assertEqual(policy["Properties"]["RoleName"], {"Ref": role})
-            (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
-            self.assertEqual(sorted(statement["Action"]), ["kms:Decrypt", "kms:GenerateDataKey"])
-            self.assertEqual(statement["Resource"], {"Ref": "QueueKmsKeyArns"})
+        policy = RESOURCES["QueueKeys"]
+        self.assertEqual(policy["Condition"], "HasQueueKmsKeys")
+        self.assertEqual(policy["Properties"]["Roles"], [{"Ref": "EnqueueRole"}, {"Ref": "PollerRole"}])
+        (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+        self.assertEqual(sorted(statement["Action"]), ["kms:Decrypt", "kms:GenerateDataKey"])
+        self.assertEqual(statement["Resource"], {"Ref": "QueueKmsKeyArns"})
 
 
 
@@ -170,7 +169,9 @@ def inline_policy_chars(role, queues):
         else:
             bodies = [(resource, None)]
         for body, queue in bodies:
-            if body.get("Type") == "AWS::IAM::RolePolicy" and body["Properties"]["RoleName"] == {"Ref": role}:
+            props = body.get("Properties", {})
+            roles = [props["RoleName"]] if body.get("Type") == "AWS::IAM::RolePolicy" else props.get("Roles", [])
+            if body.get("Type") in ("AWS::IAM::RolePolicy", "AWS::IAM::Policy") and {"Ref": role} in roles:
                 docs.append(resolve(body["Properties"]["PolicyDocument"], {**names, "QueueName": queue or ""}))
     return sum(len(json.dumps(resolve(d, names), separators=(",", ":"))) for d in docs)
 
