@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export MOTO_SERVER := $(CURDIR)/$(VENV)/bin/moto_server
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help venv venv-infra demo test unit e2e e2e-localstack localstack localstack-install lint lint-rust lint-template template-test infra-test fmt build synth sam-build deploy clean
+.PHONY: help venv venv-infra demo test unit e2e e2e-localstack localstack localstack-install lint lint-rust lint-template template-test rehearse infra-test fmt build synth sam-build deploy clean
 
 help:
 	@echo "make demo   run both functions under cargo lambda watch against moto, end to end (BACKEND=localstack for LocalStack)"
@@ -17,6 +17,7 @@ help:
 	@echo "make lint   fmt check, clippy, cfn-lint and sam validate"
 	@echo "make build  release bootstraps for arm64 and x86_64 (target/lambda-<arch>/)"
 	@echo "make deploy QUEUES=q1,q2 [ARCH=arm64|x86_64] [STACK=name]  sam build && sam deploy, same parameters"
+	@echo "make rehearse  the template deployed, updated and deleted on LocalStack's CloudFormation (part of make test)"
 	@echo "make synth  cdk synth of the example stack (needs make build)"
 	@echo "make bench  precision figures (target/bench/); make bench-quick for a short run"
 	@echo "make soak   long fault runs: 5000 simulation seeds, 250 000 cases per property test, 5000 jobs through the fault proxy"
@@ -84,7 +85,7 @@ e2e-localstack: venv localstack-install
 	E2E_BACKEND=localstack cargo test --workspace --no-fail-fast --test '*'
 
 # The e2e suite runs twice: on moto (with the unit tests), then on LocalStack.
-test: venv ddb-local localstack-install lint-rust lint-template template-test infra-test
+test: venv ddb-local localstack-install lint-rust lint-template template-test rehearse infra-test
 	cargo build -p enqueue -p poller
 	cargo test --workspace --no-fail-fast
 	E2E_BACKEND=localstack cargo test --workspace --no-fail-fast --test '*'
@@ -116,6 +117,17 @@ deploy: sam-build
 # extensions, and `sam build` with cargo lambda replaced by a recorder (scripts/template_test.sh).
 template-test: venv-infra
 	bash scripts/template_test.sh
+
+# The template through LocalStack's CloudFormation: two stacks side by side, an update that adds
+# a queue, a delete and a failed first create (tests/rehearsal/rehearse.py says what LocalStack
+# stands in for). Its Lambda runs nothing: a runtime executor of ours registers the functions.
+REHEARSAL_EXECUTOR := .tools/localstack/venv/.installed-rehearsal-executor
+rehearse: venv-infra localstack-install $(REHEARSAL_EXECUTOR)
+	$(VENV)/bin/python tests/rehearsal/rehearse.py
+
+$(REHEARSAL_EXECUTOR): tests/rehearsal/noop_executor/pyproject.toml tests/rehearsal/noop_executor/sqs_waiter_rehearsal_executor.py
+	.tools/localstack/venv/bin/pip install --quiet --disable-pip-version-check ./tests/rehearsal/noop_executor
+	touch $@
 
 clean:
 	cargo clean

@@ -125,6 +125,8 @@ export class SqsWaiter extends Construct {
         billingMode,
         ...capacity,
         pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+        // History records carry purge_at; DynamoDB removes them then (README "History").
+        timeToLiveAttribute: "purge_at",
         encryption: dynamodb.TableEncryption.AWS_MANAGED,
         removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
       });

@@ -56,6 +56,7 @@ test("one table per queue with the contract's keys and index", () => {
       ],
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
       SSESpecification: { SSEEnabled: true },
+      TimeToLiveSpecification: { AttributeName: "purge_at", Enabled: true },
     });
   }
   // Kept on delete and replacement, but not after a failed first create (so it can be retried).

@@ -27,6 +27,13 @@ class FirstAndSecondDeploy(unittest.TestCase):
             self.assertEqual(table["DeletionPolicy"], "RetainExceptOnCreate", logical_id)
             self.assertEqual(table["UpdateReplacePolicy"], "Retain", logical_id)
 
+    def test_tables_have_point_in_time_recovery_and_a_ttl_for_history(self):
+        # Also rehearsed on LocalStack, which ignores point-in-time recovery (tests/rehearsal).
+        for logical_id, table in loop_body("Tables").items():
+            props = table["Properties"]
+            self.assertEqual(props["PointInTimeRecoverySpecification"], {"PointInTimeRecoveryEnabled": True}, logical_id)
+            self.assertEqual(props["TimeToLiveSpecification"], {"AttributeName": "purge_at", "Enabled": True}, logical_id)
+
     def test_table_ids_follow_the_queue_name_not_its_position(self):
         self.assertEqual(list(loop_body("Tables")), ["Table&{QueueName}"])
 
