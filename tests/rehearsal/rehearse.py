@@ -10,8 +10,9 @@ Lambda, Scheduler, Logs, CloudWatch and S3) and then, as a user would over two d
    dead-letter queue, no retries), the poller's failure destination and the alarms;
 2. updates `dev` by adding a queue: a new table and send policy, the old tables kept as they were;
 3. deletes `dev`: everything goes except its tables (DeletionPolicy RetainExceptOnCreate);
-4. creates a stack whose create fails (its table name is taken): the table it did create is
-   removed by the rollback, so the create can simply be retried.
+4. creates a stack whose create fails (its table name is taken), deletes it and retries.
+Where LocalStack does not implement what the template asks (retention on delete, rollback,
+point-in-time recovery, log retention), the check is a listed gap (see `gap`).
 
 What LocalStack cannot do here is replaced, and only that (README "Deploy rehearsal"):
 - its Lambda service would download a runtime and start Docker: the functions are created by
