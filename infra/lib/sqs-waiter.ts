@@ -203,9 +203,11 @@ export class SqsWaiter extends Construct {
       const table = this.tables[i];
       enqueueRole.role.addToPrincipalPolicy(
         new iam.PolicyStatement({
-          // PutItem: schedule. BatchGetItem: get and the idempotency check. DeleteItem and
-          // ConditionCheckItem: cancel (a transaction with the poller lease). Query: list_parked.
-          // GetItem and UpdateItem: the shard counts the table was written with.
+          // PutItem: schedule and reschedule. BatchGetItem: get and the idempotency check.
+          // DeleteItem and ConditionCheckItem: cancel (a transaction with the poller lease).
+          // Query (table and index): list, list_parked. GetItem and UpdateItem: the shard
+          // counts. UpdateItem, DeleteItem and BatchWriteItem: a reschedule that moves a job
+          // near works its shard as a poller run would (lease, send, remove).
           actions: [
             "dynamodb:PutItem",
             "dynamodb:BatchGetItem",
@@ -214,8 +216,9 @@ export class SqsWaiter extends Construct {
             "dynamodb:Query",
             "dynamodb:GetItem",
             "dynamodb:UpdateItem",
+            "dynamodb:BatchWriteItem",
           ],
-          resources: [table.tableArn],
+          resources: [table.tableArn, `${table.tableArn}/index/${INDEX_NAME}`],
         }),
       );
       pollerRole.role.addToPrincipalPolicy(

@@ -178,6 +178,13 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         within(&self.clock, until, f).await
     }
 
+    /// One shard of one queue, worked as a poller run works it (`reschedule` uses it for a job
+    /// it moved near).
+    pub async fn run_shard(&self, queue: &QueueName, shard: u32, deadline: DateTime<Utc>) -> RunSummary {
+        let owner = uuid::Uuid::new_v4().to_string();
+        self.run_partition(queue, shard, deadline, &owner).await
+    }
+
     async fn run_partition(&self, queue: &QueueName, shard: u32, deadline: DateTime<Utc>, owner: &str) -> RunSummary {
         let mut sum = RunSummary {
             partitions: 1,

@@ -122,6 +122,8 @@ pub enum Request {
         queue: QueueName,
         target: RedriveTarget,
     },
+    Reschedule(Box<crate::manage::Reschedule>),
+    List(Box<crate::manage::ListQuery>),
 }
 
 /// Which parked jobs a `redrive` moves back.
@@ -268,9 +270,18 @@ pub fn parse_request(event: &Value, config: &Config, now: DateTime<Utc>) -> Resu
             f.finish()?;
             Ok(Request::ListParked { queue, limit, cursor })
         }
+        "reschedule" => Ok(Request::Reschedule(Box::new(crate::manage::parse_reschedule(
+            Fields::new(map),
+            config,
+            now,
+        )?))),
+        "list" => Ok(Request::List(Box::new(crate::manage::parse_list(
+            Fields::new(map),
+            config,
+        )?))),
         other => Err(InvalidRequest::new(
             "action",
-            format!("must be one of enqueue, get, cancel, list_parked, redrive; got {other:?}"),
+            format!("must be one of enqueue, get, cancel, reschedule, list, list_parked, redrive; got {other:?}"),
         )),
     }
 }
@@ -291,84 +302,16 @@ pub fn parse_job(value: &Value, config: &Config, now: DateTime<Utc>) -> Result<J
     }
     let queue = take_queue(&mut f, config)?;
 
-    let message_body = match f.take("message_body", Some("MessageBody"))? {
-        None => return Err(InvalidRequest::new("message_body", "is required")),
-        Some((name, Value::String(s))) => {
-            if s.is_empty() {
-                return Err(InvalidRequest::new(name, "must not be empty"));
-            }
-            check_sqs_chars(&name, &s)?;
-            s
-        }
-        Some((name, other)) => {
-            return Err(InvalidRequest::new(
-                name,
-                format!("must be a string, got {}", kind(&other)),
-            ))
-        }
-    };
-
-    let message_attributes = match f.take("message_attributes", Some("MessageAttributes"))? {
-        None | Some((_, Value::Null)) => Attributes::new(),
-        Some((name, v)) => parse_attributes(&name, &v)?,
-    };
-    let size = message_bytes(&message_body, &message_attributes);
-    if size > SQS_MAX_MESSAGE_BYTES {
-        return Err(InvalidRequest::new(
-            "message_body",
-            format!("body and attributes are {size} bytes; SQS allows at most {SQS_MAX_MESSAGE_BYTES}"),
-        ));
-    }
-
-    let delay = f.take("delay_seconds", Some("DelaySeconds"))?;
-    let perform = f.take("perform_at", Some("PerformAt"))?;
-    let perform_at = match (delay, perform) {
-        (Some((d, _)), Some((p, _))) => {
-            let rule = format!("give either {d} or {p}, not both");
-            return Err(InvalidRequest::new(d, rule));
-        }
-        (Some((name, v)), None) => {
-            let secs = match &v {
-                Value::Number(n) => match n.as_u64() {
-                    Some(s) => s,
-                    None if n.as_i64().is_some() => return Err(InvalidRequest::new(name, "must not be negative")),
-                    None => return Err(InvalidRequest::new(name, "must be a whole number of seconds")),
-                },
-                other => {
-                    return Err(InvalidRequest::new(
-                        name,
-                        format!("must be an integer, got {}", kind(other)),
-                    ))
-                }
-            };
-            i64::try_from(secs)
-                .ok()
-                .and_then(TimeDelta::try_seconds)
-                .and_then(|d| now.checked_add_signed(d))
-                .filter(|t| *t <= time::max_time())
-                .ok_or_else(|| InvalidRequest::new(name, "is too large: the time would be after year 9999"))?
-        }
-        (None, Some((name, v))) => parse_time_value(&name, &v)?,
-        (None, None) => now,
-    };
-    // A time in the past means now. Stored times have microsecond resolution, rounded up.
-    let perform_at = time::ceil_to_micros(perform_at.max(now)).unwrap_or(perform_at);
-
-    let expires_at = match f.take("expires_at", Some("ExpiresAt"))? {
-        None | Some((_, Value::Null)) => None,
-        Some((name, v)) => {
-            let t = parse_time_value(&name, &v)?;
-            if t <= now {
-                return Err(InvalidRequest::new(name, "is already past"));
-            }
-            if t < perform_at {
-                return Err(InvalidRequest::new(
-                    name,
-                    "is before perform_at: the job could never run",
-                ));
-            }
+    let message_body = take_message_body(&mut f)?.ok_or_else(|| InvalidRequest::new("message_body", "is required"))?;
+    let message_attributes = take_message_attributes(&mut f)?.unwrap_or_default();
+    check_message_size(&message_body, &message_attributes)?;
+    let perform_at = take_when(&mut f, now)?.map_or_else(|| time::ceil_to_micros(now).unwrap_or(now), |(_, t)| t);
+    let expires_at = match take_expires_at(&mut f, now)? {
+        Some((name, Some(t))) => {
+            check_expiry(&name, t, perform_at)?;
             Some(t)
         }
+        _ => None,
     };
 
     let (job_id, job_id_given) = match f.take("job_id", Some("JobId"))? {
@@ -409,14 +352,130 @@ pub fn parse_job(value: &Value, config: &Config, now: DateTime<Utc>) -> Result<J
     })
 }
 
+/// `message_body`: a non-empty string of characters SQS accepts.
+pub(crate) fn take_message_body(f: &mut Fields<'_>) -> Result<Option<String>, InvalidRequest> {
+    match f.take("message_body", Some("MessageBody"))? {
+        None => Ok(None),
+        Some((name, Value::String(s))) => {
+            if s.is_empty() {
+                return Err(InvalidRequest::new(name, "must not be empty"));
+            }
+            check_sqs_chars(&name, &s)?;
+            Ok(Some(s))
+        }
+        Some((name, other)) => Err(InvalidRequest::new(
+            name,
+            format!("must be a string, got {}", kind(&other)),
+        )),
+    }
+}
+
+/// `message_attributes`; `null` reads as none.
+pub(crate) fn take_message_attributes(f: &mut Fields<'_>) -> Result<Option<Attributes>, InvalidRequest> {
+    match f.take("message_attributes", Some("MessageAttributes"))? {
+        None => Ok(None),
+        Some((_, Value::Null)) => Ok(Some(Attributes::new())),
+        Some((name, v)) => parse_attributes(&name, &v).map(Some),
+    }
+}
+
+/// Body and attributes together within SQS's message size.
+pub(crate) fn check_message_size(body: &str, attributes: &Attributes) -> Result<(), InvalidRequest> {
+    let size = message_bytes(body, attributes);
+    if size > SQS_MAX_MESSAGE_BYTES {
+        return Err(InvalidRequest::new(
+            "message_body",
+            format!("body and attributes are {size} bytes; SQS allows at most {SQS_MAX_MESSAGE_BYTES}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `delay_seconds` or `perform_at` (not both), as the instant it names: a time in the past
+/// means now, and stored times have microsecond resolution, rounded up. `None` if neither.
+pub(crate) fn take_when(
+    f: &mut Fields<'_>,
+    now: DateTime<Utc>,
+) -> Result<Option<(String, DateTime<Utc>)>, InvalidRequest> {
+    let delay = f.take("delay_seconds", Some("DelaySeconds"))?;
+    let perform = f.take("perform_at", Some("PerformAt"))?;
+    let (field, at) = match (delay, perform) {
+        (Some((d, _)), Some((p, _))) => {
+            let rule = format!("give either {d} or {p}, not both");
+            return Err(InvalidRequest::new(d, rule));
+        }
+        (Some((name, v)), None) => {
+            let secs = match &v {
+                Value::Number(n) => match n.as_u64() {
+                    Some(s) => s,
+                    None if n.as_i64().is_some() => return Err(InvalidRequest::new(name, "must not be negative")),
+                    None => return Err(InvalidRequest::new(name, "must be a whole number of seconds")),
+                },
+                other => {
+                    return Err(InvalidRequest::new(
+                        name,
+                        format!("must be an integer, got {}", kind(other)),
+                    ))
+                }
+            };
+            let at = i64::try_from(secs)
+                .ok()
+                .and_then(TimeDelta::try_seconds)
+                .and_then(|d| now.checked_add_signed(d))
+                .filter(|t| *t <= time::max_time())
+                .ok_or_else(|| InvalidRequest::new(name.clone(), "is too large: the time would be after year 9999"))?;
+            (name, at)
+        }
+        (None, Some((name, v))) => {
+            let at = parse_time_value(&name, &v)?;
+            (name, at)
+        }
+        (None, None) => return Ok(None),
+    };
+    Ok(Some((field, time::ceil_to_micros(at.max(now)).unwrap_or(at))))
+}
+
+/// A field's name as given, and its value (`None`: given as `null`).
+pub(crate) type GivenTime = (String, Option<DateTime<Utc>>);
+
+/// `expires_at`: `Some((field, None))` when given as `null`. It must be in the future.
+pub(crate) fn take_expires_at(f: &mut Fields<'_>, now: DateTime<Utc>) -> Result<Option<GivenTime>, InvalidRequest> {
+    match f.take("expires_at", Some("ExpiresAt"))? {
+        None => Ok(None),
+        Some((name, Value::Null)) => Ok(Some((name, None))),
+        Some((name, v)) => {
+            let t = parse_time_value(&name, &v)?;
+            if t <= now {
+                return Err(InvalidRequest::new(name, "is already past"));
+            }
+            Ok(Some((name, Some(t))))
+        }
+    }
+}
+
+/// A job must be able to run before it expires.
+pub(crate) fn check_expiry(
+    field: &str,
+    expires_at: DateTime<Utc>,
+    perform_at: DateTime<Utc>,
+) -> Result<(), InvalidRequest> {
+    if expires_at < perform_at {
+        return Err(InvalidRequest::new(
+            field,
+            "is before perform_at: the job could never run",
+        ));
+    }
+    Ok(())
+}
+
 /// Tracks which keys were read, so that unknown or doubled fields are refused by name.
-struct Fields<'a> {
+pub(crate) struct Fields<'a> {
     map: &'a Map<String, Value>,
     used: HashSet<&'a str>,
 }
 
 impl<'a> Fields<'a> {
-    fn new(map: &'a Map<String, Value>) -> Self {
+    pub(crate) fn new(map: &'a Map<String, Value>) -> Self {
         Self {
             map,
             used: HashSet::new(),
@@ -424,7 +483,7 @@ impl<'a> Fields<'a> {
     }
 
     /// Takes a field by its snake_case name or its SQS PascalCase alias.
-    fn take(
+    pub(crate) fn take(
         &mut self,
         name: &'static str,
         alias: Option<&'static str>,
@@ -441,7 +500,7 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn finish(self) -> Result<(), InvalidRequest> {
+    pub(crate) fn finish(self) -> Result<(), InvalidRequest> {
         match self.map.keys().find(|k| !self.used.contains(k.as_str())) {
             Some(k) => Err(InvalidRequest::new(truncate(k, 64), "is not a known field")),
             None => Ok(()),
@@ -449,7 +508,7 @@ impl<'a> Fields<'a> {
     }
 }
 
-fn take_queue(f: &mut Fields<'_>, config: &Config) -> Result<QueueName, InvalidRequest> {
+pub(crate) fn take_queue(f: &mut Fields<'_>, config: &Config) -> Result<QueueName, InvalidRequest> {
     let by_name = f.take("queue", Some("Queue"))?;
     let by_url = f.take("queue_url", Some("QueueUrl"))?;
     let (field, name) = match (by_name, by_url) {
@@ -476,7 +535,7 @@ fn take_queue(f: &mut Fields<'_>, config: &Config) -> Result<QueueName, InvalidR
     })
 }
 
-fn take_job_id(f: &mut Fields<'_>) -> Result<Option<String>, InvalidRequest> {
+pub(crate) fn take_job_id(f: &mut Fields<'_>) -> Result<Option<String>, InvalidRequest> {
     match f.take("job_id", Some("JobId"))? {
         Some((name, v)) => parse_job_id(&name, &v).map(Some),
         None => Ok(None),
@@ -485,7 +544,7 @@ fn take_job_id(f: &mut Fields<'_>) -> Result<Option<String>, InvalidRequest> {
 
 /// `limit` (1 to `MAX_PAGE_LIMIT`, default `DEFAULT_PAGE_LIMIT`) and `cursor` (opaque; checked
 /// against its queue and listing where it is used).
-fn take_page(f: &mut Fields<'_>) -> Result<(usize, Option<String>), InvalidRequest> {
+pub(crate) fn take_page(f: &mut Fields<'_>) -> Result<(usize, Option<String>), InvalidRequest> {
     let limit = match f.take("limit", None)? {
         None | Some((_, Value::Null)) => DEFAULT_PAGE_LIMIT,
         Some((name, v)) => match v.as_u64() {
@@ -505,7 +564,7 @@ fn take_page(f: &mut Fields<'_>) -> Result<(usize, Option<String>), InvalidReque
     Ok((limit, cursor))
 }
 
-fn parse_job_id(field: &str, v: &Value) -> Result<String, InvalidRequest> {
+pub(crate) fn parse_job_id(field: &str, v: &Value) -> Result<String, InvalidRequest> {
     let s = as_str(field, v)?;
     if s.is_empty() || s.chars().count() > MAX_JOB_ID_CHARS {
         return Err(InvalidRequest::new(
@@ -548,7 +607,7 @@ fn take_fifo_id(f: &mut Fields<'_>, name: &'static str, alias: &'static str) -> 
     }
 }
 
-fn parse_time_value(field: &str, v: &Value) -> Result<DateTime<Utc>, InvalidRequest> {
+pub(crate) fn parse_time_value(field: &str, v: &Value) -> Result<DateTime<Utc>, InvalidRequest> {
     let parsed = match v {
         Value::String(s) => time::parse_time_str(s),
         // The literal as written (serde_json `arbitrary_precision`): exact, never float-rounded.
@@ -775,12 +834,12 @@ fn is_sqs_char(c: char) -> bool {
     matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..='\u{10FFFF}')
 }
 
-fn as_str<'v>(field: &str, v: &'v Value) -> Result<&'v str, InvalidRequest> {
+pub(crate) fn as_str<'v>(field: &str, v: &'v Value) -> Result<&'v str, InvalidRequest> {
     v.as_str()
         .ok_or_else(|| InvalidRequest::new(field, format!("must be a string, got {}", kind(v))))
 }
 
-fn kind(v: &Value) -> &'static str {
+pub(crate) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -791,7 +850,7 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-fn truncate(s: &str, max: usize) -> String {
+pub(crate) fn truncate(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_owned()
     } else {

@@ -10,6 +10,7 @@ pub mod dispatch;
 pub mod error;
 pub mod job;
 pub mod limits;
+pub mod manage;
 pub mod metrics;
 pub mod ports;
 pub mod routing;

@@ -70,6 +70,16 @@ pub enum CancelOutcome {
     Dispatching,
 }
 
+/// The fate of a conditional replacement of a stored job by its next version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplaceOutcome {
+    Replaced,
+    /// The stored item is gone or is no longer the version that was read.
+    Changed,
+    /// A poller's lease item covers the job's current time: it may be in SQS already.
+    Dispatching,
+}
+
 /// One page of a listing, and where the next one starts (`None`: this was the last).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page<T> {
@@ -144,13 +154,31 @@ pub trait JobStore: Send + Sync + 'static {
         perform_at: DateTime<Utc>,
     ) -> Result<CancelOutcome, PortError>;
 
+    /// Jobs of a partition with `from <= perform_at <= to`, in `perform_at` order, one page at
+    /// a time, read from the due index (eventually consistent). Pages are read as the stream is
+    /// polled, so a caller that stops early reads no more.
+    fn by_time<'a>(
+        &'a self,
+        queue: &'a QueueName,
+        partition: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>>;
+
     /// Jobs in a shard with `perform_at <= horizon`, oldest first, one page at a time.
     fn due<'a>(
         &'a self,
         queue: &'a QueueName,
         shard: u32,
         horizon: DateTime<Utc>,
-    ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>>;
+    ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
+        self.by_time(queue, Partition::Shard(shard), DateTime::<Utc>::UNIX_EPOCH, horizon)
+    }
+
+    /// Writes `next` (same key, `version` one more) in place of `current`, if the stored item is
+    /// still `current`'s version and no poller's lease item covers `current`'s `perform_at`
+    /// (atomically with both checks).
+    async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError>;
 
     /// Up to `limit` jobs of the parked partition in `job_id` order, after `after`.
     async fn parked(&self, queue: &QueueName, limit: usize, after: Option<&str>) -> Result<Page<StoredJob>, PortError>;

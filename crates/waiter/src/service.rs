@@ -74,7 +74,7 @@ fn timed_out() -> HandlerError {
     })
 }
 
-impl<S: JobStore, Q: MessageQueue, C: Clock> Waiter<S, Q, C> {
+impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q, C> {
     pub fn new(config: Arc<Config>, store: S, queue: Q, clock: C) -> Self {
         Self {
             config,
@@ -135,6 +135,8 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Waiter<S, Q, C> {
             Request::Cancel { queue, job_id } => self.cancel(&queue, &job_id).await,
             Request::ListParked { queue, limit, cursor } => self.list_parked(&queue, limit, cursor.as_deref()).await,
             Request::Redrive { queue, target } => self.redrive(&queue, target).await,
+            Request::Reschedule(r) => self.reschedule(*r, cut).await,
+            Request::List(q) => self.list(*q).await,
         }
     }
 
@@ -155,7 +157,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Waiter<S, Q, C> {
     }
 
     /// Every `WAITER_SHARDS` value the queue's table was written with.
-    async fn shard_counts(&self, queue: &QueueName) -> Result<Vec<u32>, PortError> {
+    pub(crate) async fn shard_counts(&self, queue: &QueueName) -> Result<Vec<u32>, PortError> {
         let cell = match self.shard_counts.lock() {
             Ok(mut m) => m.entry(queue.clone()).or_default().clone(),
             Err(_) => Arc::new(OnceCell::new()),
@@ -166,7 +168,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Waiter<S, Q, C> {
     }
 
     /// Every shard a job id may be stored in: its shard under each shard count ever used.
-    async fn candidate_partitions(&self, queue: &QueueName, job_id: &str) -> Result<Vec<Partition>, PortError> {
+    pub(crate) async fn candidate_partitions(
+        &self,
+        queue: &QueueName,
+        job_id: &str,
+    ) -> Result<Vec<Partition>, PortError> {
         let mut shards: Vec<u32> = self
             .shard_counts(queue)
             .await?
@@ -418,8 +424,8 @@ fn reply_for_job(job: &Job, status: &str, duplicate: bool) -> Value {
     })
 }
 
-/// The full view of a stored job, for `get` and `list_parked`.
-fn describe(stored: &StoredJob) -> Value {
+/// The full view of a stored job, for `get`, `list` and `list_parked`.
+pub(crate) fn describe(stored: &StoredJob) -> Value {
     let job = &stored.job;
     let mut v = reply(
         stored,

@@ -108,17 +108,25 @@ impl<S: JobStore> JobStore for FaultyStore<S> {
     async fn cancel(&self, q: &QueueName, k: &JobKey, at: DateTime<Utc>) -> Result<CancelOutcome, PortError> {
         faulty!(self.faults, "TransactWriteItems", self.inner.cancel(q, k, at).await)
     }
-    fn due<'a>(
+    fn by_time<'a>(
         &'a self,
         q: &'a QueueName,
-        shard: u32,
-        h: DateTime<Utc>,
+        partition: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
     ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
         if self.faults.roll() == Fault::None {
-            self.inner.due(q, shard, h)
+            self.inner.by_time(q, partition, from, to)
         } else {
             stream::once(async { Err(injected("Query")) }).boxed()
         }
+    }
+    async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
+        faulty!(
+            self.faults,
+            "TransactWriteItems",
+            self.inner.replace(current, next).await
+        )
     }
     async fn parked(&self, q: &QueueName, limit: usize, after: Option<&str>) -> Result<Page<StoredJob>, PortError> {
         faulty!(self.faults, "Query", self.inner.parked(q, limit, after).await)
@@ -342,11 +350,12 @@ impl JobStore for MemStore {
         })
     }
 
-    fn due<'a>(
+    fn by_time<'a>(
         &'a self,
         queue: &'a QueueName,
-        shard: u32,
-        horizon: DateTime<Utc>,
+        partition: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
     ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
         let mut due: Vec<StoredJob> = {
             let mut s = self.state.lock().unwrap();
@@ -354,12 +363,13 @@ impl JobStore for MemStore {
             s.index
                 .values()
                 .filter(|j| {
-                    &j.job.queue == queue && j.partition == Partition::Shard(shard) && j.job.perform_at <= horizon
+                    &j.job.queue == queue && j.partition == partition && (from..=to).contains(&j.job.perform_at)
                 })
                 .cloned()
                 .collect()
         };
-        due.sort_by_key(|j| j.job.perform_at);
+        // A GSI keeps no order among equal sort keys: neither does this.
+        due.sort_by_key(|j| (j.job.perform_at, std::cmp::Reverse(j.job.job_id.clone())));
         let pages: Vec<_> = due.chunks(self.page_size.max(1)).map(|c| Ok(c.to_vec())).collect();
         stream::iter(pages).boxed()
     }
@@ -450,6 +460,25 @@ impl JobStore for MemStore {
                 Ok(LeaseOutcome::Acquired { horizon })
             }
         }
+    }
+
+    async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
+        let queue = &current.job.queue;
+        let k = mem_key(queue, &current.partition, &current.job.job_id);
+        let mut s = self.state.lock().unwrap();
+        if let Partition::Shard(shard) = current.partition {
+            if s.leases
+                .get(&(queue.clone(), shard))
+                .is_some_and(|l| l.horizon >= current.job.perform_at)
+            {
+                return Ok(ReplaceOutcome::Dispatching);
+            }
+        }
+        if s.items.get(&k).is_none_or(|stored| stored.version != current.version) {
+            return Ok(ReplaceOutcome::Changed);
+        }
+        s.write(k, Some(next.clone()), self.index_lag);
+        Ok(ReplaceOutcome::Replaced)
     }
 
     async fn release_lease(&self, queue: &QueueName, shard: u32, owner: &str) -> Result<(), PortError> {

@@ -15,7 +15,7 @@ use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, DeleteRequest, KeysAndAttributes, ReturnValue,
+    AttributeValue, ConditionCheck, Delete, DeleteRequest, KeysAndAttributes, Put, ReturnValue,
     ReturnValuesOnConditionCheckFailure, TransactWriteItem, WriteRequest,
 };
 use aws_sdk_dynamodb::Client;
@@ -30,7 +30,8 @@ use crate::error::PortError;
 use crate::job::{AttributeData, Attributes, Job, MessageAttribute};
 use crate::limits::{DDB_MAX_BATCH_GET_KEYS, DDB_MAX_BATCH_WRITE_ITEMS};
 use crate::ports::{
-    CancelOutcome, JobKey, JobStore, Lease, LeaseOutcome, Page, ParkInfo, Partition, PutOutcome, StoredJob,
+    CancelOutcome, JobKey, JobStore, Lease, LeaseOutcome, Page, ParkInfo, Partition, PutOutcome, ReplaceOutcome,
+    StoredJob,
 };
 use crate::time::{format_epoch, parse_epoch_decimal};
 
@@ -109,6 +110,55 @@ fn decode_lease(item: &Item) -> Option<Lease> {
         until: t(A_LEASE_UNTIL)?,
         horizon: t(A_LEASE_HORIZON)?,
     })
+}
+
+/// The check that no poller's lease item covers a job due at `perform_at`. The lease's `until`
+/// does not matter: a run that could not remove what it sent keeps its lease item, so a job
+/// whose message SQS accepted is never changed or reported cancelled.
+fn lease_does_not_cover(
+    table: &str,
+    queue: &QueueName,
+    shard: u32,
+    perform_at: DateTime<Utc>,
+) -> Result<ConditionCheck, PortError> {
+    ConditionCheck::builder()
+        .table_name(table)
+        .set_key(Some(lease_key(queue, shard)))
+        .condition_expression("attribute_not_exists(#horizon) OR #horizon < :perform_at")
+        .expression_attribute_names("#horizon", A_LEASE_HORIZON)
+        .expression_attribute_values(":perform_at", n(perform_at))
+        .build()
+        .map_err(|e| internal("TransactWriteItems", e))
+}
+
+/// Why a transaction was refused.
+enum TransactionFailure {
+    /// The condition of the item at this index failed.
+    Condition(usize),
+    /// A conflict or throttling: a retry can succeed.
+    Retryable,
+    Other,
+}
+
+fn transaction_failure(
+    e: &SdkError<aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError, HttpResponse>,
+) -> TransactionFailure {
+    let reasons = cancellation_reasons(e);
+    if let Some(i) = reasons
+        .iter()
+        .position(|r| r.as_deref() == Some("ConditionalCheckFailed"))
+    {
+        TransactionFailure::Condition(i)
+    } else if reasons
+        .iter()
+        .flatten()
+        .any(|r| RETRYABLE_CANCELLATION_REASONS.contains(&r.as_str()))
+        || e.code() == Some("TransactionConflictException")
+    {
+        TransactionFailure::Retryable
+    } else {
+        TransactionFailure::Other
+    }
 }
 
 fn key(queue: &QueueName, k: &JobKey) -> Item {
@@ -267,6 +317,7 @@ fn value_size(v: &AttributeValue) -> usize {
     }
 }
 
+#[derive(Clone)]
 pub struct DynamoStore {
     client: Client,
     config: Arc<Config>,
@@ -451,63 +502,50 @@ impl JobStore for DynamoStore {
             .condition_expression("attribute_exists(job_id)")
             .build()
             .map_err(|e| internal("TransactWriteItems", e))?;
-        let check = ConditionCheck::builder()
-            .table_name(&table)
-            .set_key(Some(lease_key(queue, shard)))
-            .condition_expression("attribute_not_exists(#horizon) OR #horizon < :perform_at")
-            .expression_attribute_names("#horizon", A_LEASE_HORIZON)
-            .expression_attribute_values(":perform_at", n(perform_at))
-            .build()
-            .map_err(|e| internal("TransactWriteItems", e))?;
         let res = self
             .client
             .transact_write_items()
             .transact_items(TransactWriteItem::builder().delete(delete).build())
-            .transact_items(TransactWriteItem::builder().condition_check(check).build())
+            .transact_items(
+                TransactWriteItem::builder()
+                    .condition_check(lease_does_not_cover(&table, queue, shard, perform_at)?)
+                    .build(),
+            )
             .send()
             .await;
         match res {
             Ok(_) => Ok(CancelOutcome::Cancelled),
-            Err(e) => {
-                let reasons = cancellation_reasons(&e);
-                let failed = |i: usize| reasons.get(i).and_then(|r| r.as_deref()) == Some("ConditionalCheckFailed");
-                if failed(0) {
-                    Ok(CancelOutcome::NotFound)
-                } else if failed(1) {
-                    Ok(CancelOutcome::Dispatching)
-                } else if reasons
-                    .iter()
-                    .flatten()
-                    .any(|r| RETRYABLE_CANCELLATION_REASONS.contains(&r.as_str()))
-                {
-                    // Another transaction touched the item, or capacity ran short: try again.
-                    Err(PortError::Throttled {
-                        operation: "TransactWriteItems",
-                        source: Box::new(e),
-                    })
-                } else {
-                    Err(classify("TransactWriteItems", &self.resource(queue), e))
-                }
-            }
+            Err(e) => match transaction_failure(&e) {
+                TransactionFailure::Condition(0) => Ok(CancelOutcome::NotFound),
+                TransactionFailure::Condition(_) => Ok(CancelOutcome::Dispatching),
+                // Another transaction touched the item, or capacity ran short: try again.
+                TransactionFailure::Retryable => Err(PortError::Throttled {
+                    operation: "TransactWriteItems",
+                    source: Box::new(e),
+                }),
+                TransactionFailure::Other => Err(classify("TransactWriteItems", &self.resource(queue), e)),
+            },
         }
     }
 
-    fn due<'a>(
+    fn by_time<'a>(
         &'a self,
         queue: &'a QueueName,
-        shard: u32,
-        horizon: DateTime<Utc>,
+        partition: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
     ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
         let pages = self
             .client
             .query()
             .table_name(self.table(queue))
             .index_name(INDEX_NAME)
-            .key_condition_expression("#s = :s AND #p <= :h")
+            .key_condition_expression("#s = :s AND #p BETWEEN :f AND :t")
             .expression_attribute_names("#s", A_SCHEDULER)
             .expression_attribute_names("#p", A_PERFORM_AT)
-            .expression_attribute_values(":s", AttributeValue::S(partition_key(queue, &Partition::Shard(shard))))
-            .expression_attribute_values(":h", n(horizon))
+            .expression_attribute_values(":s", AttributeValue::S(partition_key(queue, &partition)))
+            .expression_attribute_values(":f", n(from))
+            .expression_attribute_values(":t", n(to))
             .into_paginator()
             .send();
         futures::stream::unfold(pages, |mut pages| async move {
@@ -522,13 +560,58 @@ impl JobStore for DynamoStore {
                 .filter_map(|item| match decode(queue, item) {
                     Ok(j) => Some(j),
                     Err(reason) => {
-                        error!(queue = %queue, shard, reason, "unreadable item skipped");
+                        error!(queue = %queue, partition = ?partition, reason, "unreadable item skipped");
                         None
                     }
                 })
                 .collect())
         })
         .boxed()
+    }
+
+    async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
+        let queue = &current.job.queue;
+        let table = self.table(queue);
+        // Items written before versions existed read as version 1.
+        let same_version = if current.version == 1 {
+            "attribute_exists(job_id) AND (attribute_not_exists(#v) OR #v = :v)"
+        } else {
+            "#v = :v"
+        };
+        let put = Put::builder()
+            .table_name(&table)
+            .set_item(Some(encode(next)))
+            .condition_expression(same_version)
+            .expression_attribute_names("#v", A_VERSION)
+            .expression_attribute_values(":v", AttributeValue::N(current.version.to_string()))
+            .build()
+            .map_err(|e| internal("TransactWriteItems", e))?;
+        let mut items = vec![TransactWriteItem::builder().put(put).build()];
+        if let Partition::Shard(shard) = current.partition {
+            items.push(
+                TransactWriteItem::builder()
+                    .condition_check(lease_does_not_cover(&table, queue, shard, current.job.perform_at)?)
+                    .build(),
+            );
+        }
+        match self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(ReplaceOutcome::Replaced),
+            Err(e) => match transaction_failure(&e) {
+                TransactionFailure::Condition(0) => Ok(ReplaceOutcome::Changed),
+                TransactionFailure::Condition(_) => Ok(ReplaceOutcome::Dispatching),
+                TransactionFailure::Retryable => Err(PortError::Throttled {
+                    operation: "TransactWriteItems",
+                    source: Box::new(e),
+                }),
+                TransactionFailure::Other => Err(classify("TransactWriteItems", &self.resource(queue), e)),
+            },
+        }
     }
 
     async fn parked(&self, queue: &QueueName, limit: usize, after: Option<&str>) -> Result<Page<StoredJob>, PortError> {

@@ -18,17 +18,19 @@ use crate::job::{AttributeData, Attributes};
 use crate::limits::SQS_MAX_BATCH_ENTRIES;
 use crate::ports::{EntryOutcome, MessageQueue, OutgoingMessage};
 
+#[derive(Clone)]
 pub struct SqsQueue {
     client: Client,
-    /// One cell per queue, so concurrent first uses share a single GetQueueUrl.
-    urls: Mutex<HashMap<QueueName, Arc<OnceCell<String>>>>,
+    /// One cell per queue, so concurrent first uses share a single GetQueueUrl (shared by
+    /// clones).
+    urls: Arc<Mutex<HashMap<QueueName, Arc<OnceCell<String>>>>>,
 }
 
 impl SqsQueue {
     pub fn new(client: Client) -> Self {
         Self {
             client,
-            urls: Mutex::new(HashMap::new()),
+            urls: Arc::default(),
         }
     }
 
