@@ -159,7 +159,7 @@ async fn whole_call_sqs_errors_in_x_amzn_query_error_park_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn dynamodb_transaction_conflicts_are_retryable_not_rejections() {
+async fn dynamodb_transaction_conflicts_are_retryable_not_rejections_for_cancel_and_reschedule() {
     let mut r = rig(&[]).await;
     r.call(json!({"queue": "orders", "message_body": "x", "delay_seconds": 5000, "job_id": "t"}))
         .await;
@@ -185,9 +185,21 @@ async fn dynamodb_transaction_conflicts_are_retryable_not_rejections() {
             .await
             .expect_err("a conflict is not an answer");
         assert_eq!(e.error_type, "Throttled", "{e:?}");
+        let e = r
+            .enqueue
+            .invoke(&json!({"action": "reschedule", "queue": "orders", "job_id": "t", "delay_seconds": 9000}))
+            .await
+            .expect_err("a conflict is not an answer");
+        assert_eq!(e.error_type, "Throttled", "{e:?}");
         assert_eq!(r.stored().await, 1);
     }
     r.proxy.clear_forced();
+    let g = r.call(json!({"action": "get", "queue": "orders", "job_id": "t"})).await;
+    assert_eq!(g["version"], 1, "the refused reschedules changed nothing: {g}");
+    let m = r
+        .call(json!({"action": "reschedule", "queue": "orders", "job_id": "t", "delay_seconds": 9000}))
+        .await;
+    assert_eq!(m["status"], "rescheduled");
     let c = r
         .call(json!({"action": "cancel", "queue": "orders", "job_id": "t"}))
         .await;

@@ -1,4 +1,5 @@
-//! Deterministic simulation: random interleavings of enqueue, dispatch, crash and cancel over the
+//! Deterministic simulation: random interleavings of enqueue, dispatch, crash, cancel and
+//! reschedule over the
 //! in-memory fakes, with store and queue calls failing on a seeded schedule (before or after they
 //! take effect). A crash is a run dropped at a random await point, as when Lambda kills the
 //! process; whatever the store holds survives, everything else is lost.
@@ -12,6 +13,8 @@
 //!   expiry, is delivered at least once;
 //! - never early: no delivery arrives before its `perform_at`;
 //! - a version `cancel` answered `cancelled` for is never accepted by SQS, before or after;
+//! - a version a `reschedule` answered `rescheduled` for replaced is never accepted by SQS, and
+//!   the new version is delivered (no earlier than its new time);
 //! - an expired job is never sent (no delivery arrives after `expires_at`).
 //!
 //! `SIM_SEEDS=n` runs n seeds (default 300); `SIM_SEED=s` replays one.
@@ -37,8 +40,10 @@ struct Expected {
     acknowledged: bool,
     /// `cancel` answered `cancelled` while this version was the stored one.
     cancelled: bool,
-    /// A cancel failed: it may have taken effect before its reply was lost.
+    /// A cancel or reschedule failed: it may have taken effect before its reply was lost.
     cancel_unknown: bool,
+    /// `reschedule` answered `rescheduled` with a newer version in its place.
+    replaced: bool,
 }
 
 #[derive(Debug, Default)]
@@ -48,6 +53,7 @@ struct Outcome {
     deliveries: usize,
     duplicates: usize,
     crashes: usize,
+    rescheduled: usize,
 }
 
 /// Jobs still waiting in a shard (parked ones excluded).
@@ -102,7 +108,7 @@ async fn simulate(seed: u64) -> Outcome {
     let mut version = 0u64;
     let mut queue_of: HashMap<String, bool> = HashMap::new();
     for _ in 0..rng.random_range(20..60) {
-        match rng.random_range(0..11) {
+        match rng.random_range(0..12) {
             0..=2 => {
                 let mut jobs = Vec::new();
                 for _ in 0..rng.random_range(1..=5) {
@@ -207,6 +213,71 @@ async fn simulate(seed: u64) -> Outcome {
                     }
                 }
             }
+            8 if next_id > 0 => {
+                let id = format!("j{}", rng.random_range(0..next_id));
+                let queue = if queue_of.get(&id).copied().unwrap_or(false) {
+                    "f.fifo"
+                } else {
+                    "q"
+                };
+                let stored_body = mem
+                    .state
+                    .lock()
+                    .unwrap()
+                    .items
+                    .iter()
+                    .find(|((_, p, j), _)| *j == id && *p != Partition::Parked)
+                    .map(|(_, job)| job.job.message_body.clone());
+                version += 1;
+                let body = format!("{id}@{version}");
+                let at = clock.now() + TimeDelta::milliseconds(rng.random_range(-2_000..30_000));
+                let mut request = json!({"action": "reschedule", "queue": queue, "job_id": id,
+                                         "perform_at": format_rfc3339(at), "message_body": body});
+                let clears_expiry = rng.random_bool(0.5);
+                if clears_expiry {
+                    request["expires_at"] = Value::Null;
+                }
+                let inherited = stored_body
+                    .as_ref()
+                    .and_then(|b| expected.get(b))
+                    .and_then(|e| e.expires_at);
+                expected.insert(
+                    body.clone(),
+                    Expected {
+                        perform_at: Some(at.max(clock.now())),
+                        expires_at: if clears_expiry { None } else { inherited },
+                        ..Expected::default()
+                    },
+                );
+                let reply = if rng.random_bool(0.2) {
+                    out.crashes += 1;
+                    let crash_after = Duration::from_millis(rng.random_range(0..3));
+                    tokio::time::timeout(crash_after, waiter.handle(&request)).await.ok()
+                } else {
+                    Some(waiter.handle(&request).await)
+                };
+                match reply {
+                    Some(Ok(r)) if r["status"] == "rescheduled" => {
+                        let e = expected.get_mut(&body).expect("inserted above");
+                        e.acknowledged = true;
+                        e.perform_at = parse_time(&r["perform_at"]);
+                        out.rescheduled += 1;
+                        if let Some(e) = stored_body.and_then(|b| expected.get_mut(&b)) {
+                            e.replaced = true;
+                        }
+                    }
+                    // A definite refusal: the new version was never stored.
+                    Some(Ok(_)) | Some(Err(crate::service::HandlerError::Invalid(_))) => {
+                        expected.remove(&body);
+                    }
+                    // Unknown: the old version may have been replaced.
+                    _ => {
+                        if let Some(e) = stored_body.and_then(|b| expected.get_mut(&b)) {
+                            e.cancel_unknown = true;
+                        }
+                    }
+                }
+            }
             _ => tokio::time::sleep(Duration::from_millis(rng.random_range(0..2_000))).await,
         }
     }
@@ -242,12 +313,16 @@ async fn simulate(seed: u64) -> Outcome {
             out.violations
                 .push(format!("{id}: accepted by SQS although cancel said cancelled"));
         }
+        if e.replaced {
+            out.violations
+                .push(format!("{id}: accepted by SQS although reschedule replaced it"));
+        }
         if e.expires_at.is_some_and(|x| arrival > x) {
             out.violations.push(format!("{id}: sent to arrive after expires_at"));
         }
     }
     for (id, e) in &expected {
-        let may_be_gone = e.cancelled || e.cancel_unknown || e.expires_at.is_some();
+        let may_be_gone = e.cancelled || e.cancel_unknown || e.replaced || e.expires_at.is_some();
         if e.acknowledged && !may_be_gone && !deliveries.contains_key(id.as_str()) {
             out.violations
                 .push(format!("{id}: acknowledged but never delivered (lost)"));
@@ -265,7 +340,7 @@ async fn simulate(seed: u64) -> Outcome {
 }
 
 #[tokio::test(start_paused = true)]
-async fn random_interleavings_of_enqueue_dispatch_crash_and_cancel_keep_the_invariants() {
+async fn random_interleavings_of_enqueue_dispatch_crash_cancel_and_reschedule_keep_the_invariants() {
     let seeds: Vec<u64> = match std::env::var("SIM_SEED") {
         Ok(s) => vec![s.parse().expect("SIM_SEED is a number")],
         Err(_) => (0..std::env::var("SIM_SEEDS")
@@ -286,14 +361,19 @@ async fn random_interleavings_of_enqueue_dispatch_crash_and_cancel_keep_the_inva
         total.deliveries += o.deliveries;
         total.duplicates += o.duplicates;
         total.crashes += o.crashes;
+        total.rescheduled += o.rescheduled;
     }
     println!(
-        "simulation: {} seeds, {} jobs, {} deliveries, {} duplicates, {} crashes, 0 violations",
+        "simulation: {} seeds, {} jobs, {} deliveries, {} duplicates, {} crashes, {} reschedules, 0 violations",
         seeds.len(),
         total.jobs,
         total.deliveries,
         total.duplicates,
-        total.crashes
+        total.crashes,
+        total.rescheduled
     );
-    assert!(total.crashes > 0 && total.jobs > 0, "the simulation exercised nothing");
+    assert!(
+        total.crashes > 0 && total.jobs > 0 && total.rescheduled > 0,
+        "the simulation exercised nothing"
+    );
 }

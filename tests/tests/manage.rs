@@ -1,0 +1,138 @@
+//! Managing stored jobs end to end, through the real `enqueue` function: `reschedule` (versions,
+//! conflicts, a job moved near arriving on time) and `list` (every shard, in time order, paged).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{in_secs, parse_time, setup};
+use serde_json::{json, Value};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reschedule_changes_a_stored_job_by_version_and_a_job_moved_near_arrives_on_time() {
+    let mut s = setup(
+        &["orders"],
+        &[("WAITER_LOOKAHEAD", "120"), ("WAITER_DIRECT_MAX_DELAY", "0")],
+    )
+    .await;
+    for id in ["a", "b"] {
+        let r = s
+            .enqueue_ok(
+                json!({"queue": "orders", "job_id": id, "message_body": format!("old-{id}"), "delay_seconds": 86_400}),
+            )
+            .await;
+        assert_eq!(r["status"], "scheduled", "{r}");
+    }
+
+    let week = in_secs(7.0 * 86_400.0);
+    let r = s
+        .enqueue_ok(
+            json!({"action": "reschedule", "queue": "orders", "job_id": "a", "perform_at": week, "if_version": 1}),
+        )
+        .await;
+    assert_eq!(r["status"], "rescheduled", "{r}");
+    assert_eq!(r["version"], 2);
+    let got = s
+        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "a"}))
+        .await;
+    assert_eq!(
+        parse_time(got["perform_at"].as_str().unwrap()),
+        parse_time(r["perform_at"].as_str().unwrap())
+    );
+    assert_eq!(got["message_body"], "old-a", "fields not given keep their values");
+    assert_eq!(got["version"], 2);
+
+    let stale = s
+        .enqueue_ok(
+            json!({"action": "reschedule", "queue": "orders", "job_id": "a", "delay_seconds": 60, "if_version": 1}),
+        )
+        .await;
+    assert_eq!(stale["status"], "conflict", "{stale}");
+    assert_eq!(stale["version"], 2);
+    let missing = s
+        .enqueue_ok(json!({"action": "reschedule", "queue": "orders", "job_id": "zz", "delay_seconds": 60}))
+        .await;
+    assert_eq!(missing["status"], "not_found");
+
+    // From tomorrow to "in 4 s", with a new body: sent by the reschedule itself, on time.
+    let due = in_secs(4.0);
+    let r = s
+        .enqueue_ok(json!({"action": "reschedule", "queue": "orders", "job_id": "b", "perform_at": due, "message_body": "new-b"}))
+        .await;
+    assert_eq!(r["status"], "rescheduled", "{r}");
+    let due = parse_time(r["perform_at"].as_str().unwrap());
+    let url = s.urls[0].clone();
+    let got = s.emu.receive_for(&url, Duration::from_secs(10), 1).await;
+    assert_eq!(got.len(), 1, "the job moved near arrived without a poller run");
+    assert_eq!(got[0].message.body(), Some("new-b"), "the new version was sent");
+    assert!(got[0].at >= due, "early: {} before {due}", got[0].at);
+    assert!(
+        got[0].at - due < chrono::TimeDelta::milliseconds(2_500),
+        "late: {} after {due}",
+        got[0].at
+    );
+    assert_eq!(s.table_len("orders").await, 1, "only a is still stored");
+    let polled = s.poll().await;
+    assert_eq!(polled["dispatched"], 0, "nothing left to send: {polled}");
+}
+
+/// Every page of a listing, following cursors until `null`.
+async fn list_all(s: &mut common::Setup, mut request: Value) -> Vec<Value> {
+    let mut all = Vec::new();
+    for _ in 0..1_000 {
+        let r = s.enqueue_ok(request.clone()).await;
+        all.extend(r["jobs"].as_array().expect("jobs").iter().cloned());
+        match &r["cursor"] {
+            Value::Null => return all,
+            c => request["cursor"] = c.clone(),
+        }
+    }
+    panic!("the listing never ended");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn list_pages_every_shard_in_time_order() {
+    let mut s = setup(&["orders"], &[("WAITER_SHARDS", "4"), ("WAITER_DIRECT_MAX_DELAY", "0")]).await;
+    // 40 jobs over 8 instants: ties across and within shards, ids not in time order.
+    let base = chrono::Utc::now() + chrono::TimeDelta::hours(3);
+    let mut expected = Vec::new();
+    let jobs: Vec<Value> = (0..40u32)
+        .map(|i| {
+            let id = format!("{}-{:02}", if i % 4 == 0 { "vip" } else { "job" }, (i * 17) % 40);
+            let at = base + chrono::TimeDelta::minutes(i64::from(i % 8));
+            expected.push((at, id.clone()));
+            json!({"queue": "orders", "job_id": id, "message_body": "x", "perform_at": at.to_rfc3339()})
+        })
+        .collect();
+    s.enqueue_ok(json!({"jobs": jobs})).await;
+    expected.sort();
+    let want: Vec<String> = expected.iter().map(|(_, id)| id.clone()).collect();
+
+    let got = list_all(&mut s, json!({"action": "list", "queue": "orders", "limit": 7})).await;
+    let ids: Vec<String> = got.iter().map(|j| j["job_id"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(ids, want);
+    assert!(got
+        .iter()
+        .all(|j| j["status"] == "scheduled" && j.get("message_body").is_none()));
+
+    let vip = list_all(
+        &mut s,
+        json!({"action": "list", "queue": "orders", "prefix": "vip-", "limit": 3}),
+    )
+    .await;
+    let want_vip: Vec<&String> = want.iter().filter(|id| id.starts_with("vip-")).collect();
+    let vip: Vec<&str> = vip.iter().map(|j| j["job_id"].as_str().unwrap()).collect();
+    assert_eq!(vip, want_vip);
+
+    let first = s
+        .enqueue_ok(json!({"action": "list", "queue": "orders", "limit": 2, "with_body": true}))
+        .await;
+    assert_eq!(first["jobs"][0]["message_body"], "x");
+    let err = s
+        .enqueue
+        .invoke(&json!({"action": "list", "queue": "orders", "status": "parked", "cursor": first["cursor"]}))
+        .await
+        .expect_err("a cursor of another listing");
+    assert_eq!(err.error_type, "InvalidRequest");
+    assert!(err.error_message.starts_with("cursor:"), "{}", err.error_message);
+}
