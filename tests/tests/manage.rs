@@ -136,3 +136,36 @@ async fn list_pages_every_shard_in_time_order() {
     assert_eq!(err.error_type, "InvalidRequest");
     assert!(err.error_message.starts_with("cursor:"), "{}", err.error_message);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn history_answers_get_and_idempotency_after_dispatch_and_ttl_removes_it() {
+    let mut s = setup(&["orders"], &[("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_LOOKAHEAD", "5")]).await;
+    let enqueue = json!({"queue": "orders", "job_id": "h-1", "message_body": "secret body", "delay_seconds": 2});
+    assert_eq!(s.enqueue_ok(enqueue.clone()).await["status"], "scheduled");
+    let got = s.poll_and_receive(0, 1, Duration::from_secs(1), Duration::from_secs(20)).await;
+    assert_eq!(got.len(), 1);
+    let message_id = got[0].message.message_id().expect("message id").to_owned();
+
+    let h = s.enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "h-1"})).await;
+    assert_eq!(h["status"], "dispatched", "{h}");
+    assert_eq!(h["message_id"], message_id.as_str());
+    assert!(h["sent_at"].is_string() && h.get("message_body").is_none(), "{h}");
+
+    // A retry that arrives after the dispatch sends nothing.
+    let again = s.enqueue_ok(enqueue).await;
+    assert_eq!(again["duplicate"], true, "{again}");
+    assert_eq!(again["status"], "dispatched");
+    assert_eq!(s.table_len("orders").await, 0, "nothing stored");
+    assert!(s.emu.receive_for(&s.urls[0].clone(), Duration::from_secs(3), 1).await.is_empty());
+
+    // The record: the job's key, no body, no perform_at (so never in the index), a TTL.
+    let items = s.emu.scan("waiter-orders").await;
+    let record = items
+        .iter()
+        .find(|i| i.get("job_id").and_then(|v| v.as_s().ok()).map(String::as_str) == Some("h-1"))
+        .expect("a history record");
+    assert!(!record.contains_key("message_body") && !record.contains_key("perform_at"), "{record:?}");
+    let purge: i64 = record["purge_at"].as_n().expect("purge_at is a number").parse().expect("whole seconds");
+    let week = chrono::Utc::now().timestamp() + 7 * 86_400;
+    assert!((purge - week).abs() < 60, "purge_at {purge}, expected about {week}");
+}

@@ -13,12 +13,16 @@ pub const ENV_SHARDS: &str = "WAITER_SHARDS";
 pub const ENV_CONCURRENCY: &str = "WAITER_CONCURRENCY";
 pub const ENV_FIFO_HOLD: &str = "WAITER_FIFO_HOLD";
 pub const ENV_DIRECT_PRECISE: &str = "WAITER_DIRECT_PRECISE";
+pub const ENV_HISTORY_DAYS: &str = "WAITER_HISTORY_DAYS";
+pub const ENV_DIRECT_HISTORY: &str = "WAITER_DIRECT_HISTORY";
 
 pub const DEFAULT_LOOKAHEAD: u32 = 120;
 pub const DEFAULT_SHARDS: u32 = 4;
 pub const MAX_SHARDS: u32 = 256;
 pub const DEFAULT_CONCURRENCY: u32 = 8;
 pub const DEFAULT_FIFO_HOLD: u32 = 0;
+pub const DEFAULT_HISTORY_DAYS: u32 = 7;
+pub const MAX_HISTORY_DAYS: u32 = 365;
 
 /// A configuration variable that is missing or invalid. Names the variable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -84,6 +88,11 @@ pub struct Config {
     pub fifo_hold: u32,
     /// Direct path: hold the send for the fractional second so the delay is exact.
     pub direct_precise: bool,
+    /// Days a job that left the table stays known to `get` and to idempotency; 0: none.
+    pub history_days: u32,
+    /// Direct path: record a history entry for a job sent with a caller-chosen id (one PutItem),
+    /// so that a retry after the send is a duplicate. Only with `history_days > 0`.
+    pub direct_history: bool,
 }
 
 impl Config {
@@ -148,7 +157,9 @@ impl Config {
             shards: int_var(&get, ENV_SHARDS, DEFAULT_SHARDS, 1, MAX_SHARDS)?,
             concurrency: int_var(&get, ENV_CONCURRENCY, DEFAULT_CONCURRENCY, 1, 256)?,
             fifo_hold: int_var(&get, ENV_FIFO_HOLD, DEFAULT_FIFO_HOLD, 0, SQS_MAX_DELAY_SECONDS)?,
-            direct_precise: bool_var(&get, ENV_DIRECT_PRECISE)?,
+            direct_precise: bool_var(&get, ENV_DIRECT_PRECISE, false)?,
+            history_days: int_var(&get, ENV_HISTORY_DAYS, DEFAULT_HISTORY_DAYS, 0, MAX_HISTORY_DAYS)?,
+            direct_history: bool_var(&get, ENV_DIRECT_HISTORY, true)?,
         })
     }
 
@@ -159,11 +170,16 @@ impl Config {
     pub fn table_name(&self, queue: &QueueName) -> String {
         format!("{}{}", self.table_prefix, queue)
     }
+
+    /// How long history records are kept; `None` when history is off.
+    pub fn history_keep(&self) -> Option<chrono::TimeDelta> {
+        (self.history_days > 0).then(|| chrono::TimeDelta::days(i64::from(self.history_days)))
+    }
 }
 
-fn bool_var(get: &impl Fn(&str) -> Option<String>, variable: &'static str) -> Result<bool, ConfigError> {
+fn bool_var(get: &impl Fn(&str) -> Option<String>, variable: &'static str, default: bool) -> Result<bool, ConfigError> {
     match get(variable).as_deref().map(str::trim) {
-        None | Some("") => Ok(false),
+        None | Some("") => Ok(default),
         Some(v) if v.eq_ignore_ascii_case("true") || v == "1" => Ok(true),
         Some(v) if v.eq_ignore_ascii_case("false") || v == "0" => Ok(false),
         Some(v) => Err(ConfigError {

@@ -23,7 +23,8 @@ use crate::config::{Config, QueueName};
 use crate::error::{display_chain, PortError};
 use crate::limits::{DDB_MAX_BATCH_WRITE_ITEMS, SQS_MAX_BATCH_ENTRIES, SQS_MAX_MESSAGE_BYTES};
 use crate::ports::{
-    Clock, EntryOutcome, JobKey, JobStore, Lease, LeaseOutcome, MessageQueue, OutgoingMessage, ParkInfo, StoredJob,
+    Clock, EntryOutcome, History, HistoryStatus, JobKey, JobStore, Lease, LeaseOutcome, MessageQueue, OutgoingMessage,
+    ParkInfo, Retired, StoredJob,
 };
 use crate::routing::{aligned_send_instant, delay_for};
 use crate::time::seconds_between;
@@ -277,7 +278,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         // Whatever happened, remove what SQS already accepted.
         let removed = run.deletes.is_empty()
             || match self
-                .within(deadline - FLUSH_CUT, self.store.delete(queue, &run.deletes))
+                .within(deadline - FLUSH_CUT, self.store.retire(queue, &run.deletes))
                 .await
             {
                 Some(Ok(())) => true,
@@ -344,8 +345,8 @@ struct PartitionRun<'a, S, Q, C> {
     horizon: DateTime<Utc>,
     stop_at: DateTime<Utc>,
     pending: VecDeque<Planned>,
-    /// Keys of jobs SQS accepted (or that expired), not yet removed.
-    deletes: Vec<JobKey>,
+    /// Jobs SQS accepted (or that expired), not yet removed, with their history records.
+    deletes: Vec<Retired>,
     /// Job ids planned in this run: a re-read index shows them again until they are removed.
     seen: HashSet<String>,
     /// A send failed in a way that leaves open whether SQS accepted it (timeout, reset, 5xx).
@@ -396,8 +397,8 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             }
             self.send(batch).await?;
             if self.deletes.len() >= DDB_MAX_BATCH_WRITE_ITEMS {
-                let full: Vec<JobKey> = self.deletes.drain(..DDB_MAX_BATCH_WRITE_ITEMS).collect();
-                if let Err(e) = d.store.delete(self.queue, &full).await {
+                let full: Vec<Retired> = self.deletes.drain(..DDB_MAX_BATCH_WRITE_ITEMS).collect();
+                if let Err(e) = d.store.retire(self.queue, &full).await {
                     self.deletes.extend(full);
                     return Err(e);
                 }
@@ -438,7 +439,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 Plan::Expired(job) => {
                     info!(queue = %self.queue, job_id = %job.job.job_id, "expired: dropped, not sent");
                     self.summary.expired += 1;
-                    self.deletes.push(job.key());
+                    self.retire(&job, HistoryStatus::Expired, None);
                 }
                 Plan::NotYet => left_behind = true,
             }
@@ -463,7 +464,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             if p.job.job.arrives_expired(arrival_of(delay)) {
                 info!(queue = %queue, job_id = %p.job.job.job_id, "expired: dropped, not sent");
                 self.summary.expired += 1;
-                self.deletes.push(p.job.key());
+                self.retire(&p.job, HistoryStatus::Expired, None);
             } else {
                 kept.push((p, delay));
             }
@@ -502,7 +503,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             };
             for (((p, _), m), outcome) in call.iter().zip(&messages).zip(outcomes) {
                 match outcome {
-                    EntryOutcome::Sent { .. } => {
+                    EntryOutcome::Sent { message_id } => {
                         let arrival = arrival_of(m.delay_seconds);
                         let lateness_ms = seconds_between(p.job.job.perform_at, arrival) * 1e3;
                         let sum = &mut self.summary;
@@ -512,7 +513,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                         }
                         sum.dispatched += 1;
                         info!(queue = %queue, job_id = %p.job.job.job_id, delay_s = m.delay_seconds, lateness_ms, "dispatched");
-                        self.deletes.push(p.job.key());
+                        self.retire(&p.job, HistoryStatus::Dispatched, Some(message_id));
                     }
                     EntryOutcome::Failed {
                         code,
@@ -531,6 +532,19 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             }
         }
         Ok(())
+    }
+
+    /// Queues a job's removal; with history on, its record is put in its place instead.
+    fn retire(&mut self, job: &StoredJob, status: HistoryStatus, message_id: Option<String>) {
+        let now = self.d.clock.now();
+        self.deletes.push(Retired {
+            key: job.key(),
+            record: self
+                .d
+                .config
+                .history_keep()
+                .map(|keep| History::of(job, status, now, message_id, keep)),
+        });
     }
 
     async fn park(&mut self, job: &StoredJob, code: String, message: String) {
@@ -775,7 +789,7 @@ mod tests {
         // Long after the run and its lease's `until`: still not cancellable.
         clock.advance(TimeDelta::seconds(120));
         assert_eq!(
-            store.cancel(&q, &key, now + TimeDelta::seconds(5)).await.unwrap(),
+            store.cancel(&q, &key, now + TimeDelta::seconds(5), None).await.unwrap(),
             crate::ports::CancelOutcome::Dispatching
         );
         // The next run re-sends (at least once), removes it and releases the lease.
@@ -785,7 +799,7 @@ mod tests {
         assert_eq!(store.len(), 0);
         assert_eq!(queue.sent().len(), 2);
         assert_eq!(
-            store.cancel(&q, &key, now).await.unwrap(),
+            store.cancel(&q, &key, now, None).await.unwrap(),
             crate::ports::CancelOutcome::NotFound
         );
     }
@@ -809,7 +823,7 @@ mod tests {
         tokio::time::sleep(std::time::Duration::from_secs(4)).await;
         // Cancelled and enqueued again for next week, while the index still shows the old item.
         let old = store.get(&q, Partition::Shard(0), "j").unwrap();
-        store.cancel(&q, &old.key(), old.job.perform_at).await.unwrap();
+        store.cancel(&q, &old.key(), old.job.perform_at, None).await.unwrap();
         let mut newer = stored("orders", "j", clock.now() + TimeDelta::days(7), 1);
         newer.job.message_body = "body-newer".into();
         newer.version = 2;

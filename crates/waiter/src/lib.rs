@@ -20,6 +20,8 @@ pub mod time;
 #[cfg(test)]
 mod fuzz;
 #[cfg(test)]
+mod history_tests;
+#[cfg(test)]
 mod simulation;
 #[cfg(test)]
 mod testing;

@@ -53,11 +53,97 @@ impl StoredJob {
     }
 }
 
+/// How a job left the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HistoryStatus {
+    Dispatched,
+    Cancelled,
+    Expired,
+}
+
+impl HistoryStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Dispatched => "dispatched",
+            Self::Cancelled => "cancelled",
+            Self::Expired => "expired",
+        }
+    }
+}
+
+/// What is kept of a job that left the table, in its place (same key) and without its message,
+/// until `purge_at` (DynamoDB's TTL removes it; until then reads treat it as gone). It has no
+/// `perform_at`, so it is never in the due index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct History {
+    pub queue: QueueName,
+    pub partition: Partition,
+    pub job_id: String,
+    pub status: HistoryStatus,
+    /// When it was sent, cancelled or found expired.
+    pub at: DateTime<Utc>,
+    /// SQS's id of the message, when dispatched.
+    pub message_id: Option<String>,
+    pub perform_at: DateTime<Utc>,
+    pub version: u64,
+    pub purge_at: DateTime<Utc>,
+}
+
+impl History {
+    pub fn of(
+        job: &StoredJob,
+        status: HistoryStatus,
+        at: DateTime<Utc>,
+        message_id: Option<String>,
+        keep: chrono::TimeDelta,
+    ) -> Self {
+        Self {
+            queue: job.job.queue.clone(),
+            partition: job.partition.clone(),
+            job_id: job.job.job_id.clone(),
+            status,
+            at,
+            message_id,
+            perform_at: job.job.perform_at,
+            version: job.version,
+            purge_at: at + keep,
+        }
+    }
+
+    pub fn key(&self) -> JobKey {
+        JobKey {
+            partition: self.partition.clone(),
+            job_id: self.job_id.clone(),
+        }
+    }
+
+    /// Still in force (DynamoDB's TTL removes expired items only eventually).
+    pub fn is_live(&self, now: DateTime<Utc>) -> bool {
+        self.purge_at > now
+    }
+}
+
+/// What a key holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Found {
+    Job(StoredJob),
+    History(History),
+}
+
+/// A job leaving the table: its key, and the record left in its place (`None`: nothing).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retired {
+    pub key: JobKey,
+    pub record: Option<History>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum PutOutcome {
     Created,
     /// An item with this `job_id` is already stored; nothing was changed.
     Duplicate(Box<StoredJob>),
+    /// The job was sent, cancelled or expired already (a live history record); nothing changed.
+    Done(Box<History>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,12 +196,29 @@ pub trait JobStore: Send + Sync + 'static {
     /// Size of the item this job would be stored as, as DynamoDB counts it.
     fn item_bytes(&self, job: &StoredJob) -> usize;
 
-    /// Stores a new job unless one with the same key exists (a conditional put).
+    /// Stores a new job unless its key holds a job or a history record live at
+    /// `job.enqueued_at` (a conditional put).
     async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError>;
 
-    /// Strongly consistent reads of these keys (the base table, not the index). Missing keys
-    /// are left out; order is not kept.
-    async fn read(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<StoredJob>, PortError>;
+    /// Strongly consistent reads of these keys (the base table, not the index): jobs and
+    /// history records (live or not). Missing keys are left out; order is not kept.
+    async fn read_any(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<Found>, PortError>;
+
+    /// The jobs among these keys (history records left out).
+    async fn read(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<StoredJob>, PortError> {
+        Ok(self
+            .read_any(queue, keys)
+            .await?
+            .into_iter()
+            .filter_map(|f| match f {
+                Found::Job(j) => Some(j),
+                Found::History(_) => None,
+            })
+            .collect())
+    }
+
+    /// Writes a history record for a job sent straight to SQS, unless its key holds a job.
+    async fn record(&self, history: &History) -> Result<(), PortError>;
 
     /// Every stored copy of a job id among the given partitions, active ones first.
     async fn find_all(
@@ -146,12 +249,14 @@ pub trait JobStore: Send + Sync + 'static {
         Ok(self.find_all(queue, job_id, partitions).await?.into_iter().next())
     }
 
-    /// Deletes a job unless a poller's lease item covers it (atomically with that check).
+    /// Removes a job (leaving `record` in its place, if given) unless a poller's lease item
+    /// covers it, atomically with that check. A key holding no job is `NotFound`.
     async fn cancel(
         &self,
         queue: &QueueName,
         key: &JobKey,
         perform_at: DateTime<Utc>,
+        record: Option<&History>,
     ) -> Result<CancelOutcome, PortError>;
 
     /// Jobs of a partition with `from <= perform_at <= to`, in `perform_at` order, one page at
@@ -187,8 +292,10 @@ pub trait JobStore: Send + Sync + 'static {
     /// (recorded first if it is new). Items may sit in any shard any of them maps to.
     async fn shard_counts(&self, queue: &QueueName, current: u32) -> Result<Vec<u32>, PortError>;
 
-    /// Removes items; retries unprocessed ones until all are gone or an error is returned.
-    async fn delete(&self, queue: &QueueName, keys: &[JobKey]) -> Result<(), PortError>;
+    /// Removes jobs that left the table, each replaced by its history record if it has one (a
+    /// put in place of the delete: the same call); retries unprocessed ones until all are done
+    /// or an error is returned.
+    async fn retire(&self, queue: &QueueName, items: &[Retired]) -> Result<(), PortError>;
 
     /// Moves a job into the parked partition (copy first, then delete: a crash leaves a
     /// duplicate, never a loss).

@@ -16,7 +16,8 @@ use crate::error::{display_chain, InvalidRequest, PortError};
 use crate::job::{parse_request, AttributeData, Job, RedriveTarget, Request};
 use crate::limits::DDB_MAX_ITEM_BYTES;
 use crate::ports::{
-    CancelOutcome, Clock, JobKey, JobStore, MessageQueue, OutgoingMessage, Partition, PutOutcome, StoredJob,
+    CancelOutcome, Clock, Found, History, HistoryStatus, JobKey, JobStore, MessageQueue, OutgoingMessage, Partition,
+    PutOutcome, StoredJob,
 };
 use crate::routing::{aligned_send_instant, delay_for, route, shard_for, Route};
 use crate::time::{format_epoch, format_rfc3339};
@@ -194,9 +195,9 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 // break the idempotency promise.
                 if job.job_id_given {
                     let candidates = self.candidate_partitions(&job.queue, &job.job_id).await?;
-                    if let Some(existing) = self.store.find(&job.queue, &job.job_id, &candidates).await? {
+                    if let Some(existing) = self.existing(&job.queue, &job.job_id, &candidates, now).await? {
                         info!(queue = %job.queue, job_id = %job.job_id, "duplicate");
-                        return Ok(reply(&existing, "scheduled", true));
+                        return Ok(duplicate(&existing));
                     }
                 }
                 if let Some(at) = precise_at {
@@ -206,11 +207,35 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                     Some(_) if self.config.direct_precise => Some(delay_for(job.perform_at, self.clock.now())),
                     other => other,
                 };
+                let sent_at = self.clock.now();
                 let message_id = self
                     .queue
                     .send(&job.queue, &OutgoingMessage::for_job(&job, delay_seconds))
                     .await?;
                 info!(queue = %job.queue, job_id = %job.job_id, delay_s = delay_seconds, "sent direct");
+                if let (Some(keep), true, true) =
+                    (self.config.history_keep(), self.config.direct_history, job.job_id_given)
+                {
+                    // So that a retry after this send is a duplicate. The message is out: a
+                    // failure here is logged, not answered (a retry would send it again).
+                    let sent = StoredJob {
+                        partition: home.clone(),
+                        job: job.clone(),
+                        enqueued_at: sent_at,
+                        parked: None,
+                        version: 1,
+                    };
+                    let record = History::of(
+                        &sent,
+                        HistoryStatus::Dispatched,
+                        sent_at,
+                        Some(message_id.clone()),
+                        keep,
+                    );
+                    if let Err(e) = self.store.record(&record).await {
+                        warn!(queue = %job.queue, job_id = %job.job_id, error = %display_chain(&e), "history record of a direct send failed");
+                    }
+                }
                 let mut r = reply_for_job(&job, "sent", false);
                 r["message_id"] = json!(message_id);
                 if let Some(d) = delay_seconds {
@@ -243,12 +268,11 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                     .collect();
                 if !elsewhere.is_empty() {
                     if let Some(existing) = self
-                        .store
-                        .find(&stored.job.queue, &stored.job.job_id, &elsewhere)
+                        .existing(&stored.job.queue, &stored.job.job_id, &elsewhere, now)
                         .await?
                     {
-                        info!(queue = %existing.job.queue, job_id = %existing.job.job_id, "duplicate");
-                        return Ok(reply(&existing, "scheduled", true));
+                        info!(queue = %stored.job.queue, job_id = %stored.job.job_id, "duplicate");
+                        return Ok(duplicate(&existing));
                     }
                 }
                 match self.store.put_new(&stored).await? {
@@ -261,6 +285,10 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                         info!(queue = %existing.job.queue, job_id = %existing.job.job_id, "duplicate");
                         Ok(reply(&existing, "scheduled", true))
                     }
+                    PutOutcome::Done(history) => {
+                        info!(queue = %history.queue, job_id = %history.job_id, status = history.status.as_str(), "duplicate of a finished job");
+                        Ok(duplicate(&Found::History(*history)))
+                    }
                 }
             }
         }
@@ -269,10 +297,42 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
     async fn get(&self, queue: &QueueName, job_id: &str) -> Result<Value, HandlerError> {
         let mut partitions = self.candidate_partitions(queue, job_id).await?;
         partitions.push(Partition::Parked);
-        Ok(match self.store.find(queue, job_id, &partitions).await? {
-            Some(found) => describe(&found),
-            None => json!({"status": "not_found", "queue": queue.as_str(), "job_id": job_id}),
-        })
+        Ok(
+            match self.existing(queue, job_id, &partitions, self.clock.now()).await? {
+                Some(Found::Job(found)) => describe(&found),
+                Some(Found::History(h)) => describe_history(&h),
+                None => json!({"status": "not_found", "queue": queue.as_str(), "job_id": job_id}),
+            },
+        )
+    }
+
+    /// What an id names among these partitions: a stored job (an active one first), else a
+    /// history record still in force.
+    async fn existing(
+        &self,
+        queue: &QueueName,
+        job_id: &str,
+        partitions: &[Partition],
+        now: DateTime<Utc>,
+    ) -> Result<Option<Found>, PortError> {
+        let keys: Vec<JobKey> = partitions
+            .iter()
+            .map(|p| JobKey {
+                partition: p.clone(),
+                job_id: job_id.to_owned(),
+            })
+            .collect();
+        let mut jobs = Vec::new();
+        let mut history = None;
+        for found in self.store.read_any(queue, &keys).await? {
+            match found {
+                Found::Job(j) => jobs.push(j),
+                Found::History(h) if h.is_live(now) => history = Some(h),
+                Found::History(_) => {}
+            }
+        }
+        jobs.sort_by_key(|j| j.partition.clone());
+        Ok(jobs.into_iter().next().map(Found::Job).or(history.map(Found::History)))
     }
 
     /// Cancels every stored copy of the job; `cancelled` only if none may be in SQS.
@@ -280,8 +340,19 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         let mut partitions = self.candidate_partitions(queue, job_id).await?;
         partitions.push(Partition::Parked);
         let mut status = CancelOutcome::NotFound;
+        let now = self.clock.now();
         for found in self.store.find_all(queue, job_id, &partitions).await? {
-            let outcome = self.store.cancel(queue, &found.key(), found.job.perform_at).await?;
+            // A cancelled scheduled job stays known to `get` (parked ones leave no record).
+            let record = match (&found.partition, self.config.history_keep()) {
+                (Partition::Shard(_), Some(keep)) => {
+                    Some(History::of(&found, HistoryStatus::Cancelled, now, None, keep))
+                }
+                _ => None,
+            };
+            let outcome = self
+                .store
+                .cancel(queue, &found.key(), found.job.perform_at, record.as_ref())
+                .await?;
             status = match (status, outcome) {
                 (CancelOutcome::Dispatching, _) | (_, CancelOutcome::Dispatching) => CancelOutcome::Dispatching,
                 (CancelOutcome::Cancelled, _) | (_, CancelOutcome::Cancelled) => CancelOutcome::Cancelled,
@@ -400,6 +471,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 Ok(reply(&into, "scheduled", false))
             }
             PutOutcome::Duplicate(active) => Ok(reply(&active, "scheduled", true)),
+            PutOutcome::Done(history) => Ok(duplicate(&Found::History(*history))),
         }
     }
 }
@@ -408,6 +480,39 @@ const PARKED_LISTING: &str = "parked";
 
 fn error_result(e: &HandlerError) -> Value {
     json!({"status": "error", "error": {"type": e.error_type(), "message": e.message(), "retryable": e.is_retryable()}})
+}
+
+/// The reply to a request naming a job that exists already: nothing was changed.
+fn duplicate(existing: &Found) -> Value {
+    match existing {
+        Found::Job(j) => reply(j, "scheduled", true),
+        Found::History(h) => {
+            let mut v = describe_history(h);
+            v["duplicate"] = json!(true);
+            v
+        }
+    }
+}
+
+/// What `get` shows of a job that left the table.
+pub(crate) fn describe_history(h: &History) -> Value {
+    let mut v = json!({
+        "job_id": h.job_id,
+        "queue": h.queue.as_str(),
+        "status": h.status.as_str(),
+        "perform_at": format_rfc3339(h.perform_at),
+        "version": h.version,
+    });
+    let at = format_rfc3339(h.at);
+    match h.status {
+        HistoryStatus::Dispatched => {
+            v["sent_at"] = json!(at);
+            v["message_id"] = json!(h.message_id);
+        }
+        HistoryStatus::Cancelled => v["cancelled_at"] = json!(at),
+        HistoryStatus::Expired => v["expired_at"] = json!(at),
+    }
+    v
 }
 
 fn reply(stored: &StoredJob, status: &str, duplicate: bool) -> Value {
@@ -669,7 +774,9 @@ mod tests {
             .handle(&json!({"action": "get", "queue": "orders", "job_id": "j"}))
             .await
             .unwrap();
-        assert_eq!(got["status"], "not_found");
+        assert_eq!(got["status"], "cancelled", "history: {got}");
+        assert!(got["cancelled_at"].is_string());
+        assert!(got.get("message_body").is_none(), "history keeps no body");
 
         // A job inside a live poller lease's window is being handed over: not cancelled.
         w.handle(&json!({"queue": "orders", "message_body": "y", "delay_seconds": 5000, "job_id": "k"}))

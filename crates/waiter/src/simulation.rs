@@ -6,7 +6,8 @@
 //!
 //! The due index lags the table by a random delay per seed (a GSI is eventually consistent), and
 //! ids are cancelled and enqueued again with a new body and time, so a stale index entry can
-//! name an old version of a job.
+//! name an old version of a job. Half the seeds keep history (`WAITER_HISTORY_DAYS`), so such an
+//! enqueue is a duplicate of the finished job there.
 //!
 //! Invariants, per seed (a job version is one body under one id):
 //! - no loss: every version whose enqueue was acknowledged, that was not cancelled and has no
@@ -96,6 +97,12 @@ async fn simulate(seed: u64) -> Outcome {
         ("WAITER_LOOKAHEAD", rng.random_range(0..=20).to_string()),
         ("WAITER_DIRECT_MAX_DELAY", rng.random_range(0..=3).to_string()),
         ("WAITER_FIFO_HOLD", rng.random_range(0..=5).to_string()),
+        // Without history, ids are enqueued again after they left, so stale index entries name
+        // old versions; with it, those enqueues are duplicates of the finished job.
+        (
+            "WAITER_HISTORY_DAYS",
+            if rng.random_bool(0.5) { "7" } else { "0" }.to_string(),
+        ),
     ];
     let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let cfg = config("q,f.fifo", &settings);

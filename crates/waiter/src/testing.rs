@@ -102,11 +102,24 @@ impl<S: JobStore> JobStore for FaultyStore<S> {
     async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError> {
         faulty!(self.faults, "PutItem", self.inner.put_new(job).await)
     }
-    async fn read(&self, q: &QueueName, keys: &[JobKey]) -> Result<Vec<StoredJob>, PortError> {
-        faulty!(self.faults, "BatchGetItem", self.inner.read(q, keys).await)
+    async fn read_any(&self, q: &QueueName, keys: &[JobKey]) -> Result<Vec<Found>, PortError> {
+        faulty!(self.faults, "BatchGetItem", self.inner.read_any(q, keys).await)
     }
-    async fn cancel(&self, q: &QueueName, k: &JobKey, at: DateTime<Utc>) -> Result<CancelOutcome, PortError> {
-        faulty!(self.faults, "TransactWriteItems", self.inner.cancel(q, k, at).await)
+    async fn record(&self, h: &History) -> Result<(), PortError> {
+        faulty!(self.faults, "PutItem", self.inner.record(h).await)
+    }
+    async fn cancel(
+        &self,
+        q: &QueueName,
+        k: &JobKey,
+        at: DateTime<Utc>,
+        record: Option<&History>,
+    ) -> Result<CancelOutcome, PortError> {
+        faulty!(
+            self.faults,
+            "TransactWriteItems",
+            self.inner.cancel(q, k, at, record).await
+        )
     }
     fn by_time<'a>(
         &'a self,
@@ -134,8 +147,8 @@ impl<S: JobStore> JobStore for FaultyStore<S> {
     async fn shard_counts(&self, q: &QueueName, current: u32) -> Result<Vec<u32>, PortError> {
         faulty!(self.faults, "GetItem", self.inner.shard_counts(q, current).await)
     }
-    async fn delete(&self, q: &QueueName, keys: &[JobKey]) -> Result<(), PortError> {
-        faulty!(self.faults, "BatchWriteItem", self.inner.delete(q, keys).await)
+    async fn retire(&self, q: &QueueName, items: &[Retired]) -> Result<(), PortError> {
+        faulty!(self.faults, "BatchWriteItem", self.inner.retire(q, items).await)
     }
     async fn park(&self, job: &StoredJob, info: &ParkInfo) -> Result<(), PortError> {
         faulty!(self.faults, "PutItem", self.inner.park(job, info).await)
@@ -219,6 +232,8 @@ impl<Q: MessageQueue> MessageQueue for FaultyQueue<Q> {
 #[derive(Default)]
 pub struct MemState {
     pub items: BTreeMap<Key, StoredJob>,
+    /// History records, each in place of the job it was (never in the index).
+    pub history: BTreeMap<Key, History>,
     pub leases: HashMap<(QueueName, u32), Lease>,
     pub shard_counts: HashMap<QueueName, Vec<u32>>,
     /// What the due index shows: `items` as it was `index_lag` ago (a GSI is eventually
@@ -252,7 +267,10 @@ impl MemState {
     /// Every change to an item goes through here, so the index sees it, `lag` later.
     fn write(&mut self, k: Key, v: Option<StoredJob>, lag: std::time::Duration) {
         match &v {
-            Some(j) => self.items.insert(k.clone(), j.clone()),
+            Some(j) => {
+                self.history.remove(&k);
+                self.items.insert(k.clone(), j.clone())
+            }
             None => self.items.remove(&k),
         };
         self.index_log.push_back((tokio::time::Instant::now() + lag, k, v));
@@ -317,16 +335,35 @@ impl JobStore for MemStore {
         if let Some(existing) = s.items.get(&k) {
             return Ok(PutOutcome::Duplicate(Box::new(existing.clone())));
         }
+        if let Some(done) = s.history.get(&k).filter(|h| h.is_live(job.enqueued_at)) {
+            return Ok(PutOutcome::Done(Box::new(done.clone())));
+        }
         s.write(k, Some(job.clone()), self.index_lag);
         Ok(PutOutcome::Created)
     }
 
-    async fn read(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<StoredJob>, PortError> {
+    async fn read_any(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<Found>, PortError> {
         let s = self.state.lock().unwrap();
         Ok(keys
             .iter()
-            .filter_map(|k| s.items.get(&mem_key(queue, &k.partition, &k.job_id)).cloned())
+            .filter_map(|k| {
+                let k = mem_key(queue, &k.partition, &k.job_id);
+                s.items
+                    .get(&k)
+                    .cloned()
+                    .map(Found::Job)
+                    .or_else(|| s.history.get(&k).cloned().map(Found::History))
+            })
             .collect())
+    }
+
+    async fn record(&self, history: &History) -> Result<(), PortError> {
+        let k = mem_key(&history.queue, &history.partition, &history.job_id);
+        let mut s = self.state.lock().unwrap();
+        if !s.items.contains_key(&k) {
+            s.history.insert(k, history.clone());
+        }
+        Ok(())
     }
 
     async fn cancel(
@@ -334,6 +371,7 @@ impl JobStore for MemStore {
         queue: &QueueName,
         key: &JobKey,
         perform_at: DateTime<Utc>,
+        record: Option<&History>,
     ) -> Result<CancelOutcome, PortError> {
         if let Partition::Shard(shard) = key.partition {
             let s = self.state.lock().unwrap();
@@ -345,7 +383,13 @@ impl JobStore for MemStore {
             }
         }
         Ok(match self.remove(queue, key) {
-            Some(_) => CancelOutcome::Cancelled,
+            Some(_) => {
+                if let Some(h) = record {
+                    let k = mem_key(queue, &key.partition, &key.job_id);
+                    self.state.lock().unwrap().history.insert(k, h.clone());
+                }
+                CancelOutcome::Cancelled
+            }
             None => CancelOutcome::NotFound,
         })
     }
@@ -407,15 +451,20 @@ impl JobStore for MemStore {
         Ok(counts.clone())
     }
 
-    async fn delete(&self, queue: &QueueName, keys: &[JobKey]) -> Result<(), PortError> {
+    async fn retire(&self, queue: &QueueName, items: &[Retired]) -> Result<(), PortError> {
         if self.fail_deletes.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(PortError::Transient {
                 operation: "BatchWriteItem",
                 source: "injected: deletes fail".into(),
             });
         }
-        for k in keys {
-            self.remove(queue, k);
+        for r in items {
+            self.remove(queue, &r.key);
+            // A put in place of the delete: unconditional, as in BatchWriteItem.
+            if let Some(h) = &r.record {
+                let k = mem_key(queue, &r.key.partition, &r.key.job_id);
+                self.state.lock().unwrap().history.insert(k, h.clone());
+            }
         }
         Ok(())
     }

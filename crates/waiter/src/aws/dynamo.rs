@@ -15,7 +15,7 @@ use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, DeleteRequest, KeysAndAttributes, Put, ReturnValue,
+    AttributeValue, ConditionCheck, Delete, DeleteRequest, KeysAndAttributes, Put, PutRequest, ReturnValue,
     ReturnValuesOnConditionCheckFailure, TransactWriteItem, WriteRequest,
 };
 use aws_sdk_dynamodb::Client;
@@ -30,8 +30,8 @@ use crate::error::PortError;
 use crate::job::{AttributeData, Attributes, Job, MessageAttribute};
 use crate::limits::{DDB_MAX_BATCH_GET_KEYS, DDB_MAX_BATCH_WRITE_ITEMS};
 use crate::ports::{
-    CancelOutcome, JobKey, JobStore, Lease, LeaseOutcome, Page, ParkInfo, Partition, PutOutcome, ReplaceOutcome,
-    StoredJob,
+    CancelOutcome, Found, History, HistoryStatus, JobKey, JobStore, Lease, LeaseOutcome, Page, ParkInfo, Partition,
+    PutOutcome, ReplaceOutcome, Retired, StoredJob,
 };
 use crate::time::{format_epoch, parse_epoch_decimal};
 
@@ -50,6 +50,13 @@ pub const A_PARKED_AT: &str = "parked_at";
 pub const A_PARK_CODE: &str = "park_code";
 pub const A_PARK_MESSAGE: &str = "park_message";
 pub const A_VERSION: &str = "version";
+/// History records (README "History"): no `perform_at`, so never in the due index.
+pub const A_HISTORY: &str = "history";
+pub const A_LEFT_AT: &str = "left_at";
+pub const A_MESSAGE_ID: &str = "message_id";
+pub const A_SCHEDULED_FOR: &str = "scheduled_for";
+/// The table's TTL attribute (epoch seconds), set on history records only.
+pub const A_PURGE_AT: &str = "purge_at";
 const A_SHARD_COUNTS: &str = "shard_counts";
 const META_SORT_KEY: &str = "shards";
 const A_DATA_TYPE: &str = "data_type";
@@ -235,18 +242,7 @@ pub fn decode(queue: &QueueName, item: &Item) -> Result<StoredJob, String> {
             Some(_) => Err(format!("{name} is not a number")),
         }
     };
-    let scheduler = s(A_SCHEDULER)?.ok_or("scheduler is missing")?;
-    let rest = scheduler
-        .strip_prefix(queue.as_str())
-        .and_then(|r| r.strip_prefix('#'))
-        .ok_or_else(|| format!("scheduler {scheduler:?} does not belong to queue {queue}"))?;
-    let partition = match rest {
-        "parked" => Partition::Parked,
-        n => Partition::Shard(
-            n.parse()
-                .map_err(|_| format!("scheduler {scheduler:?} names no shard"))?,
-        ),
-    };
+    let partition = decode_partition(queue, item)?;
     let mut message_attributes = Attributes::new();
     match item.get(A_MESSAGE_ATTRIBUTES) {
         None => {}
@@ -298,6 +294,82 @@ pub fn decode(queue: &QueueName, item: &Item) -> Result<StoredJob, String> {
             Some(AttributeValue::N(v)) => v.parse().map_err(|_| format!("version is not a whole number: {v}"))?,
             Some(_) => return Err("version is not a number".into()),
         },
+    })
+}
+
+/// History record to item: the job's key, no message, and `purge_at` for DynamoDB's TTL.
+pub fn encode_history(h: &History) -> Item {
+    let mut item = key(
+        &h.queue,
+        &JobKey {
+            partition: h.partition.clone(),
+            job_id: h.job_id.clone(),
+        },
+    );
+    item.insert(A_HISTORY.into(), AttributeValue::S(h.status.as_str().to_owned()));
+    item.insert(A_LEFT_AT.into(), n(h.at));
+    item.insert(A_SCHEDULED_FOR.into(), n(h.perform_at));
+    item.insert(A_VERSION.into(), AttributeValue::N(h.version.to_string()));
+    // TTL reads whole epoch seconds.
+    item.insert(A_PURGE_AT.into(), AttributeValue::N(h.purge_at.timestamp().to_string()));
+    if let Some(m) = &h.message_id {
+        item.insert(A_MESSAGE_ID.into(), AttributeValue::S(m.clone()));
+    }
+    item
+}
+
+/// Item to job or history record.
+pub fn decode_any(queue: &QueueName, item: &Item) -> Result<Found, String> {
+    let Some(status) = item.get(A_HISTORY) else {
+        return decode(queue, item).map(Found::Job);
+    };
+    let status = match status {
+        AttributeValue::S(s) if s == "dispatched" => HistoryStatus::Dispatched,
+        AttributeValue::S(s) if s == "cancelled" => HistoryStatus::Cancelled,
+        AttributeValue::S(s) if s == "expired" => HistoryStatus::Expired,
+        other => return Err(format!("history is not a known status: {other:?}")),
+    };
+    let t = |name: &str| match item.get(name) {
+        Some(AttributeValue::N(v)) => parse_epoch_decimal(v).ok_or_else(|| format!("{name} is not epoch seconds: {v}")),
+        _ => Err(format!("{name} is missing or not a number")),
+    };
+    Ok(Found::History(History {
+        queue: queue.clone(),
+        partition: decode_partition(queue, item)?,
+        job_id: match item.get(A_JOB_ID) {
+            Some(AttributeValue::S(id)) => id.clone(),
+            _ => return Err("job_id is missing".into()),
+        },
+        status,
+        at: t(A_LEFT_AT)?,
+        message_id: match item.get(A_MESSAGE_ID) {
+            Some(AttributeValue::S(m)) => Some(m.clone()),
+            _ => None,
+        },
+        perform_at: t(A_SCHEDULED_FOR)?,
+        version: match item.get(A_VERSION) {
+            Some(AttributeValue::N(v)) => v.parse().map_err(|_| format!("version is not a whole number: {v}"))?,
+            _ => 1,
+        },
+        purge_at: t(A_PURGE_AT)?,
+    }))
+}
+
+fn decode_partition(queue: &QueueName, item: &Item) -> Result<Partition, String> {
+    let scheduler = match item.get(A_SCHEDULER) {
+        Some(AttributeValue::S(v)) => v,
+        _ => return Err("scheduler is missing or not a string".into()),
+    };
+    let rest = scheduler
+        .strip_prefix(queue.as_str())
+        .and_then(|r| r.strip_prefix('#'))
+        .ok_or_else(|| format!("scheduler {scheduler:?} does not belong to queue {queue}"))?;
+    Ok(match rest {
+        "parked" => Partition::Parked,
+        n => Partition::Shard(
+            n.parse()
+                .map_err(|_| format!("scheduler {scheduler:?} names no shard"))?,
+        ),
     })
 }
 
@@ -394,7 +466,10 @@ impl JobStore for DynamoStore {
             .put_item()
             .table_name(self.table(queue))
             .set_item(Some(encode(job)))
-            .condition_expression("attribute_not_exists(job_id)")
+            // Free, or a history record past its time that TTL has not removed yet.
+            .condition_expression("attribute_not_exists(job_id) OR #purge < :now")
+            .expression_attribute_names("#purge", A_PURGE_AT)
+            .expression_attribute_values(":now", AttributeValue::N(job.enqueued_at.timestamp().to_string()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
@@ -404,30 +479,46 @@ impl JobStore for DynamoStore {
                 let old = e.into_service_error();
                 let existing = match &old {
                     aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(c) => {
-                        c.item.as_ref().and_then(|i| decode(queue, i).ok())
+                        c.item.as_ref().and_then(|i| decode_any(queue, i).ok())
                     }
                     _ => None,
                 };
                 let existing = match existing {
-                    Some(x) => x,
+                    Some(x) => Some(x),
                     // Emulators may not return the old item; read it.
-                    None => match self
-                        .find(queue, &job.job.job_id, std::slice::from_ref(&job.partition))
-                        .await?
-                    {
-                        Some(x) => x,
-                        None => job.clone(),
-                    },
+                    None => self.read_any(queue, &[job.key()]).await?.into_iter().next(),
                 };
-                Ok(PutOutcome::Duplicate(Box::new(existing)))
+                Ok(match existing {
+                    Some(Found::History(h)) => PutOutcome::Done(Box::new(h)),
+                    Some(Found::Job(j)) => PutOutcome::Duplicate(Box::new(j)),
+                    None => PutOutcome::Duplicate(Box::new(job.clone())),
+                })
             }
             Err(e) => Err(classify("PutItem", &self.resource(queue), e)),
         }
     }
 
-    async fn read(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<StoredJob>, PortError> {
+    async fn record(&self, history: &History) -> Result<(), PortError> {
+        let queue = &history.queue;
+        let res = self
+            .client
+            .put_item()
+            .table_name(self.table(queue))
+            .set_item(Some(encode_history(history)))
+            // Never in place of a job stored meanwhile under the same id.
+            .condition_expression("attribute_not_exists(perform_at)")
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(()),
+            Err(e) if is_condition_failed(&e) => Ok(()),
+            Err(e) => Err(classify("PutItem", &self.resource(queue), e)),
+        }
+    }
+
+    async fn read_any(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<Found>, PortError> {
         let table = self.table(queue);
-        let mut found: Vec<StoredJob> = Vec::new();
+        let mut found: Vec<Found> = Vec::new();
         for chunk in keys.chunks(DDB_MAX_BATCH_GET_KEYS) {
             let mut request = Some(
                 KeysAndAttributes::builder()
@@ -446,7 +537,7 @@ impl JobStore for DynamoStore {
                     .await
                     .map_err(|e| classify("BatchGetItem", &self.resource(queue), e))?;
                 for item in out.responses.unwrap_or_default().remove(&table).unwrap_or_default() {
-                    match decode(queue, &item) {
+                    match decode_any(queue, &item) {
                         Ok(j) => found.push(j),
                         Err(reason) => error!(queue = %queue, reason, "unreadable item skipped"),
                     }
@@ -476,15 +567,17 @@ impl JobStore for DynamoStore {
         queue: &QueueName,
         k: &JobKey,
         perform_at: DateTime<Utc>,
+        record: Option<&History>,
     ) -> Result<CancelOutcome, PortError> {
         let table = self.table(queue);
         let Partition::Shard(shard) = k.partition else {
+            // Parked jobs leave no history: they were never going to be sent as they were.
             let res = self
                 .client
                 .delete_item()
                 .table_name(&table)
                 .set_key(Some(key(queue, k)))
-                .condition_expression("attribute_exists(job_id)")
+                .condition_expression("attribute_exists(perform_at)")
                 .send()
                 .await;
             return match res {
@@ -493,19 +586,34 @@ impl JobStore for DynamoStore {
                 Err(e) => Err(classify("DeleteItem", &self.resource(queue), e)),
             };
         };
-        // Delete the job only while no lease item covers it, atomically with that check. The
-        // lease's `until` does not matter here: a run that could not remove what it sent keeps
-        // its lease item, so a job whose message SQS accepted is never reported cancelled.
-        let delete = Delete::builder()
-            .table_name(&table)
-            .set_key(Some(key(queue, k)))
-            .condition_expression("attribute_exists(job_id)")
-            .build()
-            .map_err(|e| internal("TransactWriteItems", e))?;
+        // Remove the job (or put its history record in its place) only while no lease item
+        // covers it, atomically with that check.
+        let remove = match record {
+            None => TransactWriteItem::builder()
+                .delete(
+                    Delete::builder()
+                        .table_name(&table)
+                        .set_key(Some(key(queue, k)))
+                        .condition_expression("attribute_exists(perform_at)")
+                        .build()
+                        .map_err(|e| internal("TransactWriteItems", e))?,
+                )
+                .build(),
+            Some(h) => TransactWriteItem::builder()
+                .put(
+                    Put::builder()
+                        .table_name(&table)
+                        .set_item(Some(encode_history(h)))
+                        .condition_expression("attribute_exists(perform_at)")
+                        .build()
+                        .map_err(|e| internal("TransactWriteItems", e))?,
+                )
+                .build(),
+        };
         let res = self
             .client
             .transact_write_items()
-            .transact_items(TransactWriteItem::builder().delete(delete).build())
+            .transact_items(remove)
             .transact_items(
                 TransactWriteItem::builder()
                     .condition_check(lease_does_not_cover(&table, queue, shard, perform_at)?)
@@ -691,16 +799,20 @@ impl JobStore for DynamoStore {
         Ok(counts)
     }
 
-    async fn delete(&self, queue: &QueueName, keys: &[JobKey]) -> Result<(), PortError> {
+    async fn retire(&self, queue: &QueueName, items: &[Retired]) -> Result<(), PortError> {
         let table = self.table(queue);
-        for chunk in keys.chunks(DDB_MAX_BATCH_WRITE_ITEMS) {
+        for chunk in items.chunks(DDB_MAX_BATCH_WRITE_ITEMS) {
             let mut requests: Vec<WriteRequest> = chunk
                 .iter()
-                .map(|k| {
-                    DeleteRequest::builder()
-                        .set_key(Some(key(queue, k)))
+                .map(|r| match &r.record {
+                    None => DeleteRequest::builder()
+                        .set_key(Some(key(queue, &r.key)))
                         .build()
-                        .map(|d| WriteRequest::builder().delete_request(d).build())
+                        .map(|d| WriteRequest::builder().delete_request(d).build()),
+                    Some(h) => PutRequest::builder()
+                        .set_item(Some(encode_history(h)))
+                        .build()
+                        .map(|p| WriteRequest::builder().put_request(p).build()),
                 })
                 .collect::<Result<_, _>>()
                 .map_err(|e| internal("BatchWriteItem", e))?;
