@@ -26,7 +26,11 @@ async fn poll_until_dispatched(s: &mut common::Setup, within: Duration) -> u64 {
 async fn fifo_jobs_are_stored_sent_when_due_and_deduplicated() {
     // History off, so the same job can be stored again after it left (with history on, that
     // enqueue is a duplicate of the dispatched job: tests/manage.rs).
-    let mut s = setup(&["billing.fifo"], &[("WAITER_SHARDS", "1"), ("WAITER_HISTORY_DAYS", "0")]).await;
+    let mut s = setup(
+        &["billing.fifo"],
+        &[("WAITER_SHARDS", "1"), ("WAITER_HISTORY_DAYS", "0")],
+    )
+    .await;
     let due = in_secs(2.0);
     let job = json!({"queue": "billing.fifo", "message_body": "charge", "perform_at": due, "job_id": "charge-9", "message_group_id": "customer-9"});
     let r = s.enqueue_ok(job.clone()).await;

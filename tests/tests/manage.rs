@@ -139,14 +139,22 @@ async fn list_pages_every_shard_in_time_order() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn history_answers_get_and_idempotency_after_dispatch_and_ttl_removes_it() {
-    let mut s = setup(&["orders"], &[("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_LOOKAHEAD", "5")]).await;
+    let mut s = setup(
+        &["orders"],
+        &[("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_LOOKAHEAD", "5")],
+    )
+    .await;
     let enqueue = json!({"queue": "orders", "job_id": "h-1", "message_body": "secret body", "delay_seconds": 2});
     assert_eq!(s.enqueue_ok(enqueue.clone()).await["status"], "scheduled");
-    let got = s.poll_and_receive(0, 1, Duration::from_secs(1), Duration::from_secs(20)).await;
+    let got = s
+        .poll_and_receive(0, 1, Duration::from_secs(1), Duration::from_secs(20))
+        .await;
     assert_eq!(got.len(), 1);
     let message_id = got[0].message.message_id().expect("message id").to_owned();
 
-    let h = s.enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "h-1"})).await;
+    let h = s
+        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "h-1"}))
+        .await;
     assert_eq!(h["status"], "dispatched", "{h}");
     assert_eq!(h["message_id"], message_id.as_str());
     assert!(h["sent_at"].is_string() && h.get("message_body").is_none(), "{h}");
@@ -156,7 +164,11 @@ async fn history_answers_get_and_idempotency_after_dispatch_and_ttl_removes_it()
     assert_eq!(again["duplicate"], true, "{again}");
     assert_eq!(again["status"], "dispatched");
     assert_eq!(s.table_len("orders").await, 0, "nothing stored");
-    assert!(s.emu.receive_for(&s.urls[0].clone(), Duration::from_secs(3), 1).await.is_empty());
+    assert!(s
+        .emu
+        .receive_for(&s.urls[0].clone(), Duration::from_secs(3), 1)
+        .await
+        .is_empty());
 
     // The record: the job's key, no body, no perform_at (so never in the index), a TTL.
     let items = s.emu.scan("waiter-orders").await;
@@ -164,8 +176,68 @@ async fn history_answers_get_and_idempotency_after_dispatch_and_ttl_removes_it()
         .iter()
         .find(|i| i.get("job_id").and_then(|v| v.as_s().ok()).map(String::as_str) == Some("h-1"))
         .expect("a history record");
-    assert!(!record.contains_key("message_body") && !record.contains_key("perform_at"), "{record:?}");
-    let purge: i64 = record["purge_at"].as_n().expect("purge_at is a number").parse().expect("whole seconds");
+    assert!(
+        !record.contains_key("message_body") && !record.contains_key("perform_at"),
+        "{record:?}"
+    );
+    let purge: i64 = record["purge_at"]
+        .as_n()
+        .expect("purge_at is a number")
+        .parse()
+        .expect("whole seconds");
     let week = chrono::Utc::now().timestamp() + 7 * 86_400;
     assert!((purge - week).abs() < 60, "purge_at {purge}, expected about {week}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancel_many_and_stats_through_the_function() {
+    let mut s = setup(&["orders"], &[("WAITER_SHARDS", "4"), ("WAITER_DIRECT_MAX_DELAY", "0")]).await;
+    let jobs: Vec<Value> = (0..12)
+        .map(|i| {
+            json!({"queue": "orders", "job_id": format!("{}-{i}", if i < 4 { "x" } else { "y" }),
+                   "message_body": "b", "delay_seconds": 600 + 3600 * (i % 3)})
+        })
+        .collect();
+    s.enqueue_ok(json!({"jobs": jobs})).await;
+
+    let stats = s
+        .enqueue_ok(json!({"action": "stats", "queue": "orders", "buckets": 3, "bucket_s": 3600}))
+        .await;
+    assert_eq!(stats["scheduled"], 12, "{stats}");
+    assert_eq!(stats["overdue"], 0);
+    assert_eq!(stats["parked"], 0);
+    let counts: Vec<u64> = stats["histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["count"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [4, 4, 4], "{stats}");
+    assert!(stats["next_due"].is_string());
+
+    let r = s
+        .enqueue_ok(json!({"action": "cancel_many", "queue": "orders", "job_ids": ["x-0", "x-1", "nope"]}))
+        .await;
+    assert_eq!(
+        (r["cancelled"].as_u64(), r["not_found"].as_u64()),
+        (Some(2), Some(1)),
+        "{r}"
+    );
+    let r = s
+        .enqueue_ok(json!({"action": "cancel_many", "queue": "orders", "prefix": "x-", "limit": 1000}))
+        .await;
+    assert_eq!(r["cancelled"], 2, "{r}");
+    assert_eq!(r["cursor"], Value::Null);
+    assert_eq!(s.table_len("orders").await, 8);
+    let got = s
+        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "x-3"}))
+        .await;
+    assert_eq!(got["status"], "cancelled");
+    let err = s
+        .enqueue
+        .invoke(&json!({"action": "cancel_many", "queue": "orders"}))
+        .await
+        .expect_err("cancel_many without a selection");
+    assert!(err.error_message.starts_with("job_ids:"), "{}", err.error_message);
+    assert_eq!(s.table_len("orders").await, 8);
 }

@@ -124,6 +124,8 @@ pub enum Request {
     },
     Reschedule(Box<crate::manage::Reschedule>),
     List(Box<crate::manage::ListQuery>),
+    CancelMany(Box<crate::bulk::CancelMany>),
+    Stats(crate::stats::StatsQuery),
 }
 
 /// Which parked jobs a `redrive` moves back.
@@ -279,9 +281,16 @@ pub fn parse_request(event: &Value, config: &Config, now: DateTime<Utc>) -> Resu
             Fields::new(map),
             config,
         )?))),
+        "cancel_many" => Ok(Request::CancelMany(Box::new(crate::bulk::parse_cancel_many(
+            Fields::new(map),
+            config,
+        )?))),
+        "stats" => Ok(Request::Stats(crate::stats::parse_stats(Fields::new(map), config)?)),
         other => Err(InvalidRequest::new(
             "action",
-            format!("must be one of enqueue, get, cancel, reschedule, list, list_parked, redrive; got {other:?}"),
+            format!(
+                "must be one of enqueue, get, cancel, cancel_many, reschedule, list, stats, list_parked, redrive; got {other:?}"
+            ),
         )),
     }
 }

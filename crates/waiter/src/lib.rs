@@ -4,6 +4,7 @@
 //! the traits in `ports`; `aws` implements them with DynamoDB and SQS.
 
 pub mod aws;
+pub mod bulk;
 pub mod config;
 pub mod cursor;
 pub mod dispatch;
@@ -15,6 +16,7 @@ pub mod metrics;
 pub mod ports;
 pub mod routing;
 pub mod service;
+pub mod stats;
 pub mod time;
 
 #[cfg(test)]

@@ -63,6 +63,8 @@ impl ListStatus {
 /// `{"action": "list", ...}`.
 #[derive(Debug, PartialEq)]
 pub struct ListQuery {
+    /// The action the listing serves (`list`, `cancel_many`): a cursor continues only its own.
+    pub action: &'static str,
     pub queue: QueueName,
     pub from: Option<DateTime<Utc>>,
     pub to: Option<DateTime<Utc>>,
@@ -120,6 +122,17 @@ pub(crate) fn parse_reschedule(
 pub(crate) fn parse_list(mut f: Fields<'_>, config: &Config) -> Result<ListQuery, InvalidRequest> {
     f.take("action", None)?;
     let queue = take_queue(&mut f, config)?;
+    let query = parse_selection(&mut f, queue, "list")?;
+    f.finish()?;
+    Ok(query)
+}
+
+/// The selection fields `list` and `cancel_many` share.
+pub(crate) fn parse_selection(
+    f: &mut Fields<'_>,
+    queue: QueueName,
+    action: &'static str,
+) -> Result<ListQuery, InvalidRequest> {
     let mut time = |name: &'static str| -> Result<Option<DateTime<Utc>>, InvalidRequest> {
         match f.take(name, None)? {
             None | Some((_, Value::Null)) => Ok(None),
@@ -153,9 +166,9 @@ pub(crate) fn parse_list(mut f: Fields<'_>, config: &Config) -> Result<ListQuery
             ))
         }
     };
-    let (limit, cursor) = take_page(&mut f)?;
-    f.finish()?;
+    let (limit, cursor) = take_page(f)?;
     Ok(ListQuery {
+        action,
         queue,
         from,
         to,
@@ -168,9 +181,9 @@ pub(crate) fn parse_list(mut f: Fields<'_>, config: &Config) -> Result<ListQuery
 }
 
 /// A place in a listing: jobs are ordered by `perform_at`, then `job_id`.
-type Position = (DateTime<Utc>, String);
+pub(crate) type Position = (DateTime<Utc>, String);
 
-fn position(j: &StoredJob) -> Position {
+pub(crate) fn position(j: &StoredJob) -> Position {
     (j.job.perform_at, j.job.job_id.clone())
 }
 
@@ -179,7 +192,8 @@ impl ListQuery {
     fn listing(&self) -> String {
         let t = |t: Option<DateTime<Utc>>| t.map(format_epoch).unwrap_or_default();
         format!(
-            "list/{}/{}/{}/{}",
+            "{}/{}/{}/{}/{}",
+            self.action,
             self.status.as_str(),
             t(self.from),
             t(self.to),
@@ -196,7 +210,7 @@ impl ListQuery {
         Ok(Some((at, id.to_owned())))
     }
 
-    fn cursor_at(&self, p: &Position) -> String {
+    pub(crate) fn cursor_at(&self, p: &Position) -> String {
         cursor::encode(&self.queue, &self.listing(), &format!("{}|{}", format_epoch(p.0), p.1))
     }
 }
@@ -317,8 +331,9 @@ where
         );
     }
 
-    /// One page of the queue's jobs in `perform_at` order across every shard.
-    pub(crate) async fn list(&self, q: ListQuery) -> Result<Value, HandlerError> {
+    /// The selected jobs after the query's cursor that every shard has been read through, in
+    /// `perform_at` (then `job_id`) order, and that position (`None`: the end).
+    pub(crate) async fn select(&self, q: &ListQuery) -> Result<(Vec<StoredJob>, Option<Position>), HandlerError> {
         let after = q.after()?;
         let partitions: Vec<Partition> = match q.status {
             ListStatus::Parked => vec![Partition::Parked],
@@ -341,7 +356,7 @@ where
         let reads = try_join_all(
             partitions
                 .into_iter()
-                .map(|p| self.read_partition(&q, p, from, to, after.as_ref())),
+                .map(|p| self.read_partition(q, p, from, to, after.as_ref())),
         )
         .await?;
         // Only what every partition has read through is certain to be in order.
@@ -352,8 +367,12 @@ where
             .filter(|j| bound.as_ref().is_none_or(|b| position(j) <= *b))
             .collect();
         jobs.sort_by_key(position);
-        jobs.dedup_by_key(|j| j.job.job_id.clone());
+        Ok((jobs, bound))
+    }
 
+    /// One page of the queue's jobs in `perform_at` order across every shard.
+    pub(crate) async fn list(&self, q: ListQuery) -> Result<Value, HandlerError> {
+        let (jobs, bound) = self.select(&q).await?;
         let mut page = Vec::new();
         let mut bytes = 0;
         let mut last = None;
@@ -367,12 +386,8 @@ where
             page.push(view);
             last = Some(position(j));
         }
-        let next = if page.len() < jobs.len() {
-            last
-        } else {
-            // Nothing left among what was read: continue after what every partition read.
-            bound
-        };
+        // Nothing left among what was read: continue after what every partition read.
+        let next = if page.len() < jobs.len() { last } else { bound };
         Ok(json!({
             "queue": q.queue.as_str(),
             "jobs": page,
@@ -874,6 +889,7 @@ mod tests {
             json!({"action": "list", "queue": "orders", "cursor": String::from_utf8_lossy(&flipped)}),
             json!({"action": "list", "queue": "orders", "cursor": "%%%"}),
             json!({"action": "list", "queue": "orders", "cursor": cursor::encode(&QueueName::parse("orders").unwrap(), "list/scheduled///", "no-bar")}),
+            json!({"action": "cancel_many", "queue": "orders", "cursor": cursor}),
         ];
         for request in bad {
             let e = refused(&w, request.clone()).await;

@@ -270,6 +270,34 @@ pub trait JobStore: Send + Sync + 'static {
         to: DateTime<Utc>,
     ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>>;
 
+    /// How many jobs of a partition have `from <= perform_at <= to`, counted on the due index
+    /// without returning them.
+    async fn count(
+        &self,
+        queue: &QueueName,
+        partition: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<u64, PortError>;
+
+    /// The job of a partition with the earliest `perform_at` in `from..=to`.
+    async fn first(
+        &self,
+        queue: &QueueName,
+        partition: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Option<StoredJob>, PortError> {
+        use futures::StreamExt;
+        let mut pages = self.by_time(queue, partition, from, to);
+        while let Some(page) = pages.next().await {
+            if let Some(j) = page?.into_iter().next() {
+                return Ok(Some(j));
+            }
+        }
+        Ok(None)
+    }
+
     /// Jobs in a shard with `perform_at <= horizon`, oldest first, one page at a time.
     fn due<'a>(
         &'a self,

@@ -138,6 +138,8 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             Request::Redrive { queue, target } => self.redrive(&queue, target).await,
             Request::Reschedule(r) => self.reschedule(*r, cut).await,
             Request::List(q) => self.list(*q).await,
+            Request::CancelMany(r) => self.cancel_many(*r).await,
+            Request::Stats(q) => self.stats(q).await,
         }
     }
 
@@ -336,29 +338,41 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
     }
 
     /// Cancels every stored copy of the job; `cancelled` only if none may be in SQS.
-    async fn cancel(&self, queue: &QueueName, job_id: &str) -> Result<Value, HandlerError> {
+    pub(crate) async fn cancel_outcome(&self, queue: &QueueName, job_id: &str) -> Result<CancelOutcome, PortError> {
         let mut partitions = self.candidate_partitions(queue, job_id).await?;
         partitions.push(Partition::Parked);
         let mut status = CancelOutcome::NotFound;
-        let now = self.clock.now();
         for found in self.store.find_all(queue, job_id, &partitions).await? {
-            // A cancelled scheduled job stays known to `get` (parked ones leave no record).
-            let record = match (&found.partition, self.config.history_keep()) {
-                (Partition::Shard(_), Some(keep)) => {
-                    Some(History::of(&found, HistoryStatus::Cancelled, now, None, keep))
-                }
-                _ => None,
-            };
-            let outcome = self
-                .store
-                .cancel(queue, &found.key(), found.job.perform_at, record.as_ref())
-                .await?;
+            let outcome = self.cancel_copy(&found).await?;
             status = match (status, outcome) {
                 (CancelOutcome::Dispatching, _) | (_, CancelOutcome::Dispatching) => CancelOutcome::Dispatching,
                 (CancelOutcome::Cancelled, _) | (_, CancelOutcome::Cancelled) => CancelOutcome::Cancelled,
                 _ => CancelOutcome::NotFound,
             };
         }
+        Ok(status)
+    }
+
+    /// Cancels one stored job as found; a cancelled scheduled job stays known to `get` (parked
+    /// ones leave no record).
+    pub(crate) async fn cancel_copy(&self, found: &StoredJob) -> Result<CancelOutcome, PortError> {
+        let record = match (&found.partition, self.config.history_keep()) {
+            (Partition::Shard(_), Some(keep)) => Some(History::of(
+                found,
+                HistoryStatus::Cancelled,
+                self.clock.now(),
+                None,
+                keep,
+            )),
+            _ => None,
+        };
+        self.store
+            .cancel(&found.job.queue, &found.key(), found.job.perform_at, record.as_ref())
+            .await
+    }
+
+    async fn cancel(&self, queue: &QueueName, job_id: &str) -> Result<Value, HandlerError> {
+        let status = self.cancel_outcome(queue, job_id).await?;
         let status = match status {
             CancelOutcome::Cancelled => "cancelled",
             CancelOutcome::NotFound => "not_found",

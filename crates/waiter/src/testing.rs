@@ -134,6 +134,15 @@ impl<S: JobStore> JobStore for FaultyStore<S> {
             stream::once(async { Err(injected("Query")) }).boxed()
         }
     }
+    async fn count(
+        &self,
+        q: &QueueName,
+        p: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<u64, PortError> {
+        faulty!(self.faults, "Query", self.inner.count(q, p, from, to).await)
+    }
     async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
         faulty!(
             self.faults,
@@ -509,6 +518,21 @@ impl JobStore for MemStore {
                 Ok(LeaseOutcome::Acquired { horizon })
             }
         }
+    }
+
+    async fn count(
+        &self,
+        queue: &QueueName,
+        partition: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<u64, PortError> {
+        let mut s = self.state.lock().unwrap();
+        s.catch_up_index();
+        Ok(s.index
+            .values()
+            .filter(|j| &j.job.queue == queue && j.partition == partition && (from..=to).contains(&j.job.perform_at))
+            .count() as u64)
     }
 
     async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {

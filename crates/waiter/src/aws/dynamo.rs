@@ -16,7 +16,7 @@ use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, Delete, DeleteRequest, KeysAndAttributes, Put, PutRequest, ReturnValue,
-    ReturnValuesOnConditionCheckFailure, TransactWriteItem, WriteRequest,
+    ReturnValuesOnConditionCheckFailure, Select, TransactWriteItem, WriteRequest,
 };
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
@@ -408,6 +408,26 @@ impl DynamoStore {
         format!("table {}", self.table(queue))
     }
 
+    /// A query of the due index for one partition's jobs with `from <= perform_at <= to`.
+    fn index_query(
+        &self,
+        queue: &QueueName,
+        partition: &Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(self.table(queue))
+            .index_name(INDEX_NAME)
+            .key_condition_expression("#s = :s AND #p BETWEEN :f AND :t")
+            .expression_attribute_names("#s", A_SCHEDULER)
+            .expression_attribute_names("#p", A_PERFORM_AT)
+            .expression_attribute_values(":s", AttributeValue::S(partition_key(queue, partition)))
+            .expression_attribute_values(":f", n(from))
+            .expression_attribute_values(":t", n(to))
+    }
+
     async fn delete_one(&self, queue: &QueueName, k: &JobKey) -> Result<(), PortError> {
         self.client
             .delete_item()
@@ -643,19 +663,7 @@ impl JobStore for DynamoStore {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
     ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
-        let pages = self
-            .client
-            .query()
-            .table_name(self.table(queue))
-            .index_name(INDEX_NAME)
-            .key_condition_expression("#s = :s AND #p BETWEEN :f AND :t")
-            .expression_attribute_names("#s", A_SCHEDULER)
-            .expression_attribute_names("#p", A_PERFORM_AT)
-            .expression_attribute_values(":s", AttributeValue::S(partition_key(queue, &partition)))
-            .expression_attribute_values(":f", n(from))
-            .expression_attribute_values(":t", n(to))
-            .into_paginator()
-            .send();
+        let pages = self.index_query(queue, &partition, from, to).into_paginator().send();
         futures::stream::unfold(pages, |mut pages| async move {
             pages.next().await.map(|page| (page, pages))
         })
@@ -675,6 +683,47 @@ impl JobStore for DynamoStore {
                 .collect())
         })
         .boxed()
+    }
+
+    async fn count(
+        &self,
+        queue: &QueueName,
+        partition: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<u64, PortError> {
+        let mut pages = self
+            .index_query(queue, &partition, from, to)
+            .select(Select::Count)
+            .into_paginator()
+            .send();
+        let mut total = 0u64;
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| classify("Query", &self.resource(queue), e))?;
+            total += u64::try_from(page.count).unwrap_or(0);
+        }
+        Ok(total)
+    }
+
+    async fn first(
+        &self,
+        queue: &QueueName,
+        partition: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Option<StoredJob>, PortError> {
+        // No filter: a page of one holds the first item if there is one.
+        let out = self
+            .index_query(queue, &partition, from, to)
+            .limit(1)
+            .send()
+            .await
+            .map_err(|e| classify("Query", &self.resource(queue), e))?;
+        Ok(out
+            .items
+            .unwrap_or_default()
+            .first()
+            .and_then(|item| decode(queue, item).ok()))
     }
 
     async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {

@@ -1,0 +1,277 @@
+//! `cancel_many`: cancelling many jobs at once, by id or by the selection `list` uses.
+
+use futures::stream::{self, StreamExt};
+use serde_json::{json, Value};
+use tracing::info;
+
+use crate::config::{Config, QueueName};
+use crate::error::InvalidRequest;
+use crate::job::{kind, parse_job_id, take_queue, Fields, MAX_PAGE_LIMIT};
+use crate::manage::{parse_selection, position, ListQuery};
+use crate::ports::{CancelOutcome, Clock, JobStore, MessageQueue};
+use crate::service::{HandlerError, Waiter};
+
+/// Cancels of one request worked at once.
+const CANCEL_PARALLELISM: usize = 16;
+
+/// `{"action": "cancel_many", ...}`.
+#[derive(Debug, PartialEq)]
+pub enum CancelMany {
+    Ids {
+        queue: QueueName,
+        job_ids: Vec<String>,
+    },
+    /// One page of the jobs `list` would show with these filters.
+    Selected(ListQuery),
+}
+
+pub(crate) fn parse_cancel_many(mut f: Fields<'_>, config: &Config) -> Result<CancelMany, InvalidRequest> {
+    f.take("action", None)?;
+    let queue = take_queue(&mut f, config)?;
+    let ids = match f.take("job_ids", None)? {
+        None => None,
+        Some((name, Value::Array(ids))) => {
+            if ids.is_empty() || ids.len() > MAX_PAGE_LIMIT {
+                return Err(InvalidRequest::new(
+                    name,
+                    format!("must hold 1 to {MAX_PAGE_LIMIT} job ids"),
+                ));
+            }
+            Some(
+                ids.iter()
+                    .enumerate()
+                    .map(|(i, v)| parse_job_id(&format!("{name}[{i}]"), v))
+                    .collect::<Result<Vec<_>, _>>()?,
+            )
+        }
+        Some((name, other)) => {
+            return Err(InvalidRequest::new(
+                name,
+                format!("must be an array, got {}", kind(&other)),
+            ));
+        }
+    };
+    let selection = parse_selection(&mut f, queue.clone(), "cancel_many")?;
+    f.finish()?;
+    let selects = selection.prefix.is_some() || selection.from.is_some() || selection.to.is_some();
+    match ids {
+        Some(job_ids) => {
+            if selects || selection.cursor.is_some() || selection.status != crate::manage::ListStatus::Scheduled {
+                return Err(InvalidRequest::new(
+                    "job_ids",
+                    "give job_ids, or select jobs with prefix, from and to; not both",
+                ));
+            }
+            Ok(CancelMany::Ids { queue, job_ids })
+        }
+        // Never "everything" by omission: a selection names at least one bound.
+        None if selects || selection.cursor.is_some() => Ok(CancelMany::Selected(selection)),
+        None => Err(InvalidRequest::new(
+            "job_ids",
+            "is required, or select jobs with prefix, from or to (from: 0 selects every job)",
+        )),
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    cancelled: usize,
+    dispatching: usize,
+    not_found: usize,
+}
+
+impl Counts {
+    fn add(&mut self, outcome: CancelOutcome) {
+        match outcome {
+            CancelOutcome::Cancelled => self.cancelled += 1,
+            CancelOutcome::Dispatching => self.dispatching += 1,
+            CancelOutcome::NotFound => self.not_found += 1,
+        }
+    }
+}
+
+impl<S, Q, C> Waiter<S, Q, C>
+where
+    S: JobStore + Clone,
+    Q: MessageQueue + Clone,
+    C: Clock + Clone,
+{
+    /// Cancels the jobs named or one page of the jobs selected; each as `cancel` would.
+    pub(crate) async fn cancel_many(&self, request: CancelMany) -> Result<Value, HandlerError> {
+        let mut counts = Counts::default();
+        let (queue, next) = match request {
+            CancelMany::Ids { queue, job_ids } => {
+                let outcomes: Vec<_> = stream::iter(job_ids.iter())
+                    .map(|id| self.cancel_outcome(&queue, id))
+                    .buffered(CANCEL_PARALLELISM)
+                    .collect()
+                    .await;
+                for o in outcomes {
+                    counts.add(o?);
+                }
+                (queue, None)
+            }
+            CancelMany::Selected(q) => {
+                let (jobs, bound) = self.select(&q).await?;
+                let page = &jobs[..jobs.len().min(q.limit)];
+                let outcomes: Vec<_> = stream::iter(page.iter())
+                    .map(|j| self.cancel_copy(j))
+                    .buffered(CANCEL_PARALLELISM)
+                    .collect()
+                    .await;
+                for o in outcomes {
+                    counts.add(o?);
+                }
+                let next = if page.len() < jobs.len() {
+                    page.last().map(position)
+                } else {
+                    bound
+                };
+                (q.queue.clone(), next.map(|p| q.cursor_at(&p)))
+            }
+        };
+        info!(queue = %queue, cancelled = counts.cancelled, dispatching = counts.dispatching, not_found = counts.not_found, "cancel_many");
+        Ok(json!({
+            "queue": queue.as_str(),
+            "cancelled": counts.cancelled,
+            "dispatching": counts.dispatching,
+            "not_found": counts.not_found,
+            "cursor": next,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeDelta;
+
+    use super::*;
+    use crate::ports::Lease;
+    use crate::testing::*;
+
+    type TestWaiter = Waiter<MemStore, FakeQueue, FakeClock>;
+
+    fn waiter() -> (TestWaiter, MemStore, FakeClock) {
+        let clock = FakeClock::default();
+        let store = MemStore::default();
+        let w = Waiter::new(
+            config("orders", &[("WAITER_SHARDS", "4"), ("WAITER_DIRECT_MAX_DELAY", "0")]),
+            store.clone(),
+            FakeQueue::new(clock.clone()),
+            clock.clone(),
+        );
+        (w, store, clock)
+    }
+
+    async fn call(w: &TestWaiter, v: Value) -> Value {
+        w.handle(&v).await.unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn cancel_many_by_ids_counts_each_outcome() {
+        let (w, store, clock) = waiter();
+        for (id, delay) in [("d", 3600), ("a", 3700), ("b", 3701), ("c", 3702)] {
+            call(
+                &w,
+                json!({"queue": "orders", "job_id": id, "message_body": "x", "delay_seconds": delay}),
+            )
+            .await;
+        }
+        // A poller holds d's shard with a horizon past d only.
+        let shard = crate::routing::shard_for("d", 4);
+        store.state.lock().unwrap().leases.insert(
+            (QueueName::parse("orders").unwrap(), shard),
+            Lease {
+                owner: "p".into(),
+                until: clock.now() + TimeDelta::seconds(60),
+                horizon: clock.now() + TimeDelta::seconds(3650),
+            },
+        );
+        let r = call(
+            &w,
+            json!({"action": "cancel_many", "queue": "orders", "job_ids": ["a", "b", "d", "nope"]}),
+        )
+        .await;
+        assert_eq!(
+            (
+                r["cancelled"].as_u64(),
+                r["dispatching"].as_u64(),
+                r["not_found"].as_u64()
+            ),
+            (Some(2), Some(1), Some(1)),
+            "{r}"
+        );
+        assert_eq!(r["cursor"], Value::Null);
+        assert_eq!(store.len(), 2, "c (not named) and d (dispatching) stay");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn cancel_many_by_selection_pages_to_the_end_and_spares_the_rest() {
+        let (w, store, clock) = waiter();
+        let base = clock.now() + TimeDelta::hours(2);
+        for i in 0..30 {
+            let id = format!("{}-{i:02}", if i % 3 == 0 { "promo" } else { "keep" });
+            let at = crate::time::format_rfc3339(base + TimeDelta::minutes(i % 5));
+            call(
+                &w,
+                json!({"queue": "orders", "job_id": id, "message_body": "x", "perform_at": at}),
+            )
+            .await;
+        }
+        let mut request = json!({"action": "cancel_many", "queue": "orders", "prefix": "promo-", "limit": 3});
+        let mut cancelled = 0;
+        for _ in 0..100 {
+            let r = call(&w, request.clone()).await;
+            cancelled += r["cancelled"].as_u64().unwrap();
+            match &r["cursor"] {
+                Value::Null => break,
+                c => request["cursor"] = c.clone(),
+            }
+        }
+        assert_eq!(cancelled, 10);
+        assert_eq!(store.len(), 20, "only the selected jobs went");
+        let left = call(&w, json!({"action": "list", "queue": "orders", "prefix": "promo-"})).await;
+        assert_eq!(left["jobs"], json!([]));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn cancel_many_never_means_everything_by_omission() {
+        let (w, store, _) = waiter();
+        call(
+            &w,
+            json!({"queue": "orders", "job_id": "a", "message_body": "x", "delay_seconds": 3600}),
+        )
+        .await;
+        for (request, field) in [
+            (json!({"action": "cancel_many", "queue": "orders"}), "job_ids"),
+            (
+                json!({"action": "cancel_many", "queue": "orders", "limit": 5}),
+                "job_ids",
+            ),
+            (
+                json!({"action": "cancel_many", "queue": "orders", "job_ids": ["a"], "prefix": "a"}),
+                "job_ids",
+            ),
+            (
+                json!({"action": "cancel_many", "queue": "orders", "job_ids": []}),
+                "job_ids",
+            ),
+            (
+                json!({"action": "cancel_many", "queue": "orders", "job_ids": "a"}),
+                "job_ids",
+            ),
+            (
+                json!({"action": "cancel_many", "queue": "orders", "job_ids": ["a", "b c"]}),
+                "job_ids[1]",
+            ),
+        ] {
+            match w.handle(&request).await {
+                Err(HandlerError::Invalid(e)) => assert_eq!(e.field, field, "{request}: {e}"),
+                other => panic!("{request}: {other:?}"),
+            }
+        }
+        assert_eq!(store.len(), 1);
+        let all = call(&w, json!({"action": "cancel_many", "queue": "orders", "from": 0})).await;
+        assert_eq!(all["cancelled"], 1);
+    }
+}

@@ -1,0 +1,245 @@
+//! `stats`: what a queue holds, counted on the due index without reading message bodies.
+
+use chrono::{DateTime, TimeDelta, Utc};
+use futures::future::try_join_all;
+use futures::stream::{self, StreamExt, TryStreamExt};
+use serde_json::{json, Value};
+
+use crate::config::{Config, QueueName};
+use crate::error::{InvalidRequest, PortError};
+use crate::job::{take_queue, Fields};
+use crate::ports::{Clock, JobStore, MessageQueue, Partition};
+use crate::service::{HandlerError, Waiter};
+use crate::time::{ceil_to_micros, format_rfc3339, max_time};
+
+pub const DEFAULT_BUCKETS: u32 = 24;
+pub const MAX_BUCKETS: u32 = 100;
+pub const DEFAULT_BUCKET_S: u32 = 3600;
+/// 30 days.
+pub const MAX_BUCKET_S: u32 = 2_592_000;
+/// Shards counted at once (each with one `Query` per bucket in flight).
+const SHARD_PARALLELISM: usize = 4;
+
+/// `{"action": "stats", ...}`.
+#[derive(Debug, PartialEq)]
+pub struct StatsQuery {
+    pub queue: QueueName,
+    pub buckets: u32,
+    pub bucket_s: u32,
+}
+
+pub(crate) fn parse_stats(mut f: Fields<'_>, config: &Config) -> Result<StatsQuery, InvalidRequest> {
+    f.take("action", None)?;
+    let queue = take_queue(&mut f, config)?;
+    let mut number = |name: &'static str, default: u32, max: u32| -> Result<u32, InvalidRequest> {
+        match f.take(name, None)? {
+            None | Some((_, Value::Null)) => Ok(default),
+            Some((field, v)) => v
+                .as_u64()
+                .filter(|n| (1..=u64::from(max)).contains(n))
+                .map(|n| n as u32)
+                .ok_or_else(|| InvalidRequest::new(field, format!("must be a whole number from 1 to {max}"))),
+        }
+    };
+    let buckets = number("buckets", DEFAULT_BUCKETS, MAX_BUCKETS)?;
+    let bucket_s = number("bucket_s", DEFAULT_BUCKET_S, MAX_BUCKET_S)?;
+    f.finish()?;
+    Ok(StatsQuery {
+        queue,
+        buckets,
+        bucket_s,
+    })
+}
+
+/// One shard's share of the figures.
+struct ShardStats {
+    overdue: u64,
+    histogram: Vec<u64>,
+    oldest_overdue: Option<DateTime<Utc>>,
+    next_due: Option<DateTime<Utc>>,
+}
+
+impl<S, Q, C> Waiter<S, Q, C>
+where
+    S: JobStore + Clone,
+    Q: MessageQueue + Clone,
+    C: Clock + Clone,
+{
+    pub(crate) async fn stats(&self, q: StatsQuery) -> Result<Value, HandlerError> {
+        let now = self.clock.now();
+        let now = ceil_to_micros(now).unwrap_or(now);
+        let shards = self
+            .shard_counts(&q.queue)
+            .await?
+            .into_iter()
+            .max()
+            .unwrap_or(0)
+            .max(self.config.shards);
+        // Bucket i is [edges[i], edges[i + 1]); stored times are whole microseconds, so an
+        // inclusive end one microsecond earlier is exact. The last bucket is open-ended.
+        let step = TimeDelta::seconds(i64::from(q.bucket_s));
+        let edges: Vec<DateTime<Utc>> = (0..q.buckets).map(|i| now + step * i as i32).collect();
+        let just_before = |t: DateTime<Utc>| t - TimeDelta::microseconds(1);
+        let epoch = DateTime::<Utc>::UNIX_EPOCH;
+        let per_shard: Vec<ShardStats> = stream::iter(0..shards)
+            .map(|shard| {
+                let edges = &edges;
+                let queue = &q.queue;
+                async move {
+                    let part = Partition::Shard(shard);
+                    let counts = try_join_all((0..edges.len()).map(|i| {
+                        let to = edges.get(i + 1).map_or_else(max_time, |e| just_before(*e));
+                        self.store.count(queue, part.clone(), edges[i], to)
+                    }));
+                    let overdue = self.store.count(queue, part.clone(), epoch, just_before(now));
+                    let oldest = self.store.first(queue, part.clone(), epoch, just_before(now));
+                    let next = self.store.first(queue, part.clone(), now, max_time());
+                    let (histogram, overdue, oldest, next) = futures::try_join!(counts, overdue, oldest, next)?;
+                    Ok::<_, PortError>(ShardStats {
+                        overdue,
+                        histogram,
+                        oldest_overdue: oldest.map(|j| j.job.perform_at),
+                        next_due: next.map(|j| j.job.perform_at),
+                    })
+                }
+            })
+            .buffer_unordered(SHARD_PARALLELISM)
+            .try_collect()
+            .await?;
+        let parked = self.store.count(&q.queue, Partition::Parked, epoch, max_time()).await?;
+
+        let mut histogram = vec![0u64; edges.len()];
+        for s in &per_shard {
+            for (total, n) in histogram.iter_mut().zip(&s.histogram) {
+                *total += n;
+            }
+        }
+        let overdue: u64 = per_shard.iter().map(|s| s.overdue).sum();
+        let oldest = per_shard.iter().filter_map(|s| s.oldest_overdue).min();
+        let next_due = per_shard.iter().filter_map(|s| s.next_due).min();
+        let buckets: Vec<Value> = histogram
+            .iter()
+            .enumerate()
+            .map(|(i, count)| {
+                json!({
+                    "from": format_rfc3339(edges[i]),
+                    "to": edges.get(i + 1).map(|e| format_rfc3339(*e)),
+                    "count": count,
+                })
+            })
+            .collect();
+        Ok(json!({
+            "queue": q.queue.as_str(),
+            "now": format_rfc3339(now),
+            "scheduled": overdue + histogram.iter().sum::<u64>(),
+            "parked": parked,
+            "overdue": overdue,
+            "oldest_overdue_s": oldest.map_or(0.0, |t| ((now - t).num_milliseconds() as f64) / 1e3),
+            "next_due": next_due.map(format_rfc3339),
+            "bucket_s": q.bucket_s,
+            "histogram": buckets,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn buckets_are_exact_at_their_edges_and_overdue_is_counted_apart() {
+        let clock = FakeClock::default();
+        let store = MemStore::default();
+        let queue = FakeQueue::new(clock.clone());
+        let w = Waiter::new(
+            config("orders", &[("WAITER_SHARDS", "3")]),
+            store.clone(),
+            queue,
+            clock.clone(),
+        );
+        let now = ceil_to_micros(clock.now()).unwrap();
+        let at = |s: i64, us: i64| now + TimeDelta::seconds(s) + TimeDelta::microseconds(us);
+        // Bucket 0 is [now, now + 60 s): one job on each side of each edge.
+        let cases = [
+            ("edge-0", at(0, 0)),
+            ("in-0", at(59, 999_999)),
+            ("edge-1", at(60, 0)),
+            ("in-1", at(119, 999_999)),
+            ("open-2", at(120, 0)),
+            ("far", at(86_400 * 30, 0)),
+        ];
+        let put = |id: &str, perform_at: DateTime<Utc>| {
+            store.insert(crate::ports::StoredJob {
+                partition: Partition::Shard(crate::routing::shard_for(id, 3)),
+                job: crate::job::Job {
+                    queue: QueueName::parse("orders").unwrap(),
+                    job_id: id.into(),
+                    job_id_given: true,
+                    message_body: "x".into(),
+                    message_attributes: Default::default(),
+                    perform_at,
+                    expires_at: None,
+                    message_group_id: None,
+                    message_deduplication_id: None,
+                },
+                enqueued_at: now,
+                parked: None,
+                version: 1,
+            })
+        };
+        for (id, t) in cases {
+            put(id, t);
+        }
+        // Two overdue jobs (due before now, not yet handed over).
+        put("late-1", now - TimeDelta::seconds(1));
+        put("late-2", now - TimeDelta::seconds(3));
+        let r = w
+            .handle(&json!({"action": "stats", "queue": "orders", "buckets": 3, "bucket_s": 60}))
+            .await
+            .unwrap();
+        let counts: Vec<u64> = r["histogram"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["count"].as_u64().unwrap())
+            .collect();
+        assert_eq!(counts, [2, 2, 2], "{r}");
+        assert_eq!(r["histogram"][2]["to"], Value::Null, "the last bucket is open-ended");
+        assert_eq!(r["overdue"], 2);
+        assert_eq!(r["scheduled"], 8);
+        assert_eq!(r["parked"], 0);
+        assert_eq!(r["oldest_overdue_s"], 3.0);
+        assert_eq!(r["next_due"], format_rfc3339(at(0, 0)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn bad_stats_requests_name_the_field() {
+        let clock = FakeClock::default();
+        let w = Waiter::new(
+            config("orders", &[]),
+            MemStore::default(),
+            FakeQueue::new(clock.clone()),
+            clock,
+        );
+        for (request, field) in [
+            (json!({"action": "stats", "queue": "orders", "buckets": 0}), "buckets"),
+            (json!({"action": "stats", "queue": "orders", "buckets": 101}), "buckets"),
+            (
+                json!({"action": "stats", "queue": "orders", "bucket_s": "1h"}),
+                "bucket_s",
+            ),
+            (
+                json!({"action": "stats", "queue": "orders", "bucket_s": 2_592_001}),
+                "bucket_s",
+            ),
+            (json!({"action": "stats", "queue": "orders", "colour": 1}), "colour"),
+            (json!({"action": "stats"}), "queue"),
+        ] {
+            match w.handle(&request).await {
+                Err(HandlerError::Invalid(e)) => assert_eq!(e.field, field, "{request}: {e}"),
+                other => panic!("{request}: {other:?}"),
+            }
+        }
+    }
+}
