@@ -764,6 +764,7 @@ async fn load_due_items(ddb: &aws_sdk_dynamodb::Client, table: &str, jobs: usize
                     expires_at: None,
                     message_group_id: None,
                     message_deduplication_id: None,
+                    windows: None,
                 },
                 enqueued_at: due,
                 parked: None,

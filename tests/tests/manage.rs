@@ -241,3 +241,64 @@ async fn cancel_many_and_stats_through_the_function() {
     assert!(err.error_message.starts_with("job_ids:"), "{}", err.error_message);
     assert_eq!(s.table_len("orders").await, 8);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_found_outside_its_windows_is_moved_by_the_poller_not_sent() {
+    let mut s = setup(&["orders"], &[("WAITER_SHARDS", "1"), ("WAITER_DIRECT_MAX_DELAY", "0")]).await;
+    // A one-hour window starting three hours from now (UTC), as clock times.
+    let open = chrono::Utc::now() + chrono::TimeDelta::hours(3);
+    let from = open.format("%H:00").to_string();
+    let to = (open + chrono::TimeDelta::hours(1)).format("%H:00").to_string();
+    let r = s
+        .enqueue_ok(
+            json!({"queue": "orders", "job_id": "win", "message_body": "b", "windows": [{"from": from, "to": to}]}),
+        )
+        .await;
+    assert_eq!(r["status"], "scheduled", "{r}");
+    let opening = r["perform_at"].clone();
+    assert!(
+        parse_time(opening.as_str().unwrap()) > chrono::Utc::now() + chrono::TimeDelta::hours(2),
+        "{r}"
+    );
+
+    // As after an outage: the stored job is overdue, and now is outside its window.
+    let overdue = (chrono::Utc::now().timestamp() - 30).to_string();
+    s.emu
+        .dynamodb
+        .update_item()
+        .table_name("waiter-orders")
+        .key(
+            "scheduler",
+            aws_sdk_dynamodb::types::AttributeValue::S("orders#0".into()),
+        )
+        .key("job_id", aws_sdk_dynamodb::types::AttributeValue::S("win".into()))
+        .update_expression("SET perform_at = :p")
+        .expression_attribute_values(":p", aws_sdk_dynamodb::types::AttributeValue::N(overdue))
+        .send()
+        .await
+        .expect("make the job overdue");
+    let mut summary = json!({});
+    for _ in 0..10 {
+        summary = s.poll().await;
+        if summary["moved"] == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await; // the index may lag
+    }
+    assert_eq!(
+        (summary["moved"].as_u64(), summary["dispatched"].as_u64()),
+        (Some(1), Some(0)),
+        "{summary}"
+    );
+    let got = s
+        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "win"}))
+        .await;
+    assert_eq!(got["perform_at"], opening, "moved back to the next opening: {got}");
+    assert!(
+        s.emu
+            .receive_for(&s.urls[0].clone(), Duration::from_secs(2), 1)
+            .await
+            .is_empty(),
+        "nothing sent"
+    );
+}

@@ -24,7 +24,7 @@ use crate::error::{display_chain, PortError};
 use crate::limits::{DDB_MAX_BATCH_WRITE_ITEMS, SQS_MAX_BATCH_ENTRIES, SQS_MAX_MESSAGE_BYTES};
 use crate::ports::{
     Clock, EntryOutcome, History, HistoryStatus, JobKey, JobStore, Lease, LeaseOutcome, MessageQueue, OutgoingMessage,
-    ParkInfo, Retired, StoredJob,
+    ParkInfo, ReplaceOutcome, Retired, StoredJob,
 };
 use crate::routing::{aligned_send_instant, delay_for};
 use crate::time::seconds_between;
@@ -68,6 +68,8 @@ pub struct RunSummary {
     pub parked: u64,
     /// Entries that failed for a retryable reason; they stay stored for the next run.
     pub failed: u64,
+    /// Jobs found outside their time windows, moved to the next opening instead of sent.
+    pub moved: u64,
     /// Partitions (queue × shard) worked.
     pub partitions: u32,
     /// Partitions skipped because another poller holds their lease.
@@ -91,6 +93,7 @@ impl RunSummary {
         self.expired += o.expired;
         self.parked += o.parked;
         self.failed += o.failed;
+        self.moved += o.moved;
         self.partitions += o.partitions;
         self.busy_partitions += o.busy_partitions;
         self.drained &= o.drained;
@@ -442,6 +445,13 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                     self.retire(&job, HistoryStatus::Expired, None);
                 }
                 Plan::NotYet => left_behind = true,
+                Plan::Move { current, next } => {
+                    // Under this run's lease: no one else may change the job meanwhile.
+                    if d.store.rewrite(&current, &next).await? == ReplaceOutcome::Replaced {
+                        info!(queue = %self.queue, job_id = %next.job.job_id, perform_at = %next.job.perform_at, "outside its windows: moved to the next opening");
+                        self.summary.moved += 1;
+                    }
+                }
             }
         }
         self.pending.make_contiguous().sort_by_key(|p| p.send_at);
@@ -569,6 +579,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
 enum Plan {
     Send(Box<Planned>),
     Expired(Box<StoredJob>),
+    /// Outside its windows when it would arrive: due again at the next opening.
+    Move {
+        current: Box<StoredJob>,
+        next: Box<StoredJob>,
+    },
     /// Not sendable in this run (it would have to wait past the stop margin).
     NotYet,
 }
@@ -582,7 +597,20 @@ fn plan(job: StoredJob, fifo: bool, now: DateTime<Utc>, stop_at: DateTime<Utc>) 
     } else {
         aligned_send_instant(perform_at, now)
     };
-    if job.job.arrives_expired(send_at.max(perform_at)) {
+    let arrival = send_at.max(perform_at);
+    if let Some(w) = job.job.windows.as_ref().filter(|w| !w.contains(arrival)) {
+        let mut next = job.clone();
+        next.job.perform_at = w.next_open(arrival);
+        next.version += 1;
+        if next.job.arrives_expired(next.job.perform_at) {
+            return Plan::Expired(Box::new(job));
+        }
+        return Plan::Move {
+            current: Box::new(job),
+            next: Box::new(next),
+        };
+    }
+    if job.job.arrives_expired(arrival) {
         return Plan::Expired(Box::new(job));
     }
     if send_at >= stop_at {
@@ -650,6 +678,7 @@ mod tests {
                 expires_at: None,
                 message_group_id: q.is_fifo().then(|| "g".to_owned()),
                 message_deduplication_id: q.is_fifo().then(|| id.to_owned()),
+                windows: None,
                 queue: q,
             },
             enqueued_at: perform_at,

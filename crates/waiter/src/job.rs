@@ -16,6 +16,7 @@ use crate::limits::{
     SQS_NUMBER_MAX_DIGITS, SQS_NUMBER_MAX_EXPONENT, SQS_NUMBER_MIN_EXPONENT,
 };
 use crate::time;
+use crate::windows::Windows;
 
 /// Jobs accepted in one `{"jobs": [...]}` request. The contract asks for at least 100; a Lambda
 /// synchronous payload (6 MB) rarely holds more than this many useful jobs anyway.
@@ -63,6 +64,8 @@ pub struct Job {
     pub expires_at: Option<DateTime<Utc>>,
     pub message_group_id: Option<String>,
     pub message_deduplication_id: Option<String>,
+    /// Daily windows the job may be sent in; `perform_at` is always inside one.
+    pub windows: Option<Windows>,
 }
 
 impl Job {
@@ -315,6 +318,8 @@ pub fn parse_job(value: &Value, config: &Config, now: DateTime<Utc>) -> Result<J
     let message_attributes = take_message_attributes(&mut f)?.unwrap_or_default();
     check_message_size(&message_body, &message_attributes)?;
     let perform_at = take_when(&mut f, now)?.map_or_else(|| time::ceil_to_micros(now).unwrap_or(now), |(_, t)| t);
+    let windows = take_windows(&mut f)?.flatten();
+    let perform_at = windows.as_ref().map_or(perform_at, |w| w.next_open(perform_at));
     let expires_at = match take_expires_at(&mut f, now)? {
         Some((name, Some(t))) => {
             check_expiry(&name, t, perform_at)?;
@@ -358,6 +363,7 @@ pub fn parse_job(value: &Value, config: &Config, now: DateTime<Utc>) -> Result<J
         expires_at,
         message_group_id,
         message_deduplication_id,
+        windows,
     })
 }
 
@@ -458,6 +464,23 @@ pub(crate) fn take_expires_at(f: &mut Fields<'_>, now: DateTime<Utc>) -> Result<
                 return Err(InvalidRequest::new(name, "is already past"));
             }
             Ok(Some((name, Some(t))))
+        }
+    }
+}
+
+/// `windows` and `time_zone`: `Some(None)` when `windows` is given as `null` (reschedule clears
+/// them); `time_zone` goes with `windows`.
+pub(crate) fn take_windows(f: &mut Fields<'_>) -> Result<Option<Option<Windows>>, InvalidRequest> {
+    let windows = f.take("windows", None)?;
+    let zone = f.take("time_zone", None)?;
+    match (windows, zone) {
+        (None, None) => Ok(None),
+        (None, Some((name, _))) | (Some((_, Value::Null)), Some((name, _))) => {
+            Err(InvalidRequest::new(name, "goes with windows"))
+        }
+        (Some((_, Value::Null)), None) => Ok(Some(None)),
+        (Some((wf, wv)), zone) => {
+            Windows::parse((&wf, &wv), zone.as_ref().map(|(zf, zv)| (zf.as_str(), zv))).map(|w| Some(Some(w)))
         }
     }
 }

@@ -18,6 +18,7 @@ pub mod routing;
 pub mod service;
 pub mod stats;
 pub mod time;
+pub mod windows;
 
 #[cfg(test)]
 mod fuzz;

@@ -12,12 +12,13 @@ use crate::dispatch::Dispatcher;
 use crate::error::{InvalidRequest, PortError};
 use crate::job::{
     check_expiry, check_message_size, kind, parse_job_id, parse_time_value, take_expires_at, take_job_id,
-    take_message_attributes, take_message_body, take_page, take_queue, take_when, Attributes, Fields,
+    take_message_attributes, take_message_body, take_page, take_queue, take_when, take_windows, Attributes, Fields,
 };
 use crate::limits::DDB_MAX_ITEM_BYTES;
 use crate::ports::{Clock, JobStore, MessageQueue, Partition, ReplaceOutcome, StoredJob};
 use crate::service::{describe, HandlerError, Waiter};
 use crate::time::{format_epoch, format_rfc3339, max_time, parse_epoch_decimal};
+use crate::windows::Windows;
 
 /// Read-modify-write attempts of one `reschedule` when the job changes under it.
 const RESCHEDULE_ATTEMPTS: usize = 3;
@@ -42,6 +43,8 @@ pub struct Reschedule {
     pub message_attributes: Option<Attributes>,
     /// `Some(None)`: remove the expiry.
     pub expires_at: Option<Option<DateTime<Utc>>>,
+    /// `Some(None)`: remove the windows.
+    pub windows: Option<Option<Windows>>,
     pub if_version: Option<u64>,
 }
 
@@ -87,8 +90,10 @@ pub(crate) fn parse_reschedule(
         take_when(&mut f, now)?.ok_or_else(|| InvalidRequest::new("perform_at", "is required (or delay_seconds)"))?;
     let message_body = take_message_body(&mut f)?;
     let message_attributes = take_message_attributes(&mut f)?;
+    let windows = take_windows(&mut f)?;
     let expires_at = match take_expires_at(&mut f, now)? {
         Some((name, Some(t))) => {
+            // Checked again against the windows the job ends up with.
             check_expiry(&name, t, perform_at)?;
             Some(Some(t))
         }
@@ -115,6 +120,7 @@ pub(crate) fn parse_reschedule(
         message_body,
         message_attributes,
         expires_at,
+        windows,
         if_version,
     })
 }
@@ -275,7 +281,10 @@ where
     fn next_version(&self, r: &Reschedule, current: &StoredJob) -> Result<StoredJob, InvalidRequest> {
         let mut next = current.clone();
         let job = &mut next.job;
-        job.perform_at = r.perform_at;
+        if let Some(windows) = &r.windows {
+            job.windows = windows.clone();
+        }
+        job.perform_at = job.windows.as_ref().map_or(r.perform_at, |w| w.next_open(r.perform_at));
         if let Some(body) = &r.message_body {
             job.message_body = body.clone();
         }

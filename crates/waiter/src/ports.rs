@@ -313,6 +313,10 @@ pub trait JobStore: Send + Sync + 'static {
     /// (atomically with both checks).
     async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError>;
 
+    /// `replace` for the holder of the job's shard lease (the poller moving a job to its next
+    /// window): conditional on the version only.
+    async fn rewrite(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError>;
+
     /// Up to `limit` jobs of the parked partition in `job_id` order, after `after`.
     async fn parked(&self, queue: &QueueName, limit: usize, after: Option<&str>) -> Result<Page<StoredJob>, PortError>;
 

@@ -96,6 +96,7 @@ mod tests {
             expires_at: None,
             message_group_id: None,
             message_deduplication_id: None,
+            windows: None,
         }
     }
 

@@ -585,6 +585,11 @@ pub(crate) fn describe(stored: &StoredJob) -> Value {
     if let Some(d) = &job.message_deduplication_id {
         o.insert("message_deduplication_id".into(), json!(d));
     }
+    if let Some(w) = &job.windows {
+        let (spans, zone) = w.to_json();
+        o.insert("windows".into(), spans);
+        o.insert("time_zone".into(), zone);
+    }
     o.insert("version".into(), json!(stored.version));
     if let Some(p) = &stored.parked {
         o.insert("parked_at".into(), json!(format_rfc3339(p.parked_at)));

@@ -182,6 +182,7 @@ mod tests {
                     expires_at: None,
                     message_group_id: None,
                     message_deduplication_id: None,
+                    windows: None,
                 },
                 enqueued_at: now,
                 parked: None,

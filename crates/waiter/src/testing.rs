@@ -134,6 +134,9 @@ impl<S: JobStore> JobStore for FaultyStore<S> {
             stream::once(async { Err(injected("Query")) }).boxed()
         }
     }
+    async fn rewrite(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
+        faulty!(self.faults, "PutItem", self.inner.rewrite(current, next).await)
+    }
     async fn count(
         &self,
         q: &QueueName,
@@ -547,6 +550,16 @@ impl JobStore for MemStore {
                 return Ok(ReplaceOutcome::Dispatching);
             }
         }
+        if s.items.get(&k).is_none_or(|stored| stored.version != current.version) {
+            return Ok(ReplaceOutcome::Changed);
+        }
+        s.write(k, Some(next.clone()), self.index_lag);
+        Ok(ReplaceOutcome::Replaced)
+    }
+
+    async fn rewrite(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
+        let k = mem_key(&current.job.queue, &current.partition, &current.job.job_id);
+        let mut s = self.state.lock().unwrap();
         if s.items.get(&k).is_none_or(|stored| stored.version != current.version) {
             return Ok(ReplaceOutcome::Changed);
         }

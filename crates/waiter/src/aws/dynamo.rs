@@ -50,6 +50,8 @@ pub const A_PARKED_AT: &str = "parked_at";
 pub const A_PARK_CODE: &str = "park_code";
 pub const A_PARK_MESSAGE: &str = "park_message";
 pub const A_VERSION: &str = "version";
+pub const A_WINDOWS: &str = "windows";
+pub const A_TIME_ZONE: &str = "time_zone";
 /// History records (README "History"): no `perform_at`, so never in the due index.
 pub const A_HISTORY: &str = "history";
 pub const A_LEFT_AT: &str = "left_at";
@@ -138,6 +140,16 @@ fn lease_does_not_cover(
         .map_err(|e| internal("TransactWriteItems", e))
 }
 
+/// The condition that the stored item is still `current`'s version (and a job). Items written
+/// before versions existed read as version 1.
+fn same_version(current: &StoredJob) -> &'static str {
+    if current.version == 1 {
+        "attribute_exists(perform_at) AND (attribute_not_exists(#v) OR #v = :v)"
+    } else {
+        "attribute_exists(perform_at) AND #v = :v"
+    }
+}
+
 /// Why a transaction was refused.
 enum TransactionFailure {
     /// The condition of the item at this index failed.
@@ -216,6 +228,11 @@ pub fn encode(s: &StoredJob) -> Item {
     if let Some(d) = &job.message_deduplication_id {
         item.insert(A_DEDUP_ID.into(), AttributeValue::S(d.clone()));
     }
+    if let Some(w) = &job.windows {
+        let (spans, zone) = w.encode();
+        item.insert(A_WINDOWS.into(), AttributeValue::S(spans));
+        item.insert(A_TIME_ZONE.into(), AttributeValue::S(zone));
+    }
     if let Some(p) = &s.parked {
         item.insert(A_PARKED_AT.into(), n(p.parked_at));
         item.insert(A_PARK_CODE.into(), AttributeValue::S(p.code.clone()));
@@ -285,6 +302,11 @@ pub fn decode(queue: &QueueName, item: &Item) -> Result<StoredJob, String> {
             expires_at: t(A_EXPIRES_AT)?,
             message_group_id: s(A_GROUP_ID)?,
             message_deduplication_id: s(A_DEDUP_ID)?,
+            windows: match (s(A_WINDOWS)?, s(A_TIME_ZONE)?) {
+                (Some(spans), Some(zone)) => Some(crate::windows::Windows::decode(&spans, &zone)?),
+                (None, None) => None,
+                _ => return Err("windows and time_zone go together".into()),
+            },
         },
         partition,
         enqueued_at: t(A_ENQUEUED_AT)?.unwrap_or(perform_at),
@@ -726,19 +748,32 @@ impl JobStore for DynamoStore {
             .and_then(|item| decode(queue, item).ok()))
     }
 
+    async fn rewrite(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
+        let queue = &current.job.queue;
+        let res = self
+            .client
+            .put_item()
+            .table_name(self.table(queue))
+            .set_item(Some(encode(next)))
+            .condition_expression(same_version(current))
+            .expression_attribute_names("#v", A_VERSION)
+            .expression_attribute_values(":v", AttributeValue::N(current.version.to_string()))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(ReplaceOutcome::Replaced),
+            Err(e) if is_condition_failed(&e) => Ok(ReplaceOutcome::Changed),
+            Err(e) => Err(classify("PutItem", &self.resource(queue), e)),
+        }
+    }
+
     async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
         let queue = &current.job.queue;
         let table = self.table(queue);
-        // Items written before versions existed read as version 1.
-        let same_version = if current.version == 1 {
-            "attribute_exists(job_id) AND (attribute_not_exists(#v) OR #v = :v)"
-        } else {
-            "#v = :v"
-        };
         let put = Put::builder()
             .table_name(&table)
             .set_item(Some(encode(next)))
-            .condition_expression(same_version)
+            .condition_expression(same_version(current))
             .expression_attribute_names("#v", A_VERSION)
             .expression_attribute_values(":v", AttributeValue::N(current.version.to_string()))
             .build()

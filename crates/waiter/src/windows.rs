@@ -1,0 +1,526 @@
+//! Time windows: a job may be sent only inside daily windows of local time in an IANA time
+//! zone (README "Time windows"). Daylight-saving changes follow the zone's rules (chrono-tz):
+//! a window opening inside a spring-forward gap opens when the gap ends, and local times that
+//! happen twice on a fall-back day are inside a window both times.
+
+use chrono::{DateTime, Days, LocalResult, NaiveDate, NaiveTime, TimeDelta, TimeZone, Timelike, Utc};
+use chrono_tz::Tz;
+use serde_json::{json, Value};
+
+use crate::error::InvalidRequest;
+
+/// Windows a job may carry, at most.
+pub const MAX_WINDOWS: usize = 24;
+/// Days searched for the next opening (every day has each window, bar DST gaps).
+const SEARCH_DAYS: u64 = 8;
+
+/// One daily window `[from, to)` of local time; `to` earlier than `from` wraps past midnight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub from: NaiveTime,
+    pub to: NaiveTime,
+}
+
+impl Span {
+    fn contains(&self, t: NaiveTime) -> bool {
+        if self.from < self.to {
+            self.from <= t && t < self.to
+        } else {
+            t >= self.from || t < self.to
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Windows {
+    pub zone: Tz,
+    pub spans: Vec<Span>,
+}
+
+fn parse_clock(field: &str, s: &str) -> Result<NaiveTime, InvalidRequest> {
+    let bad = || {
+        InvalidRequest::new(
+            field,
+            format!("must be a time of day HH:MM (00:00 to 23:59), got {s:?}"),
+        )
+    };
+    let (h, m) = s.split_once(':').ok_or_else(bad)?;
+    if h.len() != 2 || m.len() != 2 {
+        return Err(bad());
+    }
+    let (h, m): (u32, u32) = (h.parse().map_err(|_| bad())?, m.parse().map_err(|_| bad())?);
+    NaiveTime::from_hms_opt(h, m, 0).ok_or_else(bad)
+}
+
+fn format_clock(t: NaiveTime) -> String {
+    format!("{:02}:{:02}", t.hour(), t.minute())
+}
+
+impl Windows {
+    /// `windows` (1 to `MAX_WINDOWS` of `{"from": "HH:MM", "to": "HH:MM"}`) and `time_zone` (an
+    /// IANA name, default `UTC`).
+    pub fn parse(windows: (&str, &Value), time_zone: Option<(&str, &Value)>) -> Result<Self, InvalidRequest> {
+        let (field, v) = windows;
+        let Value::Array(items) = v else {
+            return Err(InvalidRequest::new(
+                field,
+                "must be an array of {\"from\": \"HH:MM\", \"to\": \"HH:MM\"}",
+            ));
+        };
+        if items.is_empty() || items.len() > MAX_WINDOWS {
+            return Err(InvalidRequest::new(
+                field,
+                format!("must hold 1 to {MAX_WINDOWS} windows"),
+            ));
+        }
+        let mut spans = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let path = format!("{field}[{i}]");
+            let Value::Object(o) = item else {
+                return Err(InvalidRequest::new(
+                    path,
+                    "must be {\"from\": \"HH:MM\", \"to\": \"HH:MM\"}",
+                ));
+            };
+            if let Some(extra) = o.keys().find(|k| !matches!(k.as_str(), "from" | "to")) {
+                return Err(InvalidRequest::new(format!("{path}.{extra}"), "is not a known field"));
+            }
+            let clock = |name: &str| -> Result<NaiveTime, InvalidRequest> {
+                let p = format!("{path}.{name}");
+                match o.get(name) {
+                    Some(Value::String(s)) => parse_clock(&p, s),
+                    Some(_) => Err(InvalidRequest::new(p, "must be a string HH:MM")),
+                    None => Err(InvalidRequest::new(p, "is required")),
+                }
+            };
+            let span = Span {
+                from: clock("from")?,
+                to: clock("to")?,
+            };
+            if span.from == span.to {
+                return Err(InvalidRequest::new(
+                    format!("{path}.to"),
+                    "must differ from from (a window of no time)",
+                ));
+            }
+            spans.push(span);
+        }
+        let zone = match time_zone {
+            None | Some((_, Value::Null)) => Tz::UTC,
+            Some((tz_field, Value::String(name))) => name.parse::<Tz>().map_err(|_| {
+                InvalidRequest::new(
+                    tz_field,
+                    format!("must be an IANA time zone name such as Europe/Berlin, got {name:?}"),
+                )
+            })?,
+            Some((tz_field, _)) => return Err(InvalidRequest::new(tz_field, "must be a string")),
+        };
+        Ok(Self { zone, spans })
+    }
+
+    /// Whether the instant `t` is inside a window.
+    pub fn contains(&self, t: DateTime<Utc>) -> bool {
+        let local = t.with_timezone(&self.zone).time();
+        self.spans.iter().any(|s| s.contains(local))
+    }
+
+    /// The first instant at or after `t` inside a window (`t` itself when it is inside).
+    pub fn next_open(&self, t: DateTime<Utc>) -> DateTime<Utc> {
+        if self.contains(t) {
+            return t;
+        }
+        let today = t.with_timezone(&self.zone).date_naive();
+        let mut best: Option<DateTime<Utc>> = None;
+        for day in 0..=SEARCH_DAYS {
+            let Some(date) = today
+                .checked_sub_days(Days::new(1))
+                .and_then(|d| d.checked_add_days(Days::new(day)))
+            else {
+                continue;
+            };
+            for span in &self.spans {
+                for open in self.openings(date, span.from) {
+                    // An opening inside a DST gap may land past its own window: then it is none.
+                    if open >= t && self.contains(open) && best.is_none_or(|b| open < b) {
+                        best = Some(open);
+                    }
+                }
+            }
+            if best.is_some() && day >= 2 {
+                break;
+            }
+        }
+        best.unwrap_or(t)
+    }
+
+    /// The instants local `time` happens on `date`: both when it happens twice (fall back),
+    /// the end of the gap when it does not happen (spring forward).
+    fn openings(&self, date: NaiveDate, time: NaiveTime) -> Vec<DateTime<Utc>> {
+        let mut naive = date.and_time(time);
+        // Gaps are at most a few hours; step a minute at a time to the first local time that exists.
+        for _ in 0..(24 * 60) {
+            match self.zone.from_local_datetime(&naive) {
+                LocalResult::Single(t) => return vec![t.with_timezone(&Utc)],
+                LocalResult::Ambiguous(a, b) => return vec![a.with_timezone(&Utc), b.with_timezone(&Utc)],
+                LocalResult::None => naive += TimeDelta::minutes(1),
+            }
+        }
+        Vec::new()
+    }
+
+    /// As stored: `"05:00-07:00,22:00-02:00"` and the zone's name.
+    pub fn encode(&self) -> (String, String) {
+        let spans = self
+            .spans
+            .iter()
+            .map(|s| format!("{}-{}", format_clock(s.from), format_clock(s.to)))
+            .collect::<Vec<_>>()
+            .join(",");
+        (spans, self.zone.name().to_owned())
+    }
+
+    pub fn decode(spans: &str, zone: &str) -> Result<Self, String> {
+        let zone = zone
+            .parse::<Tz>()
+            .map_err(|_| format!("time_zone {zone:?} is not an IANA name"))?;
+        let spans = spans
+            .split(',')
+            .map(|s| {
+                let (from, to) = s
+                    .split_once('-')
+                    .ok_or_else(|| format!("window {s:?} is not HH:MM-HH:MM"))?;
+                Ok(Span {
+                    from: parse_clock("windows", from).map_err(|e| e.to_string())?,
+                    to: parse_clock("windows", to).map_err(|e| e.to_string())?,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        Ok(Self { zone, spans })
+    }
+
+    /// As requests give them, for replies.
+    pub fn to_json(&self) -> (Value, Value) {
+        let spans: Vec<Value> = self
+            .spans
+            .iter()
+            .map(|s| json!({"from": format_clock(s.from), "to": format_clock(s.to)}))
+            .collect();
+        (Value::Array(spans), json!(self.zone.name()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn windows(spans: &[(&str, &str)], zone: &str) -> Windows {
+        let v: Vec<Value> = spans.iter().map(|(f, t)| json!({"from": f, "to": t})).collect();
+        Windows::parse(("windows", &Value::Array(v)), Some(("time_zone", &json!(zone)))).unwrap()
+    }
+
+    fn utc(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn inside_stays_and_outside_moves_to_the_next_opening() {
+        let w = windows(&[("05:00", "07:00")], "UTC");
+        assert_eq!(w.next_open(utc("2026-03-02T05:30:00Z")), utc("2026-03-02T05:30:00Z"));
+        assert_eq!(w.next_open(utc("2026-03-02T04:59:59Z")), utc("2026-03-02T05:00:00Z"));
+        // `to` is exclusive: 07:00 is the next day's 05:00.
+        assert_eq!(w.next_open(utc("2026-03-02T07:00:00Z")), utc("2026-03-03T05:00:00Z"));
+    }
+
+    #[test]
+    fn a_window_wrapping_midnight_and_the_earliest_of_several_win() {
+        let w = windows(&[("22:00", "02:00"), ("12:00", "13:00")], "UTC");
+        assert!(w.contains(utc("2026-03-02T23:59:00Z")));
+        assert!(w.contains(utc("2026-03-03T01:59:00Z")));
+        assert!(!w.contains(utc("2026-03-03T02:00:00Z")));
+        assert_eq!(w.next_open(utc("2026-03-03T02:00:00Z")), utc("2026-03-03T12:00:00Z"));
+        assert_eq!(w.next_open(utc("2026-03-03T13:00:00Z")), utc("2026-03-03T22:00:00Z"));
+    }
+
+    #[test]
+    fn berlin_spring_forward_opens_when_the_gap_ends() {
+        // 2026-03-29: 02:00 CET jumps to 03:00 CEST (01:00 UTC); local 02:30 never happens.
+        let w = windows(&[("02:30", "04:00")], "Europe/Berlin");
+        assert_eq!(
+            w.next_open(utc("2026-03-28T23:00:00Z")),
+            utc("2026-03-29T01:00:00Z"),
+            "03:00 CEST"
+        );
+        // A window entirely inside the gap does not open that day: the next day's does.
+        let gap = windows(&[("02:00", "02:59")], "Europe/Berlin");
+        assert_eq!(
+            gap.next_open(utc("2026-03-28T23:00:00Z")),
+            utc("2026-03-30T00:00:00Z"),
+            "02:00 CEST next day"
+        );
+        // The day before and after: CET (UTC+1), then CEST (UTC+2).
+        let five = windows(&[("05:00", "07:00")], "Europe/Berlin");
+        assert_eq!(five.next_open(utc("2026-03-28T00:00:00Z")), utc("2026-03-28T04:00:00Z"));
+        assert_eq!(five.next_open(utc("2026-03-29T00:00:00Z")), utc("2026-03-29T03:00:00Z"));
+    }
+
+    #[test]
+    fn berlin_fall_back_opens_at_the_first_occurrence_and_holds_through_the_second() {
+        // 2026-10-25: 03:00 CEST falls back to 02:00 CET; local 02:30 happens at 00:30 and 01:30 UTC.
+        let w = windows(&[("02:30", "02:45")], "Europe/Berlin");
+        assert_eq!(w.next_open(utc("2026-10-24T22:00:00Z")), utc("2026-10-25T00:30:00Z"));
+        assert!(w.contains(utc("2026-10-25T00:40:00Z")), "first 02:40");
+        assert!(!w.contains(utc("2026-10-25T01:00:00Z")), "02:00 CET, between the two");
+        assert!(w.contains(utc("2026-10-25T01:40:00Z")), "second 02:40");
+        assert_eq!(
+            w.next_open(utc("2026-10-25T00:50:00Z")),
+            utc("2026-10-25T01:30:00Z"),
+            "the second 02:30"
+        );
+    }
+
+    #[test]
+    fn new_york_and_a_zone_without_dst() {
+        // 2026-03-08: 02:00 EST jumps to 03:00 EDT (07:00 UTC).
+        let ny = windows(&[("09:00", "17:00")], "America/New_York");
+        assert!(ny.contains(utc("2026-03-07T20:00:00Z")), "15:00 EST");
+        assert_eq!(
+            ny.next_open(utc("2026-03-07T23:00:00Z")),
+            utc("2026-03-08T13:00:00Z"),
+            "09:00 EDT"
+        );
+        let tokyo = windows(&[("09:00", "17:00")], "Asia/Tokyo");
+        assert_eq!(
+            tokyo.next_open(utc("2026-03-07T23:00:00Z")),
+            utc("2026-03-08T00:00:00Z")
+        );
+    }
+
+    #[test]
+    fn bad_windows_name_the_field() {
+        let cases = [
+            (json!("05:00-07:00"), None, "windows"),
+            (json!([]), None, "windows"),
+            (json!([{"from": "5:00", "to": "07:00"}]), None, "windows[0].from"),
+            (json!([{"from": "05:00", "to": "24:00"}]), None, "windows[0].to"),
+            (json!([{"from": "05:00"}]), None, "windows[0].to"),
+            (json!([{"from": "05:00", "to": "05:00"}]), None, "windows[0].to"),
+            (
+                json!([{"from": "05:00", "to": "06:00", "days": "mon"}]),
+                None,
+                "windows[0].days",
+            ),
+            (
+                json!([{"from": "05:00", "to": "06:00"}]),
+                Some(json!("Mars/Olympus")),
+                "time_zone",
+            ),
+            (json!([{"from": "05:00", "to": "06:00"}]), Some(json!(1)), "time_zone"),
+        ];
+        for (v, tz, field) in cases {
+            let e = Windows::parse(("windows", &v), tz.as_ref().map(|t| ("time_zone", t))).unwrap_err();
+            assert_eq!(e.field, field, "{v} {tz:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn stored_form_round_trips() {
+        let w = windows(&[("05:00", "07:00"), ("22:30", "01:15")], "Europe/Berlin");
+        let (spans, zone) = w.encode();
+        assert_eq!(spans, "05:00-07:00,22:30-01:15");
+        assert_eq!(Windows::decode(&spans, &zone).unwrap(), w);
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const ZONES: &[&str] = &[
+        "UTC",
+        "Europe/Berlin",
+        "America/New_York",
+        "Australia/Lord_Howe",
+        "Asia/Kolkata",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// The next opening is inside a window, never before `t`, and no minute between `t`
+        /// and it is inside one.
+        #[test]
+        fn next_open_is_the_first_instant_inside(
+            start in 1_767_225_600i64..1_830_297_600i64,
+            zone in 0..ZONES.len(),
+            spans in proptest::collection::vec((0u32..1440, 1u32..1440), 1..4),
+        ) {
+            let spans: Vec<Span> = spans.iter().map(|(from, len)| {
+                let to = (from + len) % 1440;
+                Span {
+                    from: NaiveTime::from_hms_opt(from / 60, from % 60, 0).unwrap(),
+                    to: NaiveTime::from_hms_opt(to / 60, to % 60, 0).unwrap(),
+                }
+            }).filter(|s| s.from != s.to).collect();
+            prop_assume!(!spans.is_empty());
+            let w = Windows { zone: ZONES[zone].parse().unwrap(), spans };
+            let t = DateTime::<Utc>::from_timestamp(start, 0).unwrap();
+            let open = w.next_open(t);
+            prop_assert!(open >= t);
+            prop_assert!(w.contains(open), "{open} not inside");
+            let mut m = t;
+            while m + TimeDelta::minutes(1) <= open {
+                prop_assert!(!w.contains(m), "{m} is inside, before {open}");
+                m += TimeDelta::minutes(1);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod flow_tests {
+    use crate::dispatch::Dispatcher;
+    use crate::ports::Clock;
+    use crate::service::{HandlerError, Waiter};
+    use crate::testing::*;
+    use crate::time::format_rfc3339;
+    use chrono::{DateTime, TimeDelta, Utc};
+    use serde_json::{json, Value};
+
+    type TestWaiter = Waiter<MemStore, FakeQueue, FakeClock>;
+
+    fn setup() -> (
+        TestWaiter,
+        Dispatcher<MemStore, FakeQueue, FakeClock>,
+        MemStore,
+        FakeQueue,
+        FakeClock,
+    ) {
+        let clock = FakeClock::default(); // 2026-12-01T09:00:00.123456Z
+        let store = MemStore::default();
+        let queue = FakeQueue::new(clock.clone());
+        let cfg = config("orders", &[("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_LOOKAHEAD", "0")]);
+        let w = Waiter::new(cfg.clone(), store.clone(), queue.clone(), clock.clone());
+        let d = Dispatcher::new(cfg, store.clone(), queue.clone(), clock.clone());
+        (w, d, store, queue, clock)
+    }
+
+    fn utc(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    async fn call(w: &TestWaiter, v: Value) -> Value {
+        w.handle(&v).await.unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_job_is_due_at_the_first_instant_inside_its_windows_and_shows_them() {
+        let (w, _, _, _, _) = setup();
+        let r = call(
+            &w,
+            json!({"queue": "orders", "job_id": "w", "message_body": "b", "perform_at": "2026-12-01T18:00:00Z",
+                   "windows": [{"from": "05:00", "to": "07:00"}, {"from": "22:00", "to": "23:00"}], "time_zone": "Europe/Berlin"}),
+        )
+        .await;
+        assert_eq!(r["perform_at"], "2026-12-01T21:00:00Z", "22:00 CET: {r}");
+        let got = call(&w, json!({"action": "get", "queue": "orders", "job_id": "w"})).await;
+        assert_eq!(got["perform_at"], "2026-12-01T21:00:00Z");
+        assert_eq!(got["time_zone"], "Europe/Berlin");
+        assert_eq!(got["windows"][1], json!({"from": "22:00", "to": "23:00"}));
+
+        // Spring forward in Berlin (2027-03-28): a 02:30 opening happens at 03:00 CEST.
+        let r = call(
+            &w,
+            json!({"queue": "orders", "job_id": "dst", "message_body": "b", "perform_at": "2027-03-27T23:00:00Z",
+                   "windows": [{"from": "02:30", "to": "04:00"}], "time_zone": "Europe/Berlin"}),
+        )
+        .await;
+        assert_eq!(r["perform_at"], "2027-03-28T01:00:00Z", "{r}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_job_found_outside_its_windows_is_moved_to_the_next_opening_not_sent() {
+        let (w, d, store, queue, clock) = setup();
+        // Window 09:00-09:01 UTC today; the job is due inside it.
+        let due = clock.now() + TimeDelta::seconds(10);
+        call(
+            &w,
+            json!({"queue": "orders", "job_id": "late", "message_body": "b", "perform_at": format_rfc3339(due),
+                   "windows": [{"from": "09:00", "to": "09:01"}]}),
+        )
+        .await;
+        // An outage: the first poller run comes at 09:05, outside the window.
+        tokio::time::sleep(std::time::Duration::from_secs(5 * 60)).await;
+        let s = d.run(clock.now() + TimeDelta::seconds(30)).await;
+        assert_eq!((s.dispatched, s.moved), (0, 1), "{s:?}");
+        assert!(queue.sent().is_empty(), "not sent outside its windows");
+        let got = call(&w, json!({"action": "get", "queue": "orders", "job_id": "late"})).await;
+        assert_eq!(got["perform_at"], "2026-12-02T09:00:00Z", "{got}");
+        assert_eq!(got["version"], 2);
+        assert_eq!(store.len(), 1);
+        // Sent at the next opening.
+        clock.sleep_until(utc("2026-12-02T09:00:00Z")).await;
+        let s = d.run(clock.now() + TimeDelta::seconds(30)).await;
+        assert_eq!(s.dispatched, 1, "{s:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn reschedule_keeps_replaces_or_clears_windows_and_expiry_must_allow_an_opening() {
+        let (w, _, _, _, _) = setup();
+        call(
+            &w,
+            json!({"queue": "orders", "job_id": "r", "message_body": "b", "perform_at": "2026-12-01T12:00:00Z",
+                   "windows": [{"from": "05:00", "to": "07:00"}]}),
+        )
+        .await;
+        let r = call(
+            &w,
+            json!({"action": "reschedule", "queue": "orders", "job_id": "r", "perform_at": "2026-12-03T12:00:00Z"}),
+        )
+        .await;
+        assert_eq!(r["perform_at"], "2026-12-04T05:00:00Z", "kept windows: {r}");
+        let r = call(
+            &w,
+            json!({"action": "reschedule", "queue": "orders", "job_id": "r", "perform_at": "2026-12-03T12:00:00Z",
+                   "windows": [{"from": "20:00", "to": "21:00"}], "time_zone": "America/New_York"}),
+        )
+        .await;
+        assert_eq!(r["perform_at"], "2026-12-04T01:00:00Z", "20:00 EST: {r}");
+        let r = call(
+            &w,
+            json!({"action": "reschedule", "queue": "orders", "job_id": "r", "perform_at": "2026-12-03T12:00:00Z", "windows": null}),
+        )
+        .await;
+        assert_eq!(r["perform_at"], "2026-12-03T12:00:00Z", "cleared: {r}");
+
+        let refused = w
+            .handle(
+                &json!({"queue": "orders", "message_body": "b", "perform_at": "2026-12-01T12:00:00Z",
+                            "expires_at": "2026-12-01T18:00:00Z", "windows": [{"from": "05:00", "to": "07:00"}]}),
+            )
+            .await;
+        match refused {
+            Err(HandlerError::Invalid(e)) => assert_eq!(e.field, "expires_at", "{e}"),
+            other => panic!("{other:?}"),
+        }
+        for (request, field) in [
+            (
+                json!({"queue": "orders", "message_body": "b", "time_zone": "UTC"}),
+                "time_zone",
+            ),
+            (
+                json!({"queue": "orders", "message_body": "b", "windows": [{"from": "25:00", "to": "07:00"}]}),
+                "windows[0].from",
+            ),
+            (
+                json!({"queue": "orders", "message_body": "b", "windows": [{"from": "05:00", "to": "07:00"}], "time_zone": "CEST+2"}),
+                "time_zone",
+            ),
+        ] {
+            match w.handle(&request).await {
+                Err(HandlerError::Invalid(e)) => assert_eq!(e.field, field, "{request}: {e}"),
+                other => panic!("{request}: {other:?}"),
+            }
+        }
+    }
+}
