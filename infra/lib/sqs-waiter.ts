@@ -51,6 +51,12 @@ export interface SqsWaiterProps {
   readonly directMaxDelay?: Duration;
   /** How long a poller run may hold FIFO jobs that fall due during it. @default 0 */
   readonly fifoHold?: Duration;
+  /**
+   * Days a job that left the table stays known to `get` and to idempotency (0 turns history
+   * off). History records are removed by the tables' TTL on `purge_at`.
+   * @default 7
+   */
+  readonly historyDays?: number;
   /** @default 70 s; keep it above fifoHold + 5 s */
   readonly pollerTimeout?: Duration;
   /** @default ARM_64 */
@@ -148,6 +154,7 @@ export class SqsWaiter extends Construct {
       WAITER_LOOKAHEAD: String((props.lookahead ?? Duration.seconds(120)).toSeconds()),
       WAITER_DIRECT_MAX_DELAY: String((props.directMaxDelay ?? Duration.seconds(900)).toSeconds()),
       WAITER_FIFO_HOLD: String((props.fifoHold ?? Duration.seconds(0)).toSeconds()),
+      WAITER_HISTORY_DAYS: String(historyDays(props.historyDays)),
       RUST_LOG: props.logLevel ?? lambda.ApplicationLogLevel.INFO,
     };
     const common = {
@@ -418,4 +425,13 @@ export class SqsWaiter extends Construct {
     );
     return { role, logGroup };
   }
+}
+
+/** `historyDays` as the functions read it: a whole number of days, 0 to 365. */
+function historyDays(days: number | undefined): number {
+  const d = days ?? 7;
+  if (!Number.isInteger(d) || d < 0 || d > 365) {
+    throw new Error(`SqsWaiter: historyDays must be a whole number from 0 to 365, got ${d}`);
+  }
+  return d;
 }

@@ -364,8 +364,8 @@ class Rehearsal:
             check(c.get("Runtime") == "provided.al2023" and c.get("Handler") == "bootstrap",
                   f"{stack}: {logical} on provided.al2023")
             check(env.get("WAITER_QUEUES") == ",".join(queues) and env.get("WAITER_TABLE_PREFIX") == prefix
-                  and env.get("RUST_LOG") == "INFO",
-                  f"{stack}: {logical} environment WAITER_QUEUES={','.join(queues)}, WAITER_TABLE_PREFIX={prefix}, RUST_LOG=INFO")
+                  and env.get("RUST_LOG") == "INFO" and env.get("WAITER_HISTORY_DAYS") == "7",
+                  f"{stack}: {logical} environment WAITER_QUEUES={','.join(queues)}, WAITER_TABLE_PREFIX={prefix}, RUST_LOG=INFO, WAITER_HISTORY_DAYS=7")
             lc = c.get("LoggingConfig", {})
             check(lc.get("LogGroup") == log_groups.get(group) and lc.get("LogFormat") == "JSON"
                   and lc.get("ApplicationLogLevel") == "TRACE",

@@ -453,6 +453,8 @@ pub fn binary_sizes(profile: Profile) -> Vec<BinarySize> {
 #[derive(Debug, Clone, Serialize)]
 pub struct ApiEfficiency {
     pub jobs: usize,
+    /// `WAITER_HISTORY_DAYS` of the run (0: history off).
+    pub history_days: u32,
     pub calls: std::collections::BTreeMap<String, usize>,
     /// 1 PutItem per job, 1 SendMessageBatch per 10, 1 BatchWriteItem per 25, plus the Query pages read.
     pub floor: usize,
@@ -468,12 +470,13 @@ pub struct ApiEfficiency {
 
 /// Counts every AWS call per operation (through the proxy, faults off) for `jobs` long-delay
 /// jobs, end to end: enqueue in batches of 100, then poller runs until the table is empty.
-pub async fn api_efficiency(jobs: usize, shards: u32, profile: Profile) -> ApiEfficiency {
+pub async fn api_efficiency(jobs: usize, shards: u32, history_days: u32, profile: Profile) -> ApiEfficiency {
     let emu = Emulator::start().await;
     let url = emu.create_queue("orders").await;
     emu.create_table("orders").await;
     let proxy = crate::proxy::FaultProxy::start(&emu.endpoint, 0, 0.0).await;
     let shards_s = shards.to_string();
+    let history_s = history_days.to_string();
     let env = emu.function_env_via(
         &proxy.endpoint,
         &[
@@ -481,6 +484,7 @@ pub async fn api_efficiency(jobs: usize, shards: u32, profile: Profile) -> ApiEf
             ("WAITER_DIRECT_MAX_DELAY", "0"),
             ("WAITER_LOOKAHEAD", "0"),
             ("WAITER_SHARDS", &shards_s),
+            ("WAITER_HISTORY_DAYS", &history_s),
             ("RUST_LOG", "warn"),
         ],
     );
@@ -553,6 +557,7 @@ pub async fn api_efficiency(jobs: usize, shards: u32, profile: Profile) -> ApiEf
     cost.insert("eventbridge_scheduler_reference".into(), 1.00);
     ApiEfficiency {
         jobs,
+        history_days,
         lease_calls: calls["UpdateItem"] + calls["DeleteItem"],
         calls,
         floor,

@@ -34,7 +34,7 @@ async fn cold_start_api_and_enqueue_benches_run() {
         assert!(r.init_ms.is_finite() && r.init_ms > 0.0, "{r:?}");
         assert!(r.peak_rss_mib.is_finite() && r.peak_rss_mib > 0.0, "{r:?}");
     }
-    let api = e2e::bench::api_efficiency(30, 2, Profile::Debug).await;
+    let api = e2e::bench::api_efficiency(30, 2, 7, Profile::Debug).await;
     assert_eq!(api.calls["PutItem"], 30, "{api:?}");
     // One batch of up to 10 per shard's share of the jobs, as they fall by the shard rule.
     let mut per_shard = [0usize; 2];

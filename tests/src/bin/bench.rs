@@ -119,27 +119,31 @@ async fn main() {
     }
     if all || what == "api" {
         let jobs = if quick { 200 } else { 1000 };
-        let r = api_efficiency(jobs, 4, profile).await;
-        println!(
-            "API calls for {} long-delay jobs end to end (4 shards, {} poller runs), counted at a proxy:",
-            r.jobs, r.poller_runs
-        );
-        for (op, n) in &r.calls {
-            println!("  {op:<18} {n:>6}");
+        let mut rows = Vec::new();
+        for history_days in [7, 0] {
+            let r = api_efficiency(jobs, 4, history_days, profile).await;
+            println!(
+                "API calls for {} long-delay jobs end to end (4 shards, {} poller runs, WAITER_HISTORY_DAYS={}), counted at a proxy:",
+                r.jobs, r.poller_runs, r.history_days
+            );
+            for (op, n) in &r.calls {
+                println!("  {op:<18} {n:>6}");
+            }
+            println!(
+                "  data calls {} vs floor {} (1 PutItem/job, 1 SendMessageBatch/10, 1 BatchWriteItem/25, 1 BatchGetItem/100, + Query pages): {:.3}x",
+                r.data_calls, r.floor, r.ratio_to_floor
+            );
+            println!(
+                "  plus {} lease and shard-count writes (UpdateItem + DeleteItem per partition, and per queue, per run; not per job)",
+                r.lease_calls
+            );
+            println!("  cost per million jobs, USD, on-demand:");
+            for (k, v) in &r.cost_per_million {
+                println!("    {k:<40} {v:>8.3}");
+            }
+            rows.push(r);
         }
-        println!(
-            "  data calls {} vs floor {} (1 PutItem/job, 1 SendMessageBatch/10, 1 BatchWriteItem/25, 1 BatchGetItem/100, + Query pages): {:.3}x",
-            r.data_calls, r.floor, r.ratio_to_floor
-        );
-        println!(
-            "  plus {} lease and shard-count writes (UpdateItem + DeleteItem per partition, and per queue, per run; not per job)",
-            r.lease_calls
-        );
-        println!("  cost per million jobs, USD, on-demand:");
-        for (k, v) in &r.cost_per_million {
-            println!("    {k:<40} {v:>8.3}");
-        }
-        println!("written to {}\n", write_json("api.json", &r).display());
+        println!("written to {}\n", write_json("api.json", &rows).display());
     }
     if all || what == "enqueue" {
         let jobs = if quick { 500 } else { 2000 };
