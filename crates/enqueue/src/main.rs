@@ -3,8 +3,8 @@
 use lambda_runtime::{run, service_fn, Diagnostic, Error, LambdaEvent};
 use serde_json::Value;
 use waiter::aws::{Adapters, DynamoStore, SqsQueue};
-use waiter::job::Payload;
 use waiter::ports::SystemClock;
+use waiter::request::Payload;
 use waiter::{metrics, Waiter};
 
 type App = Waiter<DynamoStore, SqsQueue, SystemClock>;

@@ -6,7 +6,7 @@ use tracing::info;
 
 use crate::config::{Config, QueueName};
 use crate::error::InvalidRequest;
-use crate::job::{kind, parse_job_id, take_queue, Fields, MAX_PAGE_LIMIT};
+use crate::fields::{kind, parse_job_id, take_queue, Fields, MAX_PAGE_LIMIT};
 use crate::manage::{parse_selection, position, ListQuery};
 use crate::ports::{CancelOutcome, Clock, JobStore, MessageQueue};
 use crate::service::{HandlerError, Waiter};

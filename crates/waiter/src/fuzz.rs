@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 
 use crate::aws::dynamo::{decode, encode};
 use crate::config::Config;
-use crate::job::{parse_request, Request};
 use crate::ports::{Partition, StoredJob};
+use crate::request::{parse_request, Request};
 
 const FIELDS: &[&str] = &[
     "queue",

@@ -1,19 +1,22 @@
 //! sqs-waiter: schedule SQS messages beyond the 900-second `DelaySeconds` limit.
 //!
-//! The domain (`job`, `routing`, `service`, `dispatch`) talks to storage and queues only through
+//! The domain (`job`, `request`, `routing`, `service`, `manage`, `dispatch`) talks to storage and queues only through
 //! the traits in `ports`; `aws` implements them with DynamoDB and SQS.
 
+pub mod attributes;
 pub mod aws;
 pub mod bulk;
 pub mod config;
 pub mod cursor;
 pub mod dispatch;
 pub mod error;
+pub mod fields;
 pub mod job;
 pub mod limits;
 pub mod manage;
 pub mod metrics;
 pub mod ports;
+pub mod request;
 pub mod routing;
 pub mod service;
 pub mod stats;

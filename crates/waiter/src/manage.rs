@@ -10,10 +10,11 @@ use crate::config::{Config, QueueName};
 use crate::cursor;
 use crate::dispatch::Dispatcher;
 use crate::error::{InvalidRequest, PortError};
-use crate::job::{
+use crate::fields::{
     check_expiry, check_message_size, kind, parse_job_id, parse_time_value, take_expires_at, take_job_id,
-    take_message_attributes, take_message_body, take_page, take_queue, take_when, take_windows, Attributes, Fields,
+    take_message_attributes, take_message_body, take_page, take_queue, take_when, take_windows, Fields,
 };
+use crate::job::Attributes;
 use crate::limits::DDB_MAX_ITEM_BYTES;
 use crate::ports::{Clock, JobStore, MessageQueue, Partition, ReplaceOutcome, StoredJob};
 use crate::service::{describe, HandlerError, Waiter};

@@ -13,12 +13,13 @@ use tracing::{info, warn};
 use crate::config::{Config, QueueName};
 use crate::cursor;
 use crate::error::{display_chain, InvalidRequest, PortError};
-use crate::job::{parse_request, AttributeData, Job, RedriveTarget, Request};
+use crate::job::{AttributeData, Job};
 use crate::limits::DDB_MAX_ITEM_BYTES;
 use crate::ports::{
     CancelOutcome, Clock, Found, History, HistoryStatus, JobKey, JobStore, MessageQueue, OutgoingMessage, Partition,
     PutOutcome, StoredJob,
 };
+use crate::request::{parse_request, RedriveTarget, Request};
 use crate::routing::{aligned_send_instant, delay_for, route, shard_for, Route};
 use crate::time::{format_epoch, format_rfc3339};
 

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::config::{Config, QueueName};
 use crate::error::{InvalidRequest, PortError};
-use crate::job::{take_queue, Fields};
+use crate::fields::{take_queue, Fields};
 use crate::ports::{Clock, JobStore, MessageQueue, Partition};
 use crate::service::{HandlerError, Waiter};
 use crate::time::{ceil_to_micros, format_rfc3339, max_time};
