@@ -776,7 +776,7 @@ async fn load_due_items(ddb: &aws_sdk_dynamodb::Client, table: &str, jobs: usize
                 version: 1,
             };
             let put = PutRequest::builder()
-                .set_item(Some(waiter::aws::dynamo::encode(&job)))
+                .set_item(Some(waiter::aws::codec::encode(&job)))
                 .build()
                 .expect("put");
             WriteRequest::builder().put_request(put).build()

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 
-use crate::aws::dynamo::{decode, encode};
+use crate::aws::codec::{decode, encode};
 use crate::config::Config;
 use crate::ports::{Partition, StoredJob};
 use crate::request::{parse_request, Request};

@@ -13,7 +13,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, Delete, DeleteRequest, KeysAndAttributes, Put, PutRequest, ReturnValue,
     ReturnValuesOnConditionCheckFailure, Select, TransactWriteItem, WriteRequest,
@@ -25,49 +24,14 @@ use futures::StreamExt;
 use tracing::error;
 
 use super::classify;
+use super::codec::*;
 use crate::config::{Config, QueueName};
 use crate::error::PortError;
-use crate::job::{AttributeData, Attributes, Job, MessageAttribute};
 use crate::limits::{DDB_MAX_BATCH_GET_KEYS, DDB_MAX_BATCH_WRITE_ITEMS};
 use crate::ports::{
-    CancelOutcome, Found, History, HistoryStatus, JobKey, JobStore, Lease, LeaseOutcome, Page, ParkInfo, Partition,
-    PutOutcome, ReplaceOutcome, Retired, StoredJob,
+    CancelOutcome, Found, History, JobKey, JobStore, Lease, LeaseOutcome, Page, ParkInfo, Partition, PutOutcome,
+    ReplaceOutcome, Retired, StoredJob,
 };
-use crate::time::{format_epoch, parse_epoch_decimal};
-
-pub const INDEX_NAME: &str = "scheduler-perform_at-index";
-
-pub const A_SCHEDULER: &str = "scheduler";
-pub const A_JOB_ID: &str = "job_id";
-pub const A_PERFORM_AT: &str = "perform_at";
-pub const A_MESSAGE_BODY: &str = "message_body";
-pub const A_MESSAGE_ATTRIBUTES: &str = "message_attributes";
-pub const A_EXPIRES_AT: &str = "expires_at";
-pub const A_GROUP_ID: &str = "message_group_id";
-pub const A_DEDUP_ID: &str = "message_deduplication_id";
-pub const A_ENQUEUED_AT: &str = "enqueued_at";
-pub const A_PARKED_AT: &str = "parked_at";
-pub const A_PARK_CODE: &str = "park_code";
-pub const A_PARK_MESSAGE: &str = "park_message";
-pub const A_VERSION: &str = "version";
-pub const A_WINDOWS: &str = "windows";
-pub const A_TIME_ZONE: &str = "time_zone";
-/// History records (README "History"): no `perform_at`, so never in the due index.
-pub const A_HISTORY: &str = "history";
-pub const A_LEFT_AT: &str = "left_at";
-pub const A_MESSAGE_ID: &str = "message_id";
-pub const A_SCHEDULED_FOR: &str = "scheduled_for";
-/// The table's TTL attribute (epoch seconds), set on history records only.
-pub const A_PURGE_AT: &str = "purge_at";
-const A_SHARD_COUNTS: &str = "shard_counts";
-const META_SORT_KEY: &str = "shards";
-const A_DATA_TYPE: &str = "data_type";
-const A_STRING_VALUE: &str = "string_value";
-const A_BINARY_VALUE: &str = "binary_value";
-const A_LEASE_OWNER: &str = "lease_owner";
-const A_LEASE_UNTIL: &str = "lease_until";
-const A_LEASE_HORIZON: &str = "lease_horizon";
-const LEASE_SORT_KEY: &str = "lease";
 
 /// Transaction cancellation reasons that a retry can clear.
 /// <https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html>
@@ -79,47 +43,6 @@ const RETRYABLE_CANCELLATION_REASONS: &[&str] = &[
 
 /// Attempts at items DynamoDB left unprocessed before giving up (they stay for the next run).
 const UNPROCESSED_ATTEMPTS: u32 = 8;
-
-type Item = HashMap<String, AttributeValue>;
-
-pub fn partition_key(queue: &QueueName, partition: &Partition) -> String {
-    match partition {
-        Partition::Shard(n) => format!("{queue}#{n}"),
-        Partition::Parked => format!("{queue}#parked"),
-    }
-}
-
-fn lease_key(queue: &QueueName, shard: u32) -> Item {
-    HashMap::from([
-        (
-            A_SCHEDULER.to_owned(),
-            AttributeValue::S(format!("{queue}#lease#{shard}")),
-        ),
-        (A_JOB_ID.to_owned(), AttributeValue::S(LEASE_SORT_KEY.to_owned())),
-    ])
-}
-
-fn meta_key(queue: &QueueName) -> Item {
-    HashMap::from([
-        (A_SCHEDULER.to_owned(), AttributeValue::S(format!("{queue}#meta"))),
-        (A_JOB_ID.to_owned(), AttributeValue::S(META_SORT_KEY.to_owned())),
-    ])
-}
-
-fn decode_lease(item: &Item) -> Option<Lease> {
-    let t = |name: &str| match item.get(name) {
-        Some(AttributeValue::N(v)) => parse_epoch_decimal(v),
-        _ => None,
-    };
-    Some(Lease {
-        owner: match item.get(A_LEASE_OWNER) {
-            Some(AttributeValue::S(o)) => o.clone(),
-            _ => return None,
-        },
-        until: t(A_LEASE_UNTIL)?,
-        horizon: t(A_LEASE_HORIZON)?,
-    })
-}
 
 /// The check that no poller's lease item covers a job due at `perform_at`. The lease's `until`
 /// does not matter: a run that could not remove what it sent keeps its lease item, so a job
@@ -177,237 +100,6 @@ fn transaction_failure(
         TransactionFailure::Retryable
     } else {
         TransactionFailure::Other
-    }
-}
-
-fn key(queue: &QueueName, k: &JobKey) -> Item {
-    HashMap::from([
-        (
-            A_SCHEDULER.to_owned(),
-            AttributeValue::S(partition_key(queue, &k.partition)),
-        ),
-        (A_JOB_ID.to_owned(), AttributeValue::S(k.job_id.clone())),
-    ])
-}
-
-fn n(t: DateTime<Utc>) -> AttributeValue {
-    AttributeValue::N(format_epoch(t))
-}
-
-/// The one item codec: job to item.
-pub fn encode(s: &StoredJob) -> Item {
-    let job = &s.job;
-    let mut item = key(&job.queue, &s.key());
-    item.insert(A_PERFORM_AT.into(), n(job.perform_at));
-    item.insert(A_MESSAGE_BODY.into(), AttributeValue::S(job.message_body.clone()));
-    item.insert(A_ENQUEUED_AT.into(), n(s.enqueued_at));
-    item.insert(A_VERSION.into(), AttributeValue::N(s.version.to_string()));
-    if !job.message_attributes.is_empty() {
-        let attrs = job
-            .message_attributes
-            .iter()
-            .map(|(name, a)| {
-                let mut m = HashMap::from([(A_DATA_TYPE.to_owned(), AttributeValue::S(a.data_type.clone()))]);
-                match &a.data {
-                    AttributeData::String(v) => m.insert(A_STRING_VALUE.into(), AttributeValue::S(v.clone())),
-                    AttributeData::Binary(v) => {
-                        m.insert(A_BINARY_VALUE.into(), AttributeValue::B(Blob::new(v.clone())))
-                    }
-                };
-                (name.clone(), AttributeValue::M(m))
-            })
-            .collect();
-        item.insert(A_MESSAGE_ATTRIBUTES.into(), AttributeValue::M(attrs));
-    }
-    if let Some(e) = job.expires_at {
-        item.insert(A_EXPIRES_AT.into(), n(e));
-    }
-    if let Some(g) = &job.message_group_id {
-        item.insert(A_GROUP_ID.into(), AttributeValue::S(g.clone()));
-    }
-    if let Some(d) = &job.message_deduplication_id {
-        item.insert(A_DEDUP_ID.into(), AttributeValue::S(d.clone()));
-    }
-    if let Some(w) = &job.windows {
-        let (spans, zone) = w.encode();
-        item.insert(A_WINDOWS.into(), AttributeValue::S(spans));
-        item.insert(A_TIME_ZONE.into(), AttributeValue::S(zone));
-    }
-    if let Some(p) = &s.parked {
-        item.insert(A_PARKED_AT.into(), n(p.parked_at));
-        item.insert(A_PARK_CODE.into(), AttributeValue::S(p.code.clone()));
-        item.insert(A_PARK_MESSAGE.into(), AttributeValue::S(p.message.clone()));
-    }
-    item
-}
-
-/// The one item codec: item to job. Errors name the attribute.
-pub fn decode(queue: &QueueName, item: &Item) -> Result<StoredJob, String> {
-    let s = |name: &str| -> Result<Option<String>, String> {
-        match item.get(name) {
-            None => Ok(None),
-            Some(AttributeValue::S(v)) => Ok(Some(v.clone())),
-            Some(_) => Err(format!("{name} is not a string")),
-        }
-    };
-    let t = |name: &str| -> Result<Option<DateTime<Utc>>, String> {
-        match item.get(name) {
-            None => Ok(None),
-            Some(AttributeValue::N(v)) => parse_epoch_decimal(v)
-                .map(Some)
-                .ok_or_else(|| format!("{name} is not epoch seconds: {v}")),
-            Some(_) => Err(format!("{name} is not a number")),
-        }
-    };
-    let partition = decode_partition(queue, item)?;
-    let mut message_attributes = Attributes::new();
-    match item.get(A_MESSAGE_ATTRIBUTES) {
-        None => {}
-        Some(AttributeValue::M(m)) => {
-            for (name, v) in m {
-                let AttributeValue::M(a) = v else {
-                    return Err(format!("message_attributes.{name} is not a map"));
-                };
-                let data_type = match a.get(A_DATA_TYPE) {
-                    Some(AttributeValue::S(d)) => d.clone(),
-                    _ => return Err(format!("message_attributes.{name}.data_type is missing")),
-                };
-                let data = match (a.get(A_STRING_VALUE), a.get(A_BINARY_VALUE)) {
-                    (Some(AttributeValue::S(v)), None) => AttributeData::String(v.clone()),
-                    (None, Some(AttributeValue::B(b))) => AttributeData::Binary(b.clone().into_inner()),
-                    _ => return Err(format!("message_attributes.{name} holds no single value")),
-                };
-                message_attributes.insert(name.clone(), MessageAttribute { data_type, data });
-            }
-        }
-        Some(_) => return Err("message_attributes is not a map".into()),
-    }
-    let parked = match t(A_PARKED_AT)? {
-        Some(parked_at) => Some(ParkInfo {
-            parked_at,
-            code: s(A_PARK_CODE)?.unwrap_or_default(),
-            message: s(A_PARK_MESSAGE)?.unwrap_or_default(),
-        }),
-        None => None,
-    };
-    let perform_at = t(A_PERFORM_AT)?.ok_or("perform_at is missing")?;
-    Ok(StoredJob {
-        job: Job {
-            queue: queue.clone(),
-            job_id: s(A_JOB_ID)?.ok_or("job_id is missing")?,
-            job_id_given: true,
-            message_body: s(A_MESSAGE_BODY)?.ok_or("message_body is missing")?,
-            message_attributes,
-            perform_at,
-            expires_at: t(A_EXPIRES_AT)?,
-            message_group_id: s(A_GROUP_ID)?,
-            message_deduplication_id: s(A_DEDUP_ID)?,
-            windows: match (s(A_WINDOWS)?, s(A_TIME_ZONE)?) {
-                (Some(spans), Some(zone)) => Some(crate::windows::Windows::decode(&spans, &zone)?),
-                (None, None) => None,
-                _ => return Err("windows and time_zone go together".into()),
-            },
-        },
-        partition,
-        enqueued_at: t(A_ENQUEUED_AT)?.unwrap_or(perform_at),
-        parked,
-        version: match item.get(A_VERSION) {
-            None => 1,
-            Some(AttributeValue::N(v)) => v.parse().map_err(|_| format!("version is not a whole number: {v}"))?,
-            Some(_) => return Err("version is not a number".into()),
-        },
-    })
-}
-
-/// History record to item: the job's key, no message, and `purge_at` for DynamoDB's TTL.
-pub fn encode_history(h: &History) -> Item {
-    let mut item = key(
-        &h.queue,
-        &JobKey {
-            partition: h.partition.clone(),
-            job_id: h.job_id.clone(),
-        },
-    );
-    item.insert(A_HISTORY.into(), AttributeValue::S(h.status.as_str().to_owned()));
-    item.insert(A_LEFT_AT.into(), n(h.at));
-    item.insert(A_SCHEDULED_FOR.into(), n(h.perform_at));
-    item.insert(A_VERSION.into(), AttributeValue::N(h.version.to_string()));
-    // TTL reads whole epoch seconds.
-    item.insert(A_PURGE_AT.into(), AttributeValue::N(h.purge_at.timestamp().to_string()));
-    if let Some(m) = &h.message_id {
-        item.insert(A_MESSAGE_ID.into(), AttributeValue::S(m.clone()));
-    }
-    item
-}
-
-/// Item to job or history record.
-pub fn decode_any(queue: &QueueName, item: &Item) -> Result<Found, String> {
-    let Some(status) = item.get(A_HISTORY) else {
-        return decode(queue, item).map(Found::Job);
-    };
-    let status = match status {
-        AttributeValue::S(s) if s == "dispatched" => HistoryStatus::Dispatched,
-        AttributeValue::S(s) if s == "cancelled" => HistoryStatus::Cancelled,
-        AttributeValue::S(s) if s == "expired" => HistoryStatus::Expired,
-        other => return Err(format!("history is not a known status: {other:?}")),
-    };
-    let t = |name: &str| match item.get(name) {
-        Some(AttributeValue::N(v)) => parse_epoch_decimal(v).ok_or_else(|| format!("{name} is not epoch seconds: {v}")),
-        _ => Err(format!("{name} is missing or not a number")),
-    };
-    Ok(Found::History(History {
-        queue: queue.clone(),
-        partition: decode_partition(queue, item)?,
-        job_id: match item.get(A_JOB_ID) {
-            Some(AttributeValue::S(id)) => id.clone(),
-            _ => return Err("job_id is missing".into()),
-        },
-        status,
-        at: t(A_LEFT_AT)?,
-        message_id: match item.get(A_MESSAGE_ID) {
-            Some(AttributeValue::S(m)) => Some(m.clone()),
-            _ => None,
-        },
-        perform_at: t(A_SCHEDULED_FOR)?,
-        version: match item.get(A_VERSION) {
-            Some(AttributeValue::N(v)) => v.parse().map_err(|_| format!("version is not a whole number: {v}"))?,
-            _ => 1,
-        },
-        purge_at: t(A_PURGE_AT)?,
-    }))
-}
-
-fn decode_partition(queue: &QueueName, item: &Item) -> Result<Partition, String> {
-    let scheduler = match item.get(A_SCHEDULER) {
-        Some(AttributeValue::S(v)) => v,
-        _ => return Err("scheduler is missing or not a string".into()),
-    };
-    let rest = scheduler
-        .strip_prefix(queue.as_str())
-        .and_then(|r| r.strip_prefix('#'))
-        .ok_or_else(|| format!("scheduler {scheduler:?} does not belong to queue {queue}"))?;
-    Ok(match rest {
-        "parked" => Partition::Parked,
-        n => Partition::Shard(
-            n.parse()
-                .map_err(|_| format!("scheduler {scheduler:?} names no shard"))?,
-        ),
-    })
-}
-
-/// Item size as DynamoDB counts it (names plus values), rounded up where DynamoDB's own rule is
-/// finer, so an item we accept is never refused.
-pub fn item_size(item: &Item) -> usize {
-    item.iter().map(|(k, v)| k.len() + value_size(v)).sum()
-}
-
-fn value_size(v: &AttributeValue) -> usize {
-    match v {
-        AttributeValue::S(s) | AttributeValue::N(s) => s.len() + 1,
-        AttributeValue::B(b) => b.as_ref().len(),
-        AttributeValue::M(m) => 3 + m.iter().map(|(k, v)| k.len() + value_size(v) + 1).sum::<usize>(),
-        AttributeValue::L(l) => 3 + l.iter().map(|v| value_size(v) + 1).sum::<usize>(),
-        _ => 1,
     }
 }
 

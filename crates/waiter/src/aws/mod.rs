@@ -1,5 +1,6 @@
 //! Adapters for DynamoDB and SQS. Only this module sees SDK and `AttributeValue` types.
 
+pub mod codec;
 pub mod dynamo;
 pub mod sqs;
 
