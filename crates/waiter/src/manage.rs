@@ -17,7 +17,8 @@ use crate::fields::{
 use crate::job::Attributes;
 use crate::limits::DDB_MAX_ITEM_BYTES;
 use crate::ports::{Clock, JobStore, MessageQueue, Partition, ReplaceOutcome, StoredJob};
-use crate::service::{describe, HandlerError, Waiter};
+use crate::reply::describe;
+use crate::service::{HandlerError, Waiter};
 use crate::time::{format_epoch, format_rfc3339, max_time, parse_epoch_decimal};
 use crate::windows::Windows;
 

@@ -1,27 +1,26 @@
-//! The `enqueue` function's logic: enqueue one or many jobs, get, cancel, list and re-drive parked
-//! jobs.
+//! The `enqueue` function's logic: its entry point for every action, and enqueue, get and cancel.
+//! The other actions live in `manage`, `bulk`, `stats` and `parked`; replies in `reply`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use futures::future::join_all;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use tokio::sync::{OnceCell, Semaphore};
 use tracing::{info, warn};
 
 use crate::config::{Config, QueueName};
-use crate::cursor;
 use crate::error::{display_chain, InvalidRequest, PortError};
-use crate::job::{AttributeData, Job};
+use crate::job::Job;
 use crate::limits::DDB_MAX_ITEM_BYTES;
 use crate::ports::{
     CancelOutcome, Clock, Found, History, HistoryStatus, JobKey, JobStore, MessageQueue, OutgoingMessage, Partition,
     PutOutcome, StoredJob,
 };
-use crate::request::{parse_request, RedriveTarget, Request};
+use crate::reply::{describe, describe_history, duplicate, error_result, reply, reply_for_job};
+use crate::request::{parse_request, Request};
 use crate::routing::{aligned_send_instant, delay_for, route, shard_for, Route};
-use crate::time::{format_epoch, format_rfc3339};
 
 /// Jobs of one batch worked at once.
 const BATCH_PARALLELISM: usize = 16;
@@ -382,245 +381,21 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         info!(queue = %queue, job_id, status, "cancel");
         Ok(json!({"status": status, "queue": queue.as_str(), "job_id": job_id}))
     }
-
-    async fn parked_page(
-        &self,
-        queue: &QueueName,
-        limit: usize,
-        cursor: Option<&str>,
-    ) -> Result<(Vec<StoredJob>, Option<String>), HandlerError> {
-        let after = cursor.map(|c| cursor::decode(queue, PARKED_LISTING, c)).transpose()?;
-        let page = self.store.parked(queue, limit, after.as_deref()).await?;
-        let next = page.next.map(|after| cursor::encode(queue, PARKED_LISTING, &after));
-        Ok((page.items, next))
-    }
-
-    async fn list_parked(&self, queue: &QueueName, limit: usize, cursor: Option<&str>) -> Result<Value, HandlerError> {
-        let (jobs, next) = self.parked_page(queue, limit, cursor).await?;
-        let jobs: Vec<Value> = jobs.iter().map(describe).collect();
-        Ok(json!({"queue": queue.as_str(), "count": jobs.len(), "jobs": jobs, "cursor": next}))
-    }
-
-    async fn redrive(&self, queue: &QueueName, target: RedriveTarget) -> Result<Value, HandlerError> {
-        match target {
-            RedriveTarget::One(job_id) => {
-                let parked = self.store.find(queue, &job_id, &[Partition::Parked]).await?;
-                self.redrive_one(queue, &job_id, parked).await
-            }
-            RedriveTarget::Many(ids) => {
-                let keys: Vec<JobKey> = ids
-                    .iter()
-                    .map(|id| JobKey {
-                        partition: Partition::Parked,
-                        job_id: id.clone(),
-                    })
-                    .collect();
-                let mut found: HashMap<String, StoredJob> = self
-                    .store
-                    .read(queue, &keys)
-                    .await?
-                    .into_iter()
-                    .map(|j| (j.job.job_id.clone(), j))
-                    .collect();
-                let mut results = Vec::with_capacity(ids.len());
-                for id in ids {
-                    let parked = found.remove(&id);
-                    results.push(
-                        self.redrive_one(queue, &id, parked)
-                            .await
-                            .unwrap_or_else(|e| error_result(&e)),
-                    );
-                }
-                Ok(json!({"queue": queue.as_str(), "results": results}))
-            }
-            RedriveTarget::All { limit, cursor } => {
-                let (jobs, next) = self.parked_page(queue, limit, cursor.as_deref()).await?;
-                let (mut redriven, mut duplicates) = (0, 0);
-                for parked in jobs {
-                    let id = parked.job.job_id.clone();
-                    let r = self.redrive_one(queue, &id, Some(parked)).await?;
-                    if r["duplicate"] == true {
-                        duplicates += 1;
-                    } else {
-                        redriven += 1;
-                    }
-                }
-                Ok(json!({"queue": queue.as_str(), "redriven": redriven, "duplicates": duplicates, "cursor": next}))
-            }
-        }
-    }
-
-    /// Moves a parked job back into its shard, due now. If the id is active again (enqueued
-    /// after it was parked), nothing moves: the reply shows the active job and `duplicate: true`,
-    /// and the parked copy stays visible in `list_parked`.
-    async fn redrive_one(
-        &self,
-        queue: &QueueName,
-        job_id: &str,
-        parked: Option<StoredJob>,
-    ) -> Result<Value, HandlerError> {
-        let Some(parked) = parked else {
-            return Ok(json!({"status": "not_found", "queue": queue.as_str(), "job_id": job_id}));
-        };
-        let now = self.clock.now();
-        let mut job = parked.job.clone();
-        job.perform_at = now;
-        if job.expires_at.is_some_and(|e| e <= now) {
-            job.expires_at = None;
-            warn!(queue = %queue, job_id, "re-driven job had expired; its expiry is cleared");
-        }
-        let candidates = self.candidate_partitions(queue, job_id).await?;
-        if let Some(active) = self.store.find(queue, job_id, &candidates).await? {
-            return Ok(reply(&active, "scheduled", true));
-        }
-        let into = StoredJob {
-            partition: Partition::Shard(shard_for(job_id, self.config.shards)),
-            job,
-            enqueued_at: now,
-            parked: None,
-            version: parked.version + 1,
-        };
-        match self.store.unpark(&parked, &into).await? {
-            PutOutcome::Created => {
-                info!(queue = %queue, job_id, "re-driven");
-                Ok(reply(&into, "scheduled", false))
-            }
-            PutOutcome::Duplicate(active) => Ok(reply(&active, "scheduled", true)),
-            PutOutcome::Done(history) => Ok(duplicate(&Found::History(*history))),
-        }
-    }
-}
-
-const PARKED_LISTING: &str = "parked";
-
-fn error_result(e: &HandlerError) -> Value {
-    json!({"status": "error", "error": {"type": e.error_type(), "message": e.message(), "retryable": e.is_retryable()}})
-}
-
-/// The reply to a request naming a job that exists already: nothing was changed.
-fn duplicate(existing: &Found) -> Value {
-    match existing {
-        Found::Job(j) => reply(j, "scheduled", true),
-        Found::History(h) => {
-            let mut v = describe_history(h);
-            v["duplicate"] = json!(true);
-            v
-        }
-    }
-}
-
-/// What `get` shows of a job that left the table.
-pub(crate) fn describe_history(h: &History) -> Value {
-    let mut v = json!({
-        "job_id": h.job_id,
-        "queue": h.queue.as_str(),
-        "status": h.status.as_str(),
-        "perform_at": format_rfc3339(h.perform_at),
-        "version": h.version,
-    });
-    let at = format_rfc3339(h.at);
-    match h.status {
-        HistoryStatus::Dispatched => {
-            v["sent_at"] = json!(at);
-            v["message_id"] = json!(h.message_id);
-        }
-        HistoryStatus::Cancelled => v["cancelled_at"] = json!(at),
-        HistoryStatus::Expired => v["expired_at"] = json!(at),
-    }
-    v
-}
-
-fn reply(stored: &StoredJob, status: &str, duplicate: bool) -> Value {
-    reply_for_job(&stored.job, status, duplicate)
-}
-
-fn reply_for_job(job: &Job, status: &str, duplicate: bool) -> Value {
-    json!({
-        "job_id": job.job_id,
-        "queue": job.queue.as_str(),
-        "status": status,
-        "duplicate": duplicate,
-        "perform_at": format_rfc3339(job.perform_at),
-    })
-}
-
-/// The full view of a stored job, for `get`, `list` and `list_parked`.
-pub(crate) fn describe(stored: &StoredJob) -> Value {
-    let job = &stored.job;
-    let mut v = reply(
-        stored,
-        if stored.parked.is_some() { "parked" } else { "scheduled" },
-        false,
-    );
-    let o = v.as_object_mut().expect("reply is an object");
-    o.remove("duplicate");
-    o.insert(
-        "perform_at_epoch".into(),
-        json!(format_epoch(job.perform_at).parse::<f64>().unwrap_or_default()),
-    );
-    o.insert("enqueued_at".into(), json!(format_rfc3339(stored.enqueued_at)));
-    o.insert("message_body".into(), json!(job.message_body));
-    if !job.message_attributes.is_empty() {
-        let attrs: Map<String, Value> = job
-            .message_attributes
-            .iter()
-            .map(|(name, a)| {
-                let value = match &a.data {
-                    AttributeData::String(s) => json!({"data_type": a.data_type, "string_value": s}),
-                    AttributeData::Binary(b) => {
-                        use base64::Engine as _;
-                        json!({"data_type": a.data_type, "binary_value": base64::engine::general_purpose::STANDARD.encode(b)})
-                    }
-                };
-                (name.clone(), value)
-            })
-            .collect();
-        o.insert("message_attributes".into(), Value::Object(attrs));
-    }
-    if let Some(e) = job.expires_at {
-        o.insert("expires_at".into(), json!(format_rfc3339(e)));
-    }
-    if let Some(g) = &job.message_group_id {
-        o.insert("message_group_id".into(), json!(g));
-    }
-    if let Some(d) = &job.message_deduplication_id {
-        o.insert("message_deduplication_id".into(), json!(d));
-    }
-    if let Some(w) = &job.windows {
-        let (spans, zone) = w.to_json();
-        o.insert("windows".into(), spans);
-        o.insert("time_zone".into(), zone);
-    }
-    o.insert("version".into(), json!(stored.version));
-    if let Some(p) = &stored.parked {
-        o.insert("parked_at".into(), json!(format_rfc3339(p.parked_at)));
-        o.insert("error".into(), json!({"code": p.code, "message": p.message}));
-    }
-    v
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ports::Lease;
-    use crate::testing::{config, FakeClock, FakeQueue, MemStore};
+    use crate::testing::{config, test_waiter, FakeClock, FakeQueue, MemStore};
     use chrono::TimeDelta;
 
     fn waiter(extra: &[(&str, &str)]) -> (Waiter<MemStore, FakeQueue, FakeClock>, MemStore, FakeQueue, FakeClock) {
-        let clock = FakeClock::default();
-        let store = MemStore::default();
-        let queue = FakeQueue::new(clock.clone());
-        let w = Waiter::new(
-            config("orders,billing.fifo", extra),
-            store.clone(),
-            queue.clone(),
-            clock.clone(),
-        );
-        (w, store, queue, clock)
+        test_waiter("orders,billing.fifo", extra)
     }
 
     impl<S: JobStore, Q: MessageQueue, C: Clock> Waiter<S, Q, C> {
-        fn shard_partitions(&self) -> Vec<Partition> {
+        pub(crate) fn shard_partitions(&self) -> Vec<Partition> {
             (0..self.config.shards).map(Partition::Shard).collect()
         }
     }
@@ -941,144 +716,5 @@ mod tests {
         assert_eq!(store.len(), 0);
         let q = QueueName::parse("orders").unwrap();
         assert_eq!(store.shard_counts(&q, 2).await.unwrap(), vec![2, 3, 7]);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn parked_jobs_are_listed_and_redriven() {
-        let (w, store, _, _) = waiter(&[]);
-        w.handle(&json!({"queue": "orders", "message_body": "x", "delay_seconds": 5000, "job_id": "p"}))
-            .await
-            .unwrap();
-        let q = QueueName::parse("orders").unwrap();
-        let job = w.store.find(&q, "p", &w.shard_partitions()).await.unwrap().unwrap();
-        let info = crate::ports::ParkInfo {
-            parked_at: w.clock.now(),
-            code: "InvalidParameterValue".into(),
-            message: "bad".into(),
-        };
-        store.park(&job, &info).await.unwrap();
-        let list = w
-            .handle(&json!({"action": "list_parked", "queue": "orders"}))
-            .await
-            .unwrap();
-        assert_eq!(list["count"], 1);
-        assert_eq!(list["cursor"], Value::Null);
-        assert_eq!(list["jobs"][0]["error"]["code"], "InvalidParameterValue");
-        let got = w
-            .handle(&json!({"action": "get", "queue": "orders", "job_id": "p"}))
-            .await
-            .unwrap();
-        assert_eq!(got["status"], "parked");
-        let r = w
-            .handle(&json!({"action": "redrive", "queue": "orders", "job_id": "p"}))
-            .await
-            .unwrap();
-        assert_eq!(r["status"], "scheduled");
-        let got = w
-            .handle(&json!({"action": "get", "queue": "orders", "job_id": "p"}))
-            .await
-            .unwrap();
-        assert_eq!(got["status"], "scheduled");
-        assert_eq!(
-            w.handle(&json!({"action": "list_parked", "queue": "orders"}))
-                .await
-                .unwrap()["count"],
-            0
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn parked_jobs_page_with_a_cursor_and_redrive_in_bulk() {
-        let (w, store, _, clock) = waiter(&[]);
-        let q = QueueName::parse("orders").unwrap();
-        let info = crate::ports::ParkInfo {
-            parked_at: clock.now(),
-            code: "InvalidParameterValue".into(),
-            message: "bad".into(),
-        };
-        for i in 0..25 {
-            w.handle(
-                &json!({"queue": "orders", "message_body": "x", "delay_seconds": 5000, "job_id": format!("p{i:02}")}),
-            )
-            .await
-            .unwrap();
-            let job = w
-                .store
-                .find(&q, &format!("p{i:02}"), &w.shard_partitions())
-                .await
-                .unwrap()
-                .unwrap();
-            store.park(&job, &info).await.unwrap();
-        }
-        let mut seen = Vec::new();
-        let mut cursor = Value::Null;
-        loop {
-            let page = w
-                .handle(&json!({"action": "list_parked", "queue": "orders", "limit": 10, "cursor": cursor}))
-                .await
-                .unwrap();
-            assert!(page["count"].as_u64().unwrap() <= 10);
-            seen.extend(
-                page["jobs"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|j| j["job_id"].as_str().unwrap().to_owned()),
-            );
-            cursor = page["cursor"].clone();
-            if cursor.is_null() {
-                break;
-            }
-        }
-        assert_eq!(seen.len(), 25);
-        assert!(seen.windows(2).all(|w| w[0] < w[1]), "in job_id order, no repeats");
-
-        // A cursor is bound to its queue; garbage is refused by name.
-        let c = crate::cursor::encode(&QueueName::parse("billing.fifo").unwrap(), "parked", "p01");
-        for bad in [json!(c), json!("garbage!"), json!(5)] {
-            let e = w
-                .handle(&json!({"action": "list_parked", "queue": "orders", "cursor": bad}))
-                .await
-                .unwrap_err();
-            assert!(e.message().starts_with("cursor: "), "{}", e.message());
-        }
-
-        // p03 is active again under the same id: its redrive moves nothing and reports the
-        // active job's time, not one it did not store.
-        w.handle(&json!({"queue": "orders", "message_body": "new", "delay_seconds": 7000, "job_id": "p03"}))
-            .await
-            .unwrap();
-        let r = w
-            .handle(&json!({"action": "redrive", "queue": "orders", "job_ids": ["p01", "p03", "nope"]}))
-            .await
-            .unwrap();
-        let results = r["results"].as_array().unwrap();
-        assert_eq!(results[0]["duplicate"], false);
-        assert_eq!(results[1]["duplicate"], true);
-        assert_eq!(
-            results[1]["perform_at"],
-            crate::time::format_rfc3339(clock.now() + TimeDelta::seconds(7000))
-        );
-        assert_eq!(results[2]["status"], "not_found");
-
-        let mut redriven = 0;
-        let mut cursor = Value::Null;
-        loop {
-            let r = w
-                .handle(&json!({"action": "redrive", "queue": "orders", "all": true, "limit": 7, "cursor": cursor}))
-                .await
-                .unwrap();
-            redriven += r["redriven"].as_u64().unwrap();
-            cursor = r["cursor"].clone();
-            if cursor.is_null() {
-                break;
-            }
-        }
-        assert_eq!(redriven, 23, "all but p01 (done) and p03 (active again)");
-        let left = w
-            .handle(&json!({"action": "list_parked", "queue": "orders"}))
-            .await
-            .unwrap();
-        assert_eq!(left["count"], 1, "the parked copy of p03 stays visible");
     }
 }

@@ -704,3 +704,20 @@ pub fn config(queues: &str, extra: &[(&str, &str)]) -> Arc<Config> {
     map.insert("WAITER_QUEUES".into(), queues.into());
     Arc::new(Config::from_lookup(|k| map.get(k).cloned()).unwrap())
 }
+
+/// A `Waiter` over fresh fakes for `queues`, with `extra` settings.
+pub fn test_waiter(
+    queues: &str,
+    extra: &[(&str, &str)],
+) -> (
+    crate::service::Waiter<MemStore, FakeQueue, FakeClock>,
+    MemStore,
+    FakeQueue,
+    FakeClock,
+) {
+    let clock = FakeClock::default();
+    let store = MemStore::default();
+    let queue = FakeQueue::new(clock.clone());
+    let w = crate::service::Waiter::new(config(queues, extra), store.clone(), queue.clone(), clock.clone());
+    (w, store, queue, clock)
+}

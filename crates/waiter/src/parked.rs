@@ -1,0 +1,282 @@
+//! Parked jobs (those SQS rejected permanently): `list_parked` and `redrive`.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+use tracing::{info, warn};
+
+use crate::config::QueueName;
+use crate::cursor;
+use crate::ports::{Clock, Found, JobKey, JobStore, MessageQueue, Partition, PutOutcome, StoredJob};
+use crate::reply::{describe, duplicate, error_result, reply};
+use crate::request::RedriveTarget;
+use crate::routing::shard_for;
+use crate::service::{HandlerError, Waiter};
+
+const PARKED_LISTING: &str = "parked";
+
+impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q, C> {
+    async fn parked_page(
+        &self,
+        queue: &QueueName,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<StoredJob>, Option<String>), HandlerError> {
+        let after = cursor.map(|c| cursor::decode(queue, PARKED_LISTING, c)).transpose()?;
+        let page = self.store.parked(queue, limit, after.as_deref()).await?;
+        let next = page.next.map(|after| cursor::encode(queue, PARKED_LISTING, &after));
+        Ok((page.items, next))
+    }
+
+    pub(crate) async fn list_parked(
+        &self,
+        queue: &QueueName,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<Value, HandlerError> {
+        let (jobs, next) = self.parked_page(queue, limit, cursor).await?;
+        let jobs: Vec<Value> = jobs.iter().map(describe).collect();
+        Ok(json!({"queue": queue.as_str(), "count": jobs.len(), "jobs": jobs, "cursor": next}))
+    }
+
+    pub(crate) async fn redrive(&self, queue: &QueueName, target: RedriveTarget) -> Result<Value, HandlerError> {
+        match target {
+            RedriveTarget::One(job_id) => {
+                let parked = self.store.find(queue, &job_id, &[Partition::Parked]).await?;
+                self.redrive_one(queue, &job_id, parked).await
+            }
+            RedriveTarget::Many(ids) => {
+                let keys: Vec<JobKey> = ids
+                    .iter()
+                    .map(|id| JobKey {
+                        partition: Partition::Parked,
+                        job_id: id.clone(),
+                    })
+                    .collect();
+                let mut found: HashMap<String, StoredJob> = self
+                    .store
+                    .read(queue, &keys)
+                    .await?
+                    .into_iter()
+                    .map(|j| (j.job.job_id.clone(), j))
+                    .collect();
+                let mut results = Vec::with_capacity(ids.len());
+                for id in ids {
+                    let parked = found.remove(&id);
+                    results.push(
+                        self.redrive_one(queue, &id, parked)
+                            .await
+                            .unwrap_or_else(|e| error_result(&e)),
+                    );
+                }
+                Ok(json!({"queue": queue.as_str(), "results": results}))
+            }
+            RedriveTarget::All { limit, cursor } => {
+                let (jobs, next) = self.parked_page(queue, limit, cursor.as_deref()).await?;
+                let (mut redriven, mut duplicates) = (0, 0);
+                for parked in jobs {
+                    let id = parked.job.job_id.clone();
+                    let r = self.redrive_one(queue, &id, Some(parked)).await?;
+                    if r["duplicate"] == true {
+                        duplicates += 1;
+                    } else {
+                        redriven += 1;
+                    }
+                }
+                Ok(json!({"queue": queue.as_str(), "redriven": redriven, "duplicates": duplicates, "cursor": next}))
+            }
+        }
+    }
+
+    /// Moves a parked job back into its shard, due now. If the id is active again (enqueued
+    /// after it was parked), nothing moves: the reply shows the active job and `duplicate: true`,
+    /// and the parked copy stays visible in `list_parked`.
+    async fn redrive_one(
+        &self,
+        queue: &QueueName,
+        job_id: &str,
+        parked: Option<StoredJob>,
+    ) -> Result<Value, HandlerError> {
+        let Some(parked) = parked else {
+            return Ok(json!({"status": "not_found", "queue": queue.as_str(), "job_id": job_id}));
+        };
+        let now = self.clock.now();
+        let mut job = parked.job.clone();
+        job.perform_at = now;
+        if job.expires_at.is_some_and(|e| e <= now) {
+            job.expires_at = None;
+            warn!(queue = %queue, job_id, "re-driven job had expired; its expiry is cleared");
+        }
+        let candidates = self.candidate_partitions(queue, job_id).await?;
+        if let Some(active) = self.store.find(queue, job_id, &candidates).await? {
+            return Ok(reply(&active, "scheduled", true));
+        }
+        let into = StoredJob {
+            partition: Partition::Shard(shard_for(job_id, self.config.shards)),
+            job,
+            enqueued_at: now,
+            parked: None,
+            version: parked.version + 1,
+        };
+        match self.store.unpark(&parked, &into).await? {
+            PutOutcome::Created => {
+                info!(queue = %queue, job_id, "re-driven");
+                Ok(reply(&into, "scheduled", false))
+            }
+            PutOutcome::Duplicate(active) => Ok(reply(&active, "scheduled", true)),
+            PutOutcome::Done(history) => Ok(duplicate(&Found::History(*history))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeDelta;
+    use serde_json::json;
+
+    use super::*;
+    use crate::testing::{test_waiter, FakeClock, FakeQueue, MemStore};
+
+    fn waiter(extra: &[(&str, &str)]) -> (Waiter<MemStore, FakeQueue, FakeClock>, MemStore, FakeQueue, FakeClock) {
+        test_waiter("orders,billing.fifo", extra)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn parked_jobs_are_listed_and_redriven() {
+        let (w, store, _, _) = waiter(&[]);
+        w.handle(&json!({"queue": "orders", "message_body": "x", "delay_seconds": 5000, "job_id": "p"}))
+            .await
+            .unwrap();
+        let q = QueueName::parse("orders").unwrap();
+        let job = w.store.find(&q, "p", &w.shard_partitions()).await.unwrap().unwrap();
+        let info = crate::ports::ParkInfo {
+            parked_at: w.clock.now(),
+            code: "InvalidParameterValue".into(),
+            message: "bad".into(),
+        };
+        store.park(&job, &info).await.unwrap();
+        let list = w
+            .handle(&json!({"action": "list_parked", "queue": "orders"}))
+            .await
+            .unwrap();
+        assert_eq!(list["count"], 1);
+        assert_eq!(list["cursor"], Value::Null);
+        assert_eq!(list["jobs"][0]["error"]["code"], "InvalidParameterValue");
+        let got = w
+            .handle(&json!({"action": "get", "queue": "orders", "job_id": "p"}))
+            .await
+            .unwrap();
+        assert_eq!(got["status"], "parked");
+        let r = w
+            .handle(&json!({"action": "redrive", "queue": "orders", "job_id": "p"}))
+            .await
+            .unwrap();
+        assert_eq!(r["status"], "scheduled");
+        let got = w
+            .handle(&json!({"action": "get", "queue": "orders", "job_id": "p"}))
+            .await
+            .unwrap();
+        assert_eq!(got["status"], "scheduled");
+        assert_eq!(
+            w.handle(&json!({"action": "list_parked", "queue": "orders"}))
+                .await
+                .unwrap()["count"],
+            0
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn parked_jobs_page_with_a_cursor_and_redrive_in_bulk() {
+        let (w, store, _, clock) = waiter(&[]);
+        let q = QueueName::parse("orders").unwrap();
+        let info = crate::ports::ParkInfo {
+            parked_at: clock.now(),
+            code: "InvalidParameterValue".into(),
+            message: "bad".into(),
+        };
+        for i in 0..25 {
+            w.handle(
+                &json!({"queue": "orders", "message_body": "x", "delay_seconds": 5000, "job_id": format!("p{i:02}")}),
+            )
+            .await
+            .unwrap();
+            let job = w
+                .store
+                .find(&q, &format!("p{i:02}"), &w.shard_partitions())
+                .await
+                .unwrap()
+                .unwrap();
+            store.park(&job, &info).await.unwrap();
+        }
+        let mut seen = Vec::new();
+        let mut cursor = Value::Null;
+        loop {
+            let page = w
+                .handle(&json!({"action": "list_parked", "queue": "orders", "limit": 10, "cursor": cursor}))
+                .await
+                .unwrap();
+            assert!(page["count"].as_u64().unwrap() <= 10);
+            seen.extend(
+                page["jobs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|j| j["job_id"].as_str().unwrap().to_owned()),
+            );
+            cursor = page["cursor"].clone();
+            if cursor.is_null() {
+                break;
+            }
+        }
+        assert_eq!(seen.len(), 25);
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "in job_id order, no repeats");
+
+        // A cursor is bound to its queue; garbage is refused by name.
+        let c = crate::cursor::encode(&QueueName::parse("billing.fifo").unwrap(), "parked", "p01");
+        for bad in [json!(c), json!("garbage!"), json!(5)] {
+            let e = w
+                .handle(&json!({"action": "list_parked", "queue": "orders", "cursor": bad}))
+                .await
+                .unwrap_err();
+            assert!(e.message().starts_with("cursor: "), "{}", e.message());
+        }
+
+        // p03 is active again under the same id: its redrive moves nothing and reports the
+        // active job's time, not one it did not store.
+        w.handle(&json!({"queue": "orders", "message_body": "new", "delay_seconds": 7000, "job_id": "p03"}))
+            .await
+            .unwrap();
+        let r = w
+            .handle(&json!({"action": "redrive", "queue": "orders", "job_ids": ["p01", "p03", "nope"]}))
+            .await
+            .unwrap();
+        let results = r["results"].as_array().unwrap();
+        assert_eq!(results[0]["duplicate"], false);
+        assert_eq!(results[1]["duplicate"], true);
+        assert_eq!(
+            results[1]["perform_at"],
+            crate::time::format_rfc3339(clock.now() + TimeDelta::seconds(7000))
+        );
+        assert_eq!(results[2]["status"], "not_found");
+
+        let mut redriven = 0;
+        let mut cursor = Value::Null;
+        loop {
+            let r = w
+                .handle(&json!({"action": "redrive", "queue": "orders", "all": true, "limit": 7, "cursor": cursor}))
+                .await
+                .unwrap();
+            redriven += r["redriven"].as_u64().unwrap();
+            cursor = r["cursor"].clone();
+            if cursor.is_null() {
+                break;
+            }
+        }
+        assert_eq!(redriven, 23, "all but p01 (done) and p03 (active again)");
+        let left = w
+            .handle(&json!({"action": "list_parked", "queue": "orders"}))
+            .await
+            .unwrap();
+        assert_eq!(left["count"], 1, "the parked copy of p03 stays visible");
+    }
+}
