@@ -202,6 +202,19 @@ def main():
         print(f"\n{len(arrivals)} of {len(scheduled)} jobs arrived; early: {sum(1 for m in late if m < 0)}; "
               f"missing: {sorted(missing) or 'none'}")
         print("(arrival is when a 20 ms short-poll consumer saw it; the direct route rounds delays up to whole seconds)")
+
+        # Managing jobs: what is left of a sent job (history), and one moved and counted.
+        got = lam.invoke("enqueue", {"action": "get", "queue": "orders", "job_id": "invoice-42"})
+        print(f"\nget invoice-42 -> status={got.get('status')} sent_at={got.get('sent_at')} (history; no body kept)")
+        later = lam.invoke("enqueue", {"queue": "orders", "job_id": "renewal-1", "message_body": "renewal-1",
+                                       "delay_seconds": 86400})
+        moved = lam.invoke("enqueue", {"action": "reschedule", "queue": "orders", "job_id": "renewal-1",
+                                       "delay_seconds": 7 * 86400, "if_version": 1})
+        print(f"reschedule renewal-1 -> status={moved.get('status')} version={moved.get('version')} "
+              f"perform_at={moved.get('perform_at')} (was {later.get('perform_at')})")
+        stats = lam.invoke("enqueue", {"action": "stats", "queue": "orders", "buckets": 8, "bucket_s": 86400})
+        print(f"stats orders -> scheduled={stats.get('scheduled')} overdue={stats.get('overdue')} "
+              f"next_due={stats.get('next_due')} per day: {[b['count'] for b in stats.get('histogram', [])]}")
         return 1 if missing else 0
     finally:
         for p in reversed(procs):
