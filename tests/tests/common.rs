@@ -98,3 +98,13 @@ pub fn parse_time(s: &str) -> chrono::DateTime<chrono::Utc> {
         .expect("rfc3339")
         .with_timezone(&chrono::Utc)
 }
+
+/// The counts of a `stats` reply's histogram, bucket by bucket.
+pub fn histogram_counts(stats: &Value) -> Vec<u64> {
+    stats["histogram"]
+        .as_array()
+        .expect("histogram")
+        .iter()
+        .map(|b| b["count"].as_u64().expect("count"))
+        .collect()
+}

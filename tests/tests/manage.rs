@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{in_secs, parse_time, setup};
+use common::{histogram_counts, in_secs, parse_time, setup};
 use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -206,12 +206,7 @@ async fn cancel_many_and_stats_through_the_function() {
     assert_eq!(stats["scheduled"], 12, "{stats}");
     assert_eq!(stats["overdue"], 0);
     assert_eq!(stats["parked"], 0);
-    let counts: Vec<u64> = stats["histogram"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b["count"].as_u64().unwrap())
-        .collect();
+    let counts = histogram_counts(&stats);
     assert_eq!(counts, [4, 4, 4], "{stats}");
     assert!(stats["next_due"].is_string());
 

@@ -2,9 +2,12 @@
 //! DynamoDB Local (strict, and fast on queries), through the real `enqueue` function. Ties are
 //! many: the jobs share 100 instants.
 
+mod common;
+
 use std::collections::HashSet;
 use std::time::Duration;
 
+use common::histogram_counts;
 use e2e::bench::DynamoLocal;
 use e2e::{Emulator, Function};
 use serde_json::{json, Value};
@@ -95,12 +98,7 @@ async fn ten_thousand_jobs_over_sixteen_shards_list_cancel_and_count_exactly() {
     )
     .await;
     assert_eq!(stats["scheduled"], JOBS as u64, "{stats}");
-    let counts: Vec<u64> = stats["histogram"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b["count"].as_u64().unwrap())
-        .collect();
+    let counts = histogram_counts(&stats);
     let day = |d: i64| chrono::Utc::now() + chrono::TimeDelta::days(d);
     let in_day = |d: i64| {
         expected

@@ -6,8 +6,8 @@ use tracing::info;
 
 use crate::config::{Config, QueueName};
 use crate::error::InvalidRequest;
-use crate::fields::{kind, parse_job_id, take_queue, Fields, MAX_PAGE_LIMIT};
-use crate::manage::{parse_selection, position, ListQuery};
+use crate::fields::{take_job_ids, take_queue, Fields};
+use crate::list::{parse_selection, position, ListQuery};
 use crate::ports::{CancelOutcome, Clock, JobStore, MessageQueue};
 use crate::service::{HandlerError, Waiter};
 
@@ -28,35 +28,13 @@ pub enum CancelMany {
 pub(crate) fn parse_cancel_many(mut f: Fields<'_>, config: &Config) -> Result<CancelMany, InvalidRequest> {
     f.take("action", None)?;
     let queue = take_queue(&mut f, config)?;
-    let ids = match f.take("job_ids", None)? {
-        None => None,
-        Some((name, Value::Array(ids))) => {
-            if ids.is_empty() || ids.len() > MAX_PAGE_LIMIT {
-                return Err(InvalidRequest::new(
-                    name,
-                    format!("must hold 1 to {MAX_PAGE_LIMIT} job ids"),
-                ));
-            }
-            Some(
-                ids.iter()
-                    .enumerate()
-                    .map(|(i, v)| parse_job_id(&format!("{name}[{i}]"), v))
-                    .collect::<Result<Vec<_>, _>>()?,
-            )
-        }
-        Some((name, other)) => {
-            return Err(InvalidRequest::new(
-                name,
-                format!("must be an array, got {}", kind(&other)),
-            ));
-        }
-    };
+    let ids = take_job_ids(&mut f)?;
     let selection = parse_selection(&mut f, queue.clone(), "cancel_many")?;
     f.finish()?;
     let selects = selection.prefix.is_some() || selection.from.is_some() || selection.to.is_some();
     match ids {
         Some(job_ids) => {
-            if selects || selection.cursor.is_some() || selection.status != crate::manage::ListStatus::Scheduled {
+            if selects || selection.cursor.is_some() || selection.status != crate::list::ListStatus::Scheduled {
                 return Err(InvalidRequest::new(
                     "job_ids",
                     "give job_ids, or select jobs with prefix, from and to; not both",
@@ -149,22 +127,9 @@ mod tests {
     use crate::ports::Lease;
     use crate::testing::*;
 
-    type TestWaiter = Waiter<MemStore, FakeQueue, FakeClock>;
-
     fn waiter() -> (TestWaiter, MemStore, FakeClock) {
-        let clock = FakeClock::default();
-        let store = MemStore::default();
-        let w = Waiter::new(
-            config("orders", &[("WAITER_SHARDS", "4"), ("WAITER_DIRECT_MAX_DELAY", "0")]),
-            store.clone(),
-            FakeQueue::new(clock.clone()),
-            clock.clone(),
-        );
+        let (w, store, _, clock) = test_waiter("orders", &[("WAITER_SHARDS", "4"), ("WAITER_DIRECT_MAX_DELAY", "0")]);
         (w, store, clock)
-    }
-
-    async fn call(w: &TestWaiter, v: Value) -> Value {
-        w.handle(&v).await.unwrap()
     }
 
     #[tokio::test(start_paused = true)]

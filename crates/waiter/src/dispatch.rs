@@ -646,9 +646,8 @@ pub fn next_batch(pending: &mut VecDeque<Planned>, window: TimeDelta) -> Vec<Pla
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::Job;
-    use crate::ports::{Partition, StoredJob};
-    use crate::testing::{config, FakeClock, FakeQueue, MemStore};
+    use crate::ports::Partition;
+    use crate::testing::{config, stored, FakeClock, FakeQueue, MemStore};
 
     type D = Dispatcher<MemStore, FakeQueue, FakeClock>;
 
@@ -663,28 +662,6 @@ mod tests {
             clock.clone(),
         );
         (d, store, queue, clock)
-    }
-
-    fn stored(queue: &str, id: &str, perform_at: DateTime<Utc>, shards: u32) -> StoredJob {
-        let q = QueueName::parse(queue).unwrap();
-        StoredJob {
-            partition: Partition::Shard(crate::routing::shard_for(id, shards)),
-            job: Job {
-                job_id: id.into(),
-                job_id_given: true,
-                message_body: format!("body-{id}"),
-                message_attributes: Default::default(),
-                perform_at,
-                expires_at: None,
-                message_group_id: q.is_fifo().then(|| "g".to_owned()),
-                message_deduplication_id: q.is_fifo().then(|| id.to_owned()),
-                windows: None,
-                queue: q,
-            },
-            enqueued_at: perform_at,
-            parked: None,
-            version: 1,
-        }
     }
 
     fn ms(n: i64) -> TimeDelta {

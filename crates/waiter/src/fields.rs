@@ -246,6 +246,30 @@ pub(crate) fn take_page(f: &mut Fields<'_>) -> Result<(usize, Option<String>), I
     Ok((limit, cursor))
 }
 
+/// `job_ids`: 1 to `MAX_PAGE_LIMIT` job ids, each refused by its index.
+pub(crate) fn take_job_ids(f: &mut Fields<'_>) -> Result<Option<Vec<String>>, InvalidRequest> {
+    match f.take("job_ids", None)? {
+        None => Ok(None),
+        Some((name, Value::Array(ids))) => {
+            if ids.is_empty() || ids.len() > MAX_PAGE_LIMIT {
+                return Err(InvalidRequest::new(
+                    name,
+                    format!("must hold 1 to {MAX_PAGE_LIMIT} job ids"),
+                ));
+            }
+            ids.iter()
+                .enumerate()
+                .map(|(i, v)| parse_job_id(&format!("{name}[{i}]"), v))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some)
+        }
+        Some((name, other)) => Err(InvalidRequest::new(
+            name,
+            format!("must be an array, got {}", kind(&other)),
+        )),
+    }
+}
+
 pub(crate) fn parse_job_id(field: &str, v: &Value) -> Result<String, InvalidRequest> {
     let s = as_str(field, v)?;
     if s.is_empty() || s.chars().count() > MAX_JOB_ID_CHARS {

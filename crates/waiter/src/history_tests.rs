@@ -1,14 +1,11 @@
 //! History (README "History"): what `get` and idempotency know of jobs that left the table.
 
 use chrono::TimeDelta;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::dispatch::Dispatcher;
 use crate::ports::Clock;
-use crate::service::Waiter;
 use crate::testing::*;
-
-type TestWaiter = Waiter<MemStore, FakeQueue, FakeClock>;
 
 fn setup(
     extra: &[(&str, &str)],
@@ -19,17 +16,9 @@ fn setup(
     FakeQueue,
     FakeClock,
 ) {
-    let clock = FakeClock::default();
-    let store = MemStore::default();
-    let queue = FakeQueue::new(clock.clone());
-    let cfg = config("orders", extra);
-    let w = Waiter::new(cfg.clone(), store.clone(), queue.clone(), clock.clone());
-    let d = Dispatcher::new(cfg, store.clone(), queue.clone(), clock.clone());
+    let (w, store, queue, clock) = test_waiter("orders", extra);
+    let d = dispatcher_for(&w);
     (w, d, store, queue, clock)
-}
-
-async fn call(w: &TestWaiter, v: Value) -> Value {
-    w.handle(&v).await.unwrap()
 }
 
 #[tokio::test(start_paused = true)]

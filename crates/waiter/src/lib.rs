@@ -1,6 +1,6 @@
 //! sqs-waiter: schedule SQS messages beyond the 900-second `DelaySeconds` limit.
 //!
-//! The domain (`job`, `request`, `routing`, `service`, `manage`, `dispatch`) talks to storage and queues only through
+//! The domain (`job`, `request`, `routing`, `service`, `manage`, `list`, `dispatch`) talks to storage and queues only through
 //! the traits in `ports`; `aws` implements them with DynamoDB and SQS.
 
 pub mod attributes;
@@ -13,6 +13,7 @@ pub mod error;
 pub mod fields;
 pub mod job;
 pub mod limits;
+pub mod list;
 pub mod manage;
 pub mod metrics;
 pub mod parked;

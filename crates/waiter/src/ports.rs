@@ -24,6 +24,19 @@ pub struct JobKey {
     pub job_id: String,
 }
 
+impl JobKey {
+    /// The keys a job id has in each of these partitions.
+    pub fn in_each(job_id: &str, partitions: &[Partition]) -> Vec<JobKey> {
+        partitions
+            .iter()
+            .map(|p| JobKey {
+                partition: p.clone(),
+                job_id: job_id.to_owned(),
+            })
+            .collect()
+    }
+}
+
 /// Why a job was parked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParkInfo {
@@ -227,13 +240,7 @@ pub trait JobStore: Send + Sync + 'static {
         job_id: &str,
         partitions: &[Partition],
     ) -> Result<Vec<StoredJob>, PortError> {
-        let keys: Vec<JobKey> = partitions
-            .iter()
-            .map(|p| JobKey {
-                partition: p.clone(),
-                job_id: job_id.to_owned(),
-            })
-            .collect();
+        let keys = JobKey::in_each(job_id, partitions);
         let mut found = self.read(queue, &keys).await?;
         found.sort_by_key(|j| j.partition.clone());
         Ok(found)

@@ -10,9 +10,9 @@ use serde_json::Value;
 use crate::config::{Config, QueueName};
 use crate::error::InvalidRequest;
 use crate::fields::{
-    check_expiry, check_message_size, kind, parse_job_id, take_expires_at, take_fifo_id, take_job_id,
+    check_expiry, check_message_size, kind, parse_job_id, take_expires_at, take_fifo_id, take_job_id, take_job_ids,
     take_message_attributes, take_message_body, take_page, take_queue, take_when, take_windows, Fields,
-    DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT,
+    DEFAULT_PAGE_LIMIT,
 };
 use crate::job::{Job, MAX_JOBS_PER_REQUEST};
 use crate::time;
@@ -59,7 +59,7 @@ pub enum Request {
         target: RedriveTarget,
     },
     Reschedule(Box<crate::manage::Reschedule>),
-    List(Box<crate::manage::ListQuery>),
+    List(Box<crate::list::ListQuery>),
     CancelMany(Box<crate::bulk::CancelMany>),
     Stats(crate::stats::StatsQuery),
 }
@@ -142,29 +142,7 @@ pub fn parse_request(event: &Value, config: &Config, now: DateTime<Utc>) -> Resu
             f.take("action", None)?;
             let queue = take_queue(&mut f, config)?;
             let one = take_job_id(&mut f)?;
-            let many = match f.take("job_ids", None)? {
-                None => None,
-                Some((name, Value::Array(ids))) => {
-                    if ids.is_empty() || ids.len() > MAX_PAGE_LIMIT {
-                        return Err(InvalidRequest::new(
-                            name,
-                            format!("must hold 1 to {MAX_PAGE_LIMIT} job ids"),
-                        ));
-                    }
-                    let ids = ids
-                        .iter()
-                        .enumerate()
-                        .map(|(i, v)| parse_job_id(&format!("{name}[{i}]"), v))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    Some(ids)
-                }
-                Some((name, other)) => {
-                    return Err(InvalidRequest::new(
-                        name,
-                        format!("must be an array, got {}", kind(&other)),
-                    ))
-                }
-            };
+            let many = take_job_ids(&mut f)?;
             let all = match f.take("all", None)? {
                 None => false,
                 Some((_, Value::Bool(b))) => b,
@@ -209,7 +187,7 @@ pub fn parse_request(event: &Value, config: &Config, now: DateTime<Utc>) -> Resu
             config,
             now,
         )?))),
-        "list" => Ok(Request::List(Box::new(crate::manage::parse_list(
+        "list" => Ok(Request::List(Box::new(crate::list::parse_list(
             Fields::new(map),
             config,
         )?))),

@@ -170,6 +170,13 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             .cloned()
     }
 
+    /// Every shard of the queue's table that holds jobs: all the shards of the largest shard
+    /// count it was ever written with (and of the current one).
+    pub(crate) async fn shards_in_use(&self, queue: &QueueName) -> Result<Vec<Partition>, PortError> {
+        let largest = self.shard_counts(queue).await?.into_iter().max().unwrap_or(0);
+        Ok((0..largest.max(self.config.shards)).map(Partition::Shard).collect())
+    }
+
     /// Every shard a job id may be stored in: its shard under each shard count ever used.
     pub(crate) async fn candidate_partitions(
         &self,
@@ -317,13 +324,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         partitions: &[Partition],
         now: DateTime<Utc>,
     ) -> Result<Option<Found>, PortError> {
-        let keys: Vec<JobKey> = partitions
-            .iter()
-            .map(|p| JobKey {
-                partition: p.clone(),
-                job_id: job_id.to_owned(),
-            })
-            .collect();
+        let keys = JobKey::in_each(job_id, partitions);
         let mut jobs = Vec::new();
         let mut history = None;
         for found in self.store.read_any(queue, &keys).await? {

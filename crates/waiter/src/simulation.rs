@@ -68,6 +68,27 @@ fn active_jobs(mem: &MemStore) -> usize {
         .count()
 }
 
+/// The body of the version of `id` stored now (the one a `cancelled` or `rescheduled` answer is
+/// about).
+fn stored_body(mem: &MemStore, id: &str) -> Option<String> {
+    mem.state
+        .lock()
+        .unwrap()
+        .items
+        .iter()
+        .find(|((_, p, j), _)| j == id && *p != Partition::Parked)
+        .map(|(_, job)| job.job.message_body.clone())
+}
+
+/// The queue an id was first enqueued on.
+fn queue_for(queue_of: &HashMap<String, bool>, id: &str) -> &'static str {
+    if queue_of.get(id).copied().unwrap_or(false) {
+        "f.fifo"
+    } else {
+        "q"
+    }
+}
+
 fn parse_time(v: &Value) -> Option<DateTime<Utc>> {
     v.as_str()
         .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
@@ -189,20 +210,8 @@ async fn simulate(seed: u64) -> Outcome {
             }
             6 | 7 if next_id > 0 => {
                 let id = format!("j{}", rng.random_range(0..next_id));
-                let queue = if queue_of.get(&id).copied().unwrap_or(false) {
-                    "f.fifo"
-                } else {
-                    "q"
-                };
-                // The version stored now is the one a `cancelled` answer is about.
-                let stored_body = mem
-                    .state
-                    .lock()
-                    .unwrap()
-                    .items
-                    .iter()
-                    .find(|((_, p, j), _)| *j == id && *p != Partition::Parked)
-                    .map(|(_, job)| job.job.message_body.clone());
+                let queue = queue_for(&queue_of, &id);
+                let stored_body = stored_body(&mem, &id);
                 match waiter
                     .handle(&json!({"action": "cancel", "queue": queue, "job_id": id}))
                     .await
@@ -222,19 +231,8 @@ async fn simulate(seed: u64) -> Outcome {
             }
             8 if next_id > 0 => {
                 let id = format!("j{}", rng.random_range(0..next_id));
-                let queue = if queue_of.get(&id).copied().unwrap_or(false) {
-                    "f.fifo"
-                } else {
-                    "q"
-                };
-                let stored_body = mem
-                    .state
-                    .lock()
-                    .unwrap()
-                    .items
-                    .iter()
-                    .find(|((_, p, j), _)| *j == id && *p != Partition::Parked)
-                    .map(|(_, job)| job.job.message_body.clone());
+                let queue = queue_for(&queue_of, &id);
+                let stored_body = stored_body(&mem, &id);
                 version += 1;
                 let body = format!("{id}@{version}");
                 let at = clock.now() + TimeDelta::milliseconds(rng.random_range(-2_000..30_000));

@@ -68,25 +68,18 @@ where
     pub(crate) async fn stats(&self, q: StatsQuery) -> Result<Value, HandlerError> {
         let now = self.clock.now();
         let now = ceil_to_micros(now).unwrap_or(now);
-        let shards = self
-            .shard_counts(&q.queue)
-            .await?
-            .into_iter()
-            .max()
-            .unwrap_or(0)
-            .max(self.config.shards);
+        let shards = self.shards_in_use(&q.queue).await?;
         // Bucket i is [edges[i], edges[i + 1]); stored times are whole microseconds, so an
         // inclusive end one microsecond earlier is exact. The last bucket is open-ended.
         let step = TimeDelta::seconds(i64::from(q.bucket_s));
         let edges: Vec<DateTime<Utc>> = (0..q.buckets).map(|i| now + step * i as i32).collect();
         let just_before = |t: DateTime<Utc>| t - TimeDelta::microseconds(1);
         let epoch = DateTime::<Utc>::UNIX_EPOCH;
-        let per_shard: Vec<ShardStats> = stream::iter(0..shards)
-            .map(|shard| {
+        let per_shard: Vec<ShardStats> = stream::iter(shards)
+            .map(|part| {
                 let edges = &edges;
                 let queue = &q.queue;
                 async move {
-                    let part = Partition::Shard(shard);
                     let counts = try_join_all((0..edges.len()).map(|i| {
                         let to = edges.get(i + 1).map_or_else(max_time, |e| just_before(*e));
                         self.store.count(queue, part.clone(), edges[i], to)
@@ -169,26 +162,7 @@ mod tests {
             ("open-2", at(120, 0)),
             ("far", at(86_400 * 30, 0)),
         ];
-        let put = |id: &str, perform_at: DateTime<Utc>| {
-            store.insert(crate::ports::StoredJob {
-                partition: Partition::Shard(crate::routing::shard_for(id, 3)),
-                job: crate::job::Job {
-                    queue: QueueName::parse("orders").unwrap(),
-                    job_id: id.into(),
-                    job_id_given: true,
-                    message_body: "x".into(),
-                    message_attributes: Default::default(),
-                    perform_at,
-                    expires_at: None,
-                    message_group_id: None,
-                    message_deduplication_id: None,
-                    windows: None,
-                },
-                enqueued_at: now,
-                parked: None,
-                version: 1,
-            })
-        };
+        let put = |id: &str, perform_at: DateTime<Utc>| store.insert(stored("orders", id, perform_at, 3));
         for (id, t) in cases {
             put(id, t);
         }

@@ -381,13 +381,11 @@ mod properties {
 mod flow_tests {
     use crate::dispatch::Dispatcher;
     use crate::ports::Clock;
-    use crate::service::{HandlerError, Waiter};
+    use crate::service::HandlerError;
     use crate::testing::*;
     use crate::time::format_rfc3339;
     use chrono::{DateTime, TimeDelta, Utc};
-    use serde_json::{json, Value};
-
-    type TestWaiter = Waiter<MemStore, FakeQueue, FakeClock>;
+    use serde_json::json;
 
     fn setup() -> (
         TestWaiter,
@@ -396,21 +394,15 @@ mod flow_tests {
         FakeQueue,
         FakeClock,
     ) {
-        let clock = FakeClock::default(); // 2026-12-01T09:00:00.123456Z
-        let store = MemStore::default();
-        let queue = FakeQueue::new(clock.clone());
-        let cfg = config("orders", &[("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_LOOKAHEAD", "0")]);
-        let w = Waiter::new(cfg.clone(), store.clone(), queue.clone(), clock.clone());
-        let d = Dispatcher::new(cfg, store.clone(), queue.clone(), clock.clone());
+        // The clock starts at 2026-12-01T09:00:00.123456Z.
+        let (w, store, queue, clock) =
+            test_waiter("orders", &[("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_LOOKAHEAD", "0")]);
+        let d = dispatcher_for(&w);
         (w, d, store, queue, clock)
     }
 
     fn utc(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
-    }
-
-    async fn call(w: &TestWaiter, v: Value) -> Value {
-        w.handle(&v).await.unwrap()
     }
 
     #[tokio::test(start_paused = true)]
