@@ -6,11 +6,13 @@ pub mod emulator;
 pub mod proxy;
 pub mod quirks;
 pub mod runtime_api;
+pub mod watch;
 
 use std::path::PathBuf;
 
 pub use emulator::{Emulator, Env};
 pub use runtime_api::{Function, LambdaError};
+pub use watch::Watch;
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {

@@ -1,6 +1,7 @@
 //! Error types. `InvalidRequest` is the caller's fault and names the field; `PortError` comes from
 //! a store or queue adapter and says whether trying again can help.
 
+use sqs_waiter_contract::ErrorType;
 use std::error::Error as StdError;
 
 pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
@@ -86,12 +87,13 @@ impl PortError {
     /// The value reported as the Lambda `errorType`.
     pub fn error_type(&self) -> &'static str {
         match self {
-            Self::NotFound { .. } => "ResourceNotFound",
-            Self::Throttled { .. } => "Throttled",
-            Self::Rejected { .. } => "Rejected",
-            Self::Internal { .. } => "InternalError",
-            Self::Transient { .. } => "DependencyFailure",
+            Self::NotFound { .. } => ErrorType::ResourceNotFound,
+            Self::Throttled { .. } => ErrorType::Throttled,
+            Self::Rejected { .. } => ErrorType::Rejected,
+            Self::Internal { .. } => ErrorType::InternalError,
+            Self::Transient { .. } => ErrorType::DependencyFailure,
         }
+        .as_str()
     }
 }
 

@@ -27,6 +27,8 @@ pub mod time;
 pub mod windows;
 
 #[cfg(test)]
+mod contract_tests;
+#[cfg(test)]
 mod fuzz;
 #[cfg(test)]
 mod history_tests;

@@ -42,7 +42,7 @@ impl HandlerError {
     /// The Lambda `errorType`.
     pub fn error_type(&self) -> &'static str {
         match self {
-            Self::Invalid(_) => "InvalidRequest",
+            Self::Invalid(_) => sqs_waiter_contract::ErrorType::InvalidRequest.as_str(),
             Self::Port(e) => e.error_type(),
         }
     }

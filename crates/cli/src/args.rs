@@ -1,0 +1,193 @@
+//! The command line (clap), as DESIGN.md's "Client and CLI" lists it.
+
+use chrono::{DateTime, Utc};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use sqs_waiter_client::{ListStatus, MessageAttribute};
+
+use crate::parse::{parse_attribute, parse_delay, parse_time};
+
+const EXAMPLES: &str = "\
+Examples:
+  sqs-waiter enqueue orders '{\"order\":42}' --delay 3h --id invoice-42
+  sqs-waiter stats orders
+  sqs-waiter list orders --from 2026-12-01T00:00:00Z --to 2026-12-02T00:00:00Z
+  sqs-waiter --json get orders invoice-42 | jq .perform_at
+
+Exit status: 0 done, 1 refused or not done (the reason on stderr), 2 usage error.";
+
+/// Schedule SQS messages beyond the 15-minute delay limit, and see and manage what is scheduled.
+///
+/// Talks to a deployment's `enqueue` Lambda function through Lambda Invoke.
+#[derive(Debug, Parser)]
+#[command(name = "sqs-waiter", version, after_help = EXAMPLES, propagate_version = true)]
+pub struct Cli {
+    /// The `enqueue` function: a name, ARN or partial ARN.
+    #[arg(
+        long,
+        global = true,
+        env = "SQS_WAITER_FUNCTION",
+        default_value = "sqs-waiter-enqueue"
+    )]
+    pub function: String,
+    /// The Lambda endpoint (for cargo lambda watch or an emulator).
+    #[arg(long, global = true, env = "AWS_ENDPOINT_URL", value_name = "URL")]
+    pub endpoint_url: Option<String>,
+    /// The AWS region (else from the environment and profile).
+    #[arg(long, global = true, value_name = "REGION")]
+    pub region: Option<String>,
+    /// Print the function's reply as one JSON document instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Schedule a message.
+    #[command(after_help = "Examples:
+  sqs-waiter enqueue orders '{\"order\":42}' --delay 3h --id invoice-42
+  sqs-waiter enqueue orders hello --at 2026-12-01T09:00:00Z --attr kind=String:invoice
+  sqs-waiter enqueue billing.fifo hello --delay 1d --group customer-7")]
+    Enqueue {
+        queue: String,
+        /// The message body, sent unaltered.
+        body: String,
+        #[command(flatten)]
+        when: When,
+        /// The job id (idempotency key); generated when absent.
+        #[arg(long)]
+        id: Option<String>,
+        /// A message attribute, NAME=TYPE:VALUE (TYPE String, Number or Binary, with an optional
+        /// custom suffix; Binary VALUE in base64). Repeatable.
+        #[arg(long = "attr", value_name = "NAME=TYPE:VALUE", value_parser = parse_attribute)]
+        attributes: Vec<(String, MessageAttribute)>,
+        /// The FIFO message group (required on .fifo queues).
+        #[arg(long)]
+        group: Option<String>,
+        /// Drop the job, unsent, if it is found after this time.
+        #[arg(long, value_name = "TIME", value_parser = parse_time)]
+        expires_at: Option<DateTime<Utc>>,
+    },
+    /// Show a job: as stored, or what history knows of it.
+    #[command(after_help = "Example:\n  sqs-waiter get orders invoice-42")]
+    Get { queue: String, id: String },
+    /// Cancel a job.
+    #[command(after_help = "Example:\n  sqs-waiter cancel orders invoice-42")]
+    Cancel { queue: String, id: String },
+    /// Move a job to another time.
+    #[command(
+        after_help = "Examples:\n  sqs-waiter reschedule orders invoice-42 --at 2026-12-02T09:00:00Z\n  \
+                            sqs-waiter reschedule orders invoice-42 --delay 2h --if-version 1"
+    )]
+    Reschedule {
+        queue: String,
+        id: String,
+        #[command(flatten)]
+        when: When,
+        /// Only if the job's version is this one.
+        #[arg(long, value_name = "N")]
+        if_version: Option<u64>,
+    },
+    /// List jobs in due order.
+    #[command(after_help = "Examples:\n  sqs-waiter list orders --limit 20\n  \
+                            sqs-waiter list orders --from 2026-12-01T18:00:00Z --to 2026-12-02T06:00:00Z --prefix invoice-")]
+    List {
+        queue: String,
+        #[command(flatten)]
+        selection: Selection,
+        /// At most this many jobs (paged 1000 at a time).
+        #[arg(long, default_value_t = 100, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        limit: u64,
+    },
+    /// Counts and a due-time histogram.
+    #[command(
+        after_help = "Examples:\n  sqs-waiter stats orders\n  sqs-waiter stats orders --buckets 7 --bucket-s 86400"
+    )]
+    Stats {
+        queue: String,
+        /// Number of histogram buckets (1-100).
+        #[arg(long, default_value_t = 24, value_parser = clap::value_parser!(u32).range(1..=100))]
+        buckets: u32,
+        /// Width of a bucket in seconds.
+        #[arg(long, default_value_t = 3600, value_name = "S", value_parser = clap::value_parser!(u64).range(1..=2_592_000))]
+        bucket_s: u64,
+    },
+    /// Jobs SQS rejected permanently, with the reason.
+    #[command(after_help = "Example:\n  sqs-waiter parked orders")]
+    Parked {
+        queue: String,
+        #[arg(long, default_value_t = 100, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        limit: u64,
+    },
+    /// Move parked jobs back, due now (after fixing the cause).
+    #[command(
+        after_help = "Examples:\n  sqs-waiter redrive orders invoice-42 invoice-43\n  sqs-waiter redrive orders --all"
+    )]
+    Redrive {
+        queue: String,
+        /// The parked jobs to move back.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        ids: Vec<String>,
+        /// Every parked job of the queue.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Cancel many jobs: those named, or every job a selection matches.
+    #[command(after_help = "Examples:\n  sqs-waiter cancel-many orders promo-1 promo-2\n  \
+                            sqs-waiter cancel-many orders --prefix promo- --from 2026-12-24T00:00:00Z")]
+    CancelMany {
+        queue: String,
+        /// The jobs to cancel.
+        #[arg(conflicts_with_all = ["prefix", "from", "to"])]
+        ids: Vec<String>,
+        #[command(flatten)]
+        selection: Selection,
+    },
+    /// Print a shell completion script.
+    #[command(after_help = "Example:\n  sqs-waiter completions bash > /etc/bash_completion.d/sqs-waiter")]
+    Completions { shell: clap_complete::Shell },
+}
+
+/// When a job is due: exactly one of the two.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub struct When {
+    /// Seconds from now (or a duration: 90s, 15m, 3h, 2d).
+    #[arg(long, value_name = "S", value_parser = parse_delay)]
+    pub delay: Option<u64>,
+    /// RFC 3339 (2026-12-01T09:00:00Z) or epoch seconds.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub at: Option<DateTime<Utc>>,
+}
+
+/// Which jobs `list` and `cancel-many` take.
+#[derive(Debug, Args)]
+pub struct Selection {
+    /// Due at or after this time (RFC 3339 or epoch seconds).
+    #[arg(long, value_name = "T", value_parser = parse_time)]
+    pub from: Option<DateTime<Utc>>,
+    /// Due at or before this time.
+    #[arg(long, value_name = "T", value_parser = parse_time)]
+    pub to: Option<DateTime<Utc>>,
+    /// Job ids starting with this.
+    #[arg(long, value_name = "P")]
+    pub prefix: Option<String>,
+    #[arg(long, value_name = "S", value_enum, default_value_t = Status::Scheduled)]
+    pub status: Status,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Status {
+    Scheduled,
+    Parked,
+}
+
+impl From<Status> for ListStatus {
+    fn from(s: Status) -> Self {
+        match s {
+            Status::Scheduled => ListStatus::Scheduled,
+            Status::Parked => ListStatus::Parked,
+        }
+    }
+}

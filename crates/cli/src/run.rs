@@ -1,0 +1,382 @@
+//! Runs one command: calls the function through the client, prints the reply, says how it ended.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use aws_config::{BehaviorVersion, Region};
+use clap::CommandFactory;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use sqs_waiter_client::{
+    CancelMany, CancelManyReply, Client, Error, Job, JobReply, List, ListParked, ListReply, ParkedReply, RedriveAll,
+    RedriveAllReply, Reschedule, Stats, MAX_JOBS_PER_REQUEST, MAX_PAGE_LIMIT,
+};
+
+use crate::args::{Cli, Command, When};
+use crate::render;
+
+/// How a command ended: 0 done, 1 refused or not done.
+pub enum Ended {
+    Done,
+    /// The reason, one line for stderr.
+    NotDone(String),
+}
+
+pub async fn run(cli: Cli) -> ExitCode {
+    if let Command::Completions { shell } = cli.command {
+        clap_complete::generate(shell, &mut Cli::command(), "sqs-waiter", &mut std::io::stdout());
+        return ExitCode::SUCCESS;
+    }
+    let client = client(&cli).await;
+    match execute(&cli, &client).await {
+        Ok(Ended::Done) => ExitCode::SUCCESS,
+        Ok(Ended::NotDone(why)) => fail(&why),
+        Err(e) => fail(&describe(&e, &cli)),
+    }
+}
+
+fn fail(why: &str) -> ExitCode {
+    // One line, whatever the error's text holds.
+    let line = why.split_whitespace().collect::<Vec<_>>().join(" ");
+    eprintln!("sqs-waiter: {line}");
+    ExitCode::from(1)
+}
+
+async fn client(cli: &Cli) -> Client {
+    let mut loader = aws_config::defaults(BehaviorVersion::latest());
+    if let Some(region) = &cli.region {
+        loader = loader.region(Region::new(region.clone()));
+    }
+    if let Some(url) = &cli.endpoint_url {
+        loader = loader.endpoint_url(url);
+    }
+    let config = loader.load().await;
+    Client::new(aws_sdk_lambda::Client::new(&config), cli.function.clone())
+}
+
+/// The error as one line that names what to fix.
+fn describe(e: &Error, cli: &Cli) -> String {
+    match e {
+        Error::InvalidRequest { field, message } => format!("{field}: {message}"),
+        e if e.is_function_missing() => format!(
+            "--function: no Lambda function named {:?}{}",
+            cli.function,
+            cli.endpoint_url
+                .as_deref()
+                .map_or_else(String::new, |u| format!(" at {u}"))
+        ),
+        Error::Invoke { .. } => format!("--function: {e}"),
+        e => e.to_string(),
+    }
+}
+
+fn print_json<T: Serialize>(value: &T) {
+    let mut out = std::io::stdout().lock();
+    // A closed pipe (`| head`) is not an error worth a panic.
+    let _ = serde_json::to_writer_pretty(&mut out, value).map(|()| writeln!(out));
+}
+
+fn print_text(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{text}");
+}
+
+/// Prints a job reply; a reply that means "not done" ends with 1.
+fn job_reply(cli: &Cli, reply: &JobReply, text: impl FnOnce(&JobReply) -> String) -> Ended {
+    if cli.json {
+        print_json(reply);
+    } else if render::not_done(reply).is_none() {
+        print_text(&text(reply));
+    }
+    match render::not_done(reply) {
+        Some(why) => Ended::NotDone(why),
+        None => Ended::Done,
+    }
+}
+
+fn terminal_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .or_else(|| console::Term::stdout().size_checked().map(|(_, w)| usize::from(w)))
+        .unwrap_or(80)
+}
+
+fn progress(len: Option<u64>, what: &'static str) -> ProgressBar {
+    let bar = match len {
+        Some(n) => ProgressBar::new(n).with_style(
+            ProgressStyle::with_template("{spinner} {msg} {bar:40} {pos}/{len} ({per_sec}, {eta})")
+                .expect("a valid template"),
+        ),
+        None => ProgressBar::new_spinner()
+            .with_style(ProgressStyle::with_template("{spinner} {msg} {pos} ({per_sec})").expect("a valid template")),
+    };
+    bar.set_message(what);
+    bar
+}
+
+fn when(w: &When) -> (Option<u64>, Option<chrono::DateTime<chrono::Utc>>) {
+    (w.delay, w.at)
+}
+
+async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
+    match &cli.command {
+        Command::Enqueue {
+            queue,
+            body,
+            when: w,
+            id,
+            attributes,
+            group,
+            expires_at,
+        } => {
+            let mut job = Job::new(queue, body);
+            (job.delay_seconds, job.perform_at) = when(w);
+            job.job_id = id.clone();
+            job.message_group_id = group.clone();
+            job.expires_at = *expires_at;
+            job.message_attributes = attributes.iter().cloned().collect();
+            let reply = client.enqueue(&job).await?;
+            Ok(job_reply(cli, &reply, render::outcome))
+        }
+        Command::Get { queue, id } => {
+            let reply = client.get(queue, id).await?;
+            Ok(job_reply(cli, &reply, render::details))
+        }
+        Command::Cancel { queue, id } => {
+            let reply = client.cancel(queue, id).await?;
+            Ok(job_reply(cli, &reply, render::outcome))
+        }
+        Command::Reschedule {
+            queue,
+            id,
+            when: w,
+            if_version,
+        } => {
+            let mut request = Reschedule::after(queue, id, std::time::Duration::ZERO);
+            (request.delay_seconds, request.perform_at) = when(w);
+            request.if_version = *if_version;
+            let reply = client.reschedule(&request).await?;
+            Ok(job_reply(cli, &reply, render::outcome))
+        }
+        Command::List {
+            queue,
+            selection,
+            limit,
+        } => {
+            let mut request = List {
+                from: selection.from,
+                to: selection.to,
+                prefix: selection.prefix.clone(),
+                status: Some(selection.status.into()),
+                ..List::queue(queue)
+            };
+            let mut all = ListReply {
+                queue: queue.clone(),
+                jobs: Vec::new(),
+                cursor: None,
+            };
+            let limit = usize::try_from(*limit).unwrap_or(usize::MAX);
+            loop {
+                request.limit = Some((limit - all.jobs.len()).min(MAX_PAGE_LIMIT));
+                let page = client.list(&request).await?;
+                all.jobs.extend(page.jobs);
+                all.cursor = page.cursor;
+                match &all.cursor {
+                    Some(c) if all.jobs.len() < limit => request.cursor = Some(c.clone()),
+                    _ => break,
+                }
+            }
+            if cli.json {
+                print_json(&all);
+            } else {
+                print_text(&render::jobs(&all.jobs, all.cursor.is_some()));
+            }
+            Ok(Ended::Done)
+        }
+        Command::Stats {
+            queue,
+            buckets,
+            bucket_s,
+        } => {
+            let reply = client
+                .stats(&Stats {
+                    queue: queue.clone(),
+                    buckets: Some(*buckets),
+                    bucket_s: Some(*bucket_s),
+                })
+                .await?;
+            if cli.json {
+                print_json(&reply);
+            } else {
+                print_text(&render::stats(&reply, terminal_width()));
+            }
+            Ok(Ended::Done)
+        }
+        Command::Parked { queue, limit } => {
+            let limit = usize::try_from(*limit).unwrap_or(usize::MAX);
+            let mut request = ListParked {
+                queue: queue.clone(),
+                ..ListParked::default()
+            };
+            let mut all = ParkedReply {
+                queue: queue.clone(),
+                count: 0,
+                jobs: Vec::new(),
+                cursor: None,
+            };
+            loop {
+                request.limit = Some((limit - all.jobs.len()).min(MAX_PAGE_LIMIT));
+                let page = client.parked(&request).await?;
+                all.jobs.extend(page.jobs);
+                all.cursor = page.cursor;
+                match &all.cursor {
+                    Some(c) if all.jobs.len() < limit => request.cursor = Some(c.clone()),
+                    _ => break,
+                }
+            }
+            all.count = all.jobs.len();
+            if cli.json {
+                print_json(&all);
+            } else {
+                print_text(&render::jobs(&all.jobs, all.cursor.is_some()));
+            }
+            Ok(Ended::Done)
+        }
+        Command::Redrive { queue, ids, all } if *all => redrive_all(cli, client, queue).await,
+        Command::Redrive { queue, ids, .. } if ids.len() == 1 => {
+            let reply = client.redrive(queue, &ids[0]).await?;
+            Ok(job_reply(cli, &reply, render::outcome))
+        }
+        Command::Redrive { queue, ids, .. } => {
+            let mut results = Vec::with_capacity(ids.len());
+            for chunk in ids.chunks(MAX_JOBS_PER_REQUEST) {
+                results.extend(client.redrive_many(queue, chunk).await?);
+            }
+            let mut not_done = Vec::new();
+            let mut lines = Vec::new();
+            for r in &results {
+                match r {
+                    Ok(reply) => match render::not_done(reply) {
+                        Some(why) => not_done.push(why),
+                        None => lines.push(render::outcome(reply)),
+                    },
+                    Err(f) => not_done.push(f.message.clone()),
+                }
+            }
+            if cli.json {
+                print_json(
+                    &serde_json::json!({"queue": queue, "results": results.iter().map(|r| match r {
+                    Ok(reply) => serde_json::to_value(reply).unwrap_or_default(),
+                    Err(f) => serde_json::json!({"status": "error", "error": f}),
+                }).collect::<Vec<_>>()}),
+                );
+            } else {
+                print_text(&lines.join("\n"));
+            }
+            Ok(match not_done.len() {
+                0 => Ended::Done,
+                n => Ended::NotDone(format!("{n} of {} not redriven; first: {}", results.len(), not_done[0])),
+            })
+        }
+        Command::CancelMany { queue, ids, selection } => {
+            let mut total = CancelManyReply {
+                queue: queue.clone(),
+                cancelled: 0,
+                dispatching: 0,
+                not_found: 0,
+                cursor: None,
+            };
+            let add = |total: &mut CancelManyReply, r: CancelManyReply| {
+                total.cancelled += r.cancelled;
+                total.dispatching += r.dispatching;
+                total.not_found += r.not_found;
+            };
+            if ids.is_empty() {
+                let bar = progress(None, "cancelling");
+                let mut request = CancelMany {
+                    queue: queue.clone(),
+                    from: selection.from,
+                    to: selection.to,
+                    prefix: selection.prefix.clone(),
+                    status: Some(selection.status.into()),
+                    limit: Some(MAX_PAGE_LIMIT),
+                    ..CancelMany::default()
+                };
+                loop {
+                    let page = client.cancel_many(&request).await?;
+                    bar.inc(page.cancelled + page.dispatching + page.not_found);
+                    request.cursor = page.cursor.clone();
+                    add(&mut total, page);
+                    if request.cursor.is_none() {
+                        break;
+                    }
+                }
+                bar.finish_and_clear();
+            } else {
+                let bar = progress(Some(ids.len() as u64), "cancelling");
+                for chunk in ids.chunks(MAX_JOBS_PER_REQUEST) {
+                    let page = client
+                        .cancel_many(&CancelMany {
+                            queue: queue.clone(),
+                            job_ids: Some(chunk.to_vec()),
+                            ..CancelMany::default()
+                        })
+                        .await?;
+                    bar.inc(chunk.len() as u64);
+                    add(&mut total, page);
+                }
+                bar.finish_and_clear();
+            }
+            if cli.json {
+                print_json(&total);
+            } else {
+                print_text(&render::cancel_many(&total));
+            }
+            Ok(Ended::Done)
+        }
+        Command::Completions { .. } => Ok(Ended::Done),
+    }
+}
+
+/// Every parked job back, page by page, with a bar sized by `stats`' parked count.
+async fn redrive_all(cli: &Cli, client: &Client, queue: &str) -> Result<Ended, Error> {
+    let parked = client
+        .stats(&Stats {
+            queue: queue.into(),
+            buckets: Some(1),
+            bucket_s: None,
+        })
+        .await?
+        .parked;
+    let bar = progress(Some(parked), "redriving");
+    let mut total = RedriveAllReply {
+        queue: queue.into(),
+        redriven: 0,
+        duplicates: 0,
+        cursor: None,
+    };
+    let mut cursor = None;
+    loop {
+        let page = client
+            .redrive_all(&RedriveAll {
+                limit: Some(MAX_PAGE_LIMIT),
+                ..RedriveAll::page(queue, cursor)
+            })
+            .await?;
+        bar.inc(page.redriven + page.duplicates);
+        total.redriven += page.redriven;
+        total.duplicates += page.duplicates;
+        cursor = page.cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    bar.finish_and_clear();
+    if cli.json {
+        print_json(&total);
+    } else {
+        print_text(&render::redrive_all(&total));
+    }
+    Ok(Ended::Done)
+}

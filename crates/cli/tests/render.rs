@@ -1,0 +1,92 @@
+//! The CLI's human output on fixed replies (insta snapshots in `tests/snapshots/`).
+
+use serde_json::json;
+use sqs_waiter::render;
+use sqs_waiter_client::{JobReply, ListReply, StatsReply};
+
+fn stats() -> StatsReply {
+    serde_json::from_value(json!({
+        "queue": "orders", "now": "2026-12-01T09:00:00.123456Z",
+        "scheduled": 10412, "parked": 3, "overdue": 12, "oldest_overdue_s": 41.7,
+        "next_due": "2026-12-01T09:00:01Z", "bucket_s": 3600,
+        "histogram": [
+            {"from": "2026-12-01T09:00:00.123456Z", "to": "2026-12-01T10:00:00.123456Z", "count": 311},
+            {"from": "2026-12-01T10:00:00.123456Z", "to": "2026-12-01T11:00:00.123456Z", "count": 0},
+            {"from": "2026-12-01T11:00:00.123456Z", "to": "2026-12-01T12:00:00.123456Z", "count": 1},
+            {"from": "2026-12-01T12:00:00.123456Z", "to": "2026-12-01T13:00:00.123456Z", "count": 987},
+            {"from": "2026-12-01T13:00:00.123456Z", "to": null, "count": 9101}
+        ]
+    }))
+    .unwrap()
+}
+
+#[test]
+fn stats_draws_a_histogram_that_fits_the_terminal() {
+    console::set_colors_enabled(false);
+    insta::assert_snapshot!("stats_80", render::stats(&stats(), 80));
+    let narrow = render::stats(&stats(), 40);
+    let histogram = narrow.lines().skip_while(|l| !l.contains("DUE IN"));
+    assert!(histogram.clone().all(|l| l.chars().count() <= 40), "{narrow}");
+    assert_eq!(histogram.count(), 6, "a header and a row per bucket");
+    let wide = render::stats(&stats(), 200);
+    let longest = wide.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(
+        longest <= 200 && longest > 80,
+        "bars grow with the terminal, up to a limit: {longest}"
+    );
+}
+
+#[test]
+fn stats_of_an_empty_queue() {
+    let empty: StatsReply = serde_json::from_value(json!({
+        "queue": "orders", "now": "2026-12-01T09:00:00Z", "scheduled": 0, "parked": 0, "overdue": 0,
+        "oldest_overdue_s": 0.0, "next_due": null, "bucket_s": 86400,
+        "histogram": [{"from": "2026-12-01T09:00:00Z", "to": "2026-12-02T09:00:00Z", "count": 0},
+                      {"from": "2026-12-02T09:00:00Z", "to": null, "count": 0}]
+    }))
+    .unwrap();
+    insta::assert_snapshot!("stats_empty", render::stats(&empty, 80));
+}
+
+#[test]
+fn list_and_parked_tables() {
+    let page: ListReply = serde_json::from_value(json!({"queue": "orders", "cursor": "abc", "jobs": [
+        {"job_id": "invoice-42", "queue": "orders", "status": "scheduled", "perform_at": "2026-12-01T09:00:00Z",
+         "perform_at_epoch": 1796115600.0, "enqueued_at": "2026-11-22T22:00:00Z", "version": 2},
+        {"job_id": "invoice-43", "queue": "orders", "status": "scheduled", "perform_at": "2026-12-01T09:30:00.5Z",
+         "perform_at_epoch": 1796117400.5, "enqueued_at": "2026-11-22T22:00:00Z", "version": 1}
+    ]}))
+    .unwrap();
+    insta::assert_snapshot!("list", render::jobs(&page.jobs, page.cursor.is_some()));
+    let parked: Vec<JobReply> = serde_json::from_value(json!([
+        {"job_id": "bad-1", "queue": "orders", "status": "parked", "perform_at": "2026-11-30T09:00:00Z",
+         "version": 1, "parked_at": "2026-11-30T09:00:02Z",
+         "error": {"code": "InvalidParameterValue", "message": "Message must be shorter than 262144 bytes."}}
+    ]))
+    .unwrap();
+    insta::assert_snapshot!("parked", render::jobs(&parked, false));
+    assert_eq!(render::jobs(&[], false), "no jobs");
+}
+
+#[test]
+fn one_job_in_detail_and_outcomes_in_one_line() {
+    let job: JobReply = serde_json::from_value(json!({
+        "job_id": "invoice-42", "queue": "billing.fifo", "status": "scheduled",
+        "perform_at": "2026-12-01T21:00:00Z", "perform_at_epoch": 1796158800.0,
+        "enqueued_at": "2026-11-22T22:00:00Z", "message_body": "{\"order\":42}",
+        "message_attributes": {"kind": {"data_type": "String", "string_value": "invoice"}},
+        "expires_at": "2026-12-02T00:00:00Z", "message_group_id": "customer-7",
+        "message_deduplication_id": "invoice-42",
+        "windows": [{"from": "22:00", "to": "23:00"}], "time_zone": "Europe/Berlin", "version": 3
+    }))
+    .unwrap();
+    insta::assert_snapshot!("get", render::details(&job));
+    insta::assert_snapshot!("scheduled", render::outcome(&job));
+    let not_found: JobReply =
+        serde_json::from_value(json!({"status": "not_found", "queue": "orders", "job_id": "nope"})).unwrap();
+    assert_eq!(
+        render::not_done(&not_found).as_deref(),
+        Some("job_id: no job nope on queue orders")
+    );
+    assert_eq!(render::not_done(&job), None);
+}

@@ -1,0 +1,193 @@
+//! A typed client for sqs-waiter's `enqueue` function, over [`aws_sdk_lambda::Client::invoke`].
+//!
+//! sqs-waiter schedules an SQS message for any time in the future (SQS alone delays by at most
+//! 900 s). Every action of the function has a request type here (re-exported from
+//! [`sqs_waiter_contract`], the types the function itself is tested against) and a method that
+//! returns its typed reply. A refused request is an [`Error`] keyed by the function's `errorType`,
+//! and says whether sending it again may succeed.
+//!
+//! ```no_run
+//! use chrono::{TimeZone, Utc};
+//! use sqs_waiter_client::{Client, Error, Job, JobStatus, MessageAttribute};
+//!
+//! # async fn run() -> Result<(), Error> {
+//! let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+//! let client = Client::new(aws_sdk_lambda::Client::new(&config), "sqs-waiter-enqueue");
+//!
+//! let job = Job::new("orders", r#"{"order":42}"#)
+//!     .at(Utc.with_ymd_and_hms(2026, 12, 1, 9, 0, 0).unwrap())
+//!     .id("invoice-42")
+//!     .attribute("kind", MessageAttribute::string("invoice"));
+//! match client.enqueue(&job).await {
+//!     Ok(reply) if reply.duplicate == Some(true) => println!("already scheduled"),
+//!     Ok(reply) => assert!(matches!(reply.status, JobStatus::Scheduled | JobStatus::Sent)),
+//!     Err(Error::InvalidRequest { field, message }) => eprintln!("fix {field}: {message}"),
+//!     Err(e) if e.is_retryable() => { /* send the same job (same id) again later */ }
+//!     Err(e) => return Err(e),
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Paging: `list`, `list_parked`, `cancel_many` and `redrive` (all) answer one page and a
+//! cursor; send the request again with that cursor until it is `None`.
+//!
+//! ```no_run
+//! # use sqs_waiter_client::{Client, List};
+//! # async fn run(client: &Client) -> Result<(), sqs_waiter_client::Error> {
+//! let mut request = List { prefix: Some("invoice-".into()), ..List::queue("orders") };
+//! loop {
+//!     let page = client.list(&request).await?;
+//!     for job in &page.jobs {
+//!         println!("{} due {:?}", job.job_id, job.perform_at);
+//!     }
+//!     match page.cursor {
+//!         Some(cursor) => request.cursor = Some(cursor),
+//!         None => break,
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+
+mod error;
+
+use aws_sdk_lambda::primitives::Blob;
+use serde_json::Value;
+
+pub use error::Error;
+pub use sqs_waiter_contract::*;
+
+/// Calls one deployment's `enqueue` function.
+#[derive(Debug, Clone)]
+pub struct Client {
+    lambda: aws_sdk_lambda::Client,
+    function_name: String,
+}
+
+impl Client {
+    /// `function_name` is a name, ARN or partial ARN (with a `:alias` if you use one).
+    pub fn new(lambda: aws_sdk_lambda::Client, function_name: impl Into<String>) -> Self {
+        Self {
+            lambda,
+            function_name: function_name.into(),
+        }
+    }
+
+    pub fn function_name(&self) -> &str {
+        &self.function_name
+    }
+
+    /// Sends any request and reads its reply: what every other method does.
+    pub async fn call<A: Action>(&self, request: &A) -> Result<A::Reply, Error> {
+        let payload = serde_json::to_vec(&request.tagged()).map_err(|source| Error::Encode {
+            action: A::NAME,
+            source,
+        })?;
+        let out = self
+            .lambda
+            .invoke()
+            .function_name(&self.function_name)
+            .payload(Blob::new(payload))
+            .send()
+            .await
+            .map_err(|source| Error::from_invoke(&self.function_name, source))?;
+        let body = out.payload().map(|b| b.as_ref()).unwrap_or_default();
+        let value: Value = serde_json::from_slice(body).map_err(|source| Error::Decode {
+            action: A::NAME,
+            source,
+        })?;
+        if let Some(e) = Error::from_function_error(out.function_error(), &value) {
+            return Err(e);
+        }
+        serde_json::from_value(value).map_err(|source| Error::Decode {
+            action: A::NAME,
+            source,
+        })
+    }
+
+    /// Schedules one job (or sends it at once when it is due within the function's direct
+    /// limit).
+    pub async fn enqueue(&self, job: &Job) -> Result<JobReply, Error> {
+        self.call(job).await
+    }
+
+    /// Schedules many jobs, 1000 per invocation, and gives one result per job in input order:
+    /// a bad job fails alone. An `Err` of the whole call means an invocation failed; the jobs
+    /// of earlier invocations were then scheduled (send them again with the same ids).
+    pub async fn enqueue_many(&self, jobs: &[Job]) -> Result<Vec<Result<JobReply, Failure>>, Error> {
+        let mut results = Vec::with_capacity(jobs.len());
+        for chunk in jobs.chunks(MAX_JOBS_PER_REQUEST) {
+            let reply = self.call(&EnqueueMany { jobs: chunk.to_vec() }).await?;
+            results.extend(reply.into_results());
+        }
+        Ok(results)
+    }
+
+    /// The job as stored, or what history knows of it (`dispatched`, `cancelled`, `expired`),
+    /// or `not_found`.
+    pub async fn get(&self, queue: &str, job_id: &str) -> Result<JobReply, Error> {
+        self.call(&Get {
+            queue: queue.into(),
+            job_id: job_id.into(),
+        })
+        .await
+    }
+
+    /// `cancelled`, `not_found`, or `dispatching` (a poller may be handing it to SQS).
+    pub async fn cancel(&self, queue: &str, job_id: &str) -> Result<JobReply, Error> {
+        self.call(&Cancel {
+            queue: queue.into(),
+            job_id: job_id.into(),
+        })
+        .await
+    }
+
+    /// `rescheduled` (with the new `version`), `not_found`, `conflict` or `dispatching`.
+    pub async fn reschedule(&self, request: &Reschedule) -> Result<JobReply, Error> {
+        self.call(request).await
+    }
+
+    /// One page of jobs in `perform_at` order.
+    pub async fn list(&self, request: &List) -> Result<ListReply, Error> {
+        self.call(request).await
+    }
+
+    /// Cancels the jobs named, or one page of a selection.
+    pub async fn cancel_many(&self, request: &CancelMany) -> Result<CancelManyReply, Error> {
+        self.call(request).await
+    }
+
+    /// One page of the jobs SQS rejected permanently, each with its error.
+    pub async fn parked(&self, request: &ListParked) -> Result<ParkedReply, Error> {
+        self.call(request).await
+    }
+
+    /// Moves one parked job back, due now.
+    pub async fn redrive(&self, queue: &str, job_id: &str) -> Result<JobReply, Error> {
+        self.call(&Redrive {
+            queue: queue.into(),
+            job_id: job_id.into(),
+        })
+        .await
+    }
+
+    /// Moves the parked jobs named back, one result per id.
+    pub async fn redrive_many(&self, queue: &str, job_ids: &[String]) -> Result<Vec<Result<JobReply, Failure>>, Error> {
+        let reply = self
+            .call(&RedriveMany {
+                queue: queue.into(),
+                job_ids: job_ids.to_vec(),
+            })
+            .await?;
+        Ok(reply.into_results())
+    }
+
+    /// Moves one page of the parked partition back.
+    pub async fn redrive_all(&self, request: &RedriveAll) -> Result<RedriveAllReply, Error> {
+        self.call(request).await
+    }
+
+    /// Counts and a due-time histogram.
+    pub async fn stats(&self, request: &Stats) -> Result<StatsReply, Error> {
+        self.call(request).await
+    }
+}

@@ -1,0 +1,307 @@
+//! The requests other than a single job, one type per action, each with its reply type.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::job::{Job, MessageAttribute, Window};
+use crate::reply::{BatchReply, CancelManyReply, JobReply, ListReply, ParkedReply, RedriveAllReply, StatsReply};
+
+/// A request the function answers: its `action` name on the wire and the reply it gets.
+pub trait Action: Serialize {
+    /// The `"action"` field.
+    const NAME: &'static str;
+    type Reply: DeserializeOwned;
+
+    /// The request as sent: its fields with `"action"` added.
+    fn tagged(&self) -> Tagged<'_, Self>
+    where
+        Self: Sized,
+    {
+        Tagged {
+            action: Self::NAME,
+            request: self,
+        }
+    }
+}
+
+/// A request with its `"action"` field, as it goes on the wire.
+#[derive(Debug, Serialize)]
+pub struct Tagged<'a, A: Serialize> {
+    pub action: &'static str,
+    #[serde(flatten)]
+    pub request: &'a A,
+}
+
+macro_rules! action {
+    ($ty:ty, $name:literal, $reply:ty) => {
+        impl Action for $ty {
+            const NAME: &'static str = $name;
+            type Reply = $reply;
+        }
+    };
+}
+
+action!(Job, "enqueue", JobReply);
+action!(EnqueueMany, "enqueue", BatchReply);
+action!(Get, "get", JobReply);
+action!(Cancel, "cancel", JobReply);
+action!(Reschedule, "reschedule", JobReply);
+action!(List, "list", ListReply);
+action!(CancelMany, "cancel_many", CancelManyReply);
+action!(ListParked, "list_parked", ParkedReply);
+action!(Redrive, "redrive", JobReply);
+action!(RedriveMany, "redrive", BatchReply);
+action!(RedriveAll, "redrive", RedriveAllReply);
+action!(Stats, "stats", StatsReply);
+
+/// Up to 1000 jobs in one request; each succeeds or fails on its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnqueueMany {
+    pub jobs: Vec<Job>,
+}
+
+/// A job as stored, or what history knows of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Get {
+    pub queue: String,
+    pub job_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cancel {
+    pub queue: String,
+    pub job_id: String,
+}
+
+/// Moves a stored job and may change what it carries. A field left `None` keeps its value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reschedule {
+    pub queue: String,
+    pub job_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_seconds: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perform_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_body: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_attributes: Option<BTreeMap<String, MessageAttribute>>,
+    /// `Some(None)` removes the expiry.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Option<DateTime<Utc>>>,
+    /// `Some(None)` removes the windows.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub windows: Option<Option<Vec<Window>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    /// Only if the stored version is this one (else the reply is `conflict`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub if_version: Option<u64>,
+}
+
+impl Reschedule {
+    /// Moves `job_id` to `t`, changing nothing else.
+    pub fn to(queue: impl Into<String>, job_id: impl Into<String>, t: DateTime<Utc>) -> Self {
+        Self {
+            perform_at: Some(t),
+            ..Self::bare(queue.into(), job_id.into())
+        }
+    }
+
+    /// Moves `job_id` to `d` from now (rounded up to whole seconds).
+    pub fn after(queue: impl Into<String>, job_id: impl Into<String>, d: std::time::Duration) -> Self {
+        Self {
+            delay_seconds: Some(crate::job::whole_seconds_up(d)),
+            ..Self::bare(queue.into(), job_id.into())
+        }
+    }
+
+    fn bare(queue: String, job_id: String) -> Self {
+        Self {
+            queue,
+            job_id,
+            delay_seconds: None,
+            perform_at: None,
+            message_body: None,
+            message_attributes: None,
+            expires_at: None,
+            windows: None,
+            time_zone: None,
+            if_version: None,
+        }
+    }
+}
+
+/// A field given as `null` is `Some(None)`, unlike one left out.
+fn present<'de, T: Deserialize<'de>, D: Deserializer<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// Which partition `list` and `cancel_many` read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ListStatus {
+    #[default]
+    Scheduled,
+    Parked,
+}
+
+impl ListStatus {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Scheduled => "scheduled",
+            Self::Parked => "parked",
+        }
+    }
+}
+
+/// One page of a queue's jobs in `perform_at` order. Every filter is optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct List {
+    pub queue: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<DateTime<Utc>>,
+    /// Of `job_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ListStatus>,
+    /// 1 to 1000, 100 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub with_body: Option<bool>,
+    /// From the previous page's reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+impl List {
+    pub fn queue(queue: impl Into<String>) -> Self {
+        Self {
+            queue: queue.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// Cancels the jobs named, or one page of a selection (`prefix`, `from`, `to`; at least one).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CancelMany {
+    pub queue: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_ids: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ListStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// One page of the jobs SQS rejected permanently.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListParked {
+    pub queue: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// Moves one parked job back, due now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Redrive {
+    pub queue: String,
+    pub job_id: String,
+}
+
+/// Moves the parked jobs named back, due now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RedriveMany {
+    pub queue: String,
+    pub job_ids: Vec<String>,
+}
+
+/// Moves one page of the parked partition back; call again with the reply's cursor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RedriveAll {
+    pub queue: String,
+    /// Always `true` on the wire.
+    pub all: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+impl RedriveAll {
+    pub fn page(queue: impl Into<String>, cursor: Option<String>) -> Self {
+        Self {
+            queue: queue.into(),
+            all: true,
+            limit: None,
+            cursor,
+        }
+    }
+}
+
+/// Counts of what a queue holds, with a due-time histogram.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    pub queue: String,
+    /// 1 to 100, 24 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<u32>,
+    /// 1 to 2,592,000, 3600 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket_s: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn requests_carry_their_action_and_only_the_fields_given() {
+        let r = Reschedule {
+            expires_at: Some(None),
+            ..Reschedule::after("orders", "j", std::time::Duration::from_secs(60))
+        };
+        let v = serde_json::to_value(r.tagged()).unwrap();
+        assert_eq!(
+            v,
+            json!({"action": "reschedule", "queue": "orders", "job_id": "j", "delay_seconds": 60, "expires_at": null})
+        );
+        let back: Reschedule = serde_json::from_value(v).unwrap();
+        assert_eq!(back.expires_at, Some(None));
+        assert_eq!(back.windows, None);
+        assert_eq!(
+            serde_json::to_value(RedriveAll::page("q", None).tagged()).unwrap(),
+            json!({"action": "redrive", "queue": "q", "all": true})
+        );
+        assert_eq!(
+            serde_json::to_value(
+                List {
+                    status: Some(ListStatus::Parked),
+                    ..List::queue("q")
+                }
+                .tagged()
+            )
+            .unwrap(),
+            json!({"action": "list", "queue": "q", "status": "parked"})
+        );
+    }
+}

@@ -1,0 +1,84 @@
+use serde::{Deserialize, Serialize};
+
+/// The `errorType` of a failed invocation, and the `error.type` of a failed job in a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ErrorType {
+    /// The request broke a rule; the message starts with the field (`delay_seconds: must not be
+    /// negative`). Nothing was stored or sent.
+    InvalidRequest,
+    /// DynamoDB or SQS throttled, or a transaction conflicted. Retry.
+    Throttled,
+    /// DynamoDB or SQS failed or was out of reach, or the invocation's deadline came first. Retry
+    /// with the same `job_id`.
+    DependencyFailure,
+    /// A table or queue the deployment names does not exist.
+    ResourceNotFound,
+    /// AWS refused the request itself (for example access denied).
+    Rejected,
+    /// The function built a request an SDK refused: a bug, never the job's.
+    InternalError,
+}
+
+impl ErrorType {
+    pub const ALL: [ErrorType; 6] = [
+        Self::InvalidRequest,
+        Self::Throttled,
+        Self::DependencyFailure,
+        Self::ResourceNotFound,
+        Self::Rejected,
+        Self::InternalError,
+    ];
+
+    /// The name on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidRequest => "InvalidRequest",
+            Self::Throttled => "Throttled",
+            Self::DependencyFailure => "DependencyFailure",
+            Self::ResourceNotFound => "ResourceNotFound",
+            Self::Rejected => "Rejected",
+            Self::InternalError => "InternalError",
+        }
+    }
+
+    /// Whether the same request may succeed if sent again (with the same `job_id`).
+    pub const fn is_retryable(self) -> bool {
+        matches!(self, Self::Throttled | Self::DependencyFailure)
+    }
+
+    /// The type named `name`, if it is one of ours.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for ErrorType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One job of a batch that failed: `{"status": "error", "error": {...}}` in `results`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    #[serde(rename = "type")]
+    pub error_type: ErrorType,
+    pub message: String,
+    pub retryable: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back_and_only_transient_ones_retry() {
+        for t in ErrorType::ALL {
+            assert_eq!(ErrorType::parse(t.as_str()), Some(t));
+            assert_eq!(serde_json::to_value(t).unwrap(), t.as_str());
+        }
+        assert_eq!(ErrorType::parse("Runtime.ExitError"), None);
+        let retryable: Vec<_> = ErrorType::ALL.into_iter().filter(|t| t.is_retryable()).collect();
+        assert_eq!(retryable, [ErrorType::Throttled, ErrorType::DependencyFailure]);
+    }
+}

@@ -1,0 +1,45 @@
+//! The request and reply types of the sqs-waiter `enqueue` function.
+//!
+//! One definition of every field name, shared by the function (which parses requests by hand so
+//! that a refusal names its field, and is tested against these types), the
+//! [`sqs-waiter-client`](https://docs.rs/sqs-waiter-client) crate and the `sqs-waiter` CLI.
+//! serde and chrono are the only dependencies, so a caller's build never pulls in an AWS SDK.
+//!
+//! Every request type implements [`Action`], which names the action on the wire and the reply
+//! it gets:
+//!
+//! ```
+//! use sqs_waiter_contract::{Action, Job};
+//! use std::time::Duration;
+//!
+//! let job = Job::new("orders", r#"{"order":42}"#)
+//!     .delay(Duration::from_secs(3 * 3600))
+//!     .id("invoice-42");
+//! let payload = serde_json::to_value(job.tagged()).unwrap();
+//! assert_eq!(payload["action"], "enqueue");
+//! assert_eq!(payload["delay_seconds"], 10_800);
+//! # fn assert_reply<A: Action<Reply = sqs_waiter_contract::JobReply>>(_: &A) {}
+//! # assert_reply(&job);
+//! ```
+
+mod actions;
+mod error;
+mod job;
+mod reply;
+
+pub use actions::{
+    Action, Cancel, CancelMany, EnqueueMany, Get, List, ListParked, ListStatus, Redrive, RedriveAll, RedriveMany,
+    Reschedule, Stats, Tagged,
+};
+pub use error::{ErrorType, Failure};
+pub use job::{Job, MessageAttribute, Window};
+pub use reply::{
+    BatchReply, BatchResult, Bucket, CancelManyReply, FailedStatus, JobReply, JobStatus, ListReply, ParkedError,
+    ParkedReply, RedriveAllReply, StatsReply,
+};
+
+/// The most jobs one `enqueue` request (or one `job_ids` list) may hold.
+pub const MAX_JOBS_PER_REQUEST: usize = 1000;
+
+/// The largest `limit` of one page of `list`, `list_parked`, `cancel_many` or `redrive` (`all`).
+pub const MAX_PAGE_LIMIT: usize = 1000;

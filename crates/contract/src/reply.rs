@@ -1,0 +1,242 @@
+//! The function's replies. Fields a reply may leave out are `Option`s; a client built against an
+//! older contract reads a newer reply (unknown fields are ignored, an unknown status is
+//! [`JobStatus::Unknown`]).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::error::Failure;
+use crate::job::{MessageAttribute, Window};
+
+/// Where a job stands, as one reply tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    /// Went straight to SQS (`message_id`, `delay_seconds`).
+    Sent,
+    /// Stored, waiting for its time.
+    Scheduled,
+    /// SQS rejected it permanently; see `error`, then `redrive` it.
+    Parked,
+    /// History: a poller handed it to SQS (`sent_at`, `message_id`).
+    Dispatched,
+    /// Cancelled now, or (history) earlier (`cancelled_at`).
+    Cancelled,
+    /// History: found after `expires_at` and dropped (`expired_at`).
+    Expired,
+    NotFound,
+    /// A poller may be handing it to SQS now: it was not changed and may be delivered.
+    Dispatching,
+    Rescheduled,
+    /// `if_version` did not match; `version` is the stored one.
+    Conflict,
+    /// A status this contract does not know (a newer function).
+    #[serde(other)]
+    Unknown,
+}
+
+impl JobStatus {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Sent => "sent",
+            Self::Scheduled => "scheduled",
+            Self::Parked => "parked",
+            Self::Dispatched => "dispatched",
+            Self::Cancelled => "cancelled",
+            Self::Expired => "expired",
+            Self::NotFound => "not_found",
+            Self::Dispatching => "dispatching",
+            Self::Rescheduled => "rescheduled",
+            Self::Conflict => "conflict",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for JobStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The reply about one job, for every action that names one (and each job of `list`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobReply {
+    pub status: JobStatus,
+    pub job_id: String,
+    pub queue: String,
+    /// `true` when the job existed already and nothing was changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perform_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perform_at_epoch: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enqueued_at: Option<DateTime<Utc>>,
+    /// SQS's id of the message (`sent`, `dispatched`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// The `DelaySeconds` a direct send used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_seconds: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_body: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_attributes: Option<BTreeMap<String, MessageAttribute>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_group_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_deduplication_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<Vec<Window>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    /// One more on every change; `if_version` of `reschedule` checks it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parked_at: Option<DateTime<Utc>>,
+    /// Why SQS rejected a parked job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ParkedError>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expired_at: Option<DateTime<Utc>>,
+}
+
+/// SQS's code and message for a parked job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParkedError {
+    pub code: String,
+    pub message: String,
+}
+
+/// One result per job or id, in request order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchReply {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    pub results: Vec<BatchResult>,
+}
+
+/// A job's result in a batch: its reply, or why it failed (others are not affected).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum BatchResult {
+    Done(Box<JobReply>),
+    Failed { status: FailedStatus, error: Failure },
+}
+
+/// The `"status": "error"` of a failed batch entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailedStatus {
+    Error,
+}
+
+impl BatchResult {
+    pub fn into_result(self) -> Result<JobReply, Failure> {
+        match self {
+            Self::Done(reply) => Ok(*reply),
+            Self::Failed { error, .. } => Err(error),
+        }
+    }
+}
+
+impl BatchReply {
+    pub fn into_results(self) -> Vec<Result<JobReply, Failure>> {
+        self.results.into_iter().map(BatchResult::into_result).collect()
+    }
+}
+
+/// One page of `list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListReply {
+    pub queue: String,
+    pub jobs: Vec<JobReply>,
+    /// Pass it back for the next page; `None` means done.
+    pub cursor: Option<String>,
+}
+
+/// One page of `list_parked`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParkedReply {
+    pub queue: String,
+    pub count: usize,
+    pub jobs: Vec<JobReply>,
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CancelManyReply {
+    pub queue: String,
+    pub cancelled: u64,
+    /// A poller may be handing these to SQS: not cancelled, may be delivered.
+    pub dispatching: u64,
+    pub not_found: u64,
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RedriveAllReply {
+    pub queue: String,
+    pub redriven: u64,
+    /// Ids active again: nothing moved, the parked copy stays listed.
+    pub duplicates: u64,
+    pub cursor: Option<String>,
+}
+
+/// What a queue holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatsReply {
+    pub queue: String,
+    pub now: DateTime<Utc>,
+    /// Every stored job that is not parked, overdue included.
+    pub scheduled: u64,
+    pub parked: u64,
+    /// Due before `now`, not yet handed to SQS.
+    pub overdue: u64,
+    /// Age of the oldest overdue job, `0` when none.
+    pub oldest_overdue_s: f64,
+    pub next_due: Option<DateTime<Utc>>,
+    pub bucket_s: u64,
+    /// Jobs due in `[from, to)`; the last bucket is open-ended.
+    pub histogram: Vec<Bucket>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bucket {
+    pub from: DateTime<Utc>,
+    pub to: Option<DateTime<Utc>>,
+    pub count: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn batches_split_into_results_and_unknown_statuses_still_read() {
+        let reply: BatchReply = serde_json::from_value(json!({"results": [
+            {"status": "scheduled", "job_id": "a", "queue": "q", "duplicate": false, "perform_at": "2026-12-01T09:00:00Z"},
+            {"status": "error", "error": {"type": "InvalidRequest", "message": "queue: is required", "retryable": false}},
+            {"status": "teleported", "job_id": "b", "queue": "q", "colour": "red"}
+        ]}))
+        .unwrap();
+        let results = reply.into_results();
+        assert_eq!(results[0].as_ref().unwrap().status, JobStatus::Scheduled);
+        let failure = results[1].as_ref().unwrap_err();
+        assert_eq!(failure.error_type, crate::ErrorType::InvalidRequest);
+        assert!(!failure.retryable);
+        assert_eq!(results[2].as_ref().unwrap().status, JobStatus::Unknown);
+    }
+}

@@ -1,0 +1,214 @@
+//! The `sqs-waiter` CLI as a process (assert_cmd), through `cargo lambda watch` and the real
+//! `enqueue` function on the emulator. Human output is snapshot-tested (insta) on fixed jobs.
+
+use assert_cmd::Command;
+use e2e::runtime_api::{binary_path, Profile};
+use e2e::{Emulator, Watch};
+use serde_json::Value;
+
+async fn served() -> (Emulator, Watch) {
+    let emu = Emulator::start().await;
+    emu.create_queue("orders").await;
+    emu.create_table("waiter-orders").await;
+    let env = emu.function_env(&[("WAITER_QUEUES", "orders"), ("WAITER_TABLE_PREFIX", "waiter-")]);
+    let watch = Watch::start("enqueue", &env).await;
+    (emu, watch)
+}
+
+/// The CLI pointed at `watch`, with nothing from the caller's environment.
+fn cli(watch: &Watch) -> Command {
+    let binary = binary_path("sqs-waiter", Profile::Debug);
+    assert!(
+        binary.exists(),
+        "{} is missing: `cargo build -p sqs-waiter` (make test does)",
+        binary.display()
+    );
+    let mut c = Command::new(binary);
+    c.env_clear()
+        .env("SQS_WAITER_FUNCTION", &watch.function_name)
+        .env("AWS_ENDPOINT_URL", &watch.endpoint)
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("COLUMNS", "80")
+        .env("NO_COLOR", "1")
+        .timeout(std::time::Duration::from_secs(60));
+    c
+}
+
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(watch: &Watch, args: &[&str]) -> Ran {
+    let out = cli(watch).args(args).output().expect("run sqs-waiter");
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn ok(watch: &Watch, args: &[&str]) -> String {
+    let r = run(watch, args);
+    assert_eq!(r.code, 0, "sqs-waiter {args:?}: {}\n{}", r.stderr, watch.log());
+    r.stdout
+}
+
+/// One line on stderr, and the exit status.
+fn refused(watch: &Watch, args: &[&str], code: i32) -> String {
+    let r = run(watch, args);
+    assert_eq!(
+        r.code, code,
+        "sqs-waiter {args:?}: stdout {} stderr {}",
+        r.stdout, r.stderr
+    );
+    assert_eq!(r.stderr.lines().count(), 1, "one line: {:?}", r.stderr);
+    r.stderr.trim_end().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
+    let (_emu, watch) = served().await;
+    // Fixed ids and times, so that the human output is the same on every run and backend.
+    for (id, at) in [
+        ("cli-a", "2031-01-01T09:00:00Z"),
+        ("cli-b", "2031-01-01T09:00:00Z"),
+        ("cli-c", "2031-01-02T18:30:00.250Z"),
+    ] {
+        let out = ok(
+            &watch,
+            &[
+                "enqueue",
+                "orders",
+                "body",
+                "--at",
+                at,
+                "--id",
+                id,
+                "--attr",
+                "kind=String:invoice",
+            ],
+        );
+        assert_eq!(out.trim(), format!("scheduled {id} on orders for {at}"));
+    }
+    let dup = ok(&watch, &["enqueue", "orders", "body", "--delay", "2h", "--id", "cli-a"]);
+    assert!(dup.starts_with("duplicate: cli-a is already scheduled"), "{dup}");
+
+    insta::assert_snapshot!("list", ok(&watch, &["list", "orders"]));
+    insta::assert_snapshot!("list_limited", ok(&watch, &["list", "orders", "--limit", "2"]));
+
+    let got: Value = serde_json::from_str(&ok(&watch, &["--json", "get", "orders", "cli-a"])).unwrap();
+    assert_eq!(got["perform_at"], "2031-01-01T09:00:00Z");
+    assert_eq!(got["message_attributes"]["kind"]["string_value"], "invoice");
+
+    let moved = ok(
+        &watch,
+        &[
+            "reschedule",
+            "orders",
+            "cli-b",
+            "--at",
+            "2031-02-01T00:00:00Z",
+            "--if-version",
+            "1",
+        ],
+    );
+    assert_eq!(
+        moved.trim(),
+        "rescheduled cli-b on orders for 2031-02-01T00:00:00Z (version 2)"
+    );
+    let conflict = refused(
+        &watch,
+        &["reschedule", "orders", "cli-b", "--delay", "60", "--if-version", "1"],
+        1,
+    );
+    assert_eq!(conflict, "sqs-waiter: if_version: cli-b is at version 2: not changed");
+
+    let stats = ok(&watch, &["stats", "orders", "--buckets", "3"]);
+    insta::with_settings!({filters => vec![
+        (r"\d{4}-\d\d-\d\dT[\d:.]+Z", "[TIME]"),
+        (r"\(in [^)]+\)", "(in [SPAN])"),
+    ]}, {
+        insta::assert_snapshot!("stats", stats);
+    });
+
+    assert_eq!(
+        ok(&watch, &["cancel", "orders", "cli-c"]).trim(),
+        "cancelled cli-c on orders"
+    );
+    let gone = refused(&watch, &["cancel", "orders", "cli-c"], 1);
+    assert_eq!(gone, "sqs-waiter: job_id: no job cli-c on queue orders");
+    let history = ok(&watch, &["get", "orders", "cli-c"]);
+    assert!(history.contains("cancelled_at"), "{history}");
+
+    assert_eq!(ok(&watch, &["parked", "orders"]).trim(), "no jobs");
+    assert_eq!(ok(&watch, &["redrive", "orders", "--all"]).trim(), "orders: redriven 0");
+    let bulk = ok(&watch, &["cancel-many", "orders", "--prefix", "cli-"]);
+    assert_eq!(bulk.trim(), "orders: cancelled 2, not found 0");
+    let left: Value = serde_json::from_str(&ok(&watch, &["--json", "stats", "orders"])).unwrap();
+    assert_eq!(left["scheduled"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_input_exits_with_its_code_and_one_line_naming_the_field() {
+    let (_emu, watch) = served().await;
+    let queue = refused(&watch, &["enqueue", "nope", "x", "--delay", "5"], 1);
+    assert!(queue.starts_with("sqs-waiter: queue: "), "{queue}");
+    let time = refused(&watch, &["enqueue", "orders", "x", "--at", "next tuesday"], 2);
+    assert!(time.contains("'--at <TIME>'"), "{time}");
+    let both = refused(&watch, &["enqueue", "orders", "x", "--at", "5", "--delay", "5"], 2);
+    assert!(both.contains("--delay"), "{both}");
+    let function = refused(&watch, &["--function", "nope", "get", "orders", "x"], 1);
+    assert!(
+        function.starts_with("sqs-waiter: --function: no Lambda function named \"nope\""),
+        "{function}"
+    );
+    let limit = refused(&watch, &["list", "orders", "--limit", "0"], 2);
+    assert!(limit.contains("--limit"), "{limit}");
+    let attr = refused(&watch, &["enqueue", "orders", "x", "--delay", "5", "--attr", "kind"], 2);
+    assert!(attr.contains("--attr"), "{attr}");
+    let id = refused(&watch, &["enqueue", "orders", "x", "--delay", "5", "--id", "a b"], 1);
+    assert!(id.starts_with("sqs-waiter: job_id: "), "{id}");
+    let selection = refused(&watch, &["cancel-many", "orders"], 1);
+    assert!(selection.starts_with("sqs-waiter: job_ids: "), "{selection}");
+    let missing = refused(&watch, &["get", "orders", "never"], 1);
+    assert_eq!(missing, "sqs-waiter: job_id: no job never on queue orders");
+    let not_found_json = run(&watch, &["--json", "get", "orders", "never"]);
+    assert_eq!(not_found_json.code, 1);
+    let reply: Value = serde_json::from_str(&not_found_json.stdout).unwrap();
+    assert_eq!(reply["status"], "not_found", "--json still prints the reply");
+}
+
+#[tokio::test]
+async fn help_shows_an_example_for_every_command_and_completions_generate() {
+    let binary = binary_path("sqs-waiter", Profile::Debug);
+    for command in [
+        "enqueue",
+        "get",
+        "cancel",
+        "reschedule",
+        "list",
+        "stats",
+        "parked",
+        "redrive",
+        "cancel-many",
+        "completions",
+    ] {
+        let out = Command::new(&binary).args([command, "--help"]).output().unwrap();
+        assert!(out.status.success());
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            help.contains(&format!("sqs-waiter {command} ")),
+            "{command} --help shows an example:\n{help}"
+        );
+    }
+    for shell in ["bash", "zsh", "fish"] {
+        let out = Command::new(&binary).args(["completions", shell]).output().unwrap();
+        assert!(out.status.success());
+        assert!(String::from_utf8_lossy(&out.stdout).contains("cancel-many"), "{shell}");
+    }
+}
