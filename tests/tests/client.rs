@@ -170,3 +170,72 @@ async fn refusals_are_typed_by_error_type_and_a_missing_function_is_named() {
     assert!(!missing.is_retryable());
     assert_eq!(missing.error_type(), None);
 }
+
+/// Lambda's own answers, as AWS sends them (cargo lambda watch answers a function error with a
+/// 500 instead): a function error is a 200 with `X-Amz-Function-Error`, Lambda's throttling a 429.
+#[tokio::test(flavor = "multi_thread")]
+async fn aws_shaped_lambda_answers_read_as_their_error_types() {
+    use axum::extract::Path;
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+
+    async fn invoke(Path(name): Path<String>) -> axum::response::Response {
+        let function_error =
+            |body: &'static str| (StatusCode::OK, [("X-Amz-Function-Error", "Unhandled")], body).into_response();
+        match name.as_str() {
+            "throttled" => function_error(r#"{"errorType":"Throttled","errorMessage":"DynamoDB: ThrottlingException"}"#),
+            "invalid" => function_error(r#"{"errorType":"InvalidRequest","errorMessage":"delay_seconds: must not be negative"}"#),
+            "crashed" => function_error(r#"{"errorType":"Runtime.ExitError","errorMessage":"RequestId: x Error: Runtime exited with error: exit status 101"}"#),
+            "busy" => (
+                StatusCode::TOO_MANY_REQUESTS,
+                [("x-amzn-errortype", "TooManyRequestsException")],
+                r#"{"message":"Rate Exceeded.","Reason":"ReservedFunctionConcurrentInvocationLimitExceeded"}"#,
+            )
+                .into_response(),
+            "missing" => (
+                StatusCode::NOT_FOUND,
+                [("x-amzn-errortype", "ResourceNotFoundException")],
+                r#"{"Type":"User","message":"Function not found: arn:aws:lambda:us-east-1:123456789012:function:missing"}"#,
+            )
+                .into_response(),
+            _ => r#"{"status":"scheduled","job_id":"a","queue":"orders","duplicate":false,"perform_at":"2026-12-01T09:00:00Z"}"#
+                .into_response(),
+        }
+    }
+    let app = axum::Router::new().route("/2015-03-31/functions/{name}/invocations", axum::routing::post(invoke));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let config = e2e::emulator::sdk_config(&endpoint).await;
+    let lambda = aws_sdk_lambda::Client::from_conf(
+        aws_sdk_lambda::config::Builder::from(&config)
+            .retry_config(aws_sdk_lambda::config::retry::RetryConfig::disabled())
+            .build(),
+    );
+    let call = |name: &str| {
+        let client = Client::new(lambda.clone(), name);
+        async move { client.get("orders", "a").await }
+    };
+
+    assert_eq!(call("ok").await.unwrap().status, JobStatus::Scheduled);
+    let throttled = call("throttled").await.unwrap_err();
+    assert!(
+        matches!(throttled, Error::Throttled { .. }) && throttled.is_retryable(),
+        "{throttled:?}"
+    );
+    let invalid = call("invalid").await.unwrap_err();
+    assert!(
+        matches!(&invalid, Error::InvalidRequest { field, .. } if field == "delay_seconds"),
+        "{invalid:?}"
+    );
+    let crashed = call("crashed").await.unwrap_err();
+    assert!(
+        matches!(&crashed, Error::Function { error_type, .. } if error_type == "Runtime.ExitError"),
+        "{crashed:?}"
+    );
+    let busy = call("busy").await.unwrap_err();
+    assert!(matches!(busy, Error::Invoke { .. }) && busy.is_retryable(), "{busy:?}");
+    let missing = call("missing").await.unwrap_err();
+    assert!(missing.is_function_missing() && !missing.is_retryable(), "{missing:?}");
+    server.abort();
+}
