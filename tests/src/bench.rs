@@ -749,7 +749,7 @@ async fn write_all(ddb: &aws_sdk_dynamodb::Client, table: &str, requests: Vec<aw
 }
 
 /// Writes `jobs` due items straight into the table with the waiter's own codec.
-async fn load_due_items(ddb: &aws_sdk_dynamodb::Client, table: &str, jobs: usize, shards: u32) {
+pub(crate) async fn load_due_items(ddb: &aws_sdk_dynamodb::Client, table: &str, jobs: usize, shards: u32) {
     use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
     use futures::StreamExt;
     let queue = waiter::QueueName::parse(table).expect("queue name");
@@ -792,7 +792,7 @@ async fn load_due_items(ddb: &aws_sdk_dynamodb::Client, table: &str, jobs: usize
 
 /// The floor a dispatcher can reach: per shard, Query pages, SendMessageBatch of 10 and
 /// BatchWriteItem of 25 deletes, nothing else, with all shards at once.
-async fn baseline_dispatch(
+pub(crate) async fn baseline_dispatch(
     ddb: &aws_sdk_dynamodb::Client,
     sqs: &aws_sdk_sqs::Client,
     table: &str,

@@ -6,6 +6,8 @@ pub mod emulator;
 pub mod proxy;
 pub mod quirks;
 pub mod runtime_api;
+pub mod sqs_sink;
+pub mod throughput;
 pub mod watch;
 
 use std::path::PathBuf;

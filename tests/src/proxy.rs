@@ -74,6 +74,8 @@ struct Inner {
     inflight: AtomicU64,
     /// Bumped by `unfreeze`: a request that waited across it belongs to a killed caller.
     generation: AtomicU64,
+    /// Added before every request is handled: an AWS-like round trip for the benches.
+    latency: Mutex<Duration>,
 }
 
 /// A running proxy; aborted on drop.
@@ -99,6 +101,7 @@ impl FaultProxy {
             requests: AtomicU64::new(0),
             inflight: AtomicU64::new(0),
             generation: AtomicU64::new(0),
+            latency: Mutex::new(Duration::ZERO),
         });
         let app = Router::new().fallback(handle).with_state(inner.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
@@ -123,6 +126,11 @@ impl FaultProxy {
 
     pub fn clear_forced(&self) {
         self.inner.forced.lock().expect("lock").clear();
+    }
+
+    /// Every request waits `latency` before it is handled (faults and forwarding alike).
+    pub fn set_latency(&self, latency: Duration) {
+        *self.inner.latency.lock().expect("lock") = latency;
     }
 
     pub fn set_rate(&self, rate: f64) {
@@ -287,6 +295,10 @@ async fn handle(State(p): State<Arc<Inner>>, method: Method, uri: Uri, headers: 
         return aws_error(503, is_sqs(&headers), "ServiceUnavailable");
     }
     p.inflight.fetch_add(1, Ordering::SeqCst);
+    let latency = *p.latency.lock().expect("lock");
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
     let response = handle_live(&p, method, uri, headers, body).await;
     p.inflight.fetch_sub(1, Ordering::SeqCst);
     response

@@ -55,3 +55,19 @@ async fn throughput_bench_runs_on_dynamodb_local() {
     assert!(r.poller_jobs_per_s > 0.0 && r.baseline_jobs_per_s > 0.0, "{r:?}");
     assert_eq!(r.run_ratios.len(), 2, "{r:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn latency_bound_throughput_bench_runs() {
+    let row = e2e::throughput::latency_bound_throughput(300, 2, 5, Profile::Debug).await;
+    println!("{}", e2e::throughput::table(std::slice::from_ref(&row)));
+    assert_eq!((row.shards, row.jobs, row.latency_ms), (2, 300, 5));
+    for figure in [
+        row.jobs_per_s,
+        row.baseline_jobs_per_s,
+        row.ideal_jobs_per_s,
+        row.rss_mb,
+    ] {
+        assert!(figure.is_finite() && figure > 0.0, "{row:?}");
+    }
+    assert!(row.cpu_ms_per_1000.is_finite() && row.cpu_ms_per_1000 >= 0.0, "{row:?}");
+}

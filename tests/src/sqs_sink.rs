@@ -1,0 +1,110 @@
+//! A minimal SQS endpoint for the throughput bench: it answers `GetQueueUrl` and
+//! `SendMessageBatch` (the only SQS calls a poller makes) at once, accepts every entry and counts
+//! what it got. It models an SQS that is never the bottleneck (a standard queue on AWS takes
+//! nearly unlimited throughput) while the poller keeps its real SDK request and reply path.
+//! Per-call latency is added in front of it by the fault proxy (`FaultProxy::set_latency`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use serde_json::{json, Value};
+
+#[derive(Default)]
+struct Counts {
+    messages: AtomicU64,
+    batches: AtomicU64,
+}
+
+/// A running sink; aborted on drop.
+pub struct SqsSink {
+    counts: Arc<Counts>,
+    pub endpoint: String,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl SqsSink {
+    pub async fn start() -> Self {
+        let counts = Arc::new(Counts::default());
+        let app = Router::new().fallback(handle).with_state(counts.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind sqs sink");
+        let endpoint = format!("http://{}", listener.local_addr().expect("sink address"));
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            counts,
+            endpoint,
+            server,
+        }
+    }
+
+    /// Messages accepted so far.
+    pub fn messages(&self) -> u64 {
+        self.counts.messages.load(Ordering::SeqCst)
+    }
+
+    /// `SendMessageBatch` calls so far.
+    pub fn batches(&self) -> u64 {
+        self.counts.batches.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for SqsSink {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+fn json_reply(status: StatusCode, body: Value) -> Response {
+    (
+        status,
+        [("content-type", "application/x-amz-json-1.0")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+async fn handle(State(counts): State<Arc<Counts>>, headers: HeaderMap, body: Bytes) -> Response {
+    let target = headers
+        .get("x-amz-target")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    match target {
+        "AmazonSQS.GetQueueUrl" => {
+            let name = request["QueueName"].as_str().unwrap_or("queue");
+            json_reply(
+                StatusCode::OK,
+                json!({"QueueUrl": format!("http://sqs.us-east-1.localhost/000000000000/{name}")}),
+            )
+        }
+        "AmazonSQS.SendMessageBatch" => {
+            let entries = request["Entries"].as_array().cloned().unwrap_or_default();
+            counts.batches.fetch_add(1, Ordering::SeqCst);
+            counts.messages.fetch_add(entries.len() as u64, Ordering::SeqCst);
+            let successful: Vec<Value> = entries
+                .iter()
+                .map(|e| {
+                    json!({
+                        "Id": e["Id"],
+                        "MessageId": uuid::Uuid::new_v4().to_string(),
+                        // Not checked by the SDK; present because the model requires it.
+                        "MD5OfMessageBody": "00000000000000000000000000000000",
+                    })
+                })
+                .collect();
+            json_reply(StatusCode::OK, json!({"Successful": successful, "Failed": []}))
+        }
+        other => json_reply(
+            StatusCode::BAD_REQUEST,
+            json!({"__type": "com.amazonaws.sqs#UnsupportedOperation", "message": format!("the bench sink does not answer {other:?}")}),
+        ),
+    }
+}
