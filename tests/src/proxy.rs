@@ -175,6 +175,11 @@ impl FaultProxy {
         self.inner.requests.load(Ordering::Relaxed)
     }
 
+    /// Requests per operation so far.
+    pub fn all_calls(&self) -> HashMap<String, usize> {
+        self.inner.calls.lock().expect("lock").clone()
+    }
+
     pub fn calls(&self, operation: &str) -> usize {
         self.inner
             .calls

@@ -31,6 +31,8 @@ pub struct ThroughputRow {
     pub cpu_ms_per_1000: f64,
     /// The poller process's peak resident set.
     pub rss_mb: f64,
+    /// The poller run's AWS calls per 1000 jobs, by operation (counted at the proxies).
+    pub poller_calls_per_1000: std::collections::BTreeMap<String, f64>,
 }
 
 /// Sequential calls per job within a shard: a tenth of a `SendMessageBatch` and a 25th of a
@@ -50,6 +52,11 @@ fn cpu_ms(pid: u32) -> f64 {
     let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(f64::NAN);
     // utime and stime are fields 14 and 15 of the whole line: 11 and 12 after the name and state.
     (ticks(11) + ticks(12)) * 10.0
+}
+
+/// Calls so far through both proxies, by operation.
+fn calls(ddb: &FaultProxy, sqs: &FaultProxy) -> std::collections::BTreeMap<String, usize> {
+    ddb.all_calls().into_iter().chain(sqs.all_calls()).collect()
 }
 
 fn env(ddb: &str, sqs: &str, shards: u32) -> Env {
@@ -93,6 +100,7 @@ pub async fn latency_bound_throughput(jobs: usize, shards: u32, latency_ms: u64,
     poller.invoke(&serde_json::json!({})).await.expect("warm-up run");
 
     load_due_items(&direct, table, jobs, shards).await;
+    let calls_before = calls(&ddb_proxy, &sqs_proxy);
     let sent_before = sink.messages();
     let cpu_before = cpu_ms(poller.pid());
     let t = Instant::now();
@@ -103,6 +111,14 @@ pub async fn latency_bound_throughput(jobs: usize, shards: u32, latency_ms: u64,
     let poller_s = t.elapsed().as_secs_f64();
     let cpu = cpu_ms(poller.pid()) - cpu_before;
     let rss_mb = peak_rss_mib(poller.pid());
+    let poller_calls_per_1000 = calls(&ddb_proxy, &sqs_proxy)
+        .into_iter()
+        .map(|(op, n)| {
+            let delta = n - calls_before.get(&op).copied().unwrap_or(0);
+            (op, delta as f64 * 1000.0 / jobs as f64)
+        })
+        .filter(|(_, n)| *n > 0.0)
+        .collect();
     assert_eq!(summary["dispatched"].as_u64(), Some(jobs as u64), "{summary}");
     assert_eq!(sink.messages() - sent_before, jobs as u64, "SQS got every job once");
 
@@ -131,6 +147,7 @@ pub async fn latency_bound_throughput(jobs: usize, shards: u32, latency_ms: u64,
         baseline_jobs_per_s: jobs as f64 / baseline_s,
         cpu_ms_per_1000: cpu / jobs as f64 * 1000.0,
         rss_mb,
+        poller_calls_per_1000,
     }
 }
 
@@ -154,6 +171,52 @@ pub fn table(rows: &[ThroughputRow]) -> String {
         ));
     }
     out
+}
+
+/// Jobs per second against shards, for the poller, the baseline and the ideal (SVG).
+pub fn chart(rows: &[ThroughputRow], path: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    use plotters::prelude::*;
+    let x_max = rows.iter().map(|r| r.shards).max().unwrap_or(1) as f64 + 1.0;
+    let y_max = rows.iter().map(|r| r.ideal_jobs_per_s).fold(100.0_f64, f64::max) * 1.1;
+    let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let latency = rows.first().map_or(0, |r| r.latency_ms);
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("sqs-waiter dispatch throughput, {latency} ms per call (DynamoDB Local + minimal SQS)"),
+            ("sans-serif", 18),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
+    chart
+        .configure_mesh()
+        .x_desc("shards")
+        .y_desc("jobs per second")
+        .draw()?;
+    type Figure = fn(&ThroughputRow) -> f64;
+    let series: [(&str, Figure, RGBColor); 3] = [
+        ("poller", |r| r.jobs_per_s, RED),
+        ("baseline client", |r| r.baseline_jobs_per_s, BLUE),
+        ("latency-bound ideal", |r| r.ideal_jobs_per_s, GREEN),
+    ];
+    for (name, value, color) in series {
+        let points: Vec<(f64, f64)> = rows.iter().map(|r| (f64::from(r.shards), value(r))).collect();
+        chart
+            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
+            .label(name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+        chart.draw_series(points.into_iter().map(|p| Circle::new(p, 4, color.filled())))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
 }
 
 #[cfg(test)]

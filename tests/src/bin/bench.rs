@@ -101,9 +101,26 @@ async fn main() {
             rows.push(row);
         }
         print!("{}", e2e::throughput::table(&rows));
+        for r in &rows {
+            let calls: Vec<String> = r
+                .poller_calls_per_1000
+                .iter()
+                .map(|(op, n)| format!("{op} {n:.1}"))
+                .collect();
+            println!(
+                "  poller calls per 1000 jobs at {} shards: {}",
+                r.shards,
+                calls.join(", ")
+            );
+        }
+        let svg = output_dir().join("throughput.svg");
+        match e2e::throughput::chart(&rows, &svg) {
+            Ok(()) => println!("chart: {}", svg.display()),
+            Err(e) => println!("chart not drawn: {e}"),
+        }
         println!("written to {}\n", write_json("throughput.json", &rows).display());
     }
-    if all || what == "dispatch-moto" {
+    if what == "dispatch-moto" {
         let jobs = match std::env::var("BENCH_THROUGHPUT_JOBS") {
             Ok(n) => n.parse().expect("BENCH_THROUGHPUT_JOBS must be a whole number of jobs"),
             Err(_) if quick => 300,
