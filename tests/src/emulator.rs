@@ -157,20 +157,7 @@ impl Emulator {
 
     /// The environment every function process gets: endpoint, region, dummy credentials.
     pub fn function_env(&self, waiter: &[(&str, &str)]) -> Env {
-        let mut env: Env = [
-            ("AWS_ENDPOINT_URL", self.endpoint.as_str()),
-            ("AWS_REGION", "us-east-1"),
-            // Lambda sets both; botocore reads only the second.
-            ("AWS_DEFAULT_REGION", "us-east-1"),
-            ("AWS_ACCESS_KEY_ID", "test"),
-            ("AWS_SECRET_ACCESS_KEY", "test"),
-            ("RUST_LOG", "info"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        env.extend(waiter.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        env
+        function_env_at(&self.endpoint, waiter)
     }
 
     /// The same environment, but reaching AWS through `endpoint` (the fault proxy).
@@ -222,6 +209,25 @@ impl Emulator {
     pub async fn create_table_with(&self, name: &str, kind: IndexKind) {
         create_waiter_table(&self.dynamodb, name, kind).await
     }
+}
+
+/// A function process's environment reaching AWS at `endpoint`: region, dummy credentials, then
+/// `waiter` (later entries win).
+pub fn function_env_at(endpoint: &str, waiter: &[(&str, &str)]) -> Env {
+    let mut env: Env = [
+        ("AWS_ENDPOINT_URL", endpoint),
+        ("AWS_REGION", "us-east-1"),
+        // Lambda sets both; botocore reads only the second.
+        ("AWS_DEFAULT_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("RUST_LOG", "info"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    env.extend(waiter.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    env
 }
 
 /// Creates a table with the contract's schema on any DynamoDB endpoint.

@@ -32,6 +32,18 @@ pub fn free_port() -> u16 {
         .expect("bind an ephemeral port")
 }
 
+/// Serves `app` on a free loopback port: its address and the server task (abort it to stop).
+pub async fn serve_local(app: axum::Router) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let addr = listener.local_addr().expect("local address");
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (addr, server)
+}
+
 /// Parses an RFC 3339 time as the functions reply with it.
 pub fn parse_rfc3339(s: &str) -> chrono::DateTime<chrono::Utc> {
     chrono::DateTime::parse_from_rfc3339(s)

@@ -104,11 +104,8 @@ impl FaultProxy {
             latency: Mutex::new(Duration::ZERO),
         });
         let app = Router::new().fallback(handle).with_state(inner.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
-        let endpoint = format!("http://{}", listener.local_addr().expect("proxy address"));
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (addr, server) = crate::serve_local(app).await;
+        let endpoint = format!("http://{addr}");
         Self {
             inner,
             endpoint,

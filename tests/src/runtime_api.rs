@@ -100,13 +100,7 @@ impl Function {
             .route("/2018-06-01/runtime/invocation/{id}/error", post(error))
             .route("/2018-06-01/runtime/init/error", post(init_error))
             .with_state(api.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind runtime api");
-        let addr = listener.local_addr().expect("runtime api address");
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (addr, server) = crate::serve_local(app).await;
         let log_dir = workspace_root().join("target/e2e-logs");
         std::fs::create_dir_all(&log_dir).expect("create log dir");
         let log_path = log_dir.join(format!("{name}-{}.log", addr.port()));

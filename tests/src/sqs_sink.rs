@@ -31,13 +31,8 @@ impl SqsSink {
     pub async fn start() -> Self {
         let counts = Arc::new(Counts::default());
         let app = Router::new().fallback(handle).with_state(counts.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind sqs sink");
-        let endpoint = format!("http://{}", listener.local_addr().expect("sink address"));
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (addr, server) = crate::serve_local(app).await;
+        let endpoint = format!("http://{addr}");
         Self {
             counts,
             endpoint,

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::bench::{baseline_dispatch, load_due_items, peak_rss_mib, DynamoLocal};
+use crate::emulator::function_env_at;
 use crate::proxy::FaultProxy;
 use crate::runtime_api::{binary_path, Profile};
 use crate::sqs_sink::SqsSink;
@@ -59,23 +60,21 @@ fn calls(ddb: &FaultProxy, sqs: &FaultProxy) -> std::collections::BTreeMap<Strin
     ddb.all_calls().into_iter().chain(sqs.all_calls()).collect()
 }
 
+/// The poller's environment: DynamoDB at `ddb`, SQS (everything else) at `sqs`.
 fn env(ddb: &str, sqs: &str, shards: u32) -> Env {
     let shards = shards.to_string();
-    [
-        ("AWS_ENDPOINT_URL_DYNAMODB", ddb),
-        ("AWS_ENDPOINT_URL_SQS", sqs),
-        ("AWS_REGION", "us-east-1"),
-        ("AWS_ACCESS_KEY_ID", "test"),
-        ("AWS_SECRET_ACCESS_KEY", "test"),
-        ("RUST_LOG", "warn"),
-        ("WAITER_QUEUES", "orders"),
-        ("WAITER_SHARDS", shards.as_str()),
-        ("WAITER_CONCURRENCY", shards.as_str()),
-        ("WAITER_LOOKAHEAD", "0"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect()
+    let mut env = function_env_at(
+        sqs,
+        &[
+            ("RUST_LOG", "warn"),
+            ("WAITER_QUEUES", "orders"),
+            ("WAITER_SHARDS", shards.as_str()),
+            ("WAITER_CONCURRENCY", shards.as_str()),
+            ("WAITER_LOOKAHEAD", "0"),
+        ],
+    );
+    env.push(("AWS_ENDPOINT_URL_DYNAMODB".into(), ddb.into()));
+    env
 }
 
 /// One row: `jobs` overdue jobs over `shards`, `latency_ms` per call, poller and baseline.

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::runtime_api::{binary_path, Profile};
-use crate::{free_port, workspace_root, Env};
+use crate::{free_port, workspace_root, Emulator, Env};
 
 /// Dropping it kills the function and watch's process group, exactly what it started.
 pub struct Watch {
@@ -99,6 +99,17 @@ impl Watch {
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()
     }
+}
+
+/// A fresh emulator with queue `queue` and its table `waiter-{queue}`, and watch serving the
+/// `enqueue` function for it: the emulator, watch and the queue's URL.
+pub async fn serve_enqueue(queue: &str) -> (Emulator, Watch, String) {
+    let emu = Emulator::start().await;
+    let url = emu.create_queue(queue).await;
+    emu.create_table(&format!("waiter-{queue}")).await;
+    let env = emu.function_env(&[("WAITER_QUEUES", queue), ("WAITER_TABLE_PREFIX", "waiter-")]);
+    let watch = Watch::start("enqueue", &env).await;
+    (emu, watch, url)
 }
 
 impl Drop for Watch {

@@ -3,17 +3,9 @@
 
 use assert_cmd::Command;
 use e2e::runtime_api::{binary_path, Profile};
-use e2e::{Emulator, Watch};
+use e2e::watch::serve_enqueue;
+use e2e::Watch;
 use serde_json::Value;
-
-async fn served() -> (Emulator, Watch) {
-    let emu = Emulator::start().await;
-    emu.create_queue("orders").await;
-    emu.create_table("waiter-orders").await;
-    let env = emu.function_env(&[("WAITER_QUEUES", "orders"), ("WAITER_TABLE_PREFIX", "waiter-")]);
-    let watch = Watch::start("enqueue", &env).await;
-    (emu, watch)
-}
 
 /// The CLI pointed at `watch`, with nothing from the caller's environment.
 fn cli(watch: &Watch) -> Command {
@@ -72,7 +64,7 @@ fn refused(watch: &Watch, args: &[&str], code: i32) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
-    let (_emu, watch) = served().await;
+    let (_emu, watch, _url) = serve_enqueue("orders").await;
     // Fixed ids and times, so that the human output is the same on every run and backend.
     for (id, at) in [
         ("cli-a", "2031-01-01T09:00:00Z"),
@@ -155,7 +147,7 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_input_exits_with_its_code_and_one_line_naming_the_field() {
-    let (_emu, watch) = served().await;
+    let (_emu, watch, _url) = serve_enqueue("orders").await;
     let queue = refused(&watch, &["enqueue", "nope", "x", "--delay", "5"], 1);
     assert!(queue.starts_with("sqs-waiter: queue: "), "{queue}");
     let time = refused(&watch, &["enqueue", "orders", "x", "--at", "next tuesday"], 2);

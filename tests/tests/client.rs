@@ -4,23 +4,14 @@
 use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
-use e2e::{Emulator, Watch};
+use e2e::watch::serve_enqueue;
 use sqs_waiter_client::{
     CancelMany, Client, Error, ErrorType, Job, JobStatus, List, ListParked, MessageAttribute, Reschedule, Stats,
 };
 
-async fn served(queue: &str) -> (Emulator, Watch, String) {
-    let emu = Emulator::start().await;
-    let url = emu.create_queue(queue).await;
-    emu.create_table(&format!("waiter-{queue}")).await;
-    let env = emu.function_env(&[("WAITER_QUEUES", queue), ("WAITER_TABLE_PREFIX", "waiter-")]);
-    let watch = Watch::start("enqueue", &env).await;
-    (emu, watch, url)
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn the_client_drives_every_action_through_lambda_invoke() {
-    let (emu, watch, url) = served("orders").await;
+    let (emu, watch, url) = serve_enqueue("orders").await;
     let client = Client::new(watch.lambda_client().await, "enqueue");
 
     let tomorrow = Job::new("orders", "later")
@@ -135,7 +126,7 @@ async fn the_client_drives_every_action_through_lambda_invoke() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn refusals_are_typed_by_error_type_and_a_missing_function_is_named() {
-    let (_emu, watch, _url) = served("orders").await;
+    let (_emu, watch, _url) = serve_enqueue("orders").await;
     let lambda = watch.lambda_client().await;
     let client = Client::new(lambda.clone(), "enqueue");
 
@@ -203,9 +194,8 @@ async fn aws_shaped_lambda_answers_read_as_their_error_types() {
         }
     }
     let app = axum::Router::new().route("/2015-03-31/functions/{name}/invocations", axum::routing::post(invoke));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let endpoint = format!("http://{}", listener.local_addr().unwrap());
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let (addr, server) = e2e::serve_local(app).await;
+    let endpoint = format!("http://{addr}");
     let config = e2e::emulator::sdk_config(&endpoint).await;
     let lambda = aws_sdk_lambda::Client::from_conf(
         aws_sdk_lambda::config::Builder::from(&config)

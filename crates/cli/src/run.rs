@@ -8,8 +8,8 @@ use clap::CommandFactory;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use sqs_waiter_client::{
-    CancelMany, CancelManyReply, Client, Error, Job, JobReply, List, ListParked, ListReply, ParkedReply, RedriveAll,
-    RedriveAllReply, Reschedule, Stats, MAX_JOBS_PER_REQUEST, MAX_PAGE_LIMIT,
+    BatchReply, BatchResult, CancelMany, CancelManyReply, Client, Error, Job, JobReply, List, ListParked, ListReply,
+    ParkedReply, RedriveAll, RedriveAllReply, RedriveMany, Reschedule, Stats, MAX_JOBS_PER_REQUEST, MAX_PAGE_LIMIT,
 };
 
 use crate::args::{Cli, Command, When};
@@ -115,6 +115,35 @@ fn progress(len: Option<u64>, what: &'static str) -> ProgressBar {
     bar
 }
 
+/// Pages through a listing until `limit` jobs or its end: the jobs, and the cursor to go on from
+/// (`None` when the listing ended).
+async fn collect<F, Fut>(limit: u64, mut page: F) -> Result<(Vec<JobReply>, Option<String>), Error>
+where
+    F: FnMut(usize, Option<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<JobReply>, Option<String>), Error>>,
+{
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let (mut jobs, mut cursor) = (Vec::new(), None);
+    loop {
+        let (more, next) = page((limit - jobs.len()).min(MAX_PAGE_LIMIT), cursor.take()).await?;
+        jobs.extend(more);
+        cursor = next;
+        if cursor.is_none() || jobs.len() >= limit {
+            return Ok((jobs, cursor));
+        }
+    }
+}
+
+/// A listing's reply as JSON, or its jobs as a table.
+fn print_jobs<R: Serialize>(cli: &Cli, reply: &R, jobs: impl FnOnce(&R) -> (&[JobReply], bool)) {
+    if cli.json {
+        print_json(reply);
+    } else {
+        let (jobs, more) = jobs(reply);
+        print_text(&render::jobs(jobs, more));
+    }
+}
+
 fn when(w: &When) -> (Option<u64>, Option<chrono::DateTime<chrono::Utc>>) {
     (w.delay, w.at)
 }
@@ -164,34 +193,31 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
             selection,
             limit,
         } => {
-            let mut request = List {
+            let base = List {
                 from: selection.from,
                 to: selection.to,
                 prefix: selection.prefix.clone(),
                 status: Some(selection.status.into()),
                 ..List::queue(queue)
             };
-            let mut all = ListReply {
-                queue: queue.clone(),
-                jobs: Vec::new(),
-                cursor: None,
-            };
-            let limit = usize::try_from(*limit).unwrap_or(usize::MAX);
-            loop {
-                request.limit = Some((limit - all.jobs.len()).min(MAX_PAGE_LIMIT));
-                let page = client.list(&request).await?;
-                all.jobs.extend(page.jobs);
-                all.cursor = page.cursor;
-                match &all.cursor {
-                    Some(c) if all.jobs.len() < limit => request.cursor = Some(c.clone()),
-                    _ => break,
-                }
-            }
-            if cli.json {
-                print_json(&all);
-            } else {
-                print_text(&render::jobs(&all.jobs, all.cursor.is_some()));
-            }
+            let (jobs, cursor) = collect(*limit, |limit, cursor| {
+                let request = List {
+                    limit: Some(limit),
+                    cursor,
+                    ..base.clone()
+                };
+                async move { client.list(&request).await.map(|p| (p.jobs, p.cursor)) }
+            })
+            .await?;
+            print_jobs(
+                cli,
+                &ListReply {
+                    queue: queue.clone(),
+                    jobs,
+                    cursor,
+                },
+                |r| (&r.jobs, r.cursor.is_some()),
+            );
             Ok(Ended::Done)
         }
         Command::Stats {
@@ -214,33 +240,25 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
             Ok(Ended::Done)
         }
         Command::Parked { queue, limit } => {
-            let limit = usize::try_from(*limit).unwrap_or(usize::MAX);
-            let mut request = ListParked {
-                queue: queue.clone(),
-                ..ListParked::default()
-            };
-            let mut all = ParkedReply {
-                queue: queue.clone(),
-                count: 0,
-                jobs: Vec::new(),
-                cursor: None,
-            };
-            loop {
-                request.limit = Some((limit - all.jobs.len()).min(MAX_PAGE_LIMIT));
-                let page = client.parked(&request).await?;
-                all.jobs.extend(page.jobs);
-                all.cursor = page.cursor;
-                match &all.cursor {
-                    Some(c) if all.jobs.len() < limit => request.cursor = Some(c.clone()),
-                    _ => break,
-                }
-            }
-            all.count = all.jobs.len();
-            if cli.json {
-                print_json(&all);
-            } else {
-                print_text(&render::jobs(&all.jobs, all.cursor.is_some()));
-            }
+            let (jobs, cursor) = collect(*limit, |limit, cursor| {
+                let request = ListParked {
+                    queue: queue.clone(),
+                    limit: Some(limit),
+                    cursor,
+                };
+                async move { client.parked(&request).await.map(|p| (p.jobs, p.cursor)) }
+            })
+            .await?;
+            print_jobs(
+                cli,
+                &ParkedReply {
+                    queue: queue.clone(),
+                    count: jobs.len(),
+                    jobs,
+                    cursor,
+                },
+                |r| (&r.jobs, r.cursor.is_some()),
+            );
             Ok(Ended::Done)
         }
         Command::Redrive { queue, ids, all } if *all => redrive_all(cli, client, queue).await,
@@ -249,34 +267,40 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
             Ok(job_reply(cli, &reply, render::outcome))
         }
         Command::Redrive { queue, ids, .. } => {
-            let mut results = Vec::with_capacity(ids.len());
+            let mut all = BatchReply {
+                queue: Some(queue.clone()),
+                results: Vec::with_capacity(ids.len()),
+            };
             for chunk in ids.chunks(MAX_JOBS_PER_REQUEST) {
-                results.extend(client.redrive_many(queue, chunk).await?);
+                let request = RedriveMany {
+                    queue: queue.clone(),
+                    job_ids: chunk.to_vec(),
+                };
+                all.results.extend(client.call(&request).await?.results);
             }
             let mut not_done = Vec::new();
             let mut lines = Vec::new();
-            for r in &results {
+            for r in &all.results {
                 match r {
-                    Ok(reply) => match render::not_done(reply) {
+                    BatchResult::Done(reply) => match render::not_done(reply) {
                         Some(why) => not_done.push(why),
                         None => lines.push(render::outcome(reply)),
                     },
-                    Err(f) => not_done.push(f.message.clone()),
+                    BatchResult::Failed { error, .. } => not_done.push(error.message.clone()),
                 }
             }
             if cli.json {
-                print_json(
-                    &serde_json::json!({"queue": queue, "results": results.iter().map(|r| match r {
-                    Ok(reply) => serde_json::to_value(reply).unwrap_or_default(),
-                    Err(f) => serde_json::json!({"status": "error", "error": f}),
-                }).collect::<Vec<_>>()}),
-                );
+                print_json(&all);
             } else {
                 print_text(&lines.join("\n"));
             }
             Ok(match not_done.len() {
                 0 => Ended::Done,
-                n => Ended::NotDone(format!("{n} of {} not redriven; first: {}", results.len(), not_done[0])),
+                n => Ended::NotDone(format!(
+                    "{n} of {} not redriven; first: {}",
+                    all.results.len(),
+                    not_done[0]
+                )),
             })
         }
         Command::CancelMany { queue, ids, selection } => {

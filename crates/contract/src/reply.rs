@@ -225,6 +225,28 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn status_names_are_the_wire_names() {
+        use JobStatus::*;
+        for s in [
+            Sent,
+            Scheduled,
+            Parked,
+            Dispatched,
+            Cancelled,
+            Expired,
+            NotFound,
+            Dispatching,
+            Rescheduled,
+            Conflict,
+        ] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        for s in [crate::ListStatus::Scheduled, crate::ListStatus::Parked] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+    }
+
+    #[test]
     fn batches_split_into_results_and_unknown_statuses_still_read() {
         let reply: BatchReply = serde_json::from_value(json!({"results": [
             {"status": "scheduled", "job_id": "a", "queue": "q", "duplicate": false, "perform_at": "2026-12-01T09:00:00Z"},
