@@ -160,7 +160,7 @@ bench-quick: venv ddb-local
 # The long versions of the fault tests: many more simulation seeds and a bigger faulty run.
 soak: venv
 	cargo build -p enqueue -p poller -p sqs-waiter
-	SIM_SEEDS=5000 cargo test -p waiter simulation -- --nocapture
+	SIM_SEEDS=30000 cargo test -p waiter simulation -- --nocapture
 	PROPTEST_CASES=250000 cargo test -p waiter -- properties fuzz --nocapture
 	FAULT_JOBS=5000 cargo test -p e2e --test faults -- --nocapture
 	cargo test -p e2e --test crash --test lifecycle -- --nocapture

@@ -144,9 +144,10 @@ async fn poller_killed_after_the_claim() {
 #[tokio::test(flavor = "multi_thread")]
 async fn poller_killed_after_send_message_batch() {
     let duplicates = poller_killed_after("SendMessageBatch", 1, 30).await;
+    // The batches in flight when the kill lands.
     assert!(
-        duplicates <= 10,
-        "at most the batch in flight is sent twice: {duplicates}"
+        duplicates <= waiter::dispatch::SENDS_IN_FLIGHT * 10,
+        "at most the batches in flight are sent twice: {duplicates}"
     );
 }
 
@@ -161,8 +162,7 @@ async fn poller_killed_midway_through_removal() {
 }
 
 fn waiter_bound() -> usize {
-    // MAX_UNDELETED_PER_PARTITION in crates/waiter/src/dispatch.rs, documented in README.
-    34
+    waiter::dispatch::MAX_UNDELETED_PER_PARTITION
 }
 
 #[tokio::test(flavor = "multi_thread")]

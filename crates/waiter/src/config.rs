@@ -15,6 +15,7 @@ pub const ENV_FIFO_HOLD: &str = "WAITER_FIFO_HOLD";
 pub const ENV_DIRECT_PRECISE: &str = "WAITER_DIRECT_PRECISE";
 pub const ENV_HISTORY_DAYS: &str = "WAITER_HISTORY_DAYS";
 pub const ENV_DIRECT_HISTORY: &str = "WAITER_DIRECT_HISTORY";
+pub const ENV_MAX_RATE: &str = "WAITER_MAX_RATE";
 
 pub const DEFAULT_LOOKAHEAD: u32 = 120;
 pub const DEFAULT_SHARDS: u32 = 4;
@@ -23,6 +24,8 @@ pub const DEFAULT_CONCURRENCY: u32 = 8;
 pub const DEFAULT_FIFO_HOLD: u32 = 0;
 pub const DEFAULT_HISTORY_DAYS: u32 = 7;
 pub const MAX_HISTORY_DAYS: u32 = 365;
+/// The highest `WAITER_MAX_RATE` accepted: far above what one queue's partitions can send.
+pub const MAX_RATE: u32 = 1_000_000;
 
 /// A configuration variable that is missing or invalid. Names the variable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -93,6 +96,8 @@ pub struct Config {
     /// Direct path: record a history entry for a job sent with a caller-chosen id (one PutItem),
     /// so that a retry after the send is a duplicate. Only with `history_days > 0`.
     pub direct_history: bool,
+    /// The most messages per second per queue the poller lets arrive (`None`: unlimited).
+    pub max_rate: Option<u32>,
 }
 
 impl Config {
@@ -160,6 +165,10 @@ impl Config {
             direct_precise: bool_var(&get, ENV_DIRECT_PRECISE, false)?,
             history_days: int_var(&get, ENV_HISTORY_DAYS, DEFAULT_HISTORY_DAYS, 0, MAX_HISTORY_DAYS)?,
             direct_history: bool_var(&get, ENV_DIRECT_HISTORY, true)?,
+            max_rate: match get(ENV_MAX_RATE) {
+                Some(raw) if !raw.trim().is_empty() => Some(int_var(&get, ENV_MAX_RATE, 0, 1, MAX_RATE)?),
+                _ => None,
+            },
         })
     }
 
@@ -264,6 +273,20 @@ mod tests {
                 .variable,
             ENV_TABLE_PREFIX
         );
+    }
+
+    #[test]
+    fn max_rate_is_unlimited_unless_set_and_named_when_bad() {
+        assert_eq!(cfg(&[(ENV_QUEUES, "a")]).unwrap().max_rate, None);
+        assert_eq!(cfg(&[(ENV_QUEUES, "a"), (ENV_MAX_RATE, " ")]).unwrap().max_rate, None);
+        assert_eq!(
+            cfg(&[(ENV_QUEUES, "a"), (ENV_MAX_RATE, "500")]).unwrap().max_rate,
+            Some(500)
+        );
+        for bad in ["0", "-5", "1.5", "fast", "1000001"] {
+            let e = cfg(&[(ENV_QUEUES, "a"), (ENV_MAX_RATE, bad)]).unwrap_err();
+            assert_eq!(e.variable, ENV_MAX_RATE, "{bad}");
+        }
     }
 
     #[test]

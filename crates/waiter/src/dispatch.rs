@@ -8,24 +8,29 @@
 //!    batches of at most 10 entries and 1 MiB;
 //! 4. sends each batch at its instant, then deletes the accepted entries (BatchWriteItem of 25).
 //!
-//! A job leaves the table only after SQS accepted it. A crash between the two steps re-sends at
-//! most the entries not yet deleted: see `MAX_UNDELETED_PER_PARTITION`.
+//! The steps overlap: the next page is read while batches are in flight, several batches are in
+//! flight at once, and deletes go out while later batches are sent (see `PartitionRun::drain`).
+//! A job leaves the table only after SQS accepted it. A crash re-sends at most the entries not
+//! yet deleted: see `MAX_UNDELETED_PER_PARTITION`.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
 use chrono::{DateTime, TimeDelta, Utc};
+use futures::future::BoxFuture;
+use futures::stream::{BoxStream, FuturesUnordered};
 use futures::{stream, StreamExt};
 use serde::Serialize;
 use tracing::{debug, error, info, warn};
 
 use crate::config::{Config, QueueName};
 use crate::error::{display_chain, PortError};
-use crate::limits::{DDB_MAX_BATCH_WRITE_ITEMS, SQS_MAX_BATCH_ENTRIES, SQS_MAX_MESSAGE_BYTES};
+use crate::limits::{DDB_MAX_BATCH_WRITE_ITEMS, SQS_MAX_BATCH_ENTRIES, SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES};
 use crate::ports::{
     Clock, EntryOutcome, History, HistoryStatus, JobKey, JobStore, Lease, LeaseOutcome, MessageQueue, OutgoingMessage,
     ParkInfo, ReplaceOutcome, Retired, StoredJob,
 };
+use crate::rate::ArrivalBudget;
 use crate::routing::{aligned_send_instant, delay_for};
 use crate::time::seconds_between;
 
@@ -52,10 +57,23 @@ const HANDOVER_SLACK: TimeDelta = TimeDelta::seconds(2);
 const HANDOVER_POLL: TimeDelta = TimeDelta::milliseconds(100);
 /// Lateness values kept per run for the metric.
 const LATENESS_SAMPLE: usize = 100;
-/// Planned jobs held in memory per partition before the next page is read.
-const MAX_PENDING: usize = 5_000;
-/// A crash re-sends at most this many jobs per partition: a full delete buffer plus a batch.
-pub const MAX_UNDELETED_PER_PARTITION: usize = DDB_MAX_BATCH_WRITE_ITEMS - 1 + SQS_MAX_BATCH_ENTRIES;
+/// The next index page is read while fewer jobs than this are planned (and fewer bytes than
+/// `MAX_PENDING_BYTES`): what a partition holds is this plus one page (at most 1 MB of index
+/// data), however deep the backlog.
+const READ_AHEAD: usize = 1_000;
+const MAX_PENDING_BYTES: usize = 8 << 20;
+/// `SendMessageBatch` calls a standard-queue partition has in flight at once. At 15 ms a call,
+/// 4 × 10 entries make about 2 700 jobs/s per partition.
+pub const SENDS_IN_FLIGHT: usize = 4;
+/// `BatchWriteItem` calls removing sent jobs in flight at once per partition: 2 × 25 keeps up
+/// with 4 × 10.
+pub const DELETES_IN_FLIGHT: usize = 2;
+/// A crash re-sends at most this many jobs per partition: the batches in flight, the deletes in
+/// flight and a delete call not yet full. A batch is started only while it keeps the jobs sent
+/// and not yet removed within this bound.
+pub const MAX_UNDELETED_PER_PARTITION: usize =
+    SENDS_IN_FLIGHT * SQS_MAX_BATCH_ENTRIES + DELETES_IN_FLIGHT * DDB_MAX_BATCH_WRITE_ITEMS + DDB_MAX_BATCH_WRITE_ITEMS
+        - 1;
 
 /// What one poller run did. Serialised as the poller's reply.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -119,11 +137,14 @@ pub struct Dispatcher<S, Q, C> {
     pub store: S,
     pub queue: Q,
     pub clock: C,
+    /// `WAITER_MAX_RATE`'s arrivals per second per queue, kept across runs of this process.
+    pub budget: Option<ArrivalBudget>,
 }
 
 impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
     pub fn new(config: Arc<Config>, store: S, queue: Q, clock: C) -> Self {
         Self {
+            budget: config.max_rate.map(ArrivalBudget::new),
             config,
             store,
             queue,
@@ -210,7 +231,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             horizon: now + window,
         };
         let mut handover_until: Option<DateTime<Utc>> = None;
-        let horizon = loop {
+        let (horizon, inherited) = loop {
             let attempt = self
                 .within(
                     deadline - DRAIN_CUT,
@@ -218,7 +239,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
                 )
                 .await;
             match attempt {
-                Some(Ok(LeaseOutcome::Acquired { horizon })) => break horizon,
+                Some(Ok(LeaseOutcome::Acquired { horizon, inherited })) => break (horizon, inherited),
                 Some(Ok(LeaseOutcome::Held(other))) => {
                     // A previous run about to finish its window (a FIFO hold, typically): take
                     // over when it ends rather than skip the partition for a whole interval.
@@ -256,15 +277,22 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             horizon,
             stop_at,
             pending: VecDeque::new(),
+            pending_bytes: 0,
             deletes: Vec::new(),
+            sending: 0,
+            deleting: 0,
             seen: HashSet::new(),
             uncertain: false,
+            left_behind: false,
             summary: sum,
         };
         let drained = match self.within(deadline - DRAIN_CUT, run.drain()).await {
             Some(Ok(drained)) => drained,
             Some(Err(e)) => {
                 report_error(&mut run.summary, queue, Some(shard), &e);
+                // A run that took over a lapsed lease may have failed before re-sending what
+                // its predecessor sent and did not remove: then the marker stays.
+                run.uncertain |= inherited;
                 false
             }
             None => {
@@ -305,7 +333,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         } else {
             // SQS may hold messages for jobs still stored: the lease item stays, so `cancel`
             // answers `dispatching` for them, until the next run re-sends, removes and releases.
-            warn!(queue = %queue, shard, undeleted = run.deletes.len(), uncertain = run.uncertain, "lease kept: sent jobs not yet removed");
+            warn!(queue = %queue, shard, undeleted = run.deletes.len(), uncertain = run.uncertain, "lease kept: sent jobs may not be removed yet");
             run.summary.drained = false;
         }
         run.summary
@@ -339,8 +367,8 @@ fn report_error(sum: &mut RunSummary, queue: &QueueName, shard: Option<u32>, e: 
     sum.drained = false;
 }
 
-/// One run over one partition: what is planned, what SQS accepted and must be removed, what
-/// the run has already handled.
+/// One run over one partition: what is planned, what is in flight, what SQS accepted and must
+/// be removed, what the run has already handled.
 struct PartitionRun<'a, S, Q, C> {
     d: &'a Dispatcher<S, Q, C>,
     queue: &'a QueueName,
@@ -348,84 +376,286 @@ struct PartitionRun<'a, S, Q, C> {
     horizon: DateTime<Utc>,
     stop_at: DateTime<Utc>,
     pending: VecDeque<Planned>,
-    /// Jobs SQS accepted (or that expired), not yet removed, with their history records.
+    /// Message bytes of the jobs in `pending`.
+    pending_bytes: usize,
+    /// Jobs SQS accepted (or that expired), not yet in a delete call, with their history records.
     deletes: Vec<Retired>,
-    /// Job ids planned in this run: a re-read index shows them again until they are removed.
+    /// Entries of the send calls and of the delete calls not yet answered.
+    sending: usize,
+    deleting: usize,
+    /// Job ids planned in this run and not yet removed: a re-read index shows them again until
+    /// they are removed.
     seen: HashSet<String>,
     /// A send failed in a way that leaves open whether SQS accepted it (timeout, reset, 5xx).
     uncertain: bool,
+    /// A due job had to be left for a later run.
+    left_behind: bool,
     summary: RunSummary,
 }
 
-impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
-    /// Returns whether every due job this run was responsible for was handed over.
+/// One `SendMessageBatch`: each entry with its `DelaySeconds`.
+type Call = Vec<(Planned, Option<u32>)>;
+
+/// A call of a partition run, answered.
+enum Done<'a> {
+    /// The next index page, and the stream to read the one after from.
+    Page(
+        BoxStream<'a, Result<Vec<StoredJob>, PortError>>,
+        Option<Result<Vec<StoredJob>, PortError>>,
+    ),
+    /// A page's jobs re-read from the table.
+    Read(Result<Vec<StoredJob>, PortError>),
+    Sent {
+        call: Call,
+        messages: Vec<OutgoingMessage>,
+        sent_at: DateTime<Utc>,
+        result: Result<Vec<EntryOutcome>, PortError>,
+    },
+    Removed {
+        items: Vec<Retired>,
+        result: Result<(), PortError>,
+    },
+}
+
+impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
+    /// Reads, sends and removes at once: the next index page is read while batches are in
+    /// flight, up to `SENDS_IN_FLIGHT` batches are sent at once (one on FIFO queues, whose
+    /// groups SQS orders by arrival of the calls), and what SQS accepted is removed by up to
+    /// `DELETES_IN_FLIGHT` calls at once. A job is removed only after SQS accepted it, and a
+    /// batch is never sent before its instant. Returns whether every due job this run was
+    /// responsible for was handed over.
     async fn drain(&mut self) -> Result<bool, PortError> {
         let d = self.d;
-        let fifo = self.queue.is_fifo();
+        let queue = self.queue;
+        let fifo = queue.is_fifo();
+        let max_sends = if fifo { 1 } else { SENDS_IN_FLIGHT };
         // A FIFO run holding for jobs that fall due re-reads the index, so jobs enqueued during
         // the hold are found by this run, on time.
         let requery = fifo && d.config.fifo_hold > 0;
-        let mut pages = d.store.due(self.queue, self.shard, self.horizon);
+        let hold_until = self.horizon.min(self.stop_at);
+        let mut pages = Some(d.store.due(queue, self.shard, self.horizon));
         let mut exhausted = false;
-        let mut left_behind = false;
+        let mut next_query: Option<DateTime<Utc>> = None;
+        let mut failure: Option<PortError> = None;
+        let mut singly: VecDeque<Call> = VecDeque::new();
+        let mut in_flight: FuturesUnordered<BoxFuture<'a, Done<'a>>> = FuturesUnordered::new();
+        let (mut reading, mut sends, mut removals) = (false, 0usize, 0usize);
         loop {
             let now = d.clock.now();
-            if now >= self.stop_at {
-                return Ok(false);
-            }
-            let next_is_soon = self
-                .pending
-                .front()
-                .is_some_and(|p| p.send_at <= now + TimeDelta::seconds(1));
-            if !exhausted && !next_is_soon && self.pending.len() < MAX_PENDING {
-                match pages.next().await {
-                    None => exhausted = true,
-                    Some(page) => left_behind |= self.plan_page(page?).await?,
+            let starting = failure.is_none() && now < self.stop_at;
+            let mut wake_at: Option<DateTime<Utc>> = None;
+            if starting {
+                if let Some(t) = next_query.filter(|_| !reading) {
+                    if now >= t {
+                        pages = Some(d.store.due(queue, self.shard, self.horizon));
+                        exhausted = false;
+                        next_query = None;
+                    } else {
+                        wake_at = Some(t);
+                    }
                 }
-                continue;
+                if !reading && !exhausted && self.pending.len() < READ_AHEAD && self.pending_bytes < MAX_PENDING_BYTES {
+                    if let Some(mut p) = pages.take() {
+                        reading = true;
+                        in_flight.push(Box::pin(async move {
+                            let next = p.next().await;
+                            Done::Page(p, next)
+                        }));
+                    }
+                }
+                while removals < DELETES_IN_FLIGHT && self.deletes.len() >= DDB_MAX_BATCH_WRITE_ITEMS {
+                    let items: Vec<Retired> = self.deletes.drain(..DDB_MAX_BATCH_WRITE_ITEMS).collect();
+                    removals += 1;
+                    self.deleting += items.len();
+                    in_flight.push(Box::pin(async move {
+                        let result = d.store.retire(queue, &items).await;
+                        Done::Removed { items, result }
+                    }));
+                }
+                while sends < max_sends && self.undeleted() + SQS_MAX_BATCH_ENTRIES <= MAX_UNDELETED_PER_PARTITION {
+                    let (call, hold) = match singly.pop_front() {
+                        Some(call) => (call, None),
+                        None => {
+                            let n = batch_len(&self.pending, BATCH_WINDOW);
+                            let Some(ready_at) = n.checked_sub(1).and_then(|i| self.pending.get(i)).map(|p| p.send_at)
+                            else {
+                                break;
+                            };
+                            if ready_at > now {
+                                wake_at = Some(wake_at.map_or(ready_at, |w| w.min(ready_at)));
+                                break;
+                            }
+                            let batch: Vec<Planned> = self.pending.drain(..n).collect();
+                            self.pending_bytes -= batch.iter().map(|p| p.bytes).sum::<usize>();
+                            self.prepare(batch, now)
+                        }
+                    };
+                    if call.is_empty() {
+                        continue;
+                    }
+                    sends += 1;
+                    self.sending += call.len();
+                    let messages: Vec<OutgoingMessage> = call
+                        .iter()
+                        .map(|(p, delay)| OutgoingMessage::for_job(&p.job.job, *delay))
+                        .collect();
+                    in_flight.push(Box::pin(async move {
+                        if let Some(t) = hold {
+                            d.clock.sleep_until(t).await;
+                        }
+                        let sent_at = d.clock.now();
+                        let result = d.queue.send_batch(queue, &messages).await;
+                        Done::Sent {
+                            call,
+                            messages,
+                            sent_at,
+                            result,
+                        }
+                    }));
+                }
             }
-            let hold_until = self.horizon.min(self.stop_at);
-            if self.pending.is_empty() && !(requery && now + FIFO_REQUERY < hold_until) {
-                break;
-            }
-            if requery && exhausted && self.pending.front().is_none_or(|p| p.send_at > now + FIFO_REQUERY) {
-                d.clock.sleep_until(now + FIFO_REQUERY).await;
-                pages = d.store.due(self.queue, self.shard, self.horizon);
-                exhausted = false;
-                continue;
-            }
-            let batch = next_batch(&mut self.pending, BATCH_WINDOW);
-            if let Some(last) = batch.last() {
-                d.clock.sleep_until(last.send_at).await;
-            }
-            self.send(batch).await?;
-            if self.deletes.len() >= DDB_MAX_BATCH_WRITE_ITEMS {
-                let full: Vec<Retired> = self.deletes.drain(..DDB_MAX_BATCH_WRITE_ITEMS).collect();
-                if let Err(e) = d.store.retire(self.queue, &full).await {
-                    self.deletes.extend(full);
+            if in_flight.is_empty() {
+                if let Some(e) = failure {
                     return Err(e);
                 }
+                if !starting {
+                    return Ok(false);
+                }
+                if exhausted && next_query.is_none() && self.pending.is_empty() && singly.is_empty() {
+                    return Ok(!self.left_behind);
+                }
+                if let Some(t) = wake_at {
+                    d.clock.sleep_until(t.min(self.stop_at)).await;
+                }
+                continue;
+            }
+            let done = match wake_at.filter(|_| starting) {
+                Some(t) => {
+                    tokio::select! {
+                        done = in_flight.next() => done,
+                        () = d.clock.sleep_until(t.min(self.stop_at)) => None,
+                    }
+                }
+                None => in_flight.next().await,
+            };
+            let Some(done) = done else { continue };
+            let error = match done {
+                Done::Page(p, next) => {
+                    pages = Some(p);
+                    match next {
+                        None => {
+                            reading = false;
+                            exhausted = true;
+                            let now = d.clock.now();
+                            if requery && now + FIFO_REQUERY < hold_until {
+                                next_query = Some(now + FIFO_REQUERY);
+                            }
+                            None
+                        }
+                        Some(Err(e)) => {
+                            reading = false;
+                            Some(e)
+                        }
+                        Some(Ok(page)) => {
+                            let keys: Vec<JobKey> = page
+                                .iter()
+                                .filter(|j| !self.seen.contains(&j.job.job_id))
+                                .map(StoredJob::key)
+                                .collect();
+                            if keys.is_empty() {
+                                reading = false;
+                            } else {
+                                in_flight.push(Box::pin(async move { Done::Read(d.store.read(queue, &keys).await) }));
+                            }
+                            None
+                        }
+                    }
+                }
+                Done::Read(result) => {
+                    reading = false;
+                    match result {
+                        Ok(jobs) => self.plan_jobs(jobs).await.err(),
+                        Err(e) => Some(e),
+                    }
+                }
+                Done::Sent {
+                    call,
+                    messages,
+                    sent_at,
+                    result,
+                } => {
+                    sends -= 1;
+                    self.sending -= call.len();
+                    match result {
+                        Ok(outcomes) => {
+                            self.settle(&call, &messages, sent_at, outcomes).await;
+                            None
+                        }
+                        Err(e) if e.blames_message() && call.len() > 1 => {
+                            // Refused for its content as a whole (too long in total, a message
+                            // over the queue's own limit): sent again entry by entry to find the
+                            // bad one.
+                            warn!(queue = %queue, entries = call.len(), error = %display_chain(&e), "batch refused for its content; sending its entries singly");
+                            singly.extend(call.into_iter().map(|c| vec![c]));
+                            None
+                        }
+                        Err(e) if e.blames_message() => {
+                            // A single entry refused for its content: the whole-call form of a
+                            // `SenderFault` entry failure (moto, and SQS for some size checks).
+                            if let (Some((p, _)), PortError::Rejected { code, .. }) = (call.first(), &e) {
+                                self.park(&p.job, code.clone(), display_chain(&e)).await;
+                            }
+                            None
+                        }
+                        Err(e) => {
+                            self.uncertain |= e.may_have_taken_effect();
+                            self.summary.failed += call.len() as u64;
+                            Some(e)
+                        }
+                    }
+                }
+                Done::Removed { items, result } => {
+                    removals -= 1;
+                    self.deleting -= items.len();
+                    match result {
+                        Ok(()) => {
+                            // Gone from the table: a lagging index may list them, but the
+                            // strongly consistent re-read does not.
+                            for r in &items {
+                                self.seen.remove(&r.key.job_id);
+                            }
+                            None
+                        }
+                        Err(e) => {
+                            self.deletes.extend(items);
+                            Some(e)
+                        }
+                    }
+                }
+            };
+            if let Some(e) = error {
+                // Start nothing more; what is in flight is still answered and recorded.
+                match &failure {
+                    None => failure = Some(e),
+                    Some(_) => {
+                        warn!(queue = %queue, shard = self.shard, error = %display_chain(&e), "another call failed")
+                    }
+                }
             }
         }
-        Ok(exhausted && self.pending.is_empty() && !left_behind)
     }
 
-    /// Plans one index page. The index is eventually consistent: each job is re-read from the
-    /// table (strongly consistent) under the lease, and only that version is sent. Returns
-    /// whether a due job had to be left for a later run.
-    async fn plan_page(&mut self, page: Vec<StoredJob>) -> Result<bool, PortError> {
+    /// Jobs accepted by SQS but not yet removed (in a send call, waiting for a delete call, or
+    /// in one): what a crash now would send twice.
+    fn undeleted(&self) -> usize {
+        self.sending + self.deletes.len() + self.deleting
+    }
+
+    /// Plans jobs re-read from the table. The index is eventually consistent: each job is
+    /// re-read (strongly consistent) under the lease, and only that version is sent.
+    async fn plan_jobs(&mut self, current: Vec<StoredJob>) -> Result<(), PortError> {
         let d = self.d;
-        let keys: Vec<JobKey> = page
-            .iter()
-            .filter(|j| !self.seen.contains(&j.job.job_id))
-            .map(StoredJob::key)
-            .collect();
-        if keys.is_empty() {
-            return Ok(false);
-        }
-        let current = d.store.read(self.queue, &keys).await?;
         let now = d.clock.now();
-        let mut left_behind = false;
         for job in current {
             // Rescheduled or re-enqueued past the horizon since the index was written.
             if job.job.perform_at > self.horizon || !self.seen.insert(job.job.job_id.clone()) {
@@ -437,6 +667,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                         .summary
                         .backlog_age_s
                         .max(seconds_between(p.job.job.perform_at, now));
+                    self.pending_bytes += p.bytes;
                     self.pending.push_back(*p);
                 }
                 Plan::Expired(job) => {
@@ -444,7 +675,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                     self.summary.expired += 1;
                     self.retire(&job, HistoryStatus::Expired, None);
                 }
-                Plan::NotYet => left_behind = true,
+                Plan::NotYet => self.left_behind = true,
                 Plan::Move { current, next } => {
                     // Under this run's lease: no one else may change the job meanwhile.
                     if d.store.rewrite(&current, &next).await? == ReplaceOutcome::Replaced {
@@ -455,93 +686,122 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             }
         }
         self.pending.make_contiguous().sort_by_key(|p| p.send_at);
-        Ok(left_behind)
+        Ok(())
     }
 
-    /// Sends one batch and records each entry's fate. A failure of the whole call parks
-    /// nothing: it is the queue's fault (access, KMS, throttling, outage), the jobs stay stored
-    /// and the partition stops until the next run. Only an entry SQS refused with
-    /// `SenderFault: true` is parked.
-    async fn send(&mut self, batch: Vec<Planned>) -> Result<(), PortError> {
-        let d = self.d;
+    /// Turns a batch into a call at `now`: each entry's delay, `WAITER_MAX_RATE`'s arrival
+    /// second, and expiry at the real arrival (a late send must not deliver an expired job).
+    /// Returns the call and, on a FIFO queue whose arrival second is later, when to send it.
+    fn prepare(&mut self, batch: Vec<Planned>, now: DateTime<Utc>) -> (Call, Option<DateTime<Utc>>) {
         let queue = self.queue;
-        let sent_at = d.clock.now();
-        let arrival_of = |delay: Option<u32>| sent_at + TimeDelta::seconds(i64::from(delay.unwrap_or(0)));
-        // Expiry again at the real send instant: a late send must not deliver an expired job.
-        let mut kept = Vec::with_capacity(batch.len());
+        let fifo = queue.is_fifo();
+        let mut call = Vec::with_capacity(batch.len());
+        let mut fifo_second: Option<i64> = None;
+        let mut later = Vec::new();
         for p in batch {
-            let delay = delay_at(&p.job, queue.is_fifo(), sent_at);
-            if p.job.job.arrives_expired(arrival_of(delay)) {
+            if !later.is_empty() {
+                later.push(p);
+                continue;
+            }
+            let mut delay = delay_at(&p.job, fifo, now);
+            let mut arrival = now + TimeDelta::seconds(i64::from(delay.unwrap_or(0)));
+            let mut booked = None;
+            if let Some(budget) = &self.d.budget {
+                let own = arrival.timestamp();
+                // A standard message moves by a longer delay, up to SQS's maximum; a FIFO one
+                // by holding its send, within this run.
+                let latest = match delay {
+                    Some(dl) => own + i64::from(SQS_MAX_DELAY_SECONDS.saturating_sub(dl)),
+                    None => self.stop_at.timestamp() - 1,
+                };
+                match budget.book(queue, arrival, latest, now) {
+                    None => {
+                        debug!(queue = %queue, job_id = %p.job.job.job_id, "arrival budget full: left for a later run");
+                        self.left_behind = true;
+                        continue;
+                    }
+                    // A FIFO call is sent at one instant: entries booked into a later second
+                    // wait for the next call, in order.
+                    Some(second) if fifo && fifo_second.is_some_and(|f| f != second) => {
+                        budget.release(queue, second);
+                        later.push(p);
+                        continue;
+                    }
+                    Some(second) => {
+                        booked = Some(second);
+                        let moved = second - own;
+                        if let Some(dl) = delay.as_mut() {
+                            *dl += u32::try_from(moved).unwrap_or(0);
+                            arrival += TimeDelta::seconds(moved);
+                        } else if moved > 0 {
+                            arrival = DateTime::from_timestamp(second, 0).unwrap_or(arrival);
+                        }
+                        if fifo {
+                            fifo_second = Some(second);
+                        }
+                    }
+                }
+            }
+            if p.job.job.expires_in_flight(arrival) {
+                if let (Some(budget), Some(second)) = (&self.d.budget, booked) {
+                    budget.release(queue, second);
+                }
                 info!(queue = %queue, job_id = %p.job.job.job_id, "expired: dropped, not sent");
                 self.summary.expired += 1;
                 self.retire(&p.job, HistoryStatus::Expired, None);
-            } else {
-                kept.push((p, delay));
-            }
-        }
-        // A batch SQS refuses for its content as a whole (too long in total, a message over the
-        // queue's own size limit) is sent again entry by entry to find the bad one.
-        let mut calls: VecDeque<Vec<(Planned, Option<u32>)>> = VecDeque::from([kept]);
-        while let Some(call) = calls.pop_front() {
-            if call.is_empty() {
                 continue;
             }
-            let messages: Vec<OutgoingMessage> = call
-                .iter()
-                .map(|(p, delay)| OutgoingMessage::for_job(&p.job.job, *delay))
-                .collect();
-            let outcomes = match d.queue.send_batch(queue, &messages).await {
-                Ok(outcomes) => outcomes,
-                Err(e) if e.blames_message() && call.len() > 1 => {
-                    warn!(queue = %queue, entries = call.len(), error = %display_chain(&e), "batch refused for its content; sending its entries singly");
-                    calls.extend(call.into_iter().map(|c| vec![c]));
-                    continue;
-                }
-                Err(e) if e.blames_message() => {
-                    // A single entry refused for its content: the whole-call form of a
-                    // `SenderFault` entry failure (moto, and SQS for some size checks).
-                    if let (Some((p, _)), PortError::Rejected { code, .. }) = (call.first(), &e) {
-                        self.park(&p.job, code.clone(), display_chain(&e)).await;
+            call.push((p, delay));
+        }
+        for p in later.into_iter().rev() {
+            self.pending_bytes += p.bytes;
+            self.pending.push_front(p);
+        }
+        let hold = fifo_second
+            .and_then(|s| DateTime::from_timestamp(s, 0))
+            .filter(|t| *t > now);
+        (call, hold)
+    }
+
+    /// Records each entry's fate. Only an entry SQS refused with `SenderFault: true` is parked;
+    /// one that failed otherwise stays stored for the next run.
+    async fn settle(
+        &mut self,
+        call: &Call,
+        messages: &[OutgoingMessage],
+        sent_at: DateTime<Utc>,
+        outcomes: Vec<EntryOutcome>,
+    ) {
+        let queue = self.queue;
+        for (((p, _), m), outcome) in call.iter().zip(messages).zip(outcomes) {
+            match outcome {
+                EntryOutcome::Sent { message_id } => {
+                    let arrival = sent_at + TimeDelta::seconds(i64::from(m.delay_seconds.unwrap_or(0)));
+                    let lateness_ms = seconds_between(p.job.job.perform_at, arrival) * 1e3;
+                    let sum = &mut self.summary;
+                    sum.max_lateness_ms = sum.max_lateness_ms.max(lateness_ms);
+                    if sum.lateness_sample_ms.len() < LATENESS_SAMPLE {
+                        sum.lateness_sample_ms.push(lateness_ms);
                     }
-                    continue;
+                    sum.dispatched += 1;
+                    info!(queue = %queue, job_id = %p.job.job.job_id, delay_s = m.delay_seconds, lateness_ms, "dispatched");
+                    self.retire(&p.job, HistoryStatus::Dispatched, Some(message_id));
                 }
-                Err(e) => {
-                    self.uncertain |= e.may_have_taken_effect();
-                    self.summary.failed += call.len() as u64;
-                    return Err(e);
-                }
-            };
-            for (((p, _), m), outcome) in call.iter().zip(&messages).zip(outcomes) {
-                match outcome {
-                    EntryOutcome::Sent { message_id } => {
-                        let arrival = arrival_of(m.delay_seconds);
-                        let lateness_ms = seconds_between(p.job.job.perform_at, arrival) * 1e3;
-                        let sum = &mut self.summary;
-                        sum.max_lateness_ms = sum.max_lateness_ms.max(lateness_ms);
-                        if sum.lateness_sample_ms.len() < LATENESS_SAMPLE {
-                            sum.lateness_sample_ms.push(lateness_ms);
-                        }
-                        sum.dispatched += 1;
-                        info!(queue = %queue, job_id = %p.job.job.job_id, delay_s = m.delay_seconds, lateness_ms, "dispatched");
-                        self.retire(&p.job, HistoryStatus::Dispatched, Some(message_id));
-                    }
-                    EntryOutcome::Failed {
-                        code,
-                        message,
-                        sender_fault: true,
-                    } => self.park(&p.job, code, message).await,
-                    EntryOutcome::Failed {
-                        code,
-                        message,
-                        sender_fault: false,
-                    } => {
-                        warn!(queue = %queue, job_id = %p.job.job.job_id, code, message, "entry failed; stays stored for the next run");
-                        self.summary.failed += 1;
-                    }
+                EntryOutcome::Failed {
+                    code,
+                    message,
+                    sender_fault: true,
+                } => self.park(&p.job, code, message).await,
+                EntryOutcome::Failed {
+                    code,
+                    message,
+                    sender_fault: false,
+                } => {
+                    warn!(queue = %queue, job_id = %p.job.job.job_id, code, message, "entry failed; stays stored for the next run");
+                    self.summary.failed += 1;
                 }
             }
         }
-        Ok(())
     }
 
     /// Queues a job's removal; with history on, its record is put in its place instead.
@@ -625,22 +885,29 @@ fn delay_at(job: &StoredJob, fifo: bool, sent_at: DateTime<Utc>) -> Option<u32> 
     (!fifo).then(|| delay_for(job.job.perform_at, sent_at))
 }
 
-/// The one batching rule: from the front of `pending` (sorted by send instant), take jobs whose
-/// instants lie within `window` of the first, up to 10 entries and 1 MiB in all.
-pub fn next_batch(pending: &mut VecDeque<Planned>, window: TimeDelta) -> Vec<Planned> {
-    let mut batch: Vec<Planned> = Vec::with_capacity(SQS_MAX_BATCH_ENTRIES);
+/// The one batching rule: from the front of `pending` (sorted by send instant), the jobs whose
+/// instants lie within `window` of the first, up to 10 entries and 1 MiB in all. Returns how
+/// many the next batch takes.
+pub fn batch_len(pending: &VecDeque<Planned>, window: TimeDelta) -> usize {
     let mut bytes = 0usize;
-    while let Some(p) = pending.front() {
-        let fits = batch.len() < SQS_MAX_BATCH_ENTRIES
+    let mut n = 0;
+    for p in pending {
+        let fits = n < SQS_MAX_BATCH_ENTRIES
             && bytes + p.bytes <= SQS_MAX_MESSAGE_BYTES
-            && batch.first().is_none_or(|f| p.send_at - f.send_at <= window);
-        if !fits && !batch.is_empty() {
+            && pending.front().is_none_or(|f| p.send_at - f.send_at <= window);
+        if !fits && n > 0 {
             break;
         }
         bytes += p.bytes;
-        batch.extend(pending.pop_front());
+        n += 1;
     }
-    batch
+    n
+}
+
+/// Takes the next batch off the front of `pending` (see `batch_len`).
+pub fn next_batch(pending: &mut VecDeque<Planned>, window: TimeDelta) -> Vec<Planned> {
+    let n = batch_len(pending, window);
+    pending.drain(..n).collect()
 }
 
 #[cfg(test)]

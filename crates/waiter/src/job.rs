@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::config::QueueName;
 use crate::windows::Windows;
@@ -11,6 +11,9 @@ use crate::windows::Windows;
 /// Jobs accepted in one `{"jobs": [...]}` request. The contract asks for at least 100; a Lambda
 /// synchronous payload (6 MB) rarely holds more than this many useful jobs anyway.
 pub const MAX_JOBS_PER_REQUEST: usize = 1000;
+/// What a send may take to reach SQS (network, an SDK retry): at the moment of sending, a message
+/// that would arrive within this of its `expires_at` counts as arriving expired.
+pub const SEND_ALLOWANCE: TimeDelta = TimeDelta::milliseconds(200);
 /// Longest `job_id`.
 pub const MAX_JOB_ID_CHARS: usize = 128;
 
@@ -67,6 +70,11 @@ impl Job {
     /// The one expiry rule: a job that would arrive after `expires_at` is not sent.
     pub fn arrives_expired(&self, arrival: DateTime<Utc>) -> bool {
         self.expires_at.is_some_and(|e| e < arrival)
+    }
+
+    /// The expiry rule at the moment of sending: the send itself takes time (`SEND_ALLOWANCE`).
+    pub fn expires_in_flight(&self, arrival: DateTime<Utc>) -> bool {
+        self.arrives_expired(arrival + SEND_ALLOWANCE)
     }
 }
 

@@ -18,6 +18,7 @@ pub mod manage;
 pub mod metrics;
 pub mod parked;
 pub mod ports;
+pub mod rate;
 pub mod reply;
 pub mod request;
 pub mod routing;
@@ -32,6 +33,8 @@ mod contract_tests;
 mod fuzz;
 #[cfg(test)]
 mod history_tests;
+#[cfg(test)]
+mod pipeline_tests;
 #[cfg(test)]
 mod simulation;
 #[cfg(test)]

@@ -199,7 +199,9 @@ pub struct Lease {
 #[derive(Debug, Clone, PartialEq)]
 pub enum LeaseOutcome {
     /// Ours now, with this horizon (the lapsed lease's, when that reached further).
-    Acquired { horizon: DateTime<Utc> },
+    /// `inherited`: it was taken over from another run's lapsed lease, whose sends may not all
+    /// have been removed.
+    Acquired { horizon: DateTime<Utc>, inherited: bool },
     /// Another poller holds it; its lease when the store could tell.
     Held(Option<Lease>),
 }

@@ -20,7 +20,8 @@ pub enum Route {
 pub fn route(job: &Job, now: DateTime<Utc>, direct_max_delay: u32) -> Route {
     let remaining = seconds_between(now, job.perform_at);
     if job.queue.is_fifo() {
-        return if remaining <= 0.0 {
+        // About to expire: stored, the poller drops it (or sends it) at the real send instant.
+        return if remaining <= 0.0 && !job.expires_in_flight(now) {
             Route::Direct { delay_seconds: None }
         } else {
             Route::Store
@@ -32,7 +33,7 @@ pub fn route(job: &Job, now: DateTime<Utc>, direct_max_delay: u32) -> Route {
         .ok()
         .and_then(chrono::TimeDelta::try_seconds)
         .and_then(|d| now.checked_add_signed(d))
-        .is_some_and(|arrival| job.arrives_expired(arrival));
+        .is_some_and(|arrival| job.expires_in_flight(arrival));
     if delay <= u64::from(direct_max_delay.min(SQS_MAX_DELAY_SECONDS)) && !arrives_expired {
         Route::Direct {
             delay_seconds: Some(delay as u32),
@@ -134,7 +135,13 @@ mod tests {
             Route::Store,
             "a 1 s rounded delay would arrive expired"
         );
-        expiring.expires_at = Some(at(1000));
+        expiring.expires_at = Some(at(1100));
+        assert_eq!(
+            route(&expiring, now, 900),
+            Route::Store,
+            "arriving within the send allowance of its expiry"
+        );
+        expiring.expires_at = Some(at(1200));
         assert_eq!(route(&expiring, now, 900), Route::Direct { delay_seconds: Some(1) });
     }
 

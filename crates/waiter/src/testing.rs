@@ -22,17 +22,36 @@ pub enum Fault {
     After,
 }
 
-/// Seeded fault injection shared by the fakes; off unless seeded.
+/// Seeded fault injection shared by the fakes; off unless seeded. It can also make each call
+/// take a random time (paused tokio time), so that calls in flight at once finish in any order.
 #[derive(Clone, Default)]
-pub struct Faults(Arc<Mutex<Option<(rand::rngs::StdRng, f64)>>>);
+pub struct Faults(Arc<Mutex<Option<(rand::rngs::StdRng, f64)>>>, Arc<Mutex<u64>>);
 
 impl Faults {
     pub fn seeded(seed: u64, rate: f64) -> Self {
         use rand::SeedableRng;
-        Self(Arc::new(Mutex::new(Some((
-            rand::rngs::StdRng::seed_from_u64(seed),
-            rate,
-        )))))
+        Self(
+            Arc::new(Mutex::new(Some((rand::rngs::StdRng::seed_from_u64(seed), rate)))),
+            Arc::default(),
+        )
+    }
+
+    /// Each call then takes from 0 to `max_ms` ms, drawn from the seeded schedule.
+    pub fn with_latency(self, max_ms: u64) -> Self {
+        *self.1.lock().unwrap() = max_ms;
+        self
+    }
+
+    pub async fn pause(&self) {
+        use rand::Rng;
+        let max_ms = *self.1.lock().unwrap();
+        let ms = match self.0.lock().unwrap().as_mut() {
+            Some((rng, _)) if max_ms > 0 => rng.random_range(0..=max_ms),
+            _ => 0,
+        };
+        if ms > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
     }
 
     pub fn off(&self) {
@@ -75,6 +94,7 @@ fn injected(operation: &'static str) -> PortError {
 /// Runs `op` under the fault plan: it may fail before taking effect or after.
 macro_rules! faulty {
     ($faults:expr, $name:literal, $op:expr) => {{
+        $faults.pause().await;
         let fault = $faults.roll();
         if fault == Fault::Before {
             return Err(injected($name));
@@ -511,6 +531,7 @@ impl JobStore for MemStore {
             Some(l) if l.until >= now && l.owner != lease.owner => Ok(LeaseOutcome::Held(Some(l.clone()))),
             previous => {
                 let horizon = previous.map_or(lease.horizon, |p| p.horizon.max(lease.horizon));
+                let inherited = previous.is_some_and(|p| p.owner != lease.owner);
                 s.leases.insert(
                     k,
                     Lease {
@@ -518,7 +539,7 @@ impl JobStore for MemStore {
                         ..lease.clone()
                     },
                 );
-                Ok(LeaseOutcome::Acquired { horizon })
+                Ok(LeaseOutcome::Acquired { horizon, inherited })
             }
         }
     }

@@ -28,6 +28,9 @@ use super::codec::*;
 use crate::config::{Config, QueueName};
 use crate::error::PortError;
 use crate::limits::{DDB_MAX_BATCH_GET_KEYS, DDB_MAX_BATCH_WRITE_ITEMS};
+
+/// `BatchGetItem` calls one read has in flight at once.
+const READS_IN_FLIGHT: usize = 4;
 use crate::ports::{
     CancelOutcome, Found, History, JobKey, JobStore, Lease, LeaseOutcome, Page, ParkInfo, Partition, PutOutcome,
     ReplaceOutcome, Retired, StoredJob,
@@ -142,6 +145,51 @@ impl DynamoStore {
             .expression_attribute_values(":t", n(to))
     }
 
+    /// One `BatchGetItem` of at most 100 keys, retrying what comes back unprocessed.
+    async fn read_chunk(&self, queue: &QueueName, chunk: &[JobKey]) -> Result<Vec<Found>, PortError> {
+        let table = self.table(queue);
+        let mut found: Vec<Found> = Vec::new();
+        let mut request = Some(
+            KeysAndAttributes::builder()
+                .set_keys(Some(chunk.iter().map(|k| key(queue, k)).collect()))
+                .consistent_read(true)
+                .build()
+                .map_err(|e| internal("BatchGetItem", e))?,
+        );
+        let mut attempt = 0;
+        while let Some(req) = request.take() {
+            let out = self
+                .client
+                .batch_get_item()
+                .request_items(&table, req)
+                .send()
+                .await
+                .map_err(|e| classify("BatchGetItem", &self.resource(queue), e))?;
+            for item in out.responses.unwrap_or_default().remove(&table).unwrap_or_default() {
+                match decode_any(queue, &item) {
+                    Ok(j) => found.push(j),
+                    Err(reason) => error!(queue = %queue, reason, "unreadable item skipped"),
+                }
+            }
+            request = out
+                .unprocessed_keys
+                .unwrap_or_default()
+                .remove(&table)
+                .filter(|k| !k.keys.is_empty());
+            if request.is_some() {
+                attempt += 1;
+                if attempt > UNPROCESSED_ATTEMPTS {
+                    return Err(PortError::Throttled {
+                        operation: "BatchGetItem",
+                        source: "keys left unprocessed after retries".into(),
+                    });
+                }
+                backoff(attempt).await;
+            }
+        }
+        Ok(found)
+    }
+
     async fn delete_one(&self, queue: &QueueName, k: &JobKey) -> Result<(), PortError> {
         self.client
             .delete_item()
@@ -251,49 +299,18 @@ impl JobStore for DynamoStore {
     }
 
     async fn read_any(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<Found>, PortError> {
-        let table = self.table(queue);
-        let mut found: Vec<Found> = Vec::new();
-        for chunk in keys.chunks(DDB_MAX_BATCH_GET_KEYS) {
-            let mut request = Some(
-                KeysAndAttributes::builder()
-                    .set_keys(Some(chunk.iter().map(|k| key(queue, k)).collect()))
-                    .consistent_read(true)
-                    .build()
-                    .map_err(|e| internal("BatchGetItem", e))?,
-            );
-            let mut attempt = 0;
-            while let Some(req) = request.take() {
-                let out = self
-                    .client
-                    .batch_get_item()
-                    .request_items(&table, req)
-                    .send()
-                    .await
-                    .map_err(|e| classify("BatchGetItem", &self.resource(queue), e))?;
-                for item in out.responses.unwrap_or_default().remove(&table).unwrap_or_default() {
-                    match decode_any(queue, &item) {
-                        Ok(j) => found.push(j),
-                        Err(reason) => error!(queue = %queue, reason, "unreadable item skipped"),
-                    }
-                }
-                request = out
-                    .unprocessed_keys
-                    .unwrap_or_default()
-                    .remove(&table)
-                    .filter(|k| !k.keys.is_empty());
-                if request.is_some() {
-                    attempt += 1;
-                    if attempt > UNPROCESSED_ATTEMPTS {
-                        return Err(PortError::Throttled {
-                            operation: "BatchGetItem",
-                            source: "keys left unprocessed after retries".into(),
-                        });
-                    }
-                    backoff(attempt).await;
-                }
-            }
-        }
-        Ok(found)
+        // A page of the due index holds thousands of keys: its chunks are read a few at once.
+        let reads: Vec<_> = keys
+            .chunks(DDB_MAX_BATCH_GET_KEYS)
+            .map(|chunk| self.read_chunk(queue, chunk))
+            .collect();
+        let chunks: Vec<Vec<Found>> = futures::stream::iter(reads)
+            .buffered(READS_IN_FLIGHT)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<Result<_, _>>()?;
+        Ok(chunks.into_iter().flatten().collect())
     }
 
     async fn cancel(
@@ -675,15 +692,19 @@ impl JobStore for DynamoStore {
         match update(lease.horizon).await {
             Ok(out) => {
                 // A lapsed lease left by a run that could not clean up: keep covering its horizon.
-                let previous = out.attributes.as_ref().and_then(decode_lease).map(|l| l.horizon);
-                match previous {
+                let previous = out.attributes.as_ref().and_then(decode_lease);
+                let inherited = previous.as_ref().is_some_and(|l| l.owner != lease.owner);
+                match previous.map(|l| l.horizon) {
                     Some(h) if h > lease.horizon => {
                         update(h)
                             .await
                             .map_err(|e| classify("UpdateItem", &self.resource(queue), e))?;
-                        Ok(LeaseOutcome::Acquired { horizon: h })
+                        Ok(LeaseOutcome::Acquired { horizon: h, inherited })
                     }
-                    _ => Ok(LeaseOutcome::Acquired { horizon: lease.horizon }),
+                    _ => Ok(LeaseOutcome::Acquired {
+                        horizon: lease.horizon,
+                        inherited,
+                    }),
                 }
             }
             Err(e) if is_condition_failed(&e) => {

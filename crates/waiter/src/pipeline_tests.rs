@@ -1,0 +1,216 @@
+//! The pipelined dispatch and `WAITER_MAX_RATE`, over the fakes with AWS-like per-call latency
+//! (paused tokio time: the figures are virtual and exact, not timed).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::dispatch::{Dispatcher, MAX_UNDELETED_PER_PARTITION, SENDS_IN_FLIGHT};
+use crate::error::PortError;
+use crate::ports::{Clock, EntryOutcome, MessageQueue, OutgoingMessage};
+use crate::testing::{config, stored, FakeClock, FakeQueue, Faults, FaultyStore, MemStore, Sent};
+
+const LATENCY: Duration = Duration::from_millis(15);
+
+/// The fake queue behind a fixed latency, watching what is in flight and what SQS holds that
+/// the table still holds too (what a crash would send twice).
+#[derive(Clone)]
+struct Metered {
+    inner: FakeQueue,
+    store: MemStore,
+    loaded: usize,
+    in_flight: Arc<AtomicUsize>,
+    entries_in_flight: Arc<AtomicUsize>,
+    max_in_flight: Arc<AtomicUsize>,
+    max_undeleted: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl MessageQueue for Metered {
+    async fn send(&self, queue: &crate::QueueName, m: &OutgoingMessage) -> Result<String, PortError> {
+        self.inner.send(queue, m).await
+    }
+
+    async fn send_batch(
+        &self,
+        queue: &crate::QueueName,
+        messages: &[OutgoingMessage],
+    ) -> Result<Vec<EntryOutcome>, PortError> {
+        let accepted = self.inner.sent().len();
+        let removed = self.loaded.saturating_sub(self.store.len());
+        let entries = self.entries_in_flight.fetch_add(messages.len(), Ordering::SeqCst) + messages.len();
+        self.max_undeleted
+            .fetch_max(accepted.saturating_sub(removed) + entries, Ordering::SeqCst);
+        let calls = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_in_flight.fetch_max(calls, Ordering::SeqCst);
+        tokio::time::sleep(LATENCY).await;
+        let out = self.inner.send_batch(queue, messages).await;
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.entries_in_flight.fetch_sub(messages.len(), Ordering::SeqCst);
+        out
+    }
+}
+
+struct Bench {
+    d: Dispatcher<FaultyStore<MemStore>, Metered, FakeClock>,
+    store: MemStore,
+    queue: Metered,
+    clock: FakeClock,
+}
+
+/// `jobs` overdue jobs on `queue` (one shard), every store call taking up to 15 ms and every
+/// send 15 ms.
+fn bench(queue: &str, jobs: usize, extra: &[(&str, &str)]) -> Bench {
+    let clock = FakeClock::default();
+    let store = MemStore {
+        page_size: 1000,
+        ..MemStore::default()
+    };
+    let now = clock.now();
+    // Overdue by a millisecond less each: a FIFO group's order is by `perform_at`.
+    for i in 0..jobs {
+        let perform_at = now - TimeDelta::milliseconds((jobs - i) as i64);
+        store.insert(stored(queue, &format!("j{i:05}"), perform_at, 1));
+    }
+    let metered = Metered {
+        inner: FakeQueue::new(clock.clone()),
+        store: store.clone(),
+        loaded: jobs,
+        in_flight: Arc::default(),
+        entries_in_flight: Arc::default(),
+        max_in_flight: Arc::default(),
+        max_undeleted: Arc::default(),
+    };
+    let mut settings = vec![("WAITER_SHARDS", "1"), ("WAITER_LOOKAHEAD", "0")];
+    settings.extend_from_slice(extra);
+    let d = Dispatcher::new(
+        config(queue, &settings),
+        FaultyStore {
+            inner: store.clone(),
+            faults: Faults::seeded(7, 0.0).with_latency(LATENCY.as_millis() as u64),
+        },
+        metered.clone(),
+        clock.clone(),
+    );
+    Bench {
+        d,
+        store,
+        queue: metered,
+        clock,
+    }
+}
+
+fn arrival(s: &Sent) -> DateTime<Utc> {
+    s.at + TimeDelta::seconds(i64::from(s.message.delay_seconds.unwrap_or(0)))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_standard_partition_keeps_several_batches_in_flight_within_the_undeleted_bound() {
+    let b = bench("orders", 2000, &[]);
+    let started = b.clock.now();
+    let s = b.d.run(started + TimeDelta::seconds(60)).await;
+    let elapsed = (b.clock.now() - started).as_seconds_f64();
+    assert_eq!((s.dispatched, s.failed), (2000, 0), "{s:?}");
+    assert!(s.drained && b.store.len() == 0, "{s:?}");
+    assert_eq!(b.queue.max_in_flight.load(Ordering::SeqCst), SENDS_IN_FLIGHT);
+    let undeleted = b.queue.max_undeleted.load(Ordering::SeqCst);
+    assert!(
+        undeleted <= MAX_UNDELETED_PER_PARTITION,
+        "{undeleted} sent and not removed at once"
+    );
+    // One batch at a time, then a delete of 25, would take 200 × 15 ms + 80 × ~7.5 ms ≈ 3.6 s.
+    // The latency-bound ideal with 4 batches in flight is 200 / 4 × 15 ms = 0.75 s.
+    let ideal = 2000.0 / (SENDS_IN_FLIGHT as f64 * 10.0) * LATENCY.as_secs_f64();
+    assert!(
+        elapsed <= ideal / 0.9 + 0.1,
+        "2000 jobs took {elapsed:.3} s (ideal {ideal:.3} s)"
+    );
+    // Never early, and every message once.
+    let sent = b.queue.inner.sent();
+    assert_eq!(sent.len(), 2000);
+    assert!(sent.iter().all(|m| arrival(m) >= started));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fifo_partition_sends_one_batch_at_a_time_in_order() {
+    let b = bench("billing.fifo", 200, &[]);
+    let s = b.d.run(b.clock.now() + TimeDelta::seconds(60)).await;
+    assert_eq!(s.dispatched, 200, "{s:?}");
+    assert_eq!(b.queue.max_in_flight.load(Ordering::SeqCst), 1);
+    let ids: Vec<String> = b
+        .queue
+        .inner
+        .sent()
+        .iter()
+        .filter_map(|m| m.message.deduplication_id.clone())
+        .collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(ids, sorted, "one group, sent in the order it is due");
+}
+
+/// Messages per arrival second.
+fn per_second(sent: &[Sent]) -> BTreeMap<i64, usize> {
+    let mut seconds = BTreeMap::new();
+    for m in sent {
+        *seconds.entry(arrival(m).timestamp()).or_default() += 1;
+    }
+    seconds
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_rate_spreads_a_thundering_herd_over_seconds_by_delay() {
+    let b = bench("orders", 100, &[("WAITER_MAX_RATE", "20")]);
+    let started = b.clock.now();
+    let s = b.d.run(started + TimeDelta::seconds(60)).await;
+    assert_eq!(s.dispatched, 100, "{s:?}");
+    let sent = b.queue.inner.sent();
+    let seconds = per_second(&sent);
+    assert!(seconds.values().all(|n| *n <= 20), "{seconds:?}");
+    assert_eq!(seconds.len(), 5, "{seconds:?}");
+    assert!(sent.iter().all(|m| arrival(m) >= started), "never early");
+    // Standard queue: moved by DelaySeconds, all sent at once rather than held.
+    assert!((b.clock.now() - started).as_seconds_f64() < 1.0);
+    // The lateness it adds is reported: the last second starts 4 s after the first.
+    assert!((3_000.0..5_000.0).contains(&s.max_lateness_ms), "{s:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_rate_holds_fifo_sends_for_their_second() {
+    let b = bench("billing.fifo", 30, &[("WAITER_MAX_RATE", "10")]);
+    let started = b.clock.now();
+    let s = b.d.run(started + TimeDelta::seconds(60)).await;
+    assert_eq!(s.dispatched, 30, "{s:?}");
+    let sent = b.queue.inner.sent();
+    let seconds = per_second(&sent);
+    assert!(seconds.values().all(|n| *n <= 10), "{seconds:?}");
+    assert_eq!(seconds.len(), 3, "{seconds:?}");
+    let ids: Vec<String> = sent.iter().filter_map(|m| m.message.deduplication_id.clone()).collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(ids, sorted, "held, still in order");
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_rate_leaves_what_would_need_more_than_900_s_of_delay_for_a_later_run() {
+    let b = bench("orders", 0, &[("WAITER_MAX_RATE", "1"), ("WAITER_LOOKAHEAD", "900")]);
+    let due = b.clock.now() + TimeDelta::milliseconds(898_500);
+    for i in 0..4 {
+        b.store.insert(stored("orders", &format!("k{i}"), due, 1));
+    }
+    let s = b.d.run(b.clock.now() + TimeDelta::seconds(60)).await;
+    // Its own second and the next two are within 900 s of delay; the fourth is not.
+    assert_eq!(s.dispatched, 3, "{s:?}");
+    assert!(!s.drained, "{s:?}");
+    assert_eq!(b.store.len(), 1, "left stored, not lost");
+    assert!(b
+        .queue
+        .inner
+        .sent()
+        .iter()
+        .all(|m| m.message.delay_seconds <= Some(900)));
+}
