@@ -731,7 +731,11 @@ pub struct DispatchThroughput {
 }
 
 /// One BatchWriteItem request list, retried until nothing is left unprocessed.
-async fn write_all(ddb: &aws_sdk_dynamodb::Client, table: &str, requests: Vec<aws_sdk_dynamodb::types::WriteRequest>) {
+pub(crate) async fn write_all(
+    ddb: &aws_sdk_dynamodb::Client,
+    table: &str,
+    requests: Vec<aws_sdk_dynamodb::types::WriteRequest>,
+) {
     let mut pending = requests;
     while !pending.is_empty() {
         let out = ddb

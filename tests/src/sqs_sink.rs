@@ -18,6 +18,8 @@ use serde_json::{json, Value};
 struct Counts {
     messages: AtomicU64,
     batches: AtomicU64,
+    /// Messages per arrival second (receipt plus `DelaySeconds`).
+    arrivals: std::sync::Mutex<std::collections::BTreeMap<i64, u64>>,
 }
 
 /// A running sink; aborted on drop.
@@ -43,6 +45,19 @@ impl SqsSink {
     /// Messages accepted so far.
     pub fn messages(&self) -> u64 {
         self.counts.messages.load(Ordering::SeqCst)
+    }
+
+    /// Seconds the arrivals so far spread over (last arrival second minus first, plus one).
+    pub fn arrival_seconds(&self) -> u64 {
+        let arrivals = self
+            .counts
+            .arrivals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match (arrivals.keys().next(), arrivals.keys().next_back()) {
+            (Some(first), Some(last)) => (last - first + 1) as u64,
+            _ => 0,
+        }
     }
 
     /// `SendMessageBatch` calls so far.
@@ -84,6 +99,18 @@ async fn handle(State(counts): State<Arc<Counts>>, headers: HeaderMap, body: Byt
             let entries = request["Entries"].as_array().cloned().unwrap_or_default();
             counts.batches.fetch_add(1, Ordering::SeqCst);
             counts.messages.fetch_add(entries.len() as u64, Ordering::SeqCst);
+            let now = chrono::Utc::now().timestamp();
+            {
+                let mut arrivals = counts
+                    .arrivals
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                for e in &entries {
+                    *arrivals
+                        .entry(now + e["DelaySeconds"].as_i64().unwrap_or(0))
+                        .or_default() += 1;
+                }
+            }
             let successful: Vec<Value> = entries
                 .iter()
                 .map(|e| {

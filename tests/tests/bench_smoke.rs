@@ -58,7 +58,9 @@ async fn throughput_bench_runs_on_dynamodb_local() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn latency_bound_throughput_bench_runs() {
-    let row = e2e::throughput::latency_bound_throughput(300, 2, 5, Profile::Debug).await;
+    let row =
+        e2e::throughput::latency_bound_throughput(300, 2, 5, e2e::throughput::TableBackend::InMemory, Profile::Debug)
+            .await;
     println!("{}", e2e::throughput::table(std::slice::from_ref(&row)));
     assert_eq!((row.shards, row.jobs, row.latency_ms), (2, 300, 5));
     for figure in [
@@ -70,4 +72,39 @@ async fn latency_bound_throughput_bench_runs() {
         assert!(figure.is_finite() && figure > 0.0, "{row:?}");
     }
     assert!(row.cpu_ms_per_1000.is_finite() && row.cpu_ms_per_1000 >= 0.0, "{row:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn latency_bound_throughput_bench_runs_on_dynamodb_local() {
+    let row = e2e::throughput::latency_bound_throughput(
+        300,
+        2,
+        5,
+        e2e::throughput::TableBackend::DynamodbLocal,
+        Profile::Debug,
+    )
+    .await;
+    assert_eq!(row.table, e2e::throughput::TableBackend::DynamodbLocal);
+    assert!(row.jobs_per_s > 0.0 && row.baseline_jobs_per_s > 0.0, "{row:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn max_rate_bench_spreads_arrivals_and_reports_the_lateness() {
+    let unlimited = e2e::throughput::rate_limited_herd(200, None, 5, Profile::Debug).await;
+    let limited = e2e::throughput::rate_limited_herd(200, Some(50), 5, Profile::Debug).await;
+    assert_eq!((unlimited.dispatched, limited.dispatched), (200, 200));
+    // 200 at 50 a second: four arrival seconds at least, and the last about 3 s late.
+    assert!(limited.arrival_seconds >= 4, "{limited:?}");
+    assert!(limited.max_lateness_ms >= 2_000.0, "{limited:?}");
+    assert!(
+        unlimited.max_lateness_ms < limited.max_lateness_ms,
+        "{unlimited:?} {limited:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn enqueue_batch_bench_runs() {
+    let r = e2e::throughput::enqueue_batch_at_latency(200, 5, Profile::Debug).await;
+    assert_eq!(r.jobs, 200);
+    assert!(r.calls.get("PutItem").copied().unwrap_or(0) >= 200, "{r:?}");
 }

@@ -1,7 +1,7 @@
 //! `make bench` / `make bench-quick`: prints figures and writes them as JSON (and the lateness
 //! chart as SVG) under target/bench/. Every figure names its backend and machine.
 //!
-//! Usage: bench [all|precision|throughput|dispatch-moto|coldstart|api|enqueue] [--quick] [--release]
+//! Usage: bench [all|precision|throughput|max-rate|enqueue-latency|dispatch-moto|coldstart|api|enqueue] [--quick] [--release]
 
 use e2e::bench::*;
 use e2e::runtime_api::Profile;
@@ -29,6 +29,8 @@ async fn main() {
         "coldstart",
         "api",
         "enqueue",
+        "max-rate",
+        "enqueue-latency",
     ];
     if !known.contains(&what) {
         eprintln!("unknown benchmark {what:?}; known: {}", known.join(", "));
@@ -77,26 +79,43 @@ async fn main() {
                 .expect("BENCH_LATENCY_MS must be a whole number of milliseconds"),
             Err(_) => 15,
         };
-        // The 16-shard row of the full run is the 100 000-job overdue backlog.
-        let sizes: [(u32, usize); 3] = if quick {
-            [(1, 1000), (4, 2000), (16, 4000)]
+        use e2e::throughput::TableBackend::{DynamodbLocal, InMemory};
+        // The 16-shard rows of the full run are the 100 000-job overdue backlog; the in-memory
+        // 16-shard rows at 20 000 and 100 000 jobs show whether memory grows with the backlog.
+        let sizes: Vec<(e2e::throughput::TableBackend, u32, usize)> = if quick {
+            vec![
+                (DynamodbLocal, 1, 1000),
+                (DynamodbLocal, 4, 2000),
+                (DynamodbLocal, 16, 4000),
+                (InMemory, 16, 4000),
+            ]
         } else {
-            [(1, 10_000), (4, 20_000), (16, 100_000)]
+            vec![
+                (DynamodbLocal, 1, 10_000),
+                (DynamodbLocal, 4, 20_000),
+                (DynamodbLocal, 16, 100_000),
+                (InMemory, 1, 10_000),
+                (InMemory, 4, 20_000),
+                (InMemory, 16, 20_000),
+                (InMemory, 16, 100_000),
+            ]
         };
         println!(
-            "dispatch throughput against a backend that is not the bottleneck: DynamoDB Local (table) and a \
-             minimal SQS endpoint, {latency_ms} ms added to every call by a proxy; one poller invocation \
-             ({profile:?}) against the minimal baseline client"
+            "dispatch throughput against a backend that is not the bottleneck: the table on DynamoDB Local or \
+             in memory, a minimal SQS endpoint, {latency_ms} ms added to every call by a proxy; one poller \
+             invocation ({profile:?}) against the minimal baseline client with the same calls in flight"
         );
         let mut rows = Vec::new();
-        for (shards, jobs) in sizes {
-            let row = e2e::throughput::latency_bound_throughput(jobs, shards, latency_ms, profile).await;
+        for (table, shards, jobs) in sizes {
+            let row = e2e::throughput::latency_bound_throughput(jobs, shards, latency_ms, table, profile).await;
             println!(
-                "  {shards:>2} shards, {jobs} jobs: poller {:.0} jobs/s ({:.1} s), baseline {:.0}, ideal {:.0}",
+                "  {}, {shards:>2} shards, {jobs} jobs: poller {:.0} jobs/s ({:.1} s), baseline {:.0}, ideal {:.0}, peak RSS {:.0} MB",
+                table.name(),
                 row.jobs_per_s,
                 jobs as f64 / row.jobs_per_s,
                 row.baseline_jobs_per_s,
-                row.ideal_jobs_per_s
+                row.ideal_jobs_per_s,
+                row.rss_mb
             );
             rows.push(row);
         }
@@ -108,7 +127,8 @@ async fn main() {
                 .map(|(op, n)| format!("{op} {n:.1}"))
                 .collect();
             println!(
-                "  poller calls per 1000 jobs at {} shards: {}",
+                "  poller calls per 1000 jobs, {}, {} shards: {}",
+                r.table.name(),
                 r.shards,
                 calls.join(", ")
             );
@@ -119,6 +139,38 @@ async fn main() {
             Err(e) => println!("chart not drawn: {e}"),
         }
         println!("written to {}\n", write_json("throughput.json", &rows).display());
+    }
+    if all || what == "max-rate" {
+        let (jobs, rate) = if quick { (600, 200) } else { (4000, 1000) };
+        println!(
+            "WAITER_MAX_RATE on a thundering herd: {jobs} jobs due at once, 4 shards, in-memory table, 15 ms a call"
+        );
+        let mut rows = Vec::new();
+        for max_rate in [None, Some(rate)] {
+            let r = e2e::throughput::rate_limited_herd(jobs, max_rate, 15, profile).await;
+            println!(
+                "  max rate {}: {} dispatched, arrivals over {} s, latest arrival {:.0} ms after perform_at, run {:.1} s",
+                max_rate.map_or("unlimited".to_owned(), |r| format!("{r}/s")),
+                r.dispatched,
+                r.arrival_seconds,
+                r.max_lateness_ms,
+                r.run_s
+            );
+            rows.push(r);
+        }
+        println!("written to {}\n", write_json("max_rate.json", &rows).display());
+    }
+    if all || what == "enqueue-latency" {
+        let r = e2e::throughput::enqueue_batch_at_latency(1000, 15, profile).await;
+        let calls: Vec<String> = r.calls.iter().map(|(op, n)| format!("{op} {n}")).collect();
+        println!(
+            "enqueue: one request of {} stored jobs, {} ms a call, DynamoDB Local: {:.2} s ({})",
+            r.jobs,
+            r.latency_ms,
+            r.seconds,
+            calls.join(", ")
+        );
+        println!("written to {}\n", write_json("enqueue_latency.json", &r).display());
     }
     if what == "dispatch-moto" {
         let jobs = match std::env::var("BENCH_THROUGHPUT_JOBS") {
