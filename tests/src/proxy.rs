@@ -76,6 +76,8 @@ struct Inner {
     generation: AtomicU64,
     /// Added before every request is handled: an AWS-like round trip for the benches.
     latency: Mutex<Duration>,
+    /// Per operation: total time from a request's arrival to its answer, and how many.
+    served: Mutex<HashMap<String, (Duration, usize)>>,
 }
 
 /// A running proxy; aborted on drop.
@@ -102,6 +104,7 @@ impl FaultProxy {
             inflight: AtomicU64::new(0),
             generation: AtomicU64::new(0),
             latency: Mutex::new(Duration::ZERO),
+            served: Mutex::default(),
         });
         let app = Router::new().fallback(handle).with_state(inner.clone());
         let (addr, server) = crate::serve_local(app).await;
@@ -170,6 +173,12 @@ impl FaultProxy {
 
     pub fn requests(&self) -> u64 {
         self.inner.requests.load(Ordering::Relaxed)
+    }
+
+    /// Per operation: total time the proxy took to answer (the added latency, the forwarding
+    /// and the upstream's own time), and how many it answered.
+    pub fn served(&self) -> HashMap<String, (Duration, usize)> {
+        self.inner.served.lock().expect("lock").clone()
     }
 
     /// Requests per operation so far.
@@ -297,12 +306,18 @@ async fn handle(State(p): State<Arc<Inner>>, method: Method, uri: Uri, headers: 
         return aws_error(503, is_sqs(&headers), "ServiceUnavailable");
     }
     p.inflight.fetch_add(1, Ordering::SeqCst);
+    let arrived = std::time::Instant::now();
+    let op = operation(&headers);
     let latency = *p.latency.lock().expect("lock");
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }
     let response = handle_live(&p, method, uri, headers, body).await;
     p.inflight.fetch_sub(1, Ordering::SeqCst);
+    let mut served = p.served.lock().expect("lock");
+    let entry = served.entry(op).or_default();
+    entry.0 += arrived.elapsed();
+    entry.1 += 1;
     response
 }
 

@@ -100,6 +100,29 @@ async fn main() {
                 (InMemory, 16, 100_000),
             ]
         };
+        // BENCH_THROUGHPUT_ROWS=table:shards:jobs,... runs only those rows (table: ddb-local or
+        // in-memory).
+        let sizes = match std::env::var("BENCH_THROUGHPUT_ROWS") {
+            Ok(rows) => rows
+                .split(',')
+                .map(|row| {
+                    let parts: Vec<&str> = row.trim().split(':').collect();
+                    let bad = || panic!("BENCH_THROUGHPUT_ROWS: {row:?} is not table:shards:jobs");
+                    let [table, shards, jobs] = parts.as_slice() else { bad() };
+                    let table = match *table {
+                        "ddb-local" => DynamodbLocal,
+                        "in-memory" => InMemory,
+                        _ => bad(),
+                    };
+                    (
+                        table,
+                        shards.parse().unwrap_or_else(|_| bad()),
+                        jobs.parse().unwrap_or_else(|_| bad()),
+                    )
+                })
+                .collect(),
+            Err(_) => sizes,
+        };
         println!(
             "dispatch throughput against a backend that is not the bottleneck: the table on DynamoDB Local or \
              in memory, a minimal SQS endpoint, {latency_ms} ms added to every call by a proxy; one poller \

@@ -29,6 +29,8 @@ use crate::config::{Config, QueueName};
 use crate::error::PortError;
 use crate::limits::{DDB_MAX_BATCH_GET_KEYS, DDB_MAX_BATCH_WRITE_ITEMS};
 
+/// Items per page of the due index read by `by_time` (and so by the poller).
+const DUE_PAGE_ITEMS: i32 = 500;
 /// `BatchGetItem` calls one read has in flight at once.
 const READS_IN_FLIGHT: usize = 4;
 use crate::ports::{
@@ -394,7 +396,13 @@ impl JobStore for DynamoStore {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
     ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
-        let pages = self.index_query(queue, &partition, from, to).into_paginator().send();
+        // Pages of at most DUE_PAGE_ITEMS rather than DynamoDB's 1 MB: a reader holds a page
+        // at a time, so memory stays the same however deep the backlog.
+        let pages = self
+            .index_query(queue, &partition, from, to)
+            .limit(DUE_PAGE_ITEMS)
+            .into_paginator()
+            .send();
         futures::stream::unfold(pages, |mut pages| async move {
             pages.next().await.map(|page| (page, pages))
         })
