@@ -57,6 +57,12 @@ export interface SqsWaiterProps {
    * @default 7
    */
   readonly historyDays?: number;
+  /**
+   * Messages per second per queue the poller lets arrive (`WAITER_MAX_RATE`); jobs over it
+   * arrive in the next seconds with room. 0 is unlimited.
+   * @default 0
+   */
+  readonly maxRate?: number;
   /** @default 70 s; keep it above fifoHold + 5 s */
   readonly pollerTimeout?: Duration;
   /** @default ARM_64 */
@@ -155,6 +161,7 @@ export class SqsWaiter extends Construct {
       WAITER_DIRECT_MAX_DELAY: String((props.directMaxDelay ?? Duration.seconds(900)).toSeconds()),
       WAITER_FIFO_HOLD: String((props.fifoHold ?? Duration.seconds(0)).toSeconds()),
       WAITER_HISTORY_DAYS: String(historyDays(props.historyDays)),
+      WAITER_MAX_RATE: String(maxRate(props.maxRate)),
       RUST_LOG: props.logLevel ?? lambda.ApplicationLogLevel.INFO,
     };
     const common = {
@@ -425,6 +432,15 @@ export class SqsWaiter extends Construct {
     );
     return { role, logGroup };
   }
+}
+
+/** `maxRate` as the functions read it: a whole number of messages a second, 0 to 1 000 000. */
+function maxRate(rate: number | undefined): number {
+  const r = rate ?? 0;
+  if (!Number.isInteger(r) || r < 0 || r > 1_000_000) {
+    throw new Error(`SqsWaiter: maxRate must be a whole number from 0 (unlimited) to 1000000, got ${r}`);
+  }
+  return r;
 }
 
 /** `historyDays` as the functions read it: a whole number of days, 0 to 365. */

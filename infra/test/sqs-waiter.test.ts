@@ -108,6 +108,7 @@ test("both functions run the Rust bootstrap on arm64 with the waiter configurati
         WAITER_DIRECT_MAX_DELAY: "900",
         WAITER_FIFO_HOLD: "0",
         WAITER_HISTORY_DAYS: "7",
+        WAITER_MAX_RATE: "0",
         // The process filters its own logs; Lambda filters nothing, so the EMF line (which
         // Lambda would count as INFO) survives any level.
         RUST_LOG: "INFO",
@@ -213,6 +214,21 @@ test("silence alarms: heartbeat, throttles, failure queues, failed entries, part
 test("refuses an empty queue list", () => {
   const stack = new Stack(newApp(), "Empty");
   assert.throws(() => new SqsWaiter(stack, "W", { queues: [], enqueueCode: fakeCode(), pollerCode: fakeCode() }), /at least one queue/);
+});
+
+test("maxRate reaches the functions and a bad one is refused at synth", () => {
+  const stack = new Stack(newApp(), "Rated");
+  const queue = new sqs.Queue(stack, "Q");
+  new SqsWaiter(stack, "W", { queues: [queue], maxRate: 500, enqueueCode: fakeCode(), pollerCode: fakeCode() });
+  Template.fromStack(stack).hasResourceProperties("AWS::Lambda::Function", {
+    Environment: { Variables: Match.objectLike({ WAITER_MAX_RATE: "500" }) },
+  });
+  const bad = new Stack(newApp(), "BadRate");
+  const q = new sqs.Queue(bad, "Q");
+  assert.throws(
+    () => new SqsWaiter(bad, "W", { queues: [q], maxRate: 1.5, enqueueCode: fakeCode(), pollerCode: fakeCode() }),
+    /maxRate must be a whole number/,
+  );
 });
 
 test("cdk-nag AwsSolutions has no unsuppressed findings", () => {

@@ -271,3 +271,50 @@ async fn a_cancel_during_hand_over_is_reported_honestly() {
         .await;
     assert_eq!(c["status"], "not_found");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn max_rate_spreads_a_herd_over_arrival_seconds_and_reports_the_lateness() {
+    let mut s = setup(
+        &["orders"],
+        &[
+            ("WAITER_DIRECT_MAX_DELAY", "0"),
+            ("WAITER_SHARDS", "2"),
+            ("WAITER_MAX_RATE", "5"),
+        ],
+    )
+    .await;
+    let due = in_secs(1.5);
+    let jobs: Vec<Value> = (0..15)
+        .map(|i| json!({"queue": "orders", "message_body": format!("herd-{i}"), "perform_at": due}))
+        .collect();
+    let reply = s.enqueue_ok(json!({ "jobs": jobs })).await;
+    assert!(
+        reply["results"]
+            .as_array()
+            .is_some_and(|r| r.iter().all(|j| j["status"] == "scheduled")),
+        "{reply}"
+    );
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    let summary = s.poll().await;
+    assert_eq!(summary["dispatched"], 15, "{summary}");
+    // 15 at 5 a second: the last third arrives two seconds late, and the run says so.
+    let lateness = summary["max_lateness_ms"].as_f64().unwrap_or(0.0);
+    assert!((1_500.0..3_500.0).contains(&lateness), "{summary}");
+    let url = s.urls[0].clone();
+    let got = s.emu.receive_for(&url, Duration::from_secs(10), 15).await;
+    assert_eq!(got.len(), 15, "{got:?}");
+    let due = parse_time(&due);
+    let mut per_second = std::collections::BTreeMap::<i64, usize>::new();
+    for m in &got {
+        assert!(m.at >= due, "never early: {} before {due}", m.at);
+        *per_second.entry((m.at - due).num_seconds()).or_default() += 1;
+    }
+    // Moved by DelaySeconds in whole seconds: three seconds of arrivals (receipt is polled, so
+    // a message may be seen a little after its second starts).
+    assert!(per_second.len() >= 3, "{per_second:?}");
+    let first_second = per_second.values().next().copied().unwrap_or(0);
+    assert!(
+        first_second <= 5,
+        "at most the rate in the first second: {per_second:?}"
+    );
+}

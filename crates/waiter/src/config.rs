@@ -165,10 +165,8 @@ impl Config {
             direct_precise: bool_var(&get, ENV_DIRECT_PRECISE, false)?,
             history_days: int_var(&get, ENV_HISTORY_DAYS, DEFAULT_HISTORY_DAYS, 0, MAX_HISTORY_DAYS)?,
             direct_history: bool_var(&get, ENV_DIRECT_HISTORY, true)?,
-            max_rate: match get(ENV_MAX_RATE) {
-                Some(raw) if !raw.trim().is_empty() => Some(int_var(&get, ENV_MAX_RATE, 0, 1, MAX_RATE)?),
-                _ => None,
-            },
+            // 0 (the templates' default) or unset: unlimited.
+            max_rate: Some(int_var(&get, ENV_MAX_RATE, 0, 0, MAX_RATE)?).filter(|r| *r > 0),
         })
     }
 
@@ -279,11 +277,12 @@ mod tests {
     fn max_rate_is_unlimited_unless_set_and_named_when_bad() {
         assert_eq!(cfg(&[(ENV_QUEUES, "a")]).unwrap().max_rate, None);
         assert_eq!(cfg(&[(ENV_QUEUES, "a"), (ENV_MAX_RATE, " ")]).unwrap().max_rate, None);
+        assert_eq!(cfg(&[(ENV_QUEUES, "a"), (ENV_MAX_RATE, "0")]).unwrap().max_rate, None);
         assert_eq!(
             cfg(&[(ENV_QUEUES, "a"), (ENV_MAX_RATE, "500")]).unwrap().max_rate,
             Some(500)
         );
-        for bad in ["0", "-5", "1.5", "fast", "1000001"] {
+        for bad in ["-5", "1.5", "fast", "1000001"] {
             let e = cfg(&[(ENV_QUEUES, "a"), (ENV_MAX_RATE, bad)]).unwrap_err();
             assert_eq!(e.variable, ENV_MAX_RATE, "{bad}");
         }
