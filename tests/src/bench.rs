@@ -752,12 +752,22 @@ pub(crate) async fn write_all(
     }
 }
 
-/// Writes `jobs` due items straight into the table with the waiter's own codec.
+/// Writes `jobs` items due a second ago straight into the table with the waiter's own codec.
 pub(crate) async fn load_due_items(ddb: &aws_sdk_dynamodb::Client, table: &str, jobs: usize, shards: u32) {
+    load_items_due_at(ddb, table, jobs, shards, Utc::now() - TimeDelta::seconds(1)).await;
+}
+
+/// Writes `jobs` items due at `due` straight into the table with the waiter's own codec.
+pub(crate) async fn load_items_due_at(
+    ddb: &aws_sdk_dynamodb::Client,
+    table: &str,
+    jobs: usize,
+    shards: u32,
+    due: chrono::DateTime<Utc>,
+) {
     use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
     use futures::StreamExt;
     let queue = waiter::QueueName::parse(table).expect("queue name");
-    let due = Utc::now() - TimeDelta::seconds(1);
     let items: Vec<WriteRequest> = (0..jobs)
         .map(|i| {
             let id = format!("t{i}");

@@ -98,6 +98,7 @@ fn env(ddb: &str, sqs: &str, shards: u32, extra: &[(&str, &str)]) -> Env {
         ("WAITER_CONCURRENCY", shards.as_str()),
         ("WAITER_LOOKAHEAD", "0"),
     ];
+    vars.retain(|(k, _)| !extra.iter().any(|(e, _)| e == k));
     vars.extend_from_slice(extra);
     let mut env = function_env_at(sqs, &vars);
     env.push(("AWS_ENDPOINT_URL_DYNAMODB".into(), ddb.into()));
@@ -320,7 +321,8 @@ pub async fn pipelined_baseline(
     futures::future::join_all(per_shard).await.into_iter().sum()
 }
 
-/// What `WAITER_MAX_RATE` does to a thundering herd: `jobs` jobs all due now, one poller run.
+/// What `WAITER_MAX_RATE` does to a thundering herd: `jobs` jobs all due at one instant a few
+/// seconds ahead, handed over by one poller run within its lookahead.
 #[derive(Debug, Clone, Serialize)]
 pub struct RateRow {
     pub jobs: usize,
@@ -337,39 +339,44 @@ pub struct RateRow {
 pub async fn rate_limited_herd(jobs: usize, max_rate: Option<u32>, latency_ms: u64, profile: Profile) -> RateRow {
     let b = Backend::start(TableBackend::InMemory, latency_ms).await;
     let rate = max_rate.map(|r| r.to_string()).unwrap_or_default();
-    let mut poller = b
-        .function("poller", 4, &[("WAITER_MAX_RATE", rate.as_str())], profile)
-        .await;
+    let extra = [("WAITER_MAX_RATE", rate.as_str()), ("WAITER_LOOKAHEAD", "30")];
+    let mut poller = b.function("poller", 4, &extra, profile).await;
     poller.invoke(&serde_json::json!({})).await.expect("warm-up run");
-    load_due_items(&b.direct, TABLE, jobs, 4).await;
+    let due = chrono::Utc::now() + chrono::TimeDelta::seconds(5);
+    crate::bench::load_items_due_at(&b.direct, TABLE, jobs, 4, due).await;
     let t = Instant::now();
     let summary = poller
         .invoke_raw(b"{}".to_vec(), Duration::from_secs(900))
         .await
         .expect("poller run");
     let run_s = t.elapsed().as_secs_f64();
-    let max_lateness_ms = summary["max_lateness_ms"].as_f64().unwrap_or(f64::NAN);
     RateRow {
         jobs,
         max_rate,
         dispatched: summary["dispatched"].as_u64().unwrap_or(0),
-        max_lateness_ms,
+        max_lateness_ms: summary["max_lateness_ms"].as_f64().unwrap_or(f64::NAN),
         arrival_seconds: b.sink.arrival_seconds(),
         run_s,
     }
 }
 
-/// The enqueue side: one request of `jobs` stored jobs, `latency_ms` per call, on DynamoDB Local.
+/// The enqueue side: one request of `jobs` stored jobs, `latency_ms` per call.
 #[derive(Debug, Clone, Serialize)]
 pub struct EnqueueBatchRow {
+    pub table: TableBackend,
     pub jobs: usize,
     pub latency_ms: u64,
     pub seconds: f64,
     pub calls: std::collections::BTreeMap<String, usize>,
 }
 
-pub async fn enqueue_batch_at_latency(jobs: usize, latency_ms: u64, profile: Profile) -> EnqueueBatchRow {
-    let b = Backend::start(TableBackend::DynamodbLocal, latency_ms).await;
+pub async fn enqueue_batch_at_latency(
+    jobs: usize,
+    latency_ms: u64,
+    table: TableBackend,
+    profile: Profile,
+) -> EnqueueBatchRow {
+    let b = Backend::start(table, latency_ms).await;
     let mut enqueue = b
         .function("enqueue", 4, &[("WAITER_DIRECT_MAX_DELAY", "0")], profile)
         .await;
@@ -394,6 +401,7 @@ pub async fn enqueue_batch_at_latency(jobs: usize, latency_ms: u64, profile: Pro
         .filter(|(_, n)| *n > 0)
         .collect();
     EnqueueBatchRow {
+        table,
         jobs,
         latency_ms,
         seconds,

@@ -104,7 +104,9 @@ async fn max_rate_bench_spreads_arrivals_and_reports_the_lateness() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn enqueue_batch_bench_runs() {
-    let r = e2e::throughput::enqueue_batch_at_latency(200, 5, Profile::Debug).await;
+    let r =
+        e2e::throughput::enqueue_batch_at_latency(200, 5, e2e::throughput::TableBackend::DynamodbLocal, Profile::Debug)
+            .await;
     assert_eq!(r.jobs, 200);
     assert!(r.calls.get("PutItem").copied().unwrap_or(0) >= 200, "{r:?}");
 }

@@ -184,16 +184,24 @@ async fn main() {
         println!("written to {}\n", write_json("max_rate.json", &rows).display());
     }
     if all || what == "enqueue-latency" {
-        let r = e2e::throughput::enqueue_batch_at_latency(1000, 15, profile).await;
-        let calls: Vec<String> = r.calls.iter().map(|(op, n)| format!("{op} {n}")).collect();
-        println!(
-            "enqueue: one request of {} stored jobs, {} ms a call, DynamoDB Local: {:.2} s ({})",
-            r.jobs,
-            r.latency_ms,
-            r.seconds,
-            calls.join(", ")
-        );
-        println!("written to {}\n", write_json("enqueue_latency.json", &r).display());
+        let mut rows = Vec::new();
+        for table in [
+            e2e::throughput::TableBackend::DynamodbLocal,
+            e2e::throughput::TableBackend::InMemory,
+        ] {
+            let r = e2e::throughput::enqueue_batch_at_latency(1000, 15, table, profile).await;
+            let calls: Vec<String> = r.calls.iter().map(|(op, n)| format!("{op} {n}")).collect();
+            println!(
+                "enqueue: one request of {} stored jobs, {} ms a call, {}: {:.2} s ({})",
+                r.jobs,
+                r.latency_ms,
+                table.name(),
+                r.seconds,
+                calls.join(", ")
+            );
+            rows.push(r);
+        }
+        println!("written to {}\n", write_json("enqueue_latency.json", &rows).display());
     }
     if what == "dispatch-moto" {
         let jobs = match std::env::var("BENCH_THROUGHPUT_JOBS") {
