@@ -58,6 +58,8 @@ pub struct ThroughputRow {
     /// added latency plus the instruments' own time (debug builds, sharing 2 cores).
     pub send_call_ms: f64,
     pub baseline_jobs_per_s: f64,
+    /// The baseline with the poller's consistent re-read of every page (`BatchGetItem`).
+    pub baseline_re_read_jobs_per_s: f64,
     /// The poller process's user + system time per 1000 jobs dispatched.
     pub cpu_ms_per_1000: f64,
     /// The poller process's peak resident set.
@@ -220,8 +222,16 @@ pub async fn latency_bound_throughput(
         .queue_url
         .unwrap_or_default();
     let t = Instant::now();
-    let sent = pipelined_baseline(&ddb, &sqs, TABLE, &url, shards).await;
+    let sent = pipelined_baseline(&ddb, &sqs, TABLE, &url, shards, false).await;
     let baseline_s = t.elapsed().as_secs_f64();
+    assert_eq!(sent, jobs);
+
+    // The same with the poller's consistent re-read: on DynamoDB Local, whether the table is
+    // the limit.
+    load_due_items(&b.direct, TABLE, jobs, shards).await;
+    let t = Instant::now();
+    let sent = pipelined_baseline(&ddb, &sqs, TABLE, &url, shards, true).await;
+    let baseline_re_read_s = t.elapsed().as_secs_f64();
     assert_eq!(sent, jobs);
 
     ThroughputRow {
@@ -233,6 +243,7 @@ pub async fn latency_bound_throughput(
         nominal_ideal_jobs_per_s: ideal_jobs_per_s(shards, latency_ms as f64),
         send_call_ms,
         baseline_jobs_per_s: jobs as f64 / baseline_s,
+        baseline_re_read_jobs_per_s: jobs as f64 / baseline_re_read_s,
         cpu_ms_per_1000: cpu / jobs as f64 * 1000.0,
         rss_mb,
         table,
@@ -242,13 +253,15 @@ pub async fn latency_bound_throughput(
 
 /// The floor a dispatcher can reach with the poller's calls in flight: per shard, Query pages,
 /// `SENDS_IN_FLIGHT` SendMessageBatch calls of 10 at once, and each 25 sent removed by a
-/// BatchWriteItem, `DELETES_IN_FLIGHT` at once; no lease, no re-read, no planning.
+/// BatchWriteItem, `DELETES_IN_FLIGHT` at once; no lease, no planning, and with `re_read` the
+/// poller's consistent re-read of each page (BatchGetItem of 100, 4 at once) before sending.
 pub async fn pipelined_baseline(
     ddb: &aws_sdk_dynamodb::Client,
     sqs: &aws_sdk_sqs::Client,
     table: &str,
     url: &str,
     shards: u32,
+    re_read: bool,
 ) -> usize {
     use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, WriteRequest};
     use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
@@ -267,7 +280,10 @@ pub async fn pipelined_baseline(
         let mut deletes: Vec<WriteRequest> = Vec::new();
         let mut removing = FuturesUnordered::new();
         while let Some(page) = pages.next().await {
-            let items = page.expect("Query").items.unwrap_or_default();
+            let mut items = page.expect("Query").items.unwrap_or_default();
+            if re_read {
+                items = consistent_re_read(ddb, table, &items).await;
+            }
             let sends = items.chunks(10).map(|chunk| async move {
                 let entries = chunk.iter().enumerate().map(|(i, item)| {
                     let body = match item.get("message_body") {
@@ -319,6 +335,43 @@ pub async fn pipelined_baseline(
         sent
     });
     futures::future::join_all(per_shard).await.into_iter().sum()
+}
+
+/// The items again from the table, strongly consistent, 100 keys a call and 4 calls at once.
+async fn consistent_re_read(
+    ddb: &aws_sdk_dynamodb::Client,
+    table: &str,
+    items: &[std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>],
+) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+    use aws_sdk_dynamodb::types::KeysAndAttributes;
+    use futures::StreamExt;
+    let reads: Vec<_> = items
+        .chunks(100)
+        .map(|chunk| async move {
+            let keys = chunk
+                .iter()
+                .map(|i| {
+                    ["scheduler", "job_id"]
+                        .into_iter()
+                        .filter_map(|k| Some((k.to_owned(), i.get(k)?.clone())))
+                        .collect()
+                })
+                .collect();
+            let request = KeysAndAttributes::builder()
+                .set_keys(Some(keys))
+                .consistent_read(true)
+                .build()
+                .expect("keys");
+            let out = ddb
+                .batch_get_item()
+                .request_items(table, request)
+                .send()
+                .await
+                .expect("BatchGetItem");
+            out.responses.unwrap_or_default().remove(table).unwrap_or_default()
+        })
+        .collect();
+    futures::stream::iter(reads).buffered(4).concat().await
 }
 
 /// What `WAITER_MAX_RATE` does to a thundering herd: `jobs` jobs all due at one instant a few
@@ -412,11 +465,11 @@ pub async fn enqueue_batch_at_latency(
 /// The rows as a table, with each side's share of the ideal.
 pub fn table(rows: &[ThroughputRow]) -> String {
     let mut out = String::from(
-        "| table | shards | latency | send call | jobs | poller jobs/s | baseline jobs/s | ideal jobs/s | poller / ideal | ideal at nominal latency | poller / baseline | CPU ms per 1000 | peak RSS MB |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| table | shards | latency | send call | jobs | poller jobs/s | baseline jobs/s | baseline with re-read | ideal jobs/s | poller / ideal | ideal at nominal latency | poller / baseline | CPU ms per 1000 | peak RSS MB |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         out.push_str(&format!(
-            "| {} | {} | {} ms | {:.1} ms | {} | {:.0} | {:.0} | {:.0} | {:.2} | {:.0} | {:.2} | {:.0} | {:.1} |\n",
+            "| {} | {} | {} ms | {:.1} ms | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.2} | {:.0} | {:.2} | {:.0} | {:.1} |\n",
             r.table.name(),
             r.shards,
             r.latency_ms,
@@ -424,6 +477,7 @@ pub fn table(rows: &[ThroughputRow]) -> String {
             r.jobs,
             r.jobs_per_s,
             r.baseline_jobs_per_s,
+            r.baseline_re_read_jobs_per_s,
             r.ideal_jobs_per_s,
             r.jobs_per_s / r.ideal_jobs_per_s,
             r.nominal_ideal_jobs_per_s,
