@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod emulator;
 pub mod mem_table;
+pub mod meter;
 pub mod proxy;
 pub mod quirks;
 pub mod runtime_api;

@@ -7,7 +7,8 @@
 //! DynamoDB Local on 2 cores is the limit. It is not a DynamoDB: it checks no condition
 //! expression (the bench runs one poller, which never loses its lease), applies `SET` and `ADD`
 //! update expressions only, pages the index at 1 MB like DynamoDB and reads it consistently.
-//! Per-call latency is added in front of it by the fault proxy, as for DynamoDB Local.
+//! It holds every call for the bench's per-call latency itself ([`CallMeter`]), so no proxy hop
+//! is needed in front of it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -18,6 +19,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use serde_json::{json, Map, Value};
+
+use crate::meter::CallMeter;
 
 const PAGE_BYTES: usize = 1 << 20;
 
@@ -53,22 +56,34 @@ impl Table {
 }
 
 #[derive(Default)]
-struct Tables(Mutex<HashMap<String, Table>>);
+struct Tables {
+    tables: Mutex<HashMap<String, Table>>,
+    meter: CallMeter,
+}
 
 /// A running endpoint; aborted on drop.
 pub struct MemTable {
     pub endpoint: String,
+    meter: CallMeter,
     server: tokio::task::JoinHandle<()>,
 }
 
 impl MemTable {
     pub async fn start() -> Self {
-        let app = Router::new().fallback(handle).with_state(Arc::new(Tables::default()));
+        let tables = Arc::new(Tables::default());
+        let meter = tables.meter.clone();
+        let app = Router::new().fallback(handle).with_state(tables);
         let (addr, server) = crate::serve_local(app).await;
         Self {
             endpoint: format!("http://{addr}"),
+            meter,
             server,
         }
+    }
+
+    /// Its latency and call accounting.
+    pub fn meter(&self) -> CallMeter {
+        self.meter.clone()
     }
 }
 
@@ -123,15 +138,18 @@ fn value<'a>(token: &str, request: &'a Value) -> &'a Value {
     &request["ExpressionAttributeValues"][token]
 }
 
-async fn handle(State(tables): State<Arc<Tables>>, headers: HeaderMap, body: Bytes) -> Response {
-    let target = headers
-        .get("x-amz-target")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    let operation = target.rsplit('.').next().unwrap_or_default();
-    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+async fn handle(State(state): State<Arc<Tables>>, headers: HeaderMap, body: Bytes) -> Response {
+    let arrived = state.meter.hold().await;
+    let operation = crate::meter::operation(&headers);
+    let response = answer(&state, &operation, &body);
+    state.meter.record(&operation, arrived);
+    response
+}
+
+fn answer(state: &Tables, operation: &str, body: &Bytes) -> Response {
+    let request: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     let table_name = request["TableName"].as_str().unwrap_or_default().to_owned();
-    let mut tables = tables.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut tables = state.tables.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let key = || request["Key"].as_object().and_then(key_of);
     match operation {
         "CreateTable" | "DescribeTable" => {

@@ -204,14 +204,7 @@ impl Drop for FaultProxy {
 }
 
 /// `DynamoDB_20120810.BatchWriteItem` -> `BatchWriteItem`.
-fn operation(headers: &HeaderMap) -> String {
-    headers
-        .get("x-amz-target")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|t| t.rsplit('.').next())
-        .unwrap_or("unknown")
-        .to_owned()
-}
+use crate::meter::operation;
 
 fn is_sqs(headers: &HeaderMap) -> bool {
     headers

@@ -2,7 +2,8 @@
 //! `SendMessageBatch` (the only SQS calls a poller makes) at once, accepts every entry and counts
 //! what it got. It models an SQS that is never the bottleneck (a standard queue on AWS takes
 //! nearly unlimited throughput) while the poller keeps its real SDK request and reply path.
-//! Per-call latency is added in front of it by the fault proxy (`FaultProxy::set_latency`).
+//! It holds every call for the bench's per-call latency itself ([`CallMeter`]), so no proxy hop
+//! is needed in front of it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -14,8 +15,11 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use serde_json::{json, Value};
 
+use crate::meter::CallMeter;
+
 #[derive(Default)]
 struct Counts {
+    meter: CallMeter,
     messages: AtomicU64,
     batches: AtomicU64,
     /// Messages per arrival second (receipt plus `DelaySeconds`).
@@ -45,6 +49,11 @@ impl SqsSink {
     /// Messages accepted so far.
     pub fn messages(&self) -> u64 {
         self.counts.messages.load(Ordering::SeqCst)
+    }
+
+    /// Its latency and call accounting.
+    pub fn meter(&self) -> CallMeter {
+        self.counts.meter.clone()
     }
 
     /// Seconds the arrivals so far spread over (last arrival second minus first, plus one).
@@ -82,11 +91,18 @@ fn json_reply(status: StatusCode, body: Value) -> Response {
 }
 
 async fn handle(State(counts): State<Arc<Counts>>, headers: HeaderMap, body: Bytes) -> Response {
+    let arrived = counts.meter.hold().await;
+    let response = answer(&counts, &headers, &body);
+    counts.meter.record(&crate::meter::operation(&headers), arrived);
+    response
+}
+
+fn answer(counts: &Counts, headers: &HeaderMap, body: &Bytes) -> Response {
     let target = headers
         .get("x-amz-target")
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let request: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     match target {
         "AmazonSQS.GetQueueUrl" => {
             let name = request["QueueName"].as_str().unwrap_or("queue");

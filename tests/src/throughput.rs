@@ -3,23 +3,25 @@
 //!   in-memory endpoint, to show the poller's own ceiling when DynamoDB Local on 2 cores is the
 //!   limit);
 //! - SQS as [`SqsSink`]: `SendMessageBatch` answered at once, every entry accepted and counted;
-//! - a fault proxy in front of each, faults off, adding an AWS-like per-call latency.
+//! - an AWS-like per-call latency on every call: the fault proxy (faults off) holds the calls to
+//!   DynamoDB Local, and the bench's own endpoints hold theirs themselves ([`CallMeter`]).
 //!
 //! The poller (one invocation, all shards) and the minimal baseline client run against the same
 //! backend, each on a freshly loaded overdue backlog, with the same calls in flight per shard.
 //! The ideal is the latency-bound rate of those calls: per shard, `SENDS_IN_FLIGHT` batches of
 //! 10 every call time (deletes and reads run beside them and need fewer calls). The call time is
-//! what a `SendMessageBatch` took at the proxy during the run (the added latency plus the
-//! instruments' own time); the ideal at the nominal latency is kept beside it.
+//! what a `SendMessageBatch` took at the SQS endpoint during the run (the added latency plus the
+//! endpoint's own time); the ideal at the nominal latency is kept beside it.
 
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use waiter::dispatch::{DELETES_IN_FLIGHT, SENDS_IN_FLIGHT};
 
-use crate::bench::{load_due_items, peak_rss_mib, DynamoLocal};
+use crate::bench::{peak_rss_mib, DynamoLocal};
 use crate::emulator::function_env_at;
 use crate::mem_table::MemTable;
+use crate::meter::CallMeter;
 use crate::proxy::FaultProxy;
 use crate::runtime_api::{binary_path, Profile};
 use crate::sqs_sink::SqsSink;
@@ -54,8 +56,8 @@ pub struct ThroughputRow {
     pub ideal_jobs_per_s: f64,
     /// The same at the nominal `latency_ms`.
     pub nominal_ideal_jobs_per_s: f64,
-    /// Mean time from a `SendMessageBatch` reaching the proxy to its answer leaving it: the
-    /// added latency plus the instruments' own time (debug builds, sharing 2 cores).
+    /// Mean time from a `SendMessageBatch` reaching the SQS endpoint to its answer: the added
+    /// latency plus the endpoint's own time (a debug build, sharing 2 cores).
     pub send_call_ms: f64,
     pub baseline_jobs_per_s: f64,
     /// The baseline with the poller's consistent re-read of every page (`BatchGetItem`).
@@ -65,7 +67,8 @@ pub struct ThroughputRow {
     /// The poller process's peak resident set.
     pub rss_mb: f64,
     pub table: TableBackend,
-    /// The poller run's AWS calls per 1000 jobs, by operation (counted at the proxies).
+    /// The poller run's AWS calls per 1000 jobs, by operation (counted where the latency is
+    /// added).
     pub poller_calls_per_1000: std::collections::BTreeMap<String, f64>,
 }
 
@@ -85,9 +88,37 @@ fn cpu_ms(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) * 10.0
 }
 
-/// Calls so far through both proxies, by operation.
-fn calls(ddb: &FaultProxy, sqs: &FaultProxy) -> std::collections::BTreeMap<String, usize> {
-    ddb.all_calls().into_iter().chain(sqs.all_calls()).collect()
+/// How the bench reaches a service with the added latency: through the fault proxy (DynamoDB
+/// Local, which is not ours), or straight to an endpoint of the bench's own that holds and
+/// counts each call itself (no proxy hop spending the machine's CPU).
+enum Path {
+    Proxy(FaultProxy),
+    Own { endpoint: String, meter: CallMeter },
+}
+
+impl Path {
+    fn endpoint(&self) -> &str {
+        match self {
+            Self::Proxy(p) => &p.endpoint,
+            Self::Own { endpoint, .. } => endpoint,
+        }
+    }
+
+    fn served(&self) -> std::collections::HashMap<String, (Duration, usize)> {
+        match self {
+            Self::Proxy(p) => p.served(),
+            Self::Own { meter, .. } => meter.served(),
+        }
+    }
+}
+
+/// Calls so far to the table and to SQS, by operation.
+fn calls(ddb: &Path, sqs: &Path) -> std::collections::BTreeMap<String, usize> {
+    ddb.served()
+        .into_iter()
+        .chain(sqs.served())
+        .map(|(op, (_, n))| (op, n))
+        .collect()
 }
 
 /// A function's environment: DynamoDB at `ddb`, SQS (everything else) at `sqs`.
@@ -107,48 +138,78 @@ fn env(ddb: &str, sqs: &str, shards: u32, extra: &[(&str, &str)]) -> Env {
     env
 }
 
-/// The table and SQS sink, each behind a proxy adding `latency_ms` to every call.
+/// The table and the SQS sink, each adding `latency_ms` to every call.
 struct Backend {
     _ddb_local: Option<DynamoLocal>,
     _mem_table: Option<MemTable>,
     sink: SqsSink,
-    ddb_proxy: FaultProxy,
-    sqs_proxy: FaultProxy,
-    /// The table without the latency, for loading it.
+    ddb: Path,
+    sqs: Path,
+    /// The table without the proxy, for loading it.
     direct: aws_sdk_dynamodb::Client,
+    latency: Duration,
 }
 
 const TABLE: &str = "orders";
 
 impl Backend {
     async fn start(table: TableBackend, latency_ms: u64) -> Self {
-        let (ddb_local, mem_table, endpoint) = match table {
+        let latency = Duration::from_millis(latency_ms);
+        let (ddb_local, mem_table, endpoint, ddb) = match table {
             TableBackend::DynamodbLocal => {
                 let d = DynamoLocal::start().await;
+                let proxy = FaultProxy::start(&d.endpoint, 1, 0.0).await;
                 let e = d.endpoint.clone();
-                (Some(d), None, e)
+                (Some(d), None, e, Path::Proxy(proxy))
             }
             TableBackend::InMemory => {
                 let m = MemTable::start().await;
+                let meter = m.meter();
                 let e = m.endpoint.clone();
-                (None, Some(m), e)
+                let path = Path::Own {
+                    endpoint: e.clone(),
+                    meter: meter.clone(),
+                };
+                (None, Some(m), e, path)
             }
         };
         let sink = SqsSink::start().await;
-        let latency = Duration::from_millis(latency_ms);
-        let ddb_proxy = FaultProxy::start(&endpoint, 1, 0.0).await;
-        ddb_proxy.set_latency(latency);
-        let sqs_proxy = FaultProxy::start(&sink.endpoint, 2, 0.0).await;
-        sqs_proxy.set_latency(latency);
+        let sqs = Path::Own {
+            endpoint: sink.endpoint.clone(),
+            meter: sink.meter(),
+        };
         let direct = aws_sdk_dynamodb::Client::new(&crate::emulator::sdk_config(&endpoint).await);
         crate::emulator::create_waiter_table(&direct, TABLE, crate::emulator::IndexKind::Global).await;
-        Self {
+        let backend = Self {
             _ddb_local: ddb_local,
             _mem_table: mem_table,
             sink,
-            ddb_proxy,
-            sqs_proxy,
+            ddb,
+            sqs,
             direct,
+            latency,
+        };
+        backend.set_latency(latency);
+        backend
+    }
+
+    /// Loads `jobs` overdue jobs (due at `due`, or a second ago) straight into the table, without
+    /// the added latency.
+    async fn load(&self, jobs: usize, shards: u32, due: Option<chrono::DateTime<chrono::Utc>>) {
+        self.set_latency(Duration::ZERO);
+        let due = due.unwrap_or_else(|| chrono::Utc::now() - chrono::TimeDelta::seconds(1));
+        crate::bench::load_items_due_at(&self.direct, TABLE, jobs, shards, due).await;
+        self.set_latency(self.latency);
+    }
+
+    /// From now on, every call to the table and to SQS takes `latency` (the table is loaded
+    /// before, without it).
+    fn set_latency(&self, latency: Duration) {
+        for path in [&self.ddb, &self.sqs] {
+            match path {
+                Path::Proxy(p) => p.set_latency(latency),
+                Path::Own { meter, .. } => meter.set_latency(latency),
+            }
         }
     }
 
@@ -156,7 +217,7 @@ impl Backend {
         Function::start_binary(
             binary_path(name, profile),
             name,
-            &env(&self.ddb_proxy.endpoint, &self.sqs_proxy.endpoint, shards, extra),
+            &env(self.ddb.endpoint(), self.sqs.endpoint(), shards, extra),
         )
         .await
     }
@@ -174,14 +235,9 @@ pub async fn latency_bound_throughput(
     let mut poller = b.function("poller", shards, &[], profile).await;
     poller.invoke(&serde_json::json!({})).await.expect("warm-up run");
 
-    load_due_items(&b.direct, TABLE, jobs, shards).await;
-    let calls_before = calls(&b.ddb_proxy, &b.sqs_proxy);
-    let served_before = b
-        .sqs_proxy
-        .served()
-        .get("SendMessageBatch")
-        .copied()
-        .unwrap_or_default();
+    b.load(jobs, shards, None).await;
+    let calls_before = calls(&b.ddb, &b.sqs);
+    let served_before = b.sqs.served().get("SendMessageBatch").copied().unwrap_or_default();
     let sent_before = b.sink.messages();
     let cpu_before = cpu_ms(poller.pid());
     let t = Instant::now();
@@ -190,16 +246,11 @@ pub async fn latency_bound_throughput(
         .await
         .expect("poller run");
     let poller_s = t.elapsed().as_secs_f64();
-    let served = b
-        .sqs_proxy
-        .served()
-        .get("SendMessageBatch")
-        .copied()
-        .unwrap_or_default();
+    let served = b.sqs.served().get("SendMessageBatch").copied().unwrap_or_default();
     let send_call_ms = (served.0 - served_before.0).as_secs_f64() * 1e3 / (served.1 - served_before.1).max(1) as f64;
     let cpu = cpu_ms(poller.pid()) - cpu_before;
     let rss_mb = peak_rss_mib(poller.pid());
-    let poller_calls_per_1000 = calls(&b.ddb_proxy, &b.sqs_proxy)
+    let poller_calls_per_1000 = calls(&b.ddb, &b.sqs)
         .into_iter()
         .map(|(op, n)| {
             let delta = n - calls_before.get(&op).copied().unwrap_or(0);
@@ -210,9 +261,9 @@ pub async fn latency_bound_throughput(
     assert_eq!(summary["dispatched"].as_u64(), Some(jobs as u64), "{summary}");
     assert_eq!(b.sink.messages() - sent_before, jobs as u64, "SQS got every job once");
 
-    load_due_items(&b.direct, TABLE, jobs, shards).await;
-    let ddb = aws_sdk_dynamodb::Client::new(&crate::emulator::sdk_config(&b.ddb_proxy.endpoint).await);
-    let sqs = aws_sdk_sqs::Client::new(&crate::emulator::sdk_config(&b.sqs_proxy.endpoint).await);
+    b.load(jobs, shards, None).await;
+    let ddb = aws_sdk_dynamodb::Client::new(&crate::emulator::sdk_config(b.ddb.endpoint()).await);
+    let sqs = aws_sdk_sqs::Client::new(&crate::emulator::sdk_config(b.sqs.endpoint()).await);
     let url = sqs
         .get_queue_url()
         .queue_name(TABLE)
@@ -228,7 +279,7 @@ pub async fn latency_bound_throughput(
 
     // The same with the poller's consistent re-read: on DynamoDB Local, whether the table is
     // the limit.
-    load_due_items(&b.direct, TABLE, jobs, shards).await;
+    b.load(jobs, shards, None).await;
     let t = Instant::now();
     let sent = pipelined_baseline(&ddb, &sqs, TABLE, &url, shards, true).await;
     let baseline_re_read_s = t.elapsed().as_secs_f64();
@@ -396,7 +447,7 @@ pub async fn rate_limited_herd(jobs: usize, max_rate: Option<u32>, latency_ms: u
     let mut poller = b.function("poller", 4, &extra, profile).await;
     poller.invoke(&serde_json::json!({})).await.expect("warm-up run");
     let due = chrono::Utc::now() + chrono::TimeDelta::seconds(5);
-    crate::bench::load_items_due_at(&b.direct, TABLE, jobs, 4, due).await;
+    b.load(jobs, 4, Some(due)).await;
     let t = Instant::now();
     let summary = poller
         .invoke_raw(b"{}".to_vec(), Duration::from_secs(900))
@@ -438,7 +489,7 @@ pub async fn enqueue_batch_at_latency(
     let batch: Vec<serde_json::Value> = (0..jobs)
         .map(|i| serde_json::json!({"queue": TABLE, "job_id": format!("e{i}"), "message_body": format!("{{\"order\":{i}}}"), "delay_seconds": 3600}))
         .collect();
-    let before = calls(&b.ddb_proxy, &b.sqs_proxy);
+    let before = calls(&b.ddb, &b.sqs);
     let t = Instant::now();
     let reply = enqueue
         .invoke(&serde_json::json!({"jobs": batch}))
@@ -448,7 +499,7 @@ pub async fn enqueue_batch_at_latency(
     let results = reply["results"].as_array().cloned().unwrap_or_default();
     assert_eq!(results.len(), jobs, "{reply}");
     assert!(results.iter().all(|r| r["status"] == "scheduled"), "{reply}");
-    let calls = calls(&b.ddb_proxy, &b.sqs_proxy)
+    let calls = calls(&b.ddb, &b.sqs)
         .into_iter()
         .map(|(op, n)| (op.clone(), n - before.get(&op).copied().unwrap_or(0)))
         .filter(|(_, n)| *n > 0)

@@ -65,6 +65,9 @@ const MAX_PENDING_BYTES: usize = 8 << 20;
 /// `SendMessageBatch` calls a standard-queue partition has in flight at once. At 15 ms a call,
 /// 4 × 10 entries make about 2 700 jobs/s per partition.
 pub const SENDS_IN_FLIGHT: usize = 4;
+/// A `SendMessageBatch` answered within this lets the partition put one more batch in flight
+/// (up to `SENDS_IN_FLIGHT`); a slower one takes it back to one.
+pub const QUICK_SEND: TimeDelta = TimeDelta::milliseconds(250);
 /// `BatchWriteItem` calls removing sent jobs in flight at once per partition: 2 × 25 keeps up
 /// with 4 × 10.
 pub const DELETES_IN_FLIGHT: usize = 2;
@@ -429,6 +432,11 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
         let queue = self.queue;
         let fifo = queue.is_fifo();
         let max_sends = if fifo { 1 } else { SENDS_IN_FLIGHT };
+        // Batches allowed in flight now: one more after each quick answer, back to one after a
+        // slow one or an error, so that a struggling queue endpoint gets one call at a time
+        // per partition (and the SDK's retries of timed-out attempts, which SQS may have
+        // taken, stay few).
+        let mut send_limit = 1;
         // A FIFO run holding for jobs that fall due re-reads the index, so jobs enqueued during
         // the hold are found by this run, on time.
         let requery = fifo && d.config.fifo_hold > 0;
@@ -472,7 +480,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                         Done::Removed { items, result }
                     }));
                 }
-                while sends < max_sends && self.undeleted() + SQS_MAX_BATCH_ENTRIES <= MAX_UNDELETED_PER_PARTITION {
+                while sends < send_limit && self.undeleted() + SQS_MAX_BATCH_ENTRIES <= MAX_UNDELETED_PER_PARTITION {
                     let (call, hold) = match singly.pop_front() {
                         Some(call) => (call, None),
                         None => {
@@ -586,6 +594,8 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                 } => {
                     sends -= 1;
                     self.sending -= call.len();
+                    let quick = result.is_ok() && d.clock.now() - sent_at <= QUICK_SEND;
+                    send_limit = if quick { (send_limit + 1).min(max_sends) } else { 1 };
                     match result {
                         Ok(outcomes) => {
                             self.settle(&call, &messages, sent_at, outcomes).await;

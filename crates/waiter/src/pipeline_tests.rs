@@ -27,6 +27,7 @@ struct Metered {
     entries_in_flight: Arc<AtomicUsize>,
     max_in_flight: Arc<AtomicUsize>,
     max_undeleted: Arc<AtomicUsize>,
+    latency: Duration,
 }
 
 #[async_trait]
@@ -47,7 +48,7 @@ impl MessageQueue for Metered {
             .fetch_max(accepted.saturating_sub(removed) + entries, Ordering::SeqCst);
         let calls = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.max_in_flight.fetch_max(calls, Ordering::SeqCst);
-        tokio::time::sleep(LATENCY).await;
+        tokio::time::sleep(self.latency).await;
         let out = self.inner.send_batch(queue, messages).await;
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
         self.entries_in_flight.fetch_sub(messages.len(), Ordering::SeqCst);
@@ -65,6 +66,11 @@ struct Bench {
 /// `jobs` overdue jobs on `queue` (one shard), every store call taking up to 15 ms and every
 /// send 15 ms.
 fn bench(queue: &str, jobs: usize, extra: &[(&str, &str)]) -> Bench {
+    bench_at(queue, jobs, extra, LATENCY)
+}
+
+/// `bench` with SQS answering each send after `send_latency`.
+fn bench_at(queue: &str, jobs: usize, extra: &[(&str, &str)], send_latency: Duration) -> Bench {
     let clock = FakeClock::default();
     let store = MemStore {
         page_size: 1000,
@@ -84,6 +90,7 @@ fn bench(queue: &str, jobs: usize, extra: &[(&str, &str)]) -> Bench {
         entries_in_flight: Arc::default(),
         max_in_flight: Arc::default(),
         max_undeleted: Arc::default(),
+        latency: send_latency,
     };
     let mut settings = vec![("WAITER_SHARDS", "1"), ("WAITER_LOOKAHEAD", "0")];
     settings.extend_from_slice(extra);
@@ -133,6 +140,17 @@ async fn a_standard_partition_keeps_several_batches_in_flight_within_the_undelet
     let sent = b.queue.inner.sent();
     assert_eq!(sent.len(), 2000);
     assert!(sent.iter().all(|m| arrival(m) >= started));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_queue_endpoint_gets_one_batch_at_a_time() {
+    // Above QUICK_SEND: an overloaded endpoint (or emulator) is not sent more calls at once,
+    // which would only make its answers slower and the SDK's retries of timed-out attempts
+    // (which SQS may have taken) more likely.
+    let b = bench_at("orders", 200, &[], Duration::from_millis(400));
+    let s = b.d.run(b.clock.now() + TimeDelta::seconds(60)).await;
+    assert_eq!(s.dispatched, 200, "{s:?}");
+    assert_eq!(b.queue.max_in_flight.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test(start_paused = true)]

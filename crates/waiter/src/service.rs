@@ -23,8 +23,8 @@ use crate::request::{parse_request, Request};
 use crate::routing::{aligned_send_instant, delay_for, route, shard_for, Route};
 
 /// Jobs of one batch worked at once. A stored job is one conditional `PutItem` (no batch write
-/// takes a condition), so 1000 jobs at 15 ms a call take 1000 / 64 × 15 ms ≈ 0.25 s of latency.
-const BATCH_PARALLELISM: usize = 64;
+/// takes a condition), so 1000 jobs at 15 ms a call take 1000 / 16 × 15 ms ≈ 1 s of latency.
+const BATCH_PARALLELISM: usize = 16;
 /// Budget of `handle` when no deadline is given (Lambda's default `enqueue` timeout).
 const DEFAULT_BUDGET: TimeDelta = TimeDelta::seconds(30);
 /// Stop this long before the invocation's deadline, so the reply gets out in time.

@@ -81,7 +81,8 @@ async fn main() {
         };
         use e2e::throughput::TableBackend::{DynamodbLocal, InMemory};
         // The 16-shard rows of the full run are the 100 000-job overdue backlog; the in-memory
-        // 16-shard rows at 20 000 and 100 000 jobs show whether memory grows with the backlog.
+        // 16-shard rows at 20 000, 100 000 and 200 000 jobs show whether memory grows with the
+        // backlog.
         let sizes: Vec<(e2e::throughput::TableBackend, u32, usize)> = if quick {
             vec![
                 (DynamodbLocal, 1, 1000),
@@ -98,6 +99,7 @@ async fn main() {
                 (InMemory, 4, 20_000),
                 (InMemory, 16, 20_000),
                 (InMemory, 16, 100_000),
+                (InMemory, 16, 200_000),
             ]
         };
         // BENCH_THROUGHPUT_ROWS=table:shards:jobs,... runs only those rows (table: ddb-local or
