@@ -127,8 +127,9 @@ async fn main() {
         };
         println!(
             "dispatch throughput against a backend that is not the bottleneck: the table on DynamoDB Local or \
-             in memory, a minimal SQS endpoint, {latency_ms} ms added to every call by a proxy; one poller \
-             invocation ({profile:?}) against the minimal baseline client with the same calls in flight"
+             in memory, a minimal SQS endpoint, {latency_ms} ms added to every call (by a proxy in front of \
+             DynamoDB Local, by the bench's own endpoints themselves); one poller invocation ({profile:?}) \
+             against the minimal baseline client with the same calls in flight"
         );
         let mut rows = Vec::new();
         for (table, shards, jobs) in sizes {
