@@ -58,12 +58,12 @@ const HANDOVER_POLL: TimeDelta = TimeDelta::milliseconds(100);
 /// Lateness values kept per run for the metric.
 const LATENESS_SAMPLE: usize = 100;
 /// The next index page is read while fewer jobs than this are planned (and fewer bytes than
-/// `MAX_PENDING_BYTES`): what a partition holds is this plus one page (at most 1 MB of index
-/// data), however deep the backlog.
+/// `MAX_PENDING_BYTES`): what a partition holds is this plus one page (500 items, see the
+/// DynamoDB adapter), however deep the backlog.
 const READ_AHEAD: usize = 1_000;
 const MAX_PENDING_BYTES: usize = 8 << 20;
-/// `SendMessageBatch` calls a standard-queue partition has in flight at once. At 15 ms a call,
-/// 4 × 10 entries make about 2 700 jobs/s per partition.
+/// `SendMessageBatch` calls a standard-queue partition has in flight at once, at most (see
+/// `QUICK_SEND`). At 15 ms a call, 4 × 10 entries make about 2 700 jobs/s per partition.
 pub const SENDS_IN_FLIGHT: usize = 4;
 /// A `SendMessageBatch` answered within this lets the partition put one more batch in flight
 /// (up to `SENDS_IN_FLIGHT`); a slower one takes it back to one.
