@@ -804,6 +804,70 @@ pub(crate) async fn load_items_due_at(
         .await;
 }
 
+/// A table item as the SDK returns it.
+pub(crate) type Item = HashMap<String, aws_sdk_dynamodb::types::AttributeValue>;
+
+/// A shard's due jobs on the index, oldest first: the baselines' one query.
+pub(crate) fn due_pages(
+    ddb: &aws_sdk_dynamodb::Client,
+    table: &str,
+    shard: u32,
+) -> aws_sdk_dynamodb::operation::query::paginator::QueryPaginator {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    ddb.query()
+        .table_name(table)
+        .index_name("scheduler-perform_at-index")
+        .key_condition_expression("scheduler = :s AND perform_at <= :h")
+        .expression_attribute_values(":s", AttributeValue::S(format!("{table}#{shard}")))
+        .expression_attribute_values(":h", AttributeValue::N(Utc::now().timestamp().to_string()))
+        .into_paginator()
+}
+
+/// Sends up to 10 items' bodies in one SendMessageBatch, with no delay.
+pub(crate) async fn send_items(sqs: &aws_sdk_sqs::Client, url: &str, items: &[Item]) {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
+    let entries = items.iter().enumerate().map(|(i, item)| {
+        let body = match item.get("message_body") {
+            Some(AttributeValue::S(b)) => b.clone(),
+            _ => String::new(),
+        };
+        SendMessageBatchRequestEntry::builder()
+            .id(i.to_string())
+            .message_body(body)
+            .delay_seconds(0)
+            .build()
+            .expect("entry")
+    });
+    sqs.send_message_batch()
+        .queue_url(url)
+        .set_entries(Some(entries.collect()))
+        .send()
+        .await
+        .expect("SendMessageBatch");
+}
+
+/// An item's primary key (`scheduler`, `job_id`).
+pub(crate) fn item_key(item: &Item) -> Item {
+    ["scheduler", "job_id"]
+        .into_iter()
+        .filter_map(|k| Some((k.to_owned(), item.get(k)?.clone())))
+        .collect()
+}
+
+/// The delete of an item, for BatchWriteItem.
+pub(crate) fn delete_of(item: &Item) -> aws_sdk_dynamodb::types::WriteRequest {
+    use aws_sdk_dynamodb::types::{DeleteRequest, WriteRequest};
+    WriteRequest::builder()
+        .delete_request(
+            DeleteRequest::builder()
+                .set_key(Some(item_key(item)))
+                .build()
+                .expect("delete"),
+        )
+        .build()
+}
+
 /// The floor a dispatcher can reach: per shard, Query pages, SendMessageBatch of 10 and
 /// BatchWriteItem of 25 deletes, nothing else, with all shards at once.
 pub(crate) async fn baseline_dispatch(
@@ -813,56 +877,16 @@ pub(crate) async fn baseline_dispatch(
     url: &str,
     shards: u32,
 ) -> usize {
-    use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, WriteRequest};
-    use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
     let per_shard = (0..shards).map(|shard| async move {
         let mut sent = 0;
-        let mut pages = ddb
-            .query()
-            .table_name(table)
-            .index_name("scheduler-perform_at-index")
-            .key_condition_expression("scheduler = :s AND perform_at <= :h")
-            .expression_attribute_values(":s", AttributeValue::S(format!("{table}#{shard}")))
-            .expression_attribute_values(":h", AttributeValue::N(Utc::now().timestamp().to_string()))
-            .into_paginator()
-            .send();
-        let mut deletes: Vec<WriteRequest> = Vec::new();
+        let mut pages = due_pages(ddb, table, shard).send();
+        let mut deletes = Vec::new();
         while let Some(page) = pages.next().await {
             let items = page.expect("Query").items.unwrap_or_default();
             for chunk in items.chunks(10) {
-                let entries = chunk.iter().enumerate().map(|(i, item)| {
-                    let body = match item.get("message_body") {
-                        Some(AttributeValue::S(b)) => b.clone(),
-                        _ => String::new(),
-                    };
-                    SendMessageBatchRequestEntry::builder()
-                        .id(i.to_string())
-                        .message_body(body)
-                        .delay_seconds(0)
-                        .build()
-                        .expect("entry")
-                });
-                sqs.send_message_batch()
-                    .queue_url(url)
-                    .set_entries(Some(entries.collect()))
-                    .send()
-                    .await
-                    .expect("SendMessageBatch");
+                send_items(sqs, url, chunk).await;
                 sent += chunk.len();
-                for item in chunk {
-                    let key = [
-                        ("scheduler", item["scheduler"].clone()),
-                        ("job_id", item["job_id"].clone()),
-                    ]
-                    .into_iter()
-                    .map(|(k, v)| (k.to_owned(), v))
-                    .collect();
-                    deletes.push(
-                        WriteRequest::builder()
-                            .delete_request(DeleteRequest::builder().set_key(Some(key)).build().expect("delete"))
-                            .build(),
-                    );
-                }
+                deletes.extend(chunk.iter().map(delete_of));
                 while deletes.len() >= 25 {
                     write_all(ddb, table, deletes.drain(..25).collect()).await;
                 }

@@ -47,6 +47,11 @@ impl CallMeter {
         self.served().into_iter().map(|(op, (_, n))| (op, n)).collect()
     }
 
+    /// One operation's total time taken and calls answered so far.
+    pub fn served_by(&self, operation: &str) -> (Duration, usize) {
+        self.served().get(operation).copied().unwrap_or_default()
+    }
+
     /// Per operation: total time taken and calls answered so far.
     pub fn served(&self) -> HashMap<String, (Duration, usize)> {
         self.0.served.lock().unwrap_or_else(PoisonError::into_inner).clone()

@@ -74,10 +74,8 @@ struct Inner {
     inflight: AtomicU64,
     /// Bumped by `unfreeze`: a request that waited across it belongs to a killed caller.
     generation: AtomicU64,
-    /// Added before every request is handled: an AWS-like round trip for the benches.
-    latency: Mutex<Duration>,
-    /// Per operation: total time from a request's arrival to its answer, and how many.
-    served: Mutex<HashMap<String, (Duration, usize)>>,
+    /// The added latency (an AWS-like round trip for the benches) and the time each call took.
+    meter: CallMeter,
 }
 
 /// A running proxy; aborted on drop.
@@ -103,8 +101,7 @@ impl FaultProxy {
             requests: AtomicU64::new(0),
             inflight: AtomicU64::new(0),
             generation: AtomicU64::new(0),
-            latency: Mutex::new(Duration::ZERO),
-            served: Mutex::default(),
+            meter: CallMeter::default(),
         });
         let app = Router::new().fallback(handle).with_state(inner.clone());
         let (addr, server) = crate::serve_local(app).await;
@@ -126,11 +123,6 @@ impl FaultProxy {
 
     pub fn clear_forced(&self) {
         self.inner.forced.lock().expect("lock").clear();
-    }
-
-    /// Every request waits `latency` before it is handled (faults and forwarding alike).
-    pub fn set_latency(&self, latency: Duration) {
-        *self.inner.latency.lock().expect("lock") = latency;
     }
 
     pub fn set_rate(&self, rate: f64) {
@@ -175,15 +167,10 @@ impl FaultProxy {
         self.inner.requests.load(Ordering::Relaxed)
     }
 
-    /// Per operation: total time the proxy took to answer (the added latency, the forwarding
-    /// and the upstream's own time), and how many it answered.
-    pub fn served(&self) -> HashMap<String, (Duration, usize)> {
-        self.inner.served.lock().expect("lock").clone()
-    }
-
-    /// Requests per operation so far.
-    pub fn all_calls(&self) -> HashMap<String, usize> {
-        self.inner.calls.lock().expect("lock").clone()
+    /// Its latency and call accounting: with a latency set, every request waits that long before
+    /// it is handled (faults and forwarding alike).
+    pub fn meter(&self) -> CallMeter {
+        self.inner.meter.clone()
     }
 
     pub fn calls(&self, operation: &str) -> usize {
@@ -204,7 +191,7 @@ impl Drop for FaultProxy {
 }
 
 /// `DynamoDB_20120810.BatchWriteItem` -> `BatchWriteItem`.
-use crate::meter::operation;
+use crate::meter::{operation, CallMeter};
 
 fn is_sqs(headers: &HeaderMap) -> bool {
     headers
@@ -299,18 +286,11 @@ async fn handle(State(p): State<Arc<Inner>>, method: Method, uri: Uri, headers: 
         return aws_error(503, is_sqs(&headers), "ServiceUnavailable");
     }
     p.inflight.fetch_add(1, Ordering::SeqCst);
-    let arrived = std::time::Instant::now();
     let op = operation(&headers);
-    let latency = *p.latency.lock().expect("lock");
-    if !latency.is_zero() {
-        tokio::time::sleep(latency).await;
-    }
+    let arrived = p.meter.hold().await;
     let response = handle_live(&p, method, uri, headers, body).await;
     p.inflight.fetch_sub(1, Ordering::SeqCst);
-    let mut served = p.served.lock().expect("lock");
-    let entry = served.entry(op).or_default();
-    entry.0 += arrived.elapsed();
-    entry.1 += 1;
+    p.meter.record(&op, arrived);
     response
 }
 

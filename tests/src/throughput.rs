@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use waiter::dispatch::{DELETES_IN_FLIGHT, SENDS_IN_FLIGHT};
 
-use crate::bench::{peak_rss_mib, DynamoLocal};
+use crate::bench::{delete_of, due_pages, item_key, peak_rss_mib, send_items, write_all, DynamoLocal, Item};
 use crate::emulator::function_env_at;
 use crate::mem_table::MemTable;
 use crate::meter::CallMeter;
@@ -90,35 +90,17 @@ fn cpu_ms(pid: u32) -> f64 {
 
 /// How the bench reaches a service with the added latency: through the fault proxy (DynamoDB
 /// Local, which is not ours), or straight to an endpoint of the bench's own that holds and
-/// counts each call itself (no proxy hop spending the machine's CPU).
-enum Path {
-    Proxy(FaultProxy),
-    Own { endpoint: String, meter: CallMeter },
-}
-
-impl Path {
-    fn endpoint(&self) -> &str {
-        match self {
-            Self::Proxy(p) => &p.endpoint,
-            Self::Own { endpoint, .. } => endpoint,
-        }
-    }
-
-    fn served(&self) -> std::collections::HashMap<String, (Duration, usize)> {
-        match self {
-            Self::Proxy(p) => p.served(),
-            Self::Own { meter, .. } => meter.served(),
-        }
-    }
+/// counts each call itself (no proxy hop spending the machine's CPU). Either way a
+/// [`CallMeter`] holds the calls and counts them.
+struct Path {
+    endpoint: String,
+    meter: CallMeter,
+    _proxy: Option<FaultProxy>,
 }
 
 /// Calls so far to the table and to SQS, by operation.
 fn calls(ddb: &Path, sqs: &Path) -> std::collections::BTreeMap<String, usize> {
-    ddb.served()
-        .into_iter()
-        .chain(sqs.served())
-        .map(|(op, (_, n))| (op, n))
-        .collect()
+    ddb.meter.calls().into_iter().chain(sqs.meter.calls()).collect()
 }
 
 /// A function's environment: DynamoDB at `ddb`, SQS (everything else) at `sqs`.
@@ -159,24 +141,30 @@ impl Backend {
             TableBackend::DynamodbLocal => {
                 let d = DynamoLocal::start().await;
                 let proxy = FaultProxy::start(&d.endpoint, 1, 0.0).await;
+                let path = Path {
+                    endpoint: proxy.endpoint.clone(),
+                    meter: proxy.meter(),
+                    _proxy: Some(proxy),
+                };
                 let e = d.endpoint.clone();
-                (Some(d), None, e, Path::Proxy(proxy))
+                (Some(d), None, e, path)
             }
             TableBackend::InMemory => {
                 let m = MemTable::start().await;
-                let meter = m.meter();
                 let e = m.endpoint.clone();
-                let path = Path::Own {
+                let path = Path {
                     endpoint: e.clone(),
-                    meter: meter.clone(),
+                    meter: m.meter(),
+                    _proxy: None,
                 };
                 (None, Some(m), e, path)
             }
         };
         let sink = SqsSink::start().await;
-        let sqs = Path::Own {
+        let sqs = Path {
             endpoint: sink.endpoint.clone(),
             meter: sink.meter(),
+            _proxy: None,
         };
         let direct = aws_sdk_dynamodb::Client::new(&crate::emulator::sdk_config(&endpoint).await);
         crate::emulator::create_waiter_table(&direct, TABLE, crate::emulator::IndexKind::Global).await;
@@ -206,10 +194,7 @@ impl Backend {
     /// before, without it).
     fn set_latency(&self, latency: Duration) {
         for path in [&self.ddb, &self.sqs] {
-            match path {
-                Path::Proxy(p) => p.set_latency(latency),
-                Path::Own { meter, .. } => meter.set_latency(latency),
-            }
+            path.meter.set_latency(latency);
         }
     }
 
@@ -217,10 +202,20 @@ impl Backend {
         Function::start_binary(
             binary_path(name, profile),
             name,
-            &env(self.ddb.endpoint(), self.sqs.endpoint(), shards, extra),
+            &env(&self.ddb.endpoint, &self.sqs.endpoint, shards, extra),
         )
         .await
     }
+}
+
+/// One poller invocation (up to 15 minutes): its summary and how long it took, in seconds.
+async fn timed_run(poller: &mut Function) -> (serde_json::Value, f64) {
+    let t = Instant::now();
+    let summary = poller
+        .invoke_raw(b"{}".to_vec(), Duration::from_secs(900))
+        .await
+        .expect("poller run");
+    (summary, t.elapsed().as_secs_f64())
 }
 
 /// One row: `jobs` overdue jobs over `shards`, `latency_ms` per call, poller and baseline.
@@ -237,16 +232,11 @@ pub async fn latency_bound_throughput(
 
     b.load(jobs, shards, None).await;
     let calls_before = calls(&b.ddb, &b.sqs);
-    let served_before = b.sqs.served().get("SendMessageBatch").copied().unwrap_or_default();
+    let served_before = b.sqs.meter.served_by("SendMessageBatch");
     let sent_before = b.sink.messages();
     let cpu_before = cpu_ms(poller.pid());
-    let t = Instant::now();
-    let summary = poller
-        .invoke_raw(b"{}".to_vec(), Duration::from_secs(900))
-        .await
-        .expect("poller run");
-    let poller_s = t.elapsed().as_secs_f64();
-    let served = b.sqs.served().get("SendMessageBatch").copied().unwrap_or_default();
+    let (summary, poller_s) = timed_run(&mut poller).await;
+    let served = b.sqs.meter.served_by("SendMessageBatch");
     let send_call_ms = (served.0 - served_before.0).as_secs_f64() * 1e3 / (served.1 - served_before.1).max(1) as f64;
     let cpu = cpu_ms(poller.pid()) - cpu_before;
     let rss_mb = peak_rss_mib(poller.pid());
@@ -262,8 +252,8 @@ pub async fn latency_bound_throughput(
     assert_eq!(b.sink.messages() - sent_before, jobs as u64, "SQS got every job once");
 
     b.load(jobs, shards, None).await;
-    let ddb = aws_sdk_dynamodb::Client::new(&crate::emulator::sdk_config(b.ddb.endpoint()).await);
-    let sqs = aws_sdk_sqs::Client::new(&crate::emulator::sdk_config(b.sqs.endpoint()).await);
+    let ddb = aws_sdk_dynamodb::Client::new(&crate::emulator::sdk_config(&b.ddb.endpoint).await);
+    let sqs = aws_sdk_sqs::Client::new(&crate::emulator::sdk_config(&b.sqs.endpoint).await);
     let url = sqs
         .get_queue_url()
         .queue_name(TABLE)
@@ -314,21 +304,11 @@ pub async fn pipelined_baseline(
     shards: u32,
     re_read: bool,
 ) -> usize {
-    use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, WriteRequest};
-    use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
     use futures::stream::{FuturesUnordered, StreamExt};
     let per_shard = (0..shards).map(|shard| async move {
-        let mut pages = ddb
-            .query()
-            .table_name(table)
-            .index_name("scheduler-perform_at-index")
-            .key_condition_expression("scheduler = :s AND perform_at <= :h")
-            .expression_attribute_values(":s", AttributeValue::S(format!("{table}#{shard}")))
-            .expression_attribute_values(":h", AttributeValue::N(chrono::Utc::now().timestamp().to_string()))
-            .into_paginator()
-            .send();
+        let mut pages = due_pages(ddb, table, shard).send();
         let mut sent = 0;
-        let mut deletes: Vec<WriteRequest> = Vec::new();
+        let mut deletes = Vec::new();
         let mut removing = FuturesUnordered::new();
         while let Some(page) = pages.next().await {
             let mut items = page.expect("Query").items.unwrap_or_default();
@@ -336,52 +316,22 @@ pub async fn pipelined_baseline(
                 items = consistent_re_read(ddb, table, &items).await;
             }
             let sends = items.chunks(10).map(|chunk| async move {
-                let entries = chunk.iter().enumerate().map(|(i, item)| {
-                    let body = match item.get("message_body") {
-                        Some(AttributeValue::S(b)) => b.clone(),
-                        _ => String::new(),
-                    };
-                    SendMessageBatchRequestEntry::builder()
-                        .id(i.to_string())
-                        .message_body(body)
-                        .delay_seconds(0)
-                        .build()
-                        .expect("entry")
-                });
-                sqs.send_message_batch()
-                    .queue_url(url)
-                    .set_entries(Some(entries.collect()))
-                    .send()
-                    .await
-                    .expect("SendMessageBatch");
+                send_items(sqs, url, chunk).await;
                 chunk
             });
             let mut sends = futures::stream::iter(sends).buffer_unordered(SENDS_IN_FLIGHT);
             while let Some(chunk) = sends.next().await {
                 sent += chunk.len();
-                for item in chunk {
-                    let key = [
-                        ("scheduler", item["scheduler"].clone()),
-                        ("job_id", item["job_id"].clone()),
-                    ]
-                    .into_iter()
-                    .map(|(k, v)| (k.to_owned(), v))
-                    .collect();
-                    deletes.push(
-                        WriteRequest::builder()
-                            .delete_request(DeleteRequest::builder().set_key(Some(key)).build().expect("delete"))
-                            .build(),
-                    );
-                }
+                deletes.extend(chunk.iter().map(delete_of));
                 while deletes.len() >= 25 {
                     if removing.len() >= DELETES_IN_FLIGHT {
                         removing.next().await;
                     }
-                    removing.push(crate::bench::write_all(ddb, table, deletes.drain(..25).collect()));
+                    removing.push(write_all(ddb, table, deletes.drain(..25).collect()));
                 }
             }
         }
-        removing.push(crate::bench::write_all(ddb, table, deletes));
+        removing.push(write_all(ddb, table, deletes));
         while removing.next().await.is_some() {}
         sent
     });
@@ -389,27 +339,14 @@ pub async fn pipelined_baseline(
 }
 
 /// The items again from the table, strongly consistent, 100 keys a call and 4 calls at once.
-async fn consistent_re_read(
-    ddb: &aws_sdk_dynamodb::Client,
-    table: &str,
-    items: &[std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>],
-) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+async fn consistent_re_read(ddb: &aws_sdk_dynamodb::Client, table: &str, items: &[Item]) -> Vec<Item> {
     use aws_sdk_dynamodb::types::KeysAndAttributes;
     use futures::StreamExt;
     let reads: Vec<_> = items
         .chunks(100)
         .map(|chunk| async move {
-            let keys = chunk
-                .iter()
-                .map(|i| {
-                    ["scheduler", "job_id"]
-                        .into_iter()
-                        .filter_map(|k| Some((k.to_owned(), i.get(k)?.clone())))
-                        .collect()
-                })
-                .collect();
             let request = KeysAndAttributes::builder()
-                .set_keys(Some(keys))
+                .set_keys(Some(chunk.iter().map(item_key).collect()))
                 .consistent_read(true)
                 .build()
                 .expect("keys");
@@ -448,12 +385,7 @@ pub async fn rate_limited_herd(jobs: usize, max_rate: Option<u32>, latency_ms: u
     poller.invoke(&serde_json::json!({})).await.expect("warm-up run");
     let due = chrono::Utc::now() + chrono::TimeDelta::seconds(5);
     b.load(jobs, 4, Some(due)).await;
-    let t = Instant::now();
-    let summary = poller
-        .invoke_raw(b"{}".to_vec(), Duration::from_secs(900))
-        .await
-        .expect("poller run");
-    let run_s = t.elapsed().as_secs_f64();
+    let (summary, run_s) = timed_run(&mut poller).await;
     RateRow {
         jobs,
         max_rate,

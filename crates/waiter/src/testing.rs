@@ -25,28 +25,33 @@ pub enum Fault {
 /// Seeded fault injection shared by the fakes; off unless seeded. It can also make each call
 /// take a random time (paused tokio time), so that calls in flight at once finish in any order.
 #[derive(Clone, Default)]
-pub struct Faults(Arc<Mutex<Option<(rand::rngs::StdRng, f64)>>>, Arc<Mutex<u64>>);
+pub struct Faults {
+    /// The seeded schedule and the fault rate; `None` when off.
+    plan: Arc<Mutex<Option<(rand::rngs::StdRng, f64)>>>,
+    max_latency_ms: u64,
+}
 
 impl Faults {
     pub fn seeded(seed: u64, rate: f64) -> Self {
         use rand::SeedableRng;
-        Self(
-            Arc::new(Mutex::new(Some((rand::rngs::StdRng::seed_from_u64(seed), rate)))),
-            Arc::default(),
-        )
+        Self {
+            plan: Arc::new(Mutex::new(Some((rand::rngs::StdRng::seed_from_u64(seed), rate)))),
+            max_latency_ms: 0,
+        }
     }
 
     /// Each call then takes from 0 to `max_ms` ms, drawn from the seeded schedule.
     pub fn with_latency(self, max_ms: u64) -> Self {
-        *self.1.lock().unwrap() = max_ms;
-        self
+        Self {
+            max_latency_ms: max_ms,
+            ..self
+        }
     }
 
     pub async fn pause(&self) {
         use rand::Rng;
-        let max_ms = *self.1.lock().unwrap();
-        let ms = match self.0.lock().unwrap().as_mut() {
-            Some((rng, _)) if max_ms > 0 => rng.random_range(0..=max_ms),
+        let ms = match self.plan.lock().unwrap().as_mut() {
+            Some((rng, _)) if self.max_latency_ms > 0 => rng.random_range(0..=self.max_latency_ms),
             _ => 0,
         };
         if ms > 0 {
@@ -55,12 +60,12 @@ impl Faults {
     }
 
     pub fn off(&self) {
-        *self.0.lock().unwrap() = None;
+        *self.plan.lock().unwrap() = None;
     }
 
     pub fn roll(&self) -> Fault {
         use rand::Rng;
-        let mut plan = self.0.lock().unwrap();
+        let mut plan = self.plan.lock().unwrap();
         let Some((rng, rate)) = plan.as_mut() else {
             return Fault::None;
         };
@@ -76,7 +81,7 @@ impl Faults {
     /// Whether one batch entry fails on its own (not sent).
     pub fn entry_fails(&self) -> bool {
         use rand::Rng;
-        self.0
+        self.plan
             .lock()
             .unwrap()
             .as_mut()
