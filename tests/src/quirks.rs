@@ -1,7 +1,7 @@
 //! Known ways the local backends differ from AWS, in one table. A test that has to allow for one
 //! asks `backend.has(Quirk::…)` and names it, never loosening an assertion silently; the `quirks`
 //! e2e test probes every probe-able entry on the running backend, so the table cannot go stale.
-//! README's "Local emulators" section shows the same table.
+//! docs/emulators.md shows the same table.
 
 use crate::emulator::Backend;
 

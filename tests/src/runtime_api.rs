@@ -142,6 +142,19 @@ impl Function {
         .await
     }
 
+    /// Invokes with a 60-second function timeout; a failed invocation panics with the
+    /// function's log.
+    pub async fn invoke_ok(&mut self, payload: &Value) -> Value {
+        match self.invoke(payload).await {
+            Ok(v) => v,
+            Err(e) => panic!(
+                "{payload} failed: {e:?}\nlog ({}):\n{}",
+                self.log_path.display(),
+                self.log()
+            ),
+        }
+    }
+
     /// Invokes with raw bytes as the payload and the given function timeout.
     pub async fn invoke_raw(&mut self, payload: Vec<u8>, timeout: Duration) -> Reply {
         let n = self.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -16,10 +16,11 @@
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use waiter::dispatch::{DELETES_IN_FLIGHT, SENDS_IN_FLIGHT};
+use waiter::poller::{DELETES_IN_FLIGHT, SENDS_IN_FLIGHT};
 
-use crate::bench::{delete_of, due_pages, item_key, peak_rss_mib, send_items, write_all, DynamoLocal, Item};
+use crate::bench::{delete_of, due_pages, item_key, peak_rss_mib, send_items, write_all, Item};
 use crate::emulator::function_env_at;
+use crate::emulator::DynamoLocal;
 use crate::mem_table::MemTable;
 use crate::meter::CallMeter;
 use crate::proxy::FaultProxy;

@@ -18,17 +18,9 @@ struct Rig {
 }
 
 async fn rig(settings: &[(&str, &str)]) -> Rig {
-    let emu = Emulator::start().await;
-    let url = emu.create_queue("orders").await;
-    emu.create_table("orders").await;
-    let proxy = FaultProxy::start(&emu.endpoint, 7, 0.0).await;
-    let mut all = vec![
-        ("WAITER_QUEUES", "orders"),
-        ("WAITER_SHARDS", "1"),
-        ("WAITER_DIRECT_MAX_DELAY", "0"),
-    ];
+    let mut all = vec![("WAITER_SHARDS", "1"), ("WAITER_DIRECT_MAX_DELAY", "0")];
     all.extend_from_slice(settings);
-    let env = emu.function_env_via(&proxy.endpoint, &all);
+    let e2e::rig::Proxied { emu, proxy, url, env } = e2e::rig::orders_via_proxy(7, 0.0, &all).await;
     let enqueue = Function::start("enqueue", &env).await;
     let poller = Function::start("poller", &env).await;
     Rig {
@@ -51,19 +43,11 @@ fn error(status: u16, code: &str, query_error: Option<&str>, extra: Option<Value
 
 impl Rig {
     async fn call(&mut self, req: Value) -> Value {
-        match self.enqueue.invoke(&req).await {
-            Ok(v) => v,
-            Err(e) => panic!("{req} failed: {e:?}\nlog:\n{}", self.enqueue.log()),
-        }
+        self.enqueue.invoke_ok(&req).await
     }
 
     async fn stored(&self) -> usize {
-        self.emu
-            .scan("orders")
-            .await
-            .iter()
-            .filter(|i| i.contains_key("perform_at"))
-            .count()
+        self.emu.job_count("orders").await
     }
 }
 

@@ -1,14 +1,12 @@
 //! The bad-input catalog (tests/data/bad_requests.json): every malformed or hostile request gets
 //! its clear error, and afterwards the tables and queues are exactly as before.
 
-mod common;
-
 use std::time::Duration;
 
-use common::setup;
+use e2e::rig::setup;
 use serde_json::{json, Value};
 
-async fn snapshot(s: &common::Setup) -> Vec<String> {
+async fn snapshot(s: &e2e::rig::Setup) -> Vec<String> {
     let mut state = Vec::new();
     for table in ["waiter-orders", "waiter-billing.fifo"] {
         let mut items: Vec<String> = s

@@ -1,12 +1,10 @@
 //! The enqueue contract end to end: batches, idempotency, attributes byte for byte, every class
 //! of bad input (leaving nothing behind), get and cancel, configuration errors, LSI tables.
 
-mod common;
-
 use std::time::Duration;
 
 use base64::Engine as _;
-use common::{in_secs, setup};
+use e2e::rig::{in_secs, setup};
 use e2e::{Emulator, Function};
 use serde_json::{json, Value};
 

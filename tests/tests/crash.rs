@@ -6,32 +6,22 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use e2e::proxy::FaultProxy;
-use e2e::{Emulator, Env, Function};
+use e2e::Function;
 use serde_json::{json, Value};
 
-struct World {
-    emu: Emulator,
-    proxy: FaultProxy,
-    url: String,
-    env: Env,
-}
+type World = e2e::rig::Proxied;
 
 async fn world() -> World {
-    let emu = Emulator::start().await;
-    let url = emu.create_queue("orders").await;
-    emu.create_table("orders").await;
-    let proxy = FaultProxy::start(&emu.endpoint, 1, 0.0).await;
-    let env = emu.function_env_via(
-        &proxy.endpoint,
+    e2e::rig::orders_via_proxy(
+        1,
+        0.0,
         &[
-            ("WAITER_QUEUES", "orders"),
             ("WAITER_DIRECT_MAX_DELAY", "0"),
             ("WAITER_LOOKAHEAD", "0"),
             ("WAITER_SHARDS", "1"),
         ],
-    );
-    World { emu, proxy, url, env }
+    )
+    .await
 }
 
 /// `n` jobs due at `due`, a fixed instant, so that the same batch re-sent is the same jobs and
@@ -53,16 +43,11 @@ async fn sleep_until(due: chrono::DateTime<chrono::Utc>) {
 
 /// The table's job items (leases and the meta item have no `perform_at`).
 async fn stored_jobs(w: &World) -> Vec<HashMap<String, AttributeValue>> {
-    w.emu
-        .scan("orders")
-        .await
-        .into_iter()
-        .filter(|i| i.contains_key("perform_at"))
-        .collect()
+    w.emu.stored_jobs("orders").await
 }
 
 async fn table_len(w: &World) -> usize {
-    stored_jobs(w).await.len()
+    w.emu.job_count("orders").await
 }
 
 /// Runs `f`'s invocation until the proxy freezes after `op` #`nth`, then SIGKILLs the process.
@@ -146,7 +131,7 @@ async fn poller_killed_after_send_message_batch() {
     let duplicates = poller_killed_after("SendMessageBatch", 1, 30).await;
     // The batches in flight when the kill lands.
     assert!(
-        duplicates <= waiter::dispatch::SENDS_IN_FLIGHT * 10,
+        duplicates <= waiter::poller::SENDS_IN_FLIGHT * 10,
         "at most the batches in flight are sent twice: {duplicates}"
     );
 }
@@ -162,7 +147,7 @@ async fn poller_killed_midway_through_removal() {
 }
 
 fn waiter_bound() -> usize {
-    waiter::dispatch::MAX_UNDELETED_PER_PARTITION
+    waiter::poller::MAX_UNDELETED_PER_PARTITION
 }
 
 #[tokio::test(flavor = "multi_thread")]

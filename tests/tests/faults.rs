@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use e2e::bench::{spawn_consumer, Arrivals};
-use e2e::proxy::FaultProxy;
-use e2e::{Emulator, Function};
+use e2e::Function;
 use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -19,19 +18,16 @@ async fn every_job_is_delivered_at_least_once_and_never_early_through_a_faulty_n
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(2000);
-    let emu = Emulator::start().await;
-    let url = emu.create_queue("orders").await;
-    emu.create_table("orders").await;
-    let proxy = FaultProxy::start(&emu.endpoint, 20261122, 0.10).await;
-    let env = emu.function_env_via(
-        &proxy.endpoint,
+    let e2e::rig::Proxied { emu, proxy, url, env } = e2e::rig::orders_via_proxy(
+        20261122,
+        0.10,
         &[
-            ("WAITER_QUEUES", "orders"),
             ("WAITER_DIRECT_MAX_DELAY", "0"),
             ("WAITER_LOOKAHEAD", "5"),
             ("WAITER_SHARDS", "4"),
         ],
-    );
+    )
+    .await;
     let mut enqueue = Function::start("enqueue", &env).await;
     let mut poller = Function::start("poller", &env).await;
 

@@ -1,16 +1,14 @@
 //! Job lifecycle end to end: FIFO hand-over and deduplication, expiry, parking and re-drive,
 //! two pollers at once, and a cancel racing a hand-over.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{in_secs, parse_time, setup};
 use e2e::quirks::Quirk;
+use e2e::rig::{in_secs, parse_time, setup};
 use e2e::Function;
 use serde_json::{json, Value};
 
-async fn poll_until_dispatched(s: &mut common::Setup, within: Duration) -> u64 {
+async fn poll_until_dispatched(s: &mut e2e::rig::Setup, within: Duration) -> u64 {
     let until = std::time::Instant::now() + within;
     while std::time::Instant::now() < until {
         let n = s.poll().await["dispatched"].as_u64().unwrap_or(0);
@@ -169,7 +167,7 @@ async fn a_permanently_rejected_job_is_parked_visible_and_can_be_redriven() {
 async fn concurrent_pollers(k: usize, n: usize) -> usize {
     let emu = e2e::Emulator::start().await;
     let ddb_local = if emu.backend.has(Quirk::UnlockedConditionalWrites) {
-        Some(e2e::bench::DynamoLocal::start().await)
+        Some(e2e::DynamoLocal::start().await)
     } else {
         None
     };

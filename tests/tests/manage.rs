@@ -1,11 +1,9 @@
 //! Managing stored jobs end to end, through the real `enqueue` function: `reschedule` (versions,
 //! conflicts, a job moved near arriving on time) and `list` (every shard, in time order, paged).
 
-mod common;
-
 use std::time::Duration;
 
-use common::{histogram_counts, in_secs, parse_time, setup};
+use e2e::rig::{histogram_counts, in_secs, parse_time, setup};
 use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -77,7 +75,7 @@ async fn reschedule_changes_a_stored_job_by_version_and_a_job_moved_near_arrives
 }
 
 /// Every page of a listing, following cursors until `null`.
-async fn list_all(s: &mut common::Setup, mut request: Value) -> Vec<Value> {
+async fn list_all(s: &mut e2e::rig::Setup, mut request: Value) -> Vec<Value> {
     let mut all = Vec::new();
     for _ in 0..1_000 {
         let r = s.enqueue_ok(request.clone()).await;

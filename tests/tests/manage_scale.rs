@@ -2,13 +2,11 @@
 //! DynamoDB Local (strict, and fast on queries), through the real `enqueue` function. Ties are
 //! many: the jobs share 100 instants.
 
-mod common;
-
 use std::collections::HashSet;
 use std::time::Duration;
 
-use common::histogram_counts;
-use e2e::bench::DynamoLocal;
+use e2e::rig::histogram_counts;
+use e2e::DynamoLocal;
 use e2e::{Emulator, Function};
 use serde_json::{json, Value};
 

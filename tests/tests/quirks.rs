@@ -84,7 +84,7 @@ async fn probe(emu: &Emulator, quirk: Quirk) -> Option<bool> {
                 .dynamodb
                 .query()
                 .table_name("quirk-index")
-                .index_name("scheduler-perform_at-index")
+                .index_name(waiter::aws::codec::INDEX_NAME)
                 .key_condition_expression("scheduler = :s")
                 .expression_attribute_values(":s", AttributeValue::S("s".into()))
                 .send()

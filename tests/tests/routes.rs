@@ -1,10 +1,8 @@
 //! Both routes end to end: direct SendMessage for short delays, store-then-poll for long ones.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{in_secs, parse_time, setup};
+use e2e::rig::{in_secs, parse_time, setup};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread")]

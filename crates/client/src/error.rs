@@ -10,42 +10,73 @@ pub enum Error {
     /// The request broke a rule; nothing was stored or sent. `field` is the first word of the
     /// function's message (`delay_seconds`, `message_attributes.kind.data_type`, `queue`).
     #[error("{field}: {message}")]
-    InvalidRequest { field: String, message: String },
+    InvalidRequest {
+        /// The field the function named.
+        field: String,
+        /// The rule it broke.
+        message: String,
+    },
     /// DynamoDB or SQS throttled, or a transaction conflicted.
     #[error("throttled: {message}")]
-    Throttled { message: String },
+    Throttled {
+        /// The function's `errorMessage`.
+        message: String,
+    },
     /// DynamoDB or SQS failed, or the invocation's deadline came first.
     #[error("a dependency failed: {message}")]
-    DependencyFailure { message: String },
+    DependencyFailure {
+        /// The function's `errorMessage`, with the AWS error's source chain.
+        message: String,
+    },
     /// A table or queue of the deployment is missing.
     #[error("a resource is missing: {message}")]
-    ResourceNotFound { message: String },
+    ResourceNotFound {
+        /// The function's `errorMessage`, naming the resource.
+        message: String,
+    },
     /// AWS refused the function's own request (for example access denied).
     #[error("rejected by AWS: {message}")]
-    Rejected { message: String },
+    Rejected {
+        /// The function's `errorMessage`, with AWS's error code.
+        message: String,
+    },
     /// The function built a request an SDK refused (a bug in the function).
     #[error("internal error in the function: {message}")]
-    Internal { message: String },
+    Internal {
+        /// The function's `errorMessage`.
+        message: String,
+    },
     /// The function failed with an `errorType` that is not ours: it crashed, timed out, or is
     /// not an sqs-waiter `enqueue` function.
     #[error("the function failed with {error_type}: {message}")]
-    Function { error_type: String, message: String },
+    Function {
+        /// Lambda's `errorType` (for example `Runtime.ExitError`).
+        error_type: String,
+        /// Lambda's `errorMessage`.
+        message: String,
+    },
     /// Lambda did not run the function (no such function, access denied, throttled, unreachable).
     #[error("invoking {function}: {}", DisplayErrorContext(.source.as_ref()))]
     Invoke {
+        /// The function's name.
         function: String,
+        /// The SDK's error.
         source: Box<SdkError<InvokeError, aws_sdk_lambda::config::http::HttpResponse>>,
     },
     /// The request could not be written as JSON.
     #[error("writing the {action} request: {source}")]
     Encode {
+        /// The request's action.
         action: &'static str,
+        /// serde_json's error.
         source: serde_json::Error,
     },
     /// The reply is not what the contract describes (a function of another version?).
     #[error("reading the {action} reply: {source}")]
     Decode {
+        /// The request's action.
         action: &'static str,
+        /// serde_json's error.
         source: serde_json::Error,
     },
 }

@@ -48,6 +48,8 @@
 //! # Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+
 mod error;
 
 use aws_sdk_lambda::primitives::Blob;
@@ -72,6 +74,7 @@ impl Client {
         }
     }
 
+    /// The name (or ARN) of the `enqueue` function it invokes.
     pub fn function_name(&self) -> &str {
         &self.function_name
     }

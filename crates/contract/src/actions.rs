@@ -13,6 +13,7 @@ use crate::reply::{BatchReply, CancelManyReply, JobReply, ListReply, ParkedReply
 pub trait Action: Serialize {
     /// The `"action"` field.
     const NAME: &'static str;
+    /// The reply the function answers it with.
     type Reply: DeserializeOwned;
 
     /// The request as sent: its fields with `"action"` added.
@@ -30,8 +31,10 @@ pub trait Action: Serialize {
 /// A request with its `"action"` field, as it goes on the wire.
 #[derive(Debug, Serialize)]
 pub struct Tagged<'a, A: Serialize> {
+    /// The `"action"` field.
     pub action: &'static str,
     #[serde(flatten)]
+    /// The request's own fields.
     pub request: &'a A,
 }
 
@@ -60,34 +63,46 @@ action!(Stats, "stats", StatsReply);
 /// Up to 1000 jobs in one request; each succeeds or fails on its own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EnqueueMany {
+    /// The jobs of this page, in order.
     pub jobs: Vec<Job>,
 }
 
 /// A job as stored, or what history knows of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Get {
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
+    /// The job's id, its idempotency key.
     pub job_id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Cancels a stored job: it never reaches SQS unless a poller is handing it over now.
 pub struct Cancel {
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
+    /// The job's id, its idempotency key.
     pub job_id: String,
 }
 
 /// Moves a stored job and may change what it carries. A field left `None` keeps its value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reschedule {
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
+    /// The job's id, its idempotency key.
     pub job_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Whole seconds from now; give this or `perform_at`.
     pub delay_seconds: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// When the job is due.
     pub perform_at: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The message body, passed to SQS unaltered.
     pub message_body: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// SQS message attributes, sent with the message unaltered.
     pub message_attributes: Option<BTreeMap<String, MessageAttribute>>,
     /// `Some(None)` removes the expiry.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
@@ -96,6 +111,7 @@ pub struct Reschedule {
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub windows: Option<Option<Vec<Window>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The IANA zone of `windows`; `UTC` when absent.
     pub time_zone: Option<String>,
     /// Only if the stored version is this one (else the reply is `conflict`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -145,11 +161,14 @@ fn present<'de, T: Deserialize<'de>, D: Deserializer<'de>>(d: D) -> Result<Optio
 #[serde(rename_all = "snake_case")]
 pub enum ListStatus {
     #[default]
+    /// Jobs waiting for their time (the default).
     Scheduled,
+    /// Jobs SQS rejected permanently.
     Parked,
 }
 
 impl ListStatus {
+    /// The name on the wire.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Scheduled => "scheduled",
@@ -161,20 +180,25 @@ impl ListStatus {
 /// One page of a queue's jobs in `perform_at` order. Every filter is optional.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct List {
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Only jobs due at or after this instant.
     pub from: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Only jobs due at or before this instant.
     pub to: Option<DateTime<Utc>>,
     /// Of `job_id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Where the job stands.
     pub status: Option<ListStatus>,
     /// 1 to 1000, 100 when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Include each job's body and attributes.
     pub with_body: Option<bool>,
     /// From the previous page's reply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -182,6 +206,7 @@ pub struct List {
 }
 
 impl List {
+    /// Every job of `queue`, the first page, with no filter.
     pub fn queue(queue: impl Into<String>) -> Self {
         Self {
             queue: queue.into(),
@@ -193,60 +218,79 @@ impl List {
 /// Cancels the jobs named, or one page of a selection (`prefix`, `from`, `to`; at least one).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CancelMany {
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The ids, 1 to [`MAX_JOBS_PER_REQUEST`](crate::MAX_JOBS_PER_REQUEST) of them.
     pub job_ids: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Only jobs whose id starts with this.
     pub prefix: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Only jobs due at or after this instant.
     pub from: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Only jobs due at or before this instant.
     pub to: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Where the job stands.
     pub status: Option<ListStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The most items one page holds (1 to [`MAX_PAGE_LIMIT`](crate::MAX_PAGE_LIMIT)).
     pub limit: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Where the next page starts: pass it back as given; `None` means done.
     pub cursor: Option<String>,
 }
 
 /// One page of the jobs SQS rejected permanently.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ListParked {
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The most items one page holds (1 to [`MAX_PAGE_LIMIT`](crate::MAX_PAGE_LIMIT)).
     pub limit: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Where the next page starts: pass it back as given; `None` means done.
     pub cursor: Option<String>,
 }
 
 /// Moves one parked job back, due now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Redrive {
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
+    /// The job's id, its idempotency key.
     pub job_id: String,
 }
 
 /// Moves the parked jobs named back, due now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RedriveMany {
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
+    /// The ids, 1 to [`MAX_JOBS_PER_REQUEST`](crate::MAX_JOBS_PER_REQUEST) of them.
     pub job_ids: Vec<String>,
 }
 
 /// Moves one page of the parked partition back; call again with the reply's cursor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RedriveAll {
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
     /// Always `true` on the wire.
     pub all: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The most items one page holds (1 to [`MAX_PAGE_LIMIT`](crate::MAX_PAGE_LIMIT)).
     pub limit: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Where the next page starts: pass it back as given; `None` means done.
     pub cursor: Option<String>,
 }
 
 impl RedriveAll {
+    /// One page of the parked jobs, continuing at `cursor` (`None` for the first).
     pub fn page(queue: impl Into<String>, cursor: Option<String>) -> Self {
         Self {
             queue: queue.into(),
@@ -260,6 +304,7 @@ impl RedriveAll {
 /// Counts of what a queue holds, with a due-time histogram.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
     /// 1 to 100, 24 when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]

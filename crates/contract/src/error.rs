@@ -20,6 +20,7 @@ pub enum ErrorType {
 }
 
 impl ErrorType {
+    /// Every error type, in the order they are declared.
     pub const ALL: [ErrorType; 6] = [
         Self::InvalidRequest,
         Self::Throttled,
@@ -62,8 +63,11 @@ impl std::fmt::Display for ErrorType {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
     #[serde(rename = "type")]
+    /// The error's `errorType`.
     pub error_type: ErrorType,
+    /// The error message, naming the field and the rule for `InvalidRequest`.
     pub message: String,
+    /// Whether the same request may succeed if sent again.
     pub retryable: bool,
 }
 

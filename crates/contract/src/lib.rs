@@ -22,6 +22,8 @@
 //! # assert_reply(&job);
 //! ```
 
+#![warn(missing_docs)]
+
 mod actions;
 mod error;
 mod job;
@@ -40,6 +42,10 @@ pub use reply::{
 
 /// The most jobs one `enqueue` request (or one `job_ids` list) may hold.
 pub const MAX_JOBS_PER_REQUEST: usize = 1000;
+
+/// The `limit` of one page of `list`, `list_parked`, `cancel_many` or `redrive` (`all`) when the
+/// request gives none.
+pub const DEFAULT_PAGE_LIMIT: usize = 100;
 
 /// The largest `limit` of one page of `list`, `list_parked`, `cancel_many` or `redrive` (`all`).
 pub const MAX_PAGE_LIMIT: usize = 1000;

@@ -26,9 +26,11 @@ pub enum JobStatus {
     Cancelled,
     /// History: found after `expires_at` and dropped (`expired_at`).
     Expired,
+    /// No job by that id is stored (never, or already handed to SQS).
     NotFound,
     /// A poller may be handing it to SQS now: it was not changed and may be delivered.
     Dispatching,
+    /// Moved (`perform_at`, `version`).
     Rescheduled,
     /// `if_version` did not match; `version` is the stored one.
     Conflict,
@@ -38,6 +40,7 @@ pub enum JobStatus {
 }
 
 impl JobStatus {
+    /// The name on the wire.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Sent => "sent",
@@ -64,17 +67,23 @@ impl std::fmt::Display for JobStatus {
 /// The reply about one job, for every action that names one (and each job of `list`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobReply {
+    /// Where the job stands.
     pub status: JobStatus,
+    /// The job's id, its idempotency key.
     pub job_id: String,
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
     /// `true` when the job existed already and nothing was changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicate: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// When the job is due.
     pub perform_at: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `perform_at` as epoch seconds.
     pub perform_at_epoch: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// When the job was stored.
     pub enqueued_at: Option<DateTime<Utc>>,
     /// SQS's id of the message (`sent`, `dispatched`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -83,39 +92,52 @@ pub struct JobReply {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_seconds: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The message body, passed to SQS unaltered.
     pub message_body: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// SQS message attributes, sent with the message unaltered.
     pub message_attributes: Option<BTreeMap<String, MessageAttribute>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A job found after this instant is dropped, not sent.
     pub expires_at: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The FIFO message group.
     pub message_group_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The FIFO deduplication id.
     pub message_deduplication_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Local-time windows the job may arrive in.
     pub windows: Option<Vec<Window>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The IANA zone of `windows`; `UTC` when absent.
     pub time_zone: Option<String>,
     /// One more on every change; `if_version` of `reschedule` checks it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// When SQS rejected the job and it was parked.
     pub parked_at: Option<DateTime<Utc>>,
     /// Why SQS rejected a parked job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ParkedError>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// History: when a poller handed the job to SQS.
     pub sent_at: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// History: when the job was cancelled.
     pub cancelled_at: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// History: when the job was found expired and dropped.
     pub expired_at: Option<DateTime<Utc>>,
 }
 
 /// SQS's code and message for a parked job.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParkedError {
+    /// SQS's error code.
     pub code: String,
+    /// The error message, naming the field and the rule for `InvalidRequest`.
     pub message: String,
 }
 
@@ -123,7 +145,9 @@ pub struct ParkedError {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BatchReply {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: Option<String>,
+    /// One result per job or id, in request order.
     pub results: Vec<BatchResult>,
 }
 
@@ -131,18 +155,27 @@ pub struct BatchReply {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum BatchResult {
+    /// The job's reply.
     Done(Box<JobReply>),
-    Failed { status: FailedStatus, error: Failure },
+    /// The job failed; the others are not affected.
+    Failed {
+        /// Always `"error"`.
+        status: FailedStatus,
+        /// Why it failed.
+        error: Failure,
+    },
 }
 
 /// The `"status": "error"` of a failed batch entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailedStatus {
+    /// The job failed; see `error`.
     Error,
 }
 
 impl BatchResult {
+    /// The job's reply, or why it failed.
     pub fn into_result(self) -> Result<JobReply, Failure> {
         match self {
             Self::Done(reply) => Ok(*reply),
@@ -152,6 +185,7 @@ impl BatchResult {
 }
 
 impl BatchReply {
+    /// Each job's reply or failure, in request order.
     pub fn into_results(self) -> Vec<Result<JobReply, Failure>> {
         self.results.into_iter().map(BatchResult::into_result).collect()
     }
@@ -160,7 +194,9 @@ impl BatchReply {
 /// One page of `list`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ListReply {
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
+    /// The jobs of this page, in order.
     pub jobs: Vec<JobReply>,
     /// Pass it back for the next page; `None` means done.
     pub cursor: Option<String>,
@@ -169,53 +205,75 @@ pub struct ListReply {
 /// One page of `list_parked`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ParkedReply {
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
+    /// How many items this page holds.
     pub count: usize,
+    /// The jobs of this page, in order.
     pub jobs: Vec<JobReply>,
+    /// Where the next page starts: pass it back as given; `None` means done.
     pub cursor: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What one `cancel_many` request did.
 pub struct CancelManyReply {
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
+    /// Jobs cancelled: none of them reaches SQS.
     pub cancelled: u64,
     /// A poller may be handing these to SQS: not cancelled, may be delivered.
     pub dispatching: u64,
+    /// Ids not stored (never, or already handed to SQS).
     pub not_found: u64,
+    /// Where the next page starts: pass it back as given; `None` means done.
     pub cursor: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One page of `redrive` with `all: true`.
 pub struct RedriveAllReply {
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
+    /// Parked jobs moved back, due now.
     pub redriven: u64,
     /// Ids active again: nothing moved, the parked copy stays listed.
     pub duplicates: u64,
+    /// Where the next page starts: pass it back as given; `None` means done.
     pub cursor: Option<String>,
 }
 
 /// What a queue holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StatsReply {
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
+    /// The function's clock when it counted.
     pub now: DateTime<Utc>,
     /// Every stored job that is not parked, overdue included.
     pub scheduled: u64,
+    /// Jobs SQS rejected permanently, waiting for `redrive`.
     pub parked: u64,
     /// Due before `now`, not yet handed to SQS.
     pub overdue: u64,
     /// Age of the oldest overdue job, `0` when none.
     pub oldest_overdue_s: f64,
+    /// When the next job not yet overdue is due; `None` when there is none.
     pub next_due: Option<DateTime<Utc>>,
+    /// The width of each histogram bucket, in seconds.
     pub bucket_s: u64,
     /// Jobs due in `[from, to)`; the last bucket is open-ended.
     pub histogram: Vec<Bucket>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Jobs due in one span of a `stats` histogram.
 pub struct Bucket {
+    /// Only jobs due at or after this instant.
     pub from: DateTime<Utc>,
+    /// Only jobs due at or before this instant.
     pub to: Option<DateTime<Utc>>,
+    /// How many items this page holds.
     pub count: u64,
 }
 

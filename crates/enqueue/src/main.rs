@@ -1,10 +1,10 @@
 //! The `enqueue` Lambda: schedules SQS messages for any time in the future.
 
 use lambda_runtime::{run, service_fn, Diagnostic, Error, LambdaEvent};
-use serde_json::Value;
 use waiter::aws::{Adapters, DynamoStore, SqsQueue};
 use waiter::ports::SystemClock;
-use waiter::request::Payload;
+use waiter::wire::reply::Reply;
+use waiter::wire::Payload;
 use waiter::{metrics, Waiter};
 
 type App = Waiter<DynamoStore, SqsQueue, SystemClock>;
@@ -12,7 +12,7 @@ type App = Waiter<DynamoStore, SqsQueue, SystemClock>;
 /// Budget when the invocation carries no usable deadline: the default function timeout.
 const FALLBACK_BUDGET: chrono::TimeDelta = chrono::TimeDelta::seconds(30);
 
-async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Value, Diagnostic> {
+async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Reply, Diagnostic> {
     let (result, is_enqueue) = match event.payload.into_value() {
         Ok(request) => {
             let is_enqueue = request.get("action").is_none_or(|a| a == "enqueue");
@@ -24,17 +24,15 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Value, Diagno
             } else {
                 now + FALLBACK_BUDGET
             };
-            (app.handle_until(&request, deadline).await, is_enqueue)
+            (app.respond(&request, deadline).await, is_enqueue)
         }
         Err(invalid) => (Err(invalid.into()), true),
     };
     if is_enqueue {
-        let reply = result
-            .as_ref()
-            .map_or_else(|_| serde_json::json!({"status": "error"}), Clone::clone);
+        let reply = result.as_ref().ok();
         println!(
             "{}",
-            metrics::enqueue_line(&event.context.env_config.function_name, &reply, chrono::Utc::now())
+            metrics::enqueue_line(&event.context.env_config.function_name, reply, chrono::Utc::now())
         );
     }
     result.map_err(|e| {

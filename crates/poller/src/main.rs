@@ -4,7 +4,7 @@ use lambda_runtime::{run, service_fn, Diagnostic, Error, LambdaEvent};
 use serde_json::Value;
 use waiter::aws::{Adapters, DynamoStore, SqsQueue};
 use waiter::ports::SystemClock;
-use waiter::request::Payload;
+use waiter::wire::Payload;
 use waiter::{metrics, Dispatcher};
 
 type App = Dispatcher<DynamoStore, SqsQueue, SystemClock>;

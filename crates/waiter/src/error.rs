@@ -84,8 +84,8 @@ impl PortError {
             if CONTENT_CODES.iter().any(|c| code == c || code.strip_prefix("AWS.SimpleQueueService.") == Some(c)))
     }
 
-    /// The value reported as the Lambda `errorType`.
-    pub fn error_type(&self) -> &'static str {
+    /// The Lambda `errorType` it is reported as.
+    pub fn kind(&self) -> ErrorType {
         match self {
             Self::NotFound { .. } => ErrorType::ResourceNotFound,
             Self::Throttled { .. } => ErrorType::Throttled,
@@ -93,7 +93,11 @@ impl PortError {
             Self::Internal { .. } => ErrorType::InternalError,
             Self::Transient { .. } => ErrorType::DependencyFailure,
         }
-        .as_str()
+    }
+
+    /// The value reported as the Lambda `errorType`.
+    pub fn error_type(&self) -> &'static str {
+        self.kind().as_str()
     }
 }
 
@@ -110,4 +114,37 @@ pub fn display_chain(err: &(dyn StdError + 'static)) -> String {
         source = s.source();
     }
     out
+}
+
+/// Why an invocation failed as a whole.
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    #[error(transparent)]
+    Invalid(#[from] InvalidRequest),
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+impl HandlerError {
+    /// The Lambda `errorType` it is reported as.
+    pub fn kind(&self) -> ErrorType {
+        match self {
+            Self::Invalid(_) => ErrorType::InvalidRequest,
+            Self::Port(e) => e.kind(),
+        }
+    }
+
+    /// The Lambda `errorType`.
+    pub fn error_type(&self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Port(e) if e.is_retryable())
+    }
+
+    /// The Lambda `errorMessage`: the whole source chain, so the caller sees the AWS error code.
+    pub fn message(&self) -> String {
+        display_chain(self)
+    }
 }

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use crate::aws::codec::{decode, encode};
 use crate::config::Config;
 use crate::ports::{Partition, StoredJob};
-use crate::request::{parse_request, Request};
+use crate::wire::request::{parse_request, Request};
 
 const FIELDS: &[&str] = &[
     "queue",

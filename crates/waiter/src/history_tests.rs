@@ -1,9 +1,9 @@
-//! History (README "History"): what `get` and idempotency know of jobs that left the table.
+//! History (docs/contract.md "History"): what `get` and idempotency know of jobs that left the table.
 
 use chrono::TimeDelta;
 use serde_json::json;
 
-use crate::dispatch::Dispatcher;
+use crate::poller::Dispatcher;
 use crate::ports::Clock;
 use crate::testing::*;
 

@@ -8,9 +8,8 @@ use chrono::{DateTime, TimeDelta, Utc};
 use crate::config::QueueName;
 use crate::windows::Windows;
 
-/// Jobs accepted in one `{"jobs": [...]}` request. The contract asks for at least 100; a Lambda
-/// synchronous payload (6 MB) rarely holds more than this many useful jobs anyway.
-pub const MAX_JOBS_PER_REQUEST: usize = 1000;
+pub use sqs_waiter_contract::MAX_JOBS_PER_REQUEST;
+
 /// What a send may take to reach SQS (network, an SDK retry): at the moment of sending, a message
 /// that would arrive within this of its `expires_at` counts as arriving expired.
 pub const SEND_ALLOWANCE: TimeDelta = TimeDelta::milliseconds(200);

@@ -1,31 +1,26 @@
 //! sqs-waiter: schedule SQS messages beyond the 900-second `DelaySeconds` limit.
 //!
-//! The domain (`job`, `request`, `routing`, `service`, `manage`, `list`, `dispatch`) talks to storage and queues only through
-//! the traits in `ports`; `aws` implements them with DynamoDB and SQS.
+//! Layers, from the top: `app` (the `enqueue` function's actions) and `poller` (the dispatch
+//! loop); `wire` (requests read into the domain, and replies); `ports` (the store and queue
+//! traits, and the clock) with `aws` implementing them on DynamoDB and SQS; the domain below
+//! (`job`, `routing`, `windows`, `rate`, `cursor`, `time`, `config`, `limits`, `error`).
+//! Dependencies point down only.
 
-pub mod attributes;
+pub mod app;
 pub mod aws;
-pub mod bulk;
 pub mod config;
 pub mod cursor;
-pub mod dispatch;
 pub mod error;
-pub mod fields;
 pub mod job;
 pub mod limits;
-pub mod list;
-pub mod manage;
 pub mod metrics;
-pub mod parked;
+pub mod poller;
 pub mod ports;
 pub mod rate;
-pub mod reply;
-pub mod request;
 pub mod routing;
-pub mod service;
-pub mod stats;
 pub mod time;
 pub mod windows;
+pub mod wire;
 
 #[cfg(test)]
 mod contract_tests;
@@ -40,6 +35,7 @@ mod simulation;
 #[cfg(test)]
 mod testing;
 
+pub use app::Waiter;
 pub use config::{Config, ConfigError, QueueName};
-pub use dispatch::{Dispatcher, RunSummary};
-pub use service::{HandlerError, Waiter};
+pub use error::HandlerError;
+pub use poller::{Dispatcher, RunSummary};

@@ -5,7 +5,10 @@
 use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 
-use crate::dispatch::RunSummary;
+use sqs_waiter_contract::{BatchResult, JobReply, JobStatus};
+
+use crate::poller::RunSummary;
+use crate::wire::reply::Reply;
 
 pub const NAMESPACE: &str = "SqsWaiter";
 /// The one dimension: the function's name, which SAM and CDK know for their alarms.
@@ -71,24 +74,36 @@ pub fn poller_line(function_name: &str, s: &RunSummary, at: DateTime<Utc>) -> St
     emf_line(function_name, &metrics, at)
 }
 
-/// The enqueue function's metrics for one invocation, counted from its reply.
-pub fn enqueue_line(function_name: &str, reply: &Value, at: DateTime<Utc>) -> String {
-    let replies: Vec<&Value> = match reply.get("results").and_then(Value::as_array) {
-        Some(results) => results.iter().collect(),
-        None => vec![reply],
-    };
-    let count = |status: &str| {
-        replies
+/// The enqueue function's metrics for one invocation, counted from its reply; `None` when the
+/// invocation failed as a whole (one rejected request).
+pub fn enqueue_line(function_name: &str, reply: Option<&Reply>, at: DateTime<Utc>) -> String {
+    let results: Vec<Option<&JobReply>> = match reply {
+        None => vec![None],
+        Some(Reply::Job(r)) => vec![Some(r)],
+        Some(Reply::Batch(b)) => b
+            .results
             .iter()
-            .filter(|r| r["status"] == status && r["duplicate"] != true)
+            .map(|r| match r {
+                BatchResult::Done(r) => Some(&**r),
+                BatchResult::Failed { .. } => None,
+            })
+            .collect(),
+        Some(_) => Vec::new(),
+    };
+    let count = |status: JobStatus| {
+        results
+            .iter()
+            .flatten()
+            .filter(|r| r.status == status && r.duplicate != Some(true))
             .count() as f64
     };
+    let rejected = results.iter().filter(|r| r.is_none()).count() as f64;
     emf_line(
         function_name,
         &[
-            ("Scheduled", vec![count("scheduled")], Unit::Count),
-            ("SentDirect", vec![count("sent")], Unit::Count),
-            ("Rejected", vec![count("error")], Unit::Count),
+            ("Scheduled", vec![count(JobStatus::Scheduled)], Unit::Count),
+            ("SentDirect", vec![count(JobStatus::Sent)], Unit::Count),
+            ("Rejected", vec![rejected], Unit::Count),
         ],
         at,
     )
@@ -127,11 +142,15 @@ mod tests {
 
     #[test]
     fn enqueue_counts_statuses_but_not_duplicates() {
-        let reply = json!({"results": [
-            {"status": "scheduled", "duplicate": false}, {"status": "scheduled", "duplicate": true},
-            {"status": "sent", "duplicate": false}, {"status": "error"}
-        ]});
-        let v: Value = serde_json::from_str(&enqueue_line("enqueue-fn", &reply, Utc::now())).unwrap();
+        let reply: sqs_waiter_contract::BatchReply = serde_json::from_value(json!({"results": [
+            {"status": "scheduled", "job_id": "a", "queue": "q", "duplicate": false},
+            {"status": "scheduled", "job_id": "b", "queue": "q", "duplicate": true},
+            {"status": "sent", "job_id": "c", "queue": "q", "duplicate": false},
+            {"status": "error", "error": {"type": "Throttled", "message": "m", "retryable": true}}
+        ]}))
+        .unwrap();
+        let reply = Reply::Batch(reply);
+        let v: Value = serde_json::from_str(&enqueue_line("enqueue-fn", Some(&reply), Utc::now())).unwrap();
         assert_eq!(
             (
                 v["Scheduled"].as_f64(),

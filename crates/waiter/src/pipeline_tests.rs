@@ -9,8 +9,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 
-use crate::dispatch::{Dispatcher, MAX_UNDELETED_PER_PARTITION, SENDS_IN_FLIGHT};
 use crate::error::PortError;
+use crate::poller::{Dispatcher, MAX_UNDELETED_PER_PARTITION, SENDS_IN_FLIGHT};
 use crate::ports::{Clock, EntryOutcome, MessageQueue, OutgoingMessage};
 use crate::testing::{config, stored, FakeClock, FakeQueue, Faults, FaultyStore, MemStore, Sent};
 

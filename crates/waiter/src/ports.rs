@@ -432,3 +432,14 @@ impl Clock for SystemClock {
         }
     }
 }
+
+/// Runs `f` until `clock` reaches `until`; `None` if it was cut, or if `until` had passed
+/// already (then `f` is not started).
+pub async fn within<C: Clock, T>(
+    clock: &C,
+    until: DateTime<Utc>,
+    f: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let left = (until - clock.now()).to_std().ok().filter(|d| !d.is_zero())?;
+    tokio::time::timeout(left, f).await.ok()
+}

@@ -28,9 +28,9 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
-use crate::dispatch::Dispatcher;
+use crate::app::Waiter;
+use crate::poller::Dispatcher;
 use crate::ports::{Clock, Partition};
-use crate::service::Waiter;
 use crate::testing::{config, FakeClock, FakeQueue, Faults, FaultyQueue, FaultyStore, MemStore};
 use crate::time::format_rfc3339;
 
@@ -289,7 +289,7 @@ async fn simulate(seed: u64) -> Outcome {
                         }
                     }
                     // A definite refusal: the new version was never stored.
-                    Some(Ok(_)) | Some(Err(crate::service::HandlerError::Invalid(_))) => {
+                    Some(Ok(_)) | Some(Err(crate::error::HandlerError::Invalid(_))) => {
                         expected.remove(&body);
                     }
                     // Unknown: the old version may have been replaced.

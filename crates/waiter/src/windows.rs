@@ -1,11 +1,11 @@
 //! Time windows: a job may be sent only inside daily windows of local time in an IANA time
-//! zone (README "Time windows"). Daylight-saving changes follow the zone's rules (chrono-tz):
+//! zone (docs/contract.md "Time windows"). Daylight-saving changes follow the zone's rules (chrono-tz):
 //! a window opening inside a spring-forward gap opens when the gap ends, and local times that
 //! happen twice on a fall-back day are inside a window both times.
 
 use chrono::{DateTime, Days, LocalResult, NaiveDate, NaiveTime, TimeDelta, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::error::InvalidRequest;
 
@@ -198,20 +198,21 @@ impl Windows {
         Ok(Self { zone, spans })
     }
 
-    /// As requests give them, for replies.
-    pub fn to_json(&self) -> (Value, Value) {
-        let spans: Vec<Value> = self
+    /// As requests give them, for replies: each span's `from` and `to`, and the zone's name.
+    pub fn spans_and_zone(&self) -> (Vec<(String, String)>, String) {
+        let spans = self
             .spans
             .iter()
-            .map(|s| json!({"from": format_clock(s.from), "to": format_clock(s.to)}))
+            .map(|s| (format_clock(s.from), format_clock(s.to)))
             .collect();
-        (Value::Array(spans), json!(self.zone.name()))
+        (spans, self.zone.name().to_owned())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
 
     fn windows(spans: &[(&str, &str)], zone: &str) -> Windows {
         let v: Vec<Value> = spans.iter().map(|(f, t)| json!({"from": f, "to": t})).collect();
@@ -379,9 +380,9 @@ mod properties {
 
 #[cfg(test)]
 mod flow_tests {
-    use crate::dispatch::Dispatcher;
+    use crate::error::HandlerError;
+    use crate::poller::Dispatcher;
     use crate::ports::Clock;
-    use crate::service::HandlerError;
     use crate::testing::*;
     use crate::time::format_rfc3339;
     use chrono::{DateTime, TimeDelta, Utc};

@@ -1,41 +1,67 @@
 //! `make bench` / `make bench-quick`: prints figures and writes them as JSON (and the lateness
 //! chart as SVG) under target/bench/. Every figure names its backend and machine.
-//!
-//! Usage: bench [all|precision|throughput|max-rate|enqueue-latency|dispatch-moto|coldstart|api|enqueue] [--quick] [--release]
+//! `bench --help` lists the sections.
 
 use e2e::bench::*;
 use e2e::runtime_api::Profile;
 
+/// Which figures to produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Section {
+    /// Every section below except `dispatch-moto`.
+    All,
+    /// Lateness of stored, direct and FIFO jobs on moto, with its chart.
+    Precision,
+    /// Dispatch throughput on DynamoDB Local and the in-memory table (BENCH_LATENCY_MS,
+    /// BENCH_THROUGHPUT_ROWS).
+    Throughput,
+    /// `WAITER_MAX_RATE`'s spread of a herd of jobs due at one instant.
+    MaxRate,
+    /// One 1000-job enqueue request at the bench's per-call latency.
+    EnqueueLatency,
+    /// The dispatch comparison on moto alone (BENCH_THROUGHPUT_JOBS).
+    DispatchMoto,
+    /// Cold start and binary sizes.
+    Coldstart,
+    /// AWS calls per operation for a batch of long-delay jobs.
+    Api,
+    /// Enqueue throughput in batches of 100.
+    Enqueue,
+}
+
+/// Prints sqs-waiter's figures and writes them as JSON (and the lateness chart as SVG) under
+/// target/bench/. Every figure names its backend and machine.
+#[derive(Debug, clap::Parser)]
+#[command(name = "bench")]
+struct Args {
+    /// The section to run.
+    #[arg(value_enum, default_value = "all")]
+    section: Section,
+    /// Short runs with fewer jobs (`make bench-quick`).
+    #[arg(long)]
+    quick: bool,
+    /// Drive the release binaries (`cargo build --release` first) instead of the debug ones.
+    #[arg(long)]
+    release: bool,
+}
+
 #[tokio::main]
 async fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let quick = args.iter().any(|a| a == "--quick");
-    let profile = if args.iter().any(|a| a == "--release") {
-        Profile::Release
-    } else {
-        Profile::Debug
+    let args = <Args as clap::Parser>::parse();
+    let quick = args.quick;
+    let profile = if args.release { Profile::Release } else { Profile::Debug };
+    let what = match args.section {
+        Section::All => "all",
+        Section::Precision => "precision",
+        Section::Throughput => "throughput",
+        Section::MaxRate => "max-rate",
+        Section::EnqueueLatency => "enqueue-latency",
+        Section::DispatchMoto => "dispatch-moto",
+        Section::Coldstart => "coldstart",
+        Section::Api => "api",
+        Section::Enqueue => "enqueue",
     };
-    let what = args
-        .iter()
-        .find(|a| !a.starts_with("--"))
-        .map(String::as_str)
-        .unwrap_or("all");
     let all = what == "all";
-    let known = [
-        "all",
-        "precision",
-        "throughput",
-        "dispatch-moto",
-        "coldstart",
-        "api",
-        "enqueue",
-        "max-rate",
-        "enqueue-latency",
-    ];
-    if !known.contains(&what) {
-        eprintln!("unknown benchmark {what:?}; known: {}", known.join(", "));
-        std::process::exit(2);
-    }
     println!(
         "machine: {}; backend: moto (embedded emulator) unless said otherwise\n",
         machine()

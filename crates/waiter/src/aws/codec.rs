@@ -1,5 +1,5 @@
 //! The one item codec: jobs, history records, leases and keys to DynamoDB items and back, and
-//! item sizes as DynamoDB counts them. Attribute names are the table schema (README "Table
+//! item sizes as DynamoDB counts them. Attribute names are the table schema (docs/contract.md "Table
 //! schema").
 
 use std::collections::HashMap;
@@ -32,7 +32,7 @@ pub const A_PARK_MESSAGE: &str = "park_message";
 pub const A_VERSION: &str = "version";
 pub const A_WINDOWS: &str = "windows";
 pub const A_TIME_ZONE: &str = "time_zone";
-/// History records (README "History"): no `perform_at`, so never in the due index.
+/// History records (docs/contract.md "History"): no `perform_at`, so never in the due index.
 pub const A_HISTORY: &str = "history";
 pub const A_LEFT_AT: &str = "left_at";
 pub const A_MESSAGE_ID: &str = "message_id";

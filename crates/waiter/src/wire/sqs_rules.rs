@@ -3,8 +3,8 @@
 use base64::Engine as _;
 use serde_json::Value;
 
+use super::fields::{as_str, kind, truncate, Fields};
 use crate::error::InvalidRequest;
-use crate::fields::{as_str, kind, truncate, Fields};
 use crate::job::{AttributeData, Attributes, MessageAttribute};
 use crate::limits::{
     SQS_MAX_ATTRIBUTE_NAME_CHARS, SQS_MAX_MESSAGE_ATTRIBUTES, SQS_NUMBER_MAX_DIGITS, SQS_NUMBER_MAX_EXPONENT,

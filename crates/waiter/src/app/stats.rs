@@ -3,53 +3,17 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use futures::future::try_join_all;
 use futures::stream::{self, StreamExt, TryStreamExt};
-use serde_json::{json, Value};
 
-use crate::config::{Config, QueueName};
-use crate::error::{InvalidRequest, PortError};
-use crate::fields::{take_queue, Fields};
+use crate::app::Waiter;
+use crate::error::HandlerError;
+use crate::error::PortError;
 use crate::ports::{Clock, JobStore, MessageQueue, Partition};
-use crate::service::{HandlerError, Waiter};
-use crate::time::{ceil_to_micros, format_rfc3339, max_time};
+use crate::time::{ceil_to_micros, max_time};
+use crate::wire::StatsQuery;
+use sqs_waiter_contract::{Bucket, StatsReply};
 
-pub const DEFAULT_BUCKETS: u32 = 24;
-pub const MAX_BUCKETS: u32 = 100;
-pub const DEFAULT_BUCKET_S: u32 = 3600;
-/// 30 days.
-pub const MAX_BUCKET_S: u32 = 2_592_000;
 /// Shards counted at once (each with one `Query` per bucket in flight).
 const SHARD_PARALLELISM: usize = 4;
-
-/// `{"action": "stats", ...}`.
-#[derive(Debug, PartialEq)]
-pub struct StatsQuery {
-    pub queue: QueueName,
-    pub buckets: u32,
-    pub bucket_s: u32,
-}
-
-pub(crate) fn parse_stats(mut f: Fields<'_>, config: &Config) -> Result<StatsQuery, InvalidRequest> {
-    f.take("action", None)?;
-    let queue = take_queue(&mut f, config)?;
-    let mut number = |name: &'static str, default: u32, max: u32| -> Result<u32, InvalidRequest> {
-        match f.take(name, None)? {
-            None | Some((_, Value::Null)) => Ok(default),
-            Some((field, v)) => v
-                .as_u64()
-                .filter(|n| (1..=u64::from(max)).contains(n))
-                .map(|n| n as u32)
-                .ok_or_else(|| InvalidRequest::new(field, format!("must be a whole number from 1 to {max}"))),
-        }
-    };
-    let buckets = number("buckets", DEFAULT_BUCKETS, MAX_BUCKETS)?;
-    let bucket_s = number("bucket_s", DEFAULT_BUCKET_S, MAX_BUCKET_S)?;
-    f.finish()?;
-    Ok(StatsQuery {
-        queue,
-        buckets,
-        bucket_s,
-    })
-}
 
 /// One shard's share of the figures.
 struct ShardStats {
@@ -65,7 +29,7 @@ where
     Q: MessageQueue + Clone,
     C: Clock + Clone,
 {
-    pub(crate) async fn stats(&self, q: StatsQuery) -> Result<Value, HandlerError> {
+    pub(crate) async fn stats(&self, q: StatsQuery) -> Result<StatsReply, HandlerError> {
         let now = self.clock.now();
         let now = ceil_to_micros(now).unwrap_or(now);
         let shards = self.shards_in_use(&q.queue).await?;
@@ -110,28 +74,26 @@ where
         let overdue: u64 = per_shard.iter().map(|s| s.overdue).sum();
         let oldest = per_shard.iter().filter_map(|s| s.oldest_overdue).min();
         let next_due = per_shard.iter().filter_map(|s| s.next_due).min();
-        let buckets: Vec<Value> = histogram
+        let buckets: Vec<Bucket> = histogram
             .iter()
             .enumerate()
-            .map(|(i, count)| {
-                json!({
-                    "from": format_rfc3339(edges[i]),
-                    "to": edges.get(i + 1).map(|e| format_rfc3339(*e)),
-                    "count": count,
-                })
+            .map(|(i, count)| Bucket {
+                from: edges[i],
+                to: edges.get(i + 1).copied(),
+                count: *count,
             })
             .collect();
-        Ok(json!({
-            "queue": q.queue.as_str(),
-            "now": format_rfc3339(now),
-            "scheduled": overdue + histogram.iter().sum::<u64>(),
-            "parked": parked,
-            "overdue": overdue,
-            "oldest_overdue_s": oldest.map_or(0.0, |t| ((now - t).num_milliseconds() as f64) / 1e3),
-            "next_due": next_due.map(format_rfc3339),
-            "bucket_s": q.bucket_s,
-            "histogram": buckets,
-        }))
+        Ok(StatsReply {
+            queue: q.queue.as_str().to_owned(),
+            now,
+            scheduled: overdue + histogram.iter().sum::<u64>(),
+            parked,
+            overdue,
+            oldest_overdue_s: oldest.map_or(0.0, |t| ((now - t).num_milliseconds() as f64) / 1e3),
+            next_due,
+            bucket_s: u64::from(q.bucket_s),
+            histogram: buckets,
+        })
     }
 }
 
@@ -139,6 +101,8 @@ where
 mod tests {
     use super::*;
     use crate::testing::*;
+    use crate::time::format_rfc3339;
+    use serde_json::{json, Value};
 
     #[tokio::test(start_paused = true)]
     async fn buckets_are_exact_at_their_edges_and_overdue_is_counted_apart() {

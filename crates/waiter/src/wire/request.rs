@@ -9,13 +9,13 @@ use serde_json::Value;
 
 use crate::config::{Config, QueueName};
 use crate::error::InvalidRequest;
-use crate::fields::{
+use crate::job::{Job, MAX_JOBS_PER_REQUEST};
+use crate::time;
+use crate::wire::field_rules::{
     check_expiry, check_message_size, kind, parse_job_id, take_expires_at, take_fifo_id, take_job_id, take_job_ids,
     take_message_attributes, take_message_body, take_page, take_queue, take_when, take_windows, Fields,
     DEFAULT_PAGE_LIMIT,
 };
-use crate::job::{Job, MAX_JOBS_PER_REQUEST};
-use crate::time;
 
 /// An invocation payload that always deserialises: malformed JSON (or nesting past serde_json's
 /// recursion limit) is kept as the parser's message, so that it can be refused as
@@ -58,10 +58,10 @@ pub enum Request {
         queue: QueueName,
         target: RedriveTarget,
     },
-    Reschedule(Box<crate::manage::Reschedule>),
-    List(Box<crate::list::ListQuery>),
-    CancelMany(Box<crate::bulk::CancelMany>),
-    Stats(crate::stats::StatsQuery),
+    Reschedule(Box<super::actions::Reschedule>),
+    List(Box<super::actions::ListQuery>),
+    CancelMany(Box<super::actions::CancelMany>),
+    Stats(super::actions::StatsQuery),
 }
 
 /// Which parked jobs a `redrive` moves back.
@@ -182,20 +182,20 @@ pub fn parse_request(event: &Value, config: &Config, now: DateTime<Utc>) -> Resu
             f.finish()?;
             Ok(Request::ListParked { queue, limit, cursor })
         }
-        "reschedule" => Ok(Request::Reschedule(Box::new(crate::manage::parse_reschedule(
+        "reschedule" => Ok(Request::Reschedule(Box::new(super::actions::parse_reschedule(
             Fields::new(map),
             config,
             now,
         )?))),
-        "list" => Ok(Request::List(Box::new(crate::list::parse_list(
+        "list" => Ok(Request::List(Box::new(super::actions::parse_list(
             Fields::new(map),
             config,
         )?))),
-        "cancel_many" => Ok(Request::CancelMany(Box::new(crate::bulk::parse_cancel_many(
+        "cancel_many" => Ok(Request::CancelMany(Box::new(super::actions::parse_cancel_many(
             Fields::new(map),
             config,
         )?))),
-        "stats" => Ok(Request::Stats(crate::stats::parse_stats(Fields::new(map), config)?)),
+        "stats" => Ok(Request::Stats(super::actions::parse_stats(Fields::new(map), config)?)),
         other => Err(InvalidRequest::new(
             "action",
             format!(

@@ -4,16 +4,16 @@
 use chrono::{DateTime, Utc};
 use futures::future::try_join_all;
 use futures::StreamExt;
-use serde_json::{json, Value};
 
-use crate::config::{Config, QueueName};
+use crate::app::Waiter;
 use crate::cursor;
+use crate::error::HandlerError;
 use crate::error::{InvalidRequest, PortError};
-use crate::fields::{kind, parse_job_id, parse_time_value, take_page, take_queue, Fields};
 use crate::ports::{Clock, JobStore, MessageQueue, Partition, StoredJob};
-use crate::reply::describe;
-use crate::service::{HandlerError, Waiter};
 use crate::time::{format_epoch, max_time, parse_epoch_decimal};
+use crate::wire::reply::describe;
+use crate::wire::{ListQuery, ListStatus};
+use sqs_waiter_contract::{JobReply, ListReply};
 
 /// Items one `list` call reads per partition beyond the page it returns (prefix filters skip
 /// items), so a call does bounded work; a group of jobs sharing one `perform_at` in a shard is
@@ -23,97 +23,6 @@ const LIST_SCAN_BUDGET: usize = 2_000;
 const LIST_REPLY_BUDGET: usize = 4 * 1024 * 1024;
 /// Above every character a job id may hold: a position after every id at one instant.
 const AFTER_EVERY_ID: &str = "~";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ListStatus {
-    Scheduled,
-    Parked,
-}
-
-impl ListStatus {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Scheduled => "scheduled",
-            Self::Parked => "parked",
-        }
-    }
-}
-
-/// `{"action": "list", ...}`.
-#[derive(Debug, PartialEq)]
-pub struct ListQuery {
-    /// The action the listing serves (`list`, `cancel_many`): a cursor continues only its own.
-    pub action: &'static str,
-    pub queue: QueueName,
-    pub from: Option<DateTime<Utc>>,
-    pub to: Option<DateTime<Utc>>,
-    pub prefix: Option<String>,
-    pub status: ListStatus,
-    pub limit: usize,
-    pub cursor: Option<String>,
-    pub with_body: bool,
-}
-
-pub(crate) fn parse_list(mut f: Fields<'_>, config: &Config) -> Result<ListQuery, InvalidRequest> {
-    f.take("action", None)?;
-    let queue = take_queue(&mut f, config)?;
-    let query = parse_selection(&mut f, queue, "list")?;
-    f.finish()?;
-    Ok(query)
-}
-
-/// The selection fields `list` and `cancel_many` share.
-pub(crate) fn parse_selection(
-    f: &mut Fields<'_>,
-    queue: QueueName,
-    action: &'static str,
-) -> Result<ListQuery, InvalidRequest> {
-    let mut time = |name: &'static str| -> Result<Option<DateTime<Utc>>, InvalidRequest> {
-        match f.take(name, None)? {
-            None | Some((_, Value::Null)) => Ok(None),
-            Some((field, v)) => parse_time_value(&field, &v).map(Some),
-        }
-    };
-    let from = time("from")?;
-    let to = time("to")?;
-    if let (Some(a), Some(b)) = (from, to) {
-        if a > b {
-            return Err(InvalidRequest::new("from", "is after to"));
-        }
-    }
-    let prefix = match f.take("prefix", None)? {
-        None | Some((_, Value::Null)) => None,
-        Some((name, v)) => Some(parse_job_id(&name, &v)?),
-    };
-    let status = match f.take("status", None)? {
-        None | Some((_, Value::Null)) => ListStatus::Scheduled,
-        Some((_, Value::String(s))) if s == "scheduled" => ListStatus::Scheduled,
-        Some((_, Value::String(s))) if s == "parked" => ListStatus::Parked,
-        Some((name, _)) => return Err(InvalidRequest::new(name, "must be \"scheduled\" or \"parked\"")),
-    };
-    let with_body = match f.take("with_body", None)? {
-        None | Some((_, Value::Null)) => false,
-        Some((_, Value::Bool(b))) => b,
-        Some((name, other)) => {
-            return Err(InvalidRequest::new(
-                name,
-                format!("must be true or false, got {}", kind(&other)),
-            ))
-        }
-    };
-    let (limit, cursor) = take_page(f)?;
-    Ok(ListQuery {
-        action,
-        queue,
-        from,
-        to,
-        prefix,
-        status,
-        limit,
-        cursor,
-        with_body,
-    })
-}
 
 /// A place in a listing: jobs are ordered by `perform_at`, then `job_id`.
 pub(crate) type Position = (DateTime<Utc>, String);
@@ -194,14 +103,14 @@ where
     }
 
     /// One page of the queue's jobs in `perform_at` order across every shard.
-    pub(crate) async fn list(&self, q: ListQuery) -> Result<Value, HandlerError> {
+    pub(crate) async fn list(&self, q: ListQuery) -> Result<ListReply, HandlerError> {
         let (jobs, bound) = self.select(&q).await?;
         let mut page = Vec::new();
         let mut bytes = 0;
         let mut last = None;
         for j in &jobs {
             let view = list_view(j, q.with_body);
-            let size = view.to_string().len() + 1;
+            let size = serde_json::to_string(&view).map_or(0, |t| t.len()) + 1;
             if page.len() == q.limit || (bytes + size > LIST_REPLY_BUDGET && !page.is_empty()) {
                 break;
             }
@@ -211,11 +120,11 @@ where
         }
         // Nothing left among what was read: continue after what every partition read.
         let next = if page.len() < jobs.len() { last } else { bound };
-        Ok(json!({
-            "queue": q.queue.as_str(),
-            "jobs": page,
-            "cursor": next.map(|p| q.cursor_at(&p)),
-        }))
+        Ok(ListReply {
+            queue: q.queue.as_str().to_owned(),
+            jobs: page,
+            cursor: next.map(|p| q.cursor_at(&p)),
+        })
     }
 
     /// A partition's jobs after `after`, enough for a page, stopping only between groups of
@@ -259,13 +168,11 @@ where
 }
 
 /// A job as `list` shows it: `get`'s view, without the message unless asked for.
-fn list_view(j: &StoredJob, with_body: bool) -> Value {
+fn list_view(j: &StoredJob, with_body: bool) -> JobReply {
     let mut v = describe(j);
     if !with_body {
-        if let Some(o) = v.as_object_mut() {
-            o.remove("message_body");
-            o.remove("message_attributes");
-        }
+        v.message_body = None;
+        v.message_attributes = None;
     }
     v
 }
@@ -273,9 +180,11 @@ fn list_view(j: &StoredJob, with_body: bool) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::QueueName;
     use crate::testing::*;
     use crate::time::format_rfc3339;
     use chrono::TimeDelta;
+    use serde_json::{json, Value};
 
     fn waiter_with(store: MemStore, extra: &[(&str, &str)]) -> (TestWaiter, FakeQueue, FakeClock) {
         test_waiter_on(store, "orders,billing.fifo,other", extra)

@@ -8,14 +8,11 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::config::http::HttpResponse;
-use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, DeleteRequest, KeysAndAttributes, Put, PutRequest, ReturnValue,
-    ReturnValuesOnConditionCheckFailure, Select, TransactWriteItem, WriteRequest,
+    AttributeValue, Delete, DeleteRequest, Put, PutRequest, ReturnValue, ReturnValuesOnConditionCheckFailure, Select,
+    TransactWriteItem, WriteRequest,
 };
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
@@ -28,213 +25,21 @@ use super::codec::*;
 use crate::config::{Config, QueueName};
 use crate::error::PortError;
 use crate::limits::{DDB_MAX_BATCH_GET_KEYS, DDB_MAX_BATCH_WRITE_ITEMS};
-
-/// Items per page of the due index read by `by_time` (and so by the poller).
-const DUE_PAGE_ITEMS: i32 = 500;
-/// `BatchGetItem` calls one read has in flight at once.
-const READS_IN_FLIGHT: usize = 4;
 use crate::ports::{
     CancelOutcome, Found, History, JobKey, JobStore, Lease, LeaseOutcome, Page, ParkInfo, Partition, PutOutcome,
     ReplaceOutcome, Retired, StoredJob,
 };
 
-/// Transaction cancellation reasons that a retry can clear.
-/// <https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html>
-const RETRYABLE_CANCELLATION_REASONS: &[&str] = &[
-    "TransactionConflict",
-    "ThrottlingError",
-    "ProvisionedThroughputExceeded",
-];
+mod calls;
+mod conditions;
 
-/// Attempts at items DynamoDB left unprocessed before giving up (they stay for the next run).
-const UNPROCESSED_ATTEMPTS: u32 = 8;
-
-/// The check that no poller's lease item covers a job due at `perform_at`. The lease's `until`
-/// does not matter: a run that could not remove what it sent keeps its lease item, so a job
-/// whose message SQS accepted is never changed or reported cancelled.
-fn lease_does_not_cover(
-    table: &str,
-    queue: &QueueName,
-    shard: u32,
-    perform_at: DateTime<Utc>,
-) -> Result<ConditionCheck, PortError> {
-    ConditionCheck::builder()
-        .table_name(table)
-        .set_key(Some(lease_key(queue, shard)))
-        .condition_expression("attribute_not_exists(#horizon) OR #horizon < :perform_at")
-        .expression_attribute_names("#horizon", A_LEASE_HORIZON)
-        .expression_attribute_values(":perform_at", n(perform_at))
-        .build()
-        .map_err(|e| internal("TransactWriteItems", e))
-}
-
-/// The condition that the stored item is still `current`'s version (and a job). Items written
-/// before versions existed read as version 1.
-fn same_version(current: &StoredJob) -> &'static str {
-    if current.version == 1 {
-        "attribute_exists(perform_at) AND (attribute_not_exists(#v) OR #v = :v)"
-    } else {
-        "attribute_exists(perform_at) AND #v = :v"
-    }
-}
-
-/// Why a transaction was refused.
-enum TransactionFailure {
-    /// The condition of the item at this index failed.
-    Condition(usize),
-    /// A conflict or throttling: a retry can succeed.
-    Retryable,
-    Other,
-}
-
-fn transaction_failure(
-    e: &SdkError<aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError, HttpResponse>,
-) -> TransactionFailure {
-    let reasons = cancellation_reasons(e);
-    if let Some(i) = reasons
-        .iter()
-        .position(|r| r.as_deref() == Some("ConditionalCheckFailed"))
-    {
-        TransactionFailure::Condition(i)
-    } else if reasons
-        .iter()
-        .flatten()
-        .any(|r| RETRYABLE_CANCELLATION_REASONS.contains(&r.as_str()))
-        || e.code() == Some("TransactionConflictException")
-    {
-        TransactionFailure::Retryable
-    } else {
-        TransactionFailure::Other
-    }
-}
+use calls::*;
+use conditions::*;
 
 #[derive(Clone)]
 pub struct DynamoStore {
     client: Client,
     config: Arc<Config>,
-}
-
-impl DynamoStore {
-    pub fn new(client: Client, config: Arc<Config>) -> Self {
-        Self { client, config }
-    }
-
-    fn table(&self, queue: &QueueName) -> String {
-        self.config.table_name(queue)
-    }
-
-    fn resource(&self, queue: &QueueName) -> String {
-        format!("table {}", self.table(queue))
-    }
-
-    /// A query of the due index for one partition's jobs with `from <= perform_at <= to`.
-    fn index_query(
-        &self,
-        queue: &QueueName,
-        partition: &Partition,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
-        self.client
-            .query()
-            .table_name(self.table(queue))
-            .index_name(INDEX_NAME)
-            .key_condition_expression("#s = :s AND #p BETWEEN :f AND :t")
-            .expression_attribute_names("#s", A_SCHEDULER)
-            .expression_attribute_names("#p", A_PERFORM_AT)
-            .expression_attribute_values(":s", AttributeValue::S(partition_key(queue, partition)))
-            .expression_attribute_values(":f", n(from))
-            .expression_attribute_values(":t", n(to))
-    }
-
-    /// One `BatchGetItem` of at most 100 keys, retrying what comes back unprocessed.
-    async fn read_chunk(&self, queue: &QueueName, chunk: &[JobKey]) -> Result<Vec<Found>, PortError> {
-        let table = self.table(queue);
-        let mut found: Vec<Found> = Vec::new();
-        let mut request = Some(
-            KeysAndAttributes::builder()
-                .set_keys(Some(chunk.iter().map(|k| key(queue, k)).collect()))
-                .consistent_read(true)
-                .build()
-                .map_err(|e| internal("BatchGetItem", e))?,
-        );
-        let mut attempt = 0;
-        while let Some(req) = request.take() {
-            let out = self
-                .client
-                .batch_get_item()
-                .request_items(&table, req)
-                .send()
-                .await
-                .map_err(|e| classify("BatchGetItem", &self.resource(queue), e))?;
-            for item in out.responses.unwrap_or_default().remove(&table).unwrap_or_default() {
-                match decode_any(queue, &item) {
-                    Ok(j) => found.push(j),
-                    Err(reason) => error!(queue = %queue, reason, "unreadable item skipped"),
-                }
-            }
-            request = out
-                .unprocessed_keys
-                .unwrap_or_default()
-                .remove(&table)
-                .filter(|k| !k.keys.is_empty());
-            if request.is_some() {
-                attempt += 1;
-                if attempt > UNPROCESSED_ATTEMPTS {
-                    return Err(PortError::Throttled {
-                        operation: "BatchGetItem",
-                        source: "keys left unprocessed after retries".into(),
-                    });
-                }
-                backoff(attempt).await;
-            }
-        }
-        Ok(found)
-    }
-
-    async fn delete_one(&self, queue: &QueueName, k: &JobKey) -> Result<(), PortError> {
-        self.client
-            .delete_item()
-            .table_name(self.table(queue))
-            .set_key(Some(key(queue, k)))
-            .send()
-            .await
-            .map_err(|e| classify("DeleteItem", &self.resource(queue), e))?;
-        Ok(())
-    }
-}
-
-/// An SDK builder refused what we built: our bug, never the job's.
-fn internal(operation: &'static str, e: aws_sdk_dynamodb::error::BuildError) -> PortError {
-    PortError::Internal {
-        operation,
-        source: Box::new(e),
-    }
-}
-
-/// The one "conditional check failed" test, for every conditional write.
-fn is_condition_failed<E: ProvideErrorMetadata>(e: &SdkError<E, HttpResponse>) -> bool {
-    e.code() == Some("ConditionalCheckFailedException")
-}
-
-/// `TransactionCanceledException` reasons, in the order of the transaction's items.
-fn cancellation_reasons(
-    e: &SdkError<aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError, HttpResponse>,
-) -> Vec<Option<String>> {
-    match e.as_service_error() {
-        Some(
-            aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(c),
-        ) => c
-            .cancellation_reasons()
-            .iter()
-            .map(|r| r.code().map(str::to_owned))
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-async fn backoff(attempt: u32) {
-    tokio::time::sleep(Duration::from_millis(25u64 << attempt.min(6))).await;
 }
 
 #[async_trait]

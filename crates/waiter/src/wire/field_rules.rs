@@ -1,11 +1,10 @@
-//! Reading request fields: each by its name (or SQS alias), refused by name with its rule.
-
-use std::collections::HashSet;
+//! The rules of each request field: read by name (see `fields`), refused by name with its rule.
 
 use chrono::{DateTime, TimeDelta, Utc};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::attributes::{check_sqs_chars, parse_attributes};
+pub(crate) use super::fields::{as_str, kind, truncate, Fields};
+use super::sqs_rules::{check_sqs_chars, parse_attributes};
 use crate::config::{Config, QueueName};
 use crate::error::InvalidRequest;
 use crate::job::{message_bytes, Attributes, MAX_JOB_ID_CHARS};
@@ -14,8 +13,7 @@ use crate::time;
 use crate::windows::Windows;
 
 /// Default and largest `limit` of a paged listing, so one reply stays far below Lambda's 6 MB.
-pub const DEFAULT_PAGE_LIMIT: usize = 100;
-pub const MAX_PAGE_LIMIT: usize = 1000;
+pub use sqs_waiter_contract::{DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT};
 
 /// `message_body`: a non-empty string of characters SQS accepts.
 pub(crate) fn take_message_body(f: &mut Fields<'_>) -> Result<Option<String>, InvalidRequest> {
@@ -148,46 +146,6 @@ pub(crate) fn check_expiry(
         ));
     }
     Ok(())
-}
-
-/// Tracks which keys were read, so that unknown or doubled fields are refused by name.
-pub(crate) struct Fields<'a> {
-    map: &'a Map<String, Value>,
-    used: HashSet<&'a str>,
-}
-
-impl<'a> Fields<'a> {
-    pub(crate) fn new(map: &'a Map<String, Value>) -> Self {
-        Self {
-            map,
-            used: HashSet::new(),
-        }
-    }
-
-    /// Takes a field by its snake_case name or its SQS PascalCase alias.
-    pub(crate) fn take(
-        &mut self,
-        name: &'static str,
-        alias: Option<&'static str>,
-    ) -> Result<Option<(String, Value)>, InvalidRequest> {
-        let a = self.map.get_key_value(name);
-        let b = alias.and_then(|al| self.map.get_key_value(al));
-        match (a, b) {
-            (Some((k1, _)), Some((k2, _))) => Err(InvalidRequest::new(name, format!("given twice, as {k1} and {k2}"))),
-            (Some((k, v)), None) | (None, Some((k, v))) => {
-                self.used.insert(k.as_str());
-                Ok(Some((k.clone(), v.clone())))
-            }
-            (None, None) => Ok(None),
-        }
-    }
-
-    pub(crate) fn finish(self) -> Result<(), InvalidRequest> {
-        match self.map.keys().find(|k| !self.used.contains(k.as_str())) {
-            Some(k) => Err(InvalidRequest::new(truncate(k, 64), "is not a known field")),
-            None => Ok(()),
-        }
-    }
 }
 
 pub(crate) fn take_queue(f: &mut Fields<'_>, config: &Config) -> Result<QueueName, InvalidRequest> {
@@ -328,30 +286,4 @@ pub(crate) fn parse_time_value(field: &str, v: &Value) -> Result<DateTime<Utc>, 
         )),
     };
     parsed.map_err(|rule| InvalidRequest::new(field, rule))
-}
-
-pub(crate) fn as_str<'v>(field: &str, v: &'v Value) -> Result<&'v str, InvalidRequest> {
-    v.as_str()
-        .ok_or_else(|| InvalidRequest::new(field, format!("must be a string, got {}", kind(v))))
-}
-
-pub(crate) fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-pub(crate) fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_owned()
-    } else {
-        let mut t: String = s.chars().take(max).collect();
-        t.push('…');
-        t
-    }
 }

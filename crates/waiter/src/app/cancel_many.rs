@@ -1,55 +1,17 @@
 //! `cancel_many`: cancelling many jobs at once, by id or by the selection `list` uses.
 
 use futures::stream::{self, StreamExt};
-use serde_json::{json, Value};
 use tracing::info;
 
-use crate::config::{Config, QueueName};
-use crate::error::InvalidRequest;
-use crate::fields::{take_job_ids, take_queue, Fields};
-use crate::list::{parse_selection, position, ListQuery};
+use super::list::position;
+use crate::app::Waiter;
+use crate::error::HandlerError;
 use crate::ports::{CancelOutcome, Clock, JobStore, MessageQueue};
-use crate::service::{HandlerError, Waiter};
+use crate::wire::CancelMany;
+use sqs_waiter_contract::CancelManyReply;
 
 /// Cancels of one request worked at once.
 const CANCEL_PARALLELISM: usize = 16;
-
-/// `{"action": "cancel_many", ...}`.
-#[derive(Debug, PartialEq)]
-pub enum CancelMany {
-    Ids {
-        queue: QueueName,
-        job_ids: Vec<String>,
-    },
-    /// One page of the jobs `list` would show with these filters.
-    Selected(ListQuery),
-}
-
-pub(crate) fn parse_cancel_many(mut f: Fields<'_>, config: &Config) -> Result<CancelMany, InvalidRequest> {
-    f.take("action", None)?;
-    let queue = take_queue(&mut f, config)?;
-    let ids = take_job_ids(&mut f)?;
-    let selection = parse_selection(&mut f, queue.clone(), "cancel_many")?;
-    f.finish()?;
-    let selects = selection.prefix.is_some() || selection.from.is_some() || selection.to.is_some();
-    match ids {
-        Some(job_ids) => {
-            if selects || selection.cursor.is_some() || selection.status != crate::list::ListStatus::Scheduled {
-                return Err(InvalidRequest::new(
-                    "job_ids",
-                    "give job_ids, or select jobs with prefix, from and to; not both",
-                ));
-            }
-            Ok(CancelMany::Ids { queue, job_ids })
-        }
-        // Never "everything" by omission: a selection names at least one bound.
-        None if selects || selection.cursor.is_some() => Ok(CancelMany::Selected(selection)),
-        None => Err(InvalidRequest::new(
-            "job_ids",
-            "is required, or select jobs with prefix, from or to (from: 0 selects every job)",
-        )),
-    }
-}
 
 #[derive(Default)]
 struct Counts {
@@ -75,7 +37,7 @@ where
     C: Clock + Clone,
 {
     /// Cancels the jobs named or one page of the jobs selected; each as `cancel` would.
-    pub(crate) async fn cancel_many(&self, request: CancelMany) -> Result<Value, HandlerError> {
+    pub(crate) async fn cancel_many(&self, request: CancelMany) -> Result<CancelManyReply, HandlerError> {
         let mut counts = Counts::default();
         let (queue, next) = match request {
             CancelMany::Ids { queue, job_ids } => {
@@ -109,13 +71,13 @@ where
             }
         };
         info!(queue = %queue, cancelled = counts.cancelled, dispatching = counts.dispatching, not_found = counts.not_found, "cancel_many");
-        Ok(json!({
-            "queue": queue.as_str(),
-            "cancelled": counts.cancelled,
-            "dispatching": counts.dispatching,
-            "not_found": counts.not_found,
-            "cursor": next,
-        }))
+        Ok(CancelManyReply {
+            queue: queue.as_str().to_owned(),
+            cancelled: counts.cancelled as u64,
+            dispatching: counts.dispatching as u64,
+            not_found: counts.not_found as u64,
+            cursor: next,
+        })
     }
 }
 
@@ -124,8 +86,10 @@ mod tests {
     use chrono::TimeDelta;
 
     use super::*;
+    use crate::config::QueueName;
     use crate::ports::Lease;
     use crate::testing::*;
+    use serde_json::{json, Value};
 
     fn waiter() -> (TestWaiter, MemStore, FakeClock) {
         let (w, store, _, clock) = test_waiter("orders", &[("WAITER_SHARDS", "4"), ("WAITER_DIRECT_MAX_DELAY", "0")]);

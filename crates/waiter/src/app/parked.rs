@@ -2,16 +2,17 @@
 
 use std::collections::HashMap;
 
-use serde_json::{json, Value};
 use tracing::{info, warn};
 
+use crate::app::Waiter;
 use crate::config::QueueName;
 use crate::cursor;
+use crate::error::HandlerError;
 use crate::ports::{Clock, Found, JobKey, JobStore, MessageQueue, Partition, PutOutcome, StoredJob};
-use crate::reply::{describe, duplicate, error_result, reply};
-use crate::request::RedriveTarget;
 use crate::routing::shard_for;
-use crate::service::{HandlerError, Waiter};
+use crate::wire::reply::{describe, duplicate, error_result, reply, status_only, Reply};
+use crate::wire::request::RedriveTarget;
+use sqs_waiter_contract::{BatchReply, BatchResult, JobReply, JobStatus, ParkedReply, RedriveAllReply};
 
 const PARKED_LISTING: &str = "parked";
 
@@ -33,17 +34,22 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         queue: &QueueName,
         limit: usize,
         cursor: Option<&str>,
-    ) -> Result<Value, HandlerError> {
+    ) -> Result<ParkedReply, HandlerError> {
         let (jobs, next) = self.parked_page(queue, limit, cursor).await?;
-        let jobs: Vec<Value> = jobs.iter().map(describe).collect();
-        Ok(json!({"queue": queue.as_str(), "count": jobs.len(), "jobs": jobs, "cursor": next}))
+        let jobs: Vec<JobReply> = jobs.iter().map(describe).collect();
+        Ok(ParkedReply {
+            queue: queue.as_str().to_owned(),
+            count: jobs.len(),
+            jobs,
+            cursor: next,
+        })
     }
 
-    pub(crate) async fn redrive(&self, queue: &QueueName, target: RedriveTarget) -> Result<Value, HandlerError> {
+    pub(crate) async fn redrive(&self, queue: &QueueName, target: RedriveTarget) -> Result<Reply, HandlerError> {
         match target {
             RedriveTarget::One(job_id) => {
                 let parked = self.store.find(queue, &job_id, &[Partition::Parked]).await?;
-                self.redrive_one(queue, &job_id, parked).await
+                self.redrive_one(queue, &job_id, parked).await.map(Reply::from)
             }
             RedriveTarget::Many(ids) => {
                 let keys: Vec<JobKey> = ids
@@ -66,10 +72,14 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                     results.push(
                         self.redrive_one(queue, &id, parked)
                             .await
+                            .map(|r| BatchResult::Done(Box::new(r)))
                             .unwrap_or_else(|e| error_result(&e)),
                     );
                 }
-                Ok(json!({"queue": queue.as_str(), "results": results}))
+                Ok(Reply::Batch(BatchReply {
+                    queue: Some(queue.as_str().to_owned()),
+                    results,
+                }))
             }
             RedriveTarget::All { limit, cursor } => {
                 let (jobs, next) = self.parked_page(queue, limit, cursor.as_deref()).await?;
@@ -77,13 +87,18 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 for parked in jobs {
                     let id = parked.job.job_id.clone();
                     let r = self.redrive_one(queue, &id, Some(parked)).await?;
-                    if r["duplicate"] == true {
+                    if r.duplicate == Some(true) {
                         duplicates += 1;
                     } else {
                         redriven += 1;
                     }
                 }
-                Ok(json!({"queue": queue.as_str(), "redriven": redriven, "duplicates": duplicates, "cursor": next}))
+                Ok(Reply::RedriveAll(RedriveAllReply {
+                    queue: queue.as_str().to_owned(),
+                    redriven,
+                    duplicates,
+                    cursor: next,
+                }))
             }
         }
     }
@@ -96,9 +111,9 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         queue: &QueueName,
         job_id: &str,
         parked: Option<StoredJob>,
-    ) -> Result<Value, HandlerError> {
+    ) -> Result<JobReply, HandlerError> {
         let Some(parked) = parked else {
-            return Ok(json!({"status": "not_found", "queue": queue.as_str(), "job_id": job_id}));
+            return Ok(status_only(JobStatus::NotFound, queue, job_id));
         };
         let now = self.clock.now();
         let mut job = parked.job.clone();
@@ -109,7 +124,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         }
         let candidates = self.candidate_partitions(queue, job_id).await?;
         if let Some(active) = self.store.find(queue, job_id, &candidates).await? {
-            return Ok(reply(&active, "scheduled", true));
+            return Ok(reply(&active, JobStatus::Scheduled, true));
         }
         let into = StoredJob {
             partition: Partition::Shard(shard_for(job_id, self.config.shards)),
@@ -121,9 +136,9 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         match self.store.unpark(&parked, &into).await? {
             PutOutcome::Created => {
                 info!(queue = %queue, job_id, "re-driven");
-                Ok(reply(&into, "scheduled", false))
+                Ok(reply(&into, JobStatus::Scheduled, false))
             }
-            PutOutcome::Duplicate(active) => Ok(reply(&active, "scheduled", true)),
+            PutOutcome::Duplicate(active) => Ok(reply(&active, JobStatus::Scheduled, true)),
             PutOutcome::Done(history) => Ok(duplicate(&Found::History(*history))),
         }
     }
@@ -136,6 +151,7 @@ mod tests {
 
     use super::*;
     use crate::testing::{test_waiter, FakeClock, FakeQueue, MemStore};
+    use serde_json::Value;
 
     fn waiter(extra: &[(&str, &str)]) -> (Waiter<MemStore, FakeQueue, FakeClock>, MemStore, FakeQueue, FakeClock) {
         test_waiter("orders,billing.fifo", extra)

@@ -1,90 +1,23 @@
-//! `reschedule`: moving a stored job, and changing what it carries (README "Managing jobs").
+//! `reschedule`: moving a stored job, and changing what it carries (docs/contract.md "Managing jobs").
 
 use chrono::{DateTime, TimeDelta, Utc};
-use serde_json::{json, Value};
 use tracing::info;
 
-use crate::config::Config;
-use crate::config::QueueName;
-use crate::dispatch::Dispatcher;
+use crate::app::Waiter;
+use crate::error::HandlerError;
 use crate::error::{InvalidRequest, PortError};
-use crate::fields::{
-    check_expiry, check_message_size, kind, take_expires_at, take_job_id, take_message_attributes, take_message_body,
-    take_queue, take_when, take_windows, Fields,
-};
-use crate::job::Attributes;
 use crate::limits::DDB_MAX_ITEM_BYTES;
+use crate::poller::Dispatcher;
 use crate::ports::{Clock, JobStore, MessageQueue, Partition, ReplaceOutcome, StoredJob};
-use crate::service::{HandlerError, Waiter};
-use crate::time::format_rfc3339;
-use crate::windows::Windows;
+use crate::wire::field_rules::{check_expiry, check_message_size};
+use crate::wire::reply::status_only;
+use crate::wire::Reschedule;
+use sqs_waiter_contract::{JobReply, JobStatus};
 
 /// Read-modify-write attempts of one `reschedule` when the job changes under it.
 const RESCHEDULE_ATTEMPTS: usize = 3;
 /// The longest a `reschedule` spends handing a job it moved near over to SQS itself.
 const HANDOVER_BUDGET: TimeDelta = TimeDelta::seconds(10);
-
-/// `{"action": "reschedule", ...}`.
-#[derive(Debug, PartialEq)]
-pub struct Reschedule {
-    pub queue: QueueName,
-    pub job_id: String,
-    pub perform_at: DateTime<Utc>,
-    pub message_body: Option<String>,
-    pub message_attributes: Option<Attributes>,
-    /// `Some(None)`: remove the expiry.
-    pub expires_at: Option<Option<DateTime<Utc>>>,
-    /// `Some(None)`: remove the windows.
-    pub windows: Option<Option<Windows>>,
-    pub if_version: Option<u64>,
-}
-
-pub(crate) fn parse_reschedule(
-    mut f: Fields<'_>,
-    config: &Config,
-    now: DateTime<Utc>,
-) -> Result<Reschedule, InvalidRequest> {
-    f.take("action", None)?;
-    let queue = take_queue(&mut f, config)?;
-    let job_id = take_job_id(&mut f)?.ok_or_else(|| InvalidRequest::new("job_id", "is required"))?;
-    let (_, perform_at) =
-        take_when(&mut f, now)?.ok_or_else(|| InvalidRequest::new("perform_at", "is required (or delay_seconds)"))?;
-    let message_body = take_message_body(&mut f)?;
-    let message_attributes = take_message_attributes(&mut f)?;
-    let windows = take_windows(&mut f)?;
-    let expires_at = match take_expires_at(&mut f, now)? {
-        Some((name, Some(t))) => {
-            // Checked again against the windows the job ends up with.
-            check_expiry(&name, t, perform_at)?;
-            Some(Some(t))
-        }
-        Some((_, None)) => Some(None),
-        None => None,
-    };
-    let if_version = match f.take("if_version", None)? {
-        None | Some((_, Value::Null)) => None,
-        Some((name, v)) => match v.as_u64() {
-            Some(n) if n >= 1 => Some(n),
-            _ => {
-                return Err(InvalidRequest::new(
-                    name,
-                    format!("must be a version number (a whole number from 1), got {}", kind(&v)),
-                ))
-            }
-        },
-    };
-    f.finish()?;
-    Ok(Reschedule {
-        queue,
-        job_id,
-        perform_at,
-        message_body,
-        message_attributes,
-        expires_at,
-        windows,
-        if_version,
-    })
-}
 
 impl<S, Q, C> Waiter<S, Q, C>
 where
@@ -94,10 +27,10 @@ where
 {
     /// Moves a stored job (and changes what it carries) in one conditional write, never while
     /// a poller may be handing it to SQS.
-    pub(crate) async fn reschedule(&self, r: Reschedule, cut: DateTime<Utc>) -> Result<Value, HandlerError> {
+    pub(crate) async fn reschedule(&self, r: Reschedule, cut: DateTime<Utc>) -> Result<JobReply, HandlerError> {
         let queue = &r.queue;
         let partitions = self.candidate_partitions(queue, &r.job_id).await?;
-        let status = |status: &str| json!({"status": status, "queue": queue.as_str(), "job_id": r.job_id});
+        let status = |status: JobStatus| status_only(status, queue, &r.job_id);
         for _ in 0..RESCHEDULE_ATTEMPTS {
             let Some(current) = self.store.find(queue, &r.job_id, &partitions).await? else {
                 if self.store.find(queue, &r.job_id, &[Partition::Parked]).await?.is_some() {
@@ -107,24 +40,26 @@ where
                     )
                     .into());
                 }
-                return Ok(status("not_found"));
+                return Ok(status(JobStatus::NotFound));
             };
             if r.if_version.is_some_and(|v| v != current.version) {
-                let mut reply = status("conflict");
-                reply["version"] = json!(current.version);
-                return Ok(reply);
+                return Ok(JobReply {
+                    version: Some(current.version),
+                    ..status(JobStatus::Conflict)
+                });
             }
             let next = self.next_version(&r, &current)?;
             match self.store.replace(&current, &next).await? {
                 ReplaceOutcome::Replaced => {
                     info!(queue = %queue, job_id = %r.job_id, version = next.version, "rescheduled");
                     self.hand_over_if_near(&next, cut).await;
-                    let mut reply = status("rescheduled");
-                    reply["perform_at"] = json!(format_rfc3339(next.job.perform_at));
-                    reply["version"] = json!(next.version);
-                    return Ok(reply);
+                    return Ok(JobReply {
+                        perform_at: Some(next.job.perform_at),
+                        version: Some(next.version),
+                        ..status(JobStatus::Rescheduled)
+                    });
                 }
-                ReplaceOutcome::Dispatching => return Ok(status("dispatching")),
+                ReplaceOutcome::Dispatching => return Ok(status(JobStatus::Dispatching)),
                 // Changed since it was read: read again (an `if_version` then answers conflict).
                 ReplaceOutcome::Changed => {}
             }
@@ -202,9 +137,11 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::QueueName;
     use crate::ports::Lease;
     use crate::testing::*;
     use crate::time::format_rfc3339;
+    use serde_json::{json, Value};
 
     fn waiter_with(store: MemStore, extra: &[(&str, &str)]) -> (TestWaiter, FakeQueue, FakeClock) {
         test_waiter_on(store, "orders,billing.fifo,other", extra)

@@ -1,0 +1,126 @@
+//! `enqueue`: one job routed straight to SQS or stored.
+
+use chrono::{DateTime, Utc};
+use tracing::{info, warn};
+
+use crate::error::{display_chain, InvalidRequest};
+use crate::job::Job;
+use crate::limits::DDB_MAX_ITEM_BYTES;
+use crate::ports::{
+    Clock, Found, History, HistoryStatus, JobStore, MessageQueue, OutgoingMessage, Partition, PutOutcome, StoredJob,
+};
+use crate::routing::{delay_for, route, shard_for, Route};
+use crate::wire::reply::{duplicate, reply, reply_for_job};
+
+use super::*;
+use crate::error::HandlerError;
+use sqs_waiter_contract::{JobReply, JobStatus};
+
+impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q, C> {
+    pub(super) async fn enqueue(&self, job: Job, precise_at: Option<DateTime<Utc>>) -> Result<JobReply, HandlerError> {
+        let now = self.clock.now();
+        let home = Partition::Shard(shard_for(&job.job_id, self.config.shards));
+        match route(&job, now, self.config.direct_max_delay) {
+            Route::Direct { delay_seconds } => {
+                // A caller-chosen id may name a job that is still stored; sending it again would
+                // break the idempotency promise.
+                if job.job_id_given {
+                    let candidates = self.candidate_partitions(&job.queue, &job.job_id).await?;
+                    if let Some(existing) = self.existing(&job.queue, &job.job_id, &candidates, now).await? {
+                        info!(queue = %job.queue, job_id = %job.job_id, "duplicate");
+                        return Ok(duplicate(&existing));
+                    }
+                }
+                if let Some(at) = precise_at {
+                    self.clock.sleep_until(at).await;
+                }
+                let delay_seconds = match delay_seconds {
+                    Some(_) if self.config.direct_precise => Some(delay_for(job.perform_at, self.clock.now())),
+                    other => other,
+                };
+                let sent_at = self.clock.now();
+                let message_id = self
+                    .queue
+                    .send(&job.queue, &OutgoingMessage::for_job(&job, delay_seconds))
+                    .await?;
+                info!(queue = %job.queue, job_id = %job.job_id, delay_s = delay_seconds, "sent direct");
+                if let (Some(keep), true, true) =
+                    (self.config.history_keep(), self.config.direct_history, job.job_id_given)
+                {
+                    // So that a retry after this send is a duplicate. The message is out: a
+                    // failure here is logged, not answered (a retry would send it again).
+                    let sent = StoredJob {
+                        partition: home.clone(),
+                        job: job.clone(),
+                        enqueued_at: sent_at,
+                        parked: None,
+                        version: 1,
+                    };
+                    let record = History::of(
+                        &sent,
+                        HistoryStatus::Dispatched,
+                        sent_at,
+                        Some(message_id.clone()),
+                        keep,
+                    );
+                    if let Err(e) = self.store.record(&record).await {
+                        warn!(queue = %job.queue, job_id = %job.job_id, error = %display_chain(&e), "history record of a direct send failed");
+                    }
+                }
+                Ok(JobReply {
+                    message_id: Some(message_id),
+                    delay_seconds: delay_seconds.map(u64::from),
+                    ..reply_for_job(&job, JobStatus::Sent, false)
+                })
+            }
+            Route::Store => {
+                let stored = StoredJob {
+                    partition: home.clone(),
+                    job,
+                    enqueued_at: now,
+                    parked: None,
+                    version: 1,
+                };
+                let bytes = self.store.item_bytes(&stored);
+                if bytes > DDB_MAX_ITEM_BYTES {
+                    return Err(InvalidRequest::new(
+                        "message_body",
+                        format!("the stored item would be {bytes} bytes; DynamoDB allows at most {DDB_MAX_ITEM_BYTES}"),
+                    )
+                    .into());
+                }
+                // After WAITER_SHARDS changed, the id may sit in its shard under an older count.
+                let elsewhere: Vec<Partition> = self
+                    .candidate_partitions(&stored.job.queue, &stored.job.job_id)
+                    .await?
+                    .into_iter()
+                    .filter(|p| *p != home)
+                    .collect();
+                if !elsewhere.is_empty() {
+                    if let Some(existing) = self
+                        .existing(&stored.job.queue, &stored.job.job_id, &elsewhere, now)
+                        .await?
+                    {
+                        info!(queue = %stored.job.queue, job_id = %stored.job.job_id, "duplicate");
+                        return Ok(duplicate(&existing));
+                    }
+                }
+                match self.store.put_new(&stored).await? {
+                    PutOutcome::Created => {
+                        let delay_s = (stored.job.perform_at - now).num_seconds();
+                        info!(queue = %stored.job.queue, job_id = %stored.job.job_id, delay_s, "scheduled");
+                        Ok(reply(&stored, JobStatus::Scheduled, false))
+                    }
+                    PutOutcome::Duplicate(existing) => {
+                        info!(queue = %existing.job.queue, job_id = %existing.job.job_id, "duplicate");
+                        Ok(reply(&existing, JobStatus::Scheduled, true))
+                    }
+                    PutOutcome::Done(history) => {
+                        info!(queue = %history.queue, job_id = %history.job_id, status = history.status.as_str(), "duplicate of a finished job");
+                        Ok(duplicate(&Found::History(*history)))
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! The entry point: one invocation, its request parsed and answered within the deadline.
+
+use chrono::{DateTime, Utc};
+use futures::future::join_all;
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+use crate::job::Job;
+use crate::ports::{Clock, JobStore, MessageQueue};
+use crate::routing::{aligned_send_instant, route, Route};
+use crate::wire::reply::error_result;
+use crate::wire::request::{parse_request, Request};
+
+use super::*;
+use crate::error::HandlerError;
+use crate::wire::reply::Reply;
+use sqs_waiter_contract::{BatchReply, BatchResult};
+
+impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q, C> {
+    /// Handles one invocation with a default budget (tests, local runs).
+    pub async fn handle(&self, event: &Value) -> Result<Value, HandlerError> {
+        self.handle_until(event, self.clock.now() + DEFAULT_BUDGET).await
+    }
+
+    /// Handles one invocation; the reply as JSON (see `respond`).
+    pub async fn handle_until(&self, event: &Value, deadline: DateTime<Utc>) -> Result<Value, HandlerError> {
+        self.respond(event, deadline).await.map(|r| r.to_value())
+    }
+
+    /// Handles one invocation of the `enqueue` function; work not finished `DEADLINE_MARGIN`
+    /// before `deadline` is answered as a retryable error, so the reply always gets out.
+    pub async fn respond(&self, event: &Value, deadline: DateTime<Utc>) -> Result<Reply, HandlerError> {
+        let now = self.clock.now();
+        let cut = deadline - DEADLINE_MARGIN;
+        match parse_request(event, &self.config, now)? {
+            Request::Enqueue(job) => {
+                let job = (*job)?;
+                let precise_at = self.precise_instant(&job);
+                self.within(cut, self.enqueue(job, precise_at))
+                    .await
+                    .unwrap_or_else(|| Err(timed_out()))
+                    .map(Reply::from)
+            }
+            Request::Batch(jobs) => {
+                // I/O is bounded by the permits; a precise direct job waits for its phase
+                // holding none, so the whole batch waits at most once (under a second).
+                let permits = Semaphore::new(BATCH_PARALLELISM);
+                let results = join_all(jobs.into_iter().map(|job| {
+                    let permits = &permits;
+                    async move {
+                        let outcome = match job {
+                            Ok(job) => {
+                                let precise_at = self.precise_instant(&job);
+                                self.within(cut, async {
+                                    if let Some(at) = precise_at {
+                                        self.clock.sleep_until(at).await;
+                                    }
+                                    let _permit = permits.acquire().await;
+                                    self.enqueue(job, None).await
+                                })
+                                .await
+                                .unwrap_or_else(|| Err(timed_out()))
+                            }
+                            Err(e) => Err(HandlerError::Invalid(e)),
+                        };
+                        outcome
+                            .map(|r| BatchResult::Done(Box::new(r)))
+                            .unwrap_or_else(|e| error_result(&e))
+                    }
+                }))
+                .await;
+                Ok(Reply::Batch(BatchReply { queue: None, results }))
+            }
+            Request::Get { queue, job_id } => self.get(&queue, &job_id).await.map(Reply::from),
+            Request::Cancel { queue, job_id } => self.cancel(&queue, &job_id).await.map(Reply::from),
+            Request::ListParked { queue, limit, cursor } => self
+                .list_parked(&queue, limit, cursor.as_deref())
+                .await
+                .map(Reply::Parked),
+            Request::Redrive { queue, target } => self.redrive(&queue, target).await,
+            Request::Reschedule(r) => self.reschedule(*r, cut).await.map(Reply::from),
+            Request::List(q) => self.list(*q).await.map(Reply::List),
+            Request::CancelMany(r) => self.cancel_many(*r).await.map(Reply::CancelMany),
+            Request::Stats(q) => self.stats(q).await.map(|s| Reply::Stats(Box::new(s))),
+        }
+    }
+
+    async fn within<T>(&self, until: DateTime<Utc>, f: impl std::future::Future<Output = T>) -> Option<T> {
+        crate::ports::within(&self.clock, until, f).await
+    }
+
+    /// With `WAITER_DIRECT_PRECISE`, the instant a direct job should be sent at so that its
+    /// `DelaySeconds` is exact.
+    fn precise_instant(&self, job: &Job) -> Option<DateTime<Utc>> {
+        let now = self.clock.now();
+        match route(job, now, self.config.direct_max_delay) {
+            Route::Direct { delay_seconds: Some(_) } if self.config.direct_precise => {
+                Some(aligned_send_instant(job.perform_at, now))
+            }
+            _ => None,
+        }
+    }
+}

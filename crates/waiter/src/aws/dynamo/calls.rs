@@ -1,0 +1,125 @@
+//! The adapter's own calls: table names, the due-index query, batched reads and single deletes,
+//! with their retries.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+use aws_sdk_dynamodb::Client;
+use chrono::{DateTime, Utc};
+use tracing::error;
+
+use super::*;
+use crate::aws::classify;
+use crate::config::{Config, QueueName};
+use crate::error::PortError;
+use crate::ports::{Found, JobKey, Partition};
+
+/// Items per page of the due index read by `by_time` (and so by the poller).
+pub(super) const DUE_PAGE_ITEMS: i32 = 500;
+/// `BatchGetItem` calls one read has in flight at once.
+pub(super) const READS_IN_FLIGHT: usize = 4;
+/// Attempts at items DynamoDB left unprocessed before giving up (they stay for the next run).
+pub(super) const UNPROCESSED_ATTEMPTS: u32 = 8;
+
+impl DynamoStore {
+    pub fn new(client: Client, config: Arc<Config>) -> Self {
+        Self { client, config }
+    }
+
+    pub(super) fn table(&self, queue: &QueueName) -> String {
+        self.config.table_name(queue)
+    }
+
+    pub(super) fn resource(&self, queue: &QueueName) -> String {
+        format!("table {}", self.table(queue))
+    }
+
+    /// A query of the due index for one partition's jobs with `from <= perform_at <= to`.
+    pub(super) fn index_query(
+        &self,
+        queue: &QueueName,
+        partition: &Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(self.table(queue))
+            .index_name(INDEX_NAME)
+            .key_condition_expression("#s = :s AND #p BETWEEN :f AND :t")
+            .expression_attribute_names("#s", A_SCHEDULER)
+            .expression_attribute_names("#p", A_PERFORM_AT)
+            .expression_attribute_values(":s", AttributeValue::S(partition_key(queue, partition)))
+            .expression_attribute_values(":f", n(from))
+            .expression_attribute_values(":t", n(to))
+    }
+
+    /// One `BatchGetItem` of at most 100 keys, retrying what comes back unprocessed.
+    pub(super) async fn read_chunk(&self, queue: &QueueName, chunk: &[JobKey]) -> Result<Vec<Found>, PortError> {
+        let table = self.table(queue);
+        let mut found: Vec<Found> = Vec::new();
+        let mut request = Some(
+            KeysAndAttributes::builder()
+                .set_keys(Some(chunk.iter().map(|k| key(queue, k)).collect()))
+                .consistent_read(true)
+                .build()
+                .map_err(|e| internal("BatchGetItem", e))?,
+        );
+        let mut attempt = 0;
+        while let Some(req) = request.take() {
+            let out = self
+                .client
+                .batch_get_item()
+                .request_items(&table, req)
+                .send()
+                .await
+                .map_err(|e| classify("BatchGetItem", &self.resource(queue), e))?;
+            for item in out.responses.unwrap_or_default().remove(&table).unwrap_or_default() {
+                match decode_any(queue, &item) {
+                    Ok(j) => found.push(j),
+                    Err(reason) => error!(queue = %queue, reason, "unreadable item skipped"),
+                }
+            }
+            request = out
+                .unprocessed_keys
+                .unwrap_or_default()
+                .remove(&table)
+                .filter(|k| !k.keys.is_empty());
+            if request.is_some() {
+                attempt += 1;
+                if attempt > UNPROCESSED_ATTEMPTS {
+                    return Err(PortError::Throttled {
+                        operation: "BatchGetItem",
+                        source: "keys left unprocessed after retries".into(),
+                    });
+                }
+                backoff(attempt).await;
+            }
+        }
+        Ok(found)
+    }
+
+    pub(super) async fn delete_one(&self, queue: &QueueName, k: &JobKey) -> Result<(), PortError> {
+        self.client
+            .delete_item()
+            .table_name(self.table(queue))
+            .set_key(Some(key(queue, k)))
+            .send()
+            .await
+            .map_err(|e| classify("DeleteItem", &self.resource(queue), e))?;
+        Ok(())
+    }
+}
+
+/// An SDK builder refused what we built: our bug, never the job's.
+pub(super) fn internal(operation: &'static str, e: aws_sdk_dynamodb::error::BuildError) -> PortError {
+    PortError::Internal {
+        operation,
+        source: Box::new(e),
+    }
+}
+
+pub(super) async fn backoff(attempt: u32) {
+    tokio::time::sleep(Duration::from_millis(25u64 << attempt.min(6))).await;
+}

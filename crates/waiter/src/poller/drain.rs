@@ -1,0 +1,496 @@
+//! One partition run: the event loop that reads, sends and removes at once, and the settling of
+//! each answer.
+
+use std::collections::{HashSet, VecDeque};
+
+use chrono::{DateTime, TimeDelta, Utc};
+use futures::future::BoxFuture;
+use futures::stream::{BoxStream, FuturesUnordered};
+use futures::StreamExt;
+use tracing::{debug, error, info, warn};
+
+use super::*;
+use crate::config::QueueName;
+use crate::error::{display_chain, PortError};
+use crate::limits::{DDB_MAX_BATCH_WRITE_ITEMS, SQS_MAX_BATCH_ENTRIES, SQS_MAX_DELAY_SECONDS};
+use crate::ports::{
+    Clock, EntryOutcome, History, HistoryStatus, JobKey, JobStore, MessageQueue, OutgoingMessage, ParkInfo,
+    ReplaceOutcome, Retired, StoredJob,
+};
+use crate::time::seconds_between;
+
+/// One run over one partition: what is planned, what is in flight, what SQS accepted and must
+/// be removed, what the run has already handled.
+pub(super) struct PartitionRun<'a, S, Q, C> {
+    pub(super) d: &'a Dispatcher<S, Q, C>,
+    pub(super) queue: &'a QueueName,
+    pub(super) shard: u32,
+    pub(super) horizon: DateTime<Utc>,
+    pub(super) stop_at: DateTime<Utc>,
+    pub(super) pending: VecDeque<Planned>,
+    /// Message bytes of the jobs in `pending`.
+    pub(super) pending_bytes: usize,
+    /// Jobs SQS accepted (or that expired), not yet in a delete call, with their history records.
+    pub(super) deletes: Vec<Retired>,
+    /// Entries of the send calls and of the delete calls not yet answered.
+    pub(super) sending: usize,
+    pub(super) deleting: usize,
+    /// Job ids planned in this run and not yet removed: a re-read index shows them again until
+    /// they are removed.
+    pub(super) seen: HashSet<String>,
+    /// A send failed in a way that leaves open whether SQS accepted it (timeout, reset, 5xx).
+    pub(super) uncertain: bool,
+    /// A due job had to be left for a later run.
+    pub(super) left_behind: bool,
+    pub(super) summary: RunSummary,
+}
+
+/// One `SendMessageBatch`: each entry with its `DelaySeconds`.
+pub(super) type Call = Vec<(Planned, Option<u32>)>;
+
+/// A call of a partition run, answered.
+pub(super) enum Done<'a> {
+    /// The next index page, and the stream to read the one after from.
+    Page(
+        BoxStream<'a, Result<Vec<StoredJob>, PortError>>,
+        Option<Result<Vec<StoredJob>, PortError>>,
+    ),
+    /// A page's jobs re-read from the table.
+    Read(Result<Vec<StoredJob>, PortError>),
+    Sent {
+        call: Call,
+        messages: Vec<OutgoingMessage>,
+        sent_at: DateTime<Utc>,
+        result: Result<Vec<EntryOutcome>, PortError>,
+    },
+    Removed {
+        items: Vec<Retired>,
+        result: Result<(), PortError>,
+    },
+}
+
+impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
+    /// Reads, sends and removes at once: the next index page is read while batches are in
+    /// flight, up to `SENDS_IN_FLIGHT` batches are sent at once (one on FIFO queues, whose
+    /// groups SQS orders by arrival of the calls), and what SQS accepted is removed by up to
+    /// `DELETES_IN_FLIGHT` calls at once. A job is removed only after SQS accepted it, and a
+    /// batch is never sent before its instant. Returns whether every due job this run was
+    /// responsible for was handed over.
+    pub(super) async fn drain(&mut self) -> Result<bool, PortError> {
+        let d = self.d;
+        let queue = self.queue;
+        let fifo = queue.is_fifo();
+        let max_sends = if fifo { 1 } else { SENDS_IN_FLIGHT };
+        // Batches allowed in flight now: one more after each quick answer, back to one after a
+        // slow one or an error, so that a struggling queue endpoint gets one call at a time
+        // per partition (and the SDK's retries of timed-out attempts, which SQS may have
+        // taken, stay few).
+        let mut send_limit = 1;
+        // A FIFO run holding for jobs that fall due re-reads the index, so jobs enqueued during
+        // the hold are found by this run, on time.
+        let requery = fifo && d.config.fifo_hold > 0;
+        let hold_until = self.horizon.min(self.stop_at);
+        let mut pages = Some(d.store.due(queue, self.shard, self.horizon));
+        let mut exhausted = false;
+        let mut next_query: Option<DateTime<Utc>> = None;
+        let mut failure: Option<PortError> = None;
+        let mut singly: VecDeque<Call> = VecDeque::new();
+        let mut in_flight: FuturesUnordered<BoxFuture<'a, Done<'a>>> = FuturesUnordered::new();
+        let (mut reading, mut sends, mut removals) = (false, 0usize, 0usize);
+        loop {
+            let now = d.clock.now();
+            let starting = failure.is_none() && now < self.stop_at;
+            let mut wake_at: Option<DateTime<Utc>> = None;
+            if starting {
+                if let Some(t) = next_query.filter(|_| !reading) {
+                    if now >= t {
+                        pages = Some(d.store.due(queue, self.shard, self.horizon));
+                        exhausted = false;
+                        next_query = None;
+                    } else {
+                        wake_at = Some(t);
+                    }
+                }
+                if !reading && !exhausted && self.pending.len() < READ_AHEAD && self.pending_bytes < MAX_PENDING_BYTES {
+                    if let Some(mut p) = pages.take() {
+                        reading = true;
+                        in_flight.push(Box::pin(async move {
+                            let next = p.next().await;
+                            Done::Page(p, next)
+                        }));
+                    }
+                }
+                while removals < DELETES_IN_FLIGHT && self.deletes.len() >= DDB_MAX_BATCH_WRITE_ITEMS {
+                    let items: Vec<Retired> = self.deletes.drain(..DDB_MAX_BATCH_WRITE_ITEMS).collect();
+                    removals += 1;
+                    self.deleting += items.len();
+                    in_flight.push(Box::pin(async move {
+                        let result = d.store.retire(queue, &items).await;
+                        Done::Removed { items, result }
+                    }));
+                }
+                while sends < send_limit && self.undeleted() + SQS_MAX_BATCH_ENTRIES <= MAX_UNDELETED_PER_PARTITION {
+                    let (call, hold) = match singly.pop_front() {
+                        Some(call) => (call, None),
+                        None => {
+                            let n = batch_len(&self.pending, BATCH_WINDOW);
+                            let Some(ready_at) = n.checked_sub(1).and_then(|i| self.pending.get(i)).map(|p| p.send_at)
+                            else {
+                                break;
+                            };
+                            if ready_at > now {
+                                wake_at = Some(wake_at.map_or(ready_at, |w| w.min(ready_at)));
+                                break;
+                            }
+                            let batch: Vec<Planned> = self.pending.drain(..n).collect();
+                            self.pending_bytes -= batch.iter().map(|p| p.bytes).sum::<usize>();
+                            self.prepare(batch, now)
+                        }
+                    };
+                    if call.is_empty() {
+                        continue;
+                    }
+                    sends += 1;
+                    self.sending += call.len();
+                    let messages: Vec<OutgoingMessage> = call
+                        .iter()
+                        .map(|(p, delay)| OutgoingMessage::for_job(&p.job.job, *delay))
+                        .collect();
+                    in_flight.push(Box::pin(async move {
+                        if let Some(t) = hold {
+                            d.clock.sleep_until(t).await;
+                        }
+                        let sent_at = d.clock.now();
+                        let result = d.queue.send_batch(queue, &messages).await;
+                        Done::Sent {
+                            call,
+                            messages,
+                            sent_at,
+                            result,
+                        }
+                    }));
+                }
+            }
+            if in_flight.is_empty() {
+                if let Some(e) = failure {
+                    return Err(e);
+                }
+                if !starting {
+                    return Ok(false);
+                }
+                if exhausted && next_query.is_none() && self.pending.is_empty() && singly.is_empty() {
+                    return Ok(!self.left_behind);
+                }
+                if let Some(t) = wake_at {
+                    d.clock.sleep_until(t.min(self.stop_at)).await;
+                }
+                continue;
+            }
+            let done = match wake_at.filter(|_| starting) {
+                Some(t) => {
+                    tokio::select! {
+                        done = in_flight.next() => done,
+                        () = d.clock.sleep_until(t.min(self.stop_at)) => None,
+                    }
+                }
+                None => in_flight.next().await,
+            };
+            let Some(done) = done else { continue };
+            let error = match done {
+                Done::Page(p, next) => {
+                    pages = Some(p);
+                    match next {
+                        None => {
+                            reading = false;
+                            exhausted = true;
+                            let now = d.clock.now();
+                            if requery && now + FIFO_REQUERY < hold_until {
+                                next_query = Some(now + FIFO_REQUERY);
+                            }
+                            None
+                        }
+                        Some(Err(e)) => {
+                            reading = false;
+                            Some(e)
+                        }
+                        Some(Ok(page)) => {
+                            let keys: Vec<JobKey> = page
+                                .iter()
+                                .filter(|j| !self.seen.contains(&j.job.job_id))
+                                .map(StoredJob::key)
+                                .collect();
+                            if keys.is_empty() {
+                                reading = false;
+                            } else {
+                                in_flight.push(Box::pin(async move { Done::Read(d.store.read(queue, &keys).await) }));
+                            }
+                            None
+                        }
+                    }
+                }
+                Done::Read(result) => {
+                    reading = false;
+                    match result {
+                        Ok(jobs) => self.plan_jobs(jobs).await.err(),
+                        Err(e) => Some(e),
+                    }
+                }
+                Done::Sent {
+                    call,
+                    messages,
+                    sent_at,
+                    result,
+                } => {
+                    sends -= 1;
+                    self.sending -= call.len();
+                    let quick = result.is_ok() && d.clock.now() - sent_at <= QUICK_SEND;
+                    send_limit = if quick { (send_limit + 1).min(max_sends) } else { 1 };
+                    match result {
+                        Ok(outcomes) => {
+                            self.settle(&call, &messages, sent_at, outcomes).await;
+                            None
+                        }
+                        Err(e) if e.blames_message() && call.len() > 1 => {
+                            // Refused for its content as a whole (too long in total, a message
+                            // over the queue's own limit): sent again entry by entry to find the
+                            // bad one.
+                            warn!(queue = %queue, entries = call.len(), error = %display_chain(&e), "batch refused for its content; sending its entries singly");
+                            singly.extend(call.into_iter().map(|c| vec![c]));
+                            None
+                        }
+                        Err(e) if e.blames_message() => {
+                            // A single entry refused for its content: the whole-call form of a
+                            // `SenderFault` entry failure (moto, and SQS for some size checks).
+                            if let (Some((p, _)), PortError::Rejected { code, .. }) = (call.first(), &e) {
+                                self.park(&p.job, code.clone(), display_chain(&e)).await;
+                            }
+                            None
+                        }
+                        Err(e) => {
+                            self.uncertain |= e.may_have_taken_effect();
+                            self.summary.failed += call.len() as u64;
+                            Some(e)
+                        }
+                    }
+                }
+                Done::Removed { items, result } => {
+                    removals -= 1;
+                    self.deleting -= items.len();
+                    match result {
+                        Ok(()) => {
+                            // Gone from the table: a lagging index may list them, but the
+                            // strongly consistent re-read does not.
+                            for r in &items {
+                                self.seen.remove(&r.key.job_id);
+                            }
+                            None
+                        }
+                        Err(e) => {
+                            self.deletes.extend(items);
+                            Some(e)
+                        }
+                    }
+                }
+            };
+            if let Some(e) = error {
+                // Start nothing more; what is in flight is still answered and recorded.
+                match &failure {
+                    None => failure = Some(e),
+                    Some(_) => {
+                        warn!(queue = %queue, shard = self.shard, error = %display_chain(&e), "another call failed")
+                    }
+                }
+            }
+        }
+    }
+
+    /// Jobs accepted by SQS but not yet removed (in a send call, waiting for a delete call, or
+    /// in one): what a crash now would send twice.
+    pub(super) fn undeleted(&self) -> usize {
+        self.sending + self.deletes.len() + self.deleting
+    }
+
+    /// Plans jobs re-read from the table. The index is eventually consistent: each job is
+    /// re-read (strongly consistent) under the lease, and only that version is sent.
+    pub(super) async fn plan_jobs(&mut self, current: Vec<StoredJob>) -> Result<(), PortError> {
+        let d = self.d;
+        let now = d.clock.now();
+        for job in current {
+            // Rescheduled or re-enqueued past the horizon since the index was written.
+            if job.job.perform_at > self.horizon || !self.seen.insert(job.job.job_id.clone()) {
+                continue;
+            }
+            match plan(job, self.queue.is_fifo(), now, self.stop_at) {
+                Plan::Send(p) => {
+                    self.summary.backlog_age_s = self
+                        .summary
+                        .backlog_age_s
+                        .max(seconds_between(p.job.job.perform_at, now));
+                    self.pending_bytes += p.bytes;
+                    self.pending.push_back(*p);
+                }
+                Plan::Expired(job) => {
+                    info!(queue = %self.queue, job_id = %job.job.job_id, "expired: dropped, not sent");
+                    self.summary.expired += 1;
+                    self.retire(&job, HistoryStatus::Expired, None);
+                }
+                Plan::NotYet => self.left_behind = true,
+                Plan::Move { current, next } => {
+                    // Under this run's lease: no one else may change the job meanwhile.
+                    if d.store.rewrite(&current, &next).await? == ReplaceOutcome::Replaced {
+                        info!(queue = %self.queue, job_id = %next.job.job_id, perform_at = %next.job.perform_at, "outside its windows: moved to the next opening");
+                        self.summary.moved += 1;
+                    }
+                }
+            }
+        }
+        self.pending.make_contiguous().sort_by_key(|p| p.send_at);
+        Ok(())
+    }
+
+    /// Turns a batch into a call at `now`: each entry's delay, `WAITER_MAX_RATE`'s arrival
+    /// second, and expiry at the real arrival (a late send must not deliver an expired job).
+    /// Returns the call and, on a FIFO queue whose arrival second is later, when to send it.
+    pub(super) fn prepare(&mut self, batch: Vec<Planned>, now: DateTime<Utc>) -> (Call, Option<DateTime<Utc>>) {
+        let queue = self.queue;
+        let fifo = queue.is_fifo();
+        let mut call = Vec::with_capacity(batch.len());
+        let mut fifo_second: Option<i64> = None;
+        let mut later = Vec::new();
+        for p in batch {
+            if !later.is_empty() {
+                later.push(p);
+                continue;
+            }
+            let mut delay = delay_at(&p.job, fifo, now);
+            let mut arrival = now + TimeDelta::seconds(i64::from(delay.unwrap_or(0)));
+            let mut booked = None;
+            if let Some(budget) = &self.d.budget {
+                let own = arrival.timestamp();
+                // A standard message moves by a longer delay, up to SQS's maximum; a FIFO one
+                // by holding its send, within this run.
+                let latest = match delay {
+                    Some(dl) => own + i64::from(SQS_MAX_DELAY_SECONDS.saturating_sub(dl)),
+                    None => self.stop_at.timestamp() - 1,
+                };
+                match budget.book(queue, arrival, latest, now) {
+                    None => {
+                        debug!(queue = %queue, job_id = %p.job.job.job_id, "arrival budget full: left for a later run");
+                        self.left_behind = true;
+                        continue;
+                    }
+                    // A FIFO call is sent at one instant: entries booked into a later second
+                    // wait for the next call, in order.
+                    Some(second) if fifo && fifo_second.is_some_and(|f| f != second) => {
+                        budget.release(queue, second);
+                        later.push(p);
+                        continue;
+                    }
+                    Some(second) => {
+                        booked = Some(second);
+                        let moved = second - own;
+                        if let Some(dl) = delay.as_mut() {
+                            *dl += u32::try_from(moved).unwrap_or(0);
+                            arrival += TimeDelta::seconds(moved);
+                        } else if moved > 0 {
+                            arrival = DateTime::from_timestamp(second, 0).unwrap_or(arrival);
+                        }
+                        if fifo {
+                            fifo_second = Some(second);
+                        }
+                    }
+                }
+            }
+            if p.job.job.expires_in_flight(arrival) {
+                if let (Some(budget), Some(second)) = (&self.d.budget, booked) {
+                    budget.release(queue, second);
+                }
+                info!(queue = %queue, job_id = %p.job.job.job_id, "expired: dropped, not sent");
+                self.summary.expired += 1;
+                self.retire(&p.job, HistoryStatus::Expired, None);
+                continue;
+            }
+            call.push((p, delay));
+        }
+        for p in later.into_iter().rev() {
+            self.pending_bytes += p.bytes;
+            self.pending.push_front(p);
+        }
+        let hold = fifo_second
+            .and_then(|s| DateTime::from_timestamp(s, 0))
+            .filter(|t| *t > now);
+        (call, hold)
+    }
+
+    /// Records each entry's fate. Only an entry SQS refused with `SenderFault: true` is parked;
+    /// one that failed otherwise stays stored for the next run.
+    pub(super) async fn settle(
+        &mut self,
+        call: &Call,
+        messages: &[OutgoingMessage],
+        sent_at: DateTime<Utc>,
+        outcomes: Vec<EntryOutcome>,
+    ) {
+        let queue = self.queue;
+        for (((p, _), m), outcome) in call.iter().zip(messages).zip(outcomes) {
+            match outcome {
+                EntryOutcome::Sent { message_id } => {
+                    let arrival = sent_at + TimeDelta::seconds(i64::from(m.delay_seconds.unwrap_or(0)));
+                    let lateness_ms = seconds_between(p.job.job.perform_at, arrival) * 1e3;
+                    let sum = &mut self.summary;
+                    sum.max_lateness_ms = sum.max_lateness_ms.max(lateness_ms);
+                    if sum.lateness_sample_ms.len() < LATENESS_SAMPLE {
+                        sum.lateness_sample_ms.push(lateness_ms);
+                    }
+                    sum.dispatched += 1;
+                    info!(queue = %queue, job_id = %p.job.job.job_id, delay_s = m.delay_seconds, lateness_ms, "dispatched");
+                    self.retire(&p.job, HistoryStatus::Dispatched, Some(message_id));
+                }
+                EntryOutcome::Failed {
+                    code,
+                    message,
+                    sender_fault: true,
+                } => self.park(&p.job, code, message).await,
+                EntryOutcome::Failed {
+                    code,
+                    message,
+                    sender_fault: false,
+                } => {
+                    warn!(queue = %queue, job_id = %p.job.job.job_id, code, message, "entry failed; stays stored for the next run");
+                    self.summary.failed += 1;
+                }
+            }
+        }
+    }
+
+    /// Queues a job's removal; with history on, its record is put in its place instead.
+    pub(super) fn retire(&mut self, job: &StoredJob, status: HistoryStatus, message_id: Option<String>) {
+        let now = self.d.clock.now();
+        self.deletes.push(Retired {
+            key: job.key(),
+            record: self
+                .d
+                .config
+                .history_keep()
+                .map(|keep| History::of(job, status, now, message_id, keep)),
+        });
+    }
+
+    pub(super) async fn park(&mut self, job: &StoredJob, code: String, message: String) {
+        let info = ParkInfo {
+            parked_at: self.d.clock.now(),
+            code,
+            message,
+        };
+        match self.d.store.park(job, &info).await {
+            Ok(()) => {
+                error!(queue = %self.queue, job_id = %job.job.job_id, code = %info.code, reason = %info.message, "parked: SQS rejected the message permanently");
+                self.summary.parked += 1;
+            }
+            Err(e) => {
+                error!(queue = %self.queue, job_id = %job.job.job_id, error = %display_chain(&e), "parking failed; job stays stored");
+                self.summary.failed += 1;
+            }
+        }
+    }
+}

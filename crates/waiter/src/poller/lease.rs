@@ -1,0 +1,149 @@
+//! A partition's lease: taken before a run works the partition, released after it, and kept
+//! when the run could not settle what it sent.
+
+use std::collections::{HashSet, VecDeque};
+
+use chrono::{DateTime, TimeDelta, Utc};
+use tracing::{debug, warn};
+
+use super::*;
+use crate::config::QueueName;
+use crate::error::display_chain;
+use crate::ports::{Clock, JobStore, Lease, LeaseOutcome, MessageQueue};
+
+impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
+    pub(super) async fn run_partition(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        deadline: DateTime<Utc>,
+        owner: &str,
+    ) -> RunSummary {
+        let mut sum = RunSummary {
+            partitions: 1,
+            ..RunSummary::default()
+        };
+        let now = self.clock.now();
+        let stop_at = deadline - STOP_MARGIN;
+        if now >= stop_at {
+            return sum;
+        }
+        let window = TimeDelta::seconds(i64::from(if queue.is_fifo() {
+            self.config.fifo_hold
+        } else {
+            self.config.lookahead
+        }));
+        let mut lease = Lease {
+            owner: owner.to_owned(),
+            until: deadline + LEASE_GRACE,
+            horizon: now + window,
+        };
+        let mut handover_until: Option<DateTime<Utc>> = None;
+        let (horizon, inherited) = loop {
+            let attempt = self
+                .within(
+                    deadline - DRAIN_CUT,
+                    self.store.acquire_lease(queue, shard, &lease, self.clock.now()),
+                )
+                .await;
+            match attempt {
+                Some(Ok(LeaseOutcome::Acquired { horizon, inherited })) => break (horizon, inherited),
+                Some(Ok(LeaseOutcome::Held(other))) => {
+                    // A previous run about to finish its window (a FIFO hold, typically): take
+                    // over when it ends rather than skip the partition for a whole interval.
+                    let now = self.clock.now();
+                    let wait_until = *handover_until.get_or_insert_with(|| {
+                        other
+                            .filter(|o| o.horizon <= now + HANDOVER_WAIT)
+                            .map_or(now, |o| o.horizon + HANDOVER_SLACK)
+                    });
+                    if now >= wait_until || wait_until >= stop_at {
+                        debug!(queue = %queue, shard, "partition busy: another poller holds its lease");
+                        sum.busy_partitions = 1;
+                        return sum;
+                    }
+                    self.clock.sleep_until((now + HANDOVER_POLL).min(wait_until)).await;
+                    lease.horizon = self.clock.now() + window;
+                }
+                Some(Err(e)) => {
+                    report_error(&mut sum, queue, Some(shard), &e);
+                    return sum;
+                }
+                None => {
+                    // The lease may have been written: it lapses at `until`, and covers only
+                    // jobs no run has sent, so keeping it is safe.
+                    sum.errors.push(format!("{queue}#{shard}: taking the lease timed out"));
+                    sum.drained = false;
+                    return sum;
+                }
+            }
+        };
+        let mut run = PartitionRun {
+            d: self,
+            queue,
+            shard,
+            horizon,
+            stop_at,
+            pending: VecDeque::new(),
+            pending_bytes: 0,
+            deletes: Vec::new(),
+            sending: 0,
+            deleting: 0,
+            seen: HashSet::new(),
+            uncertain: false,
+            left_behind: false,
+            summary: sum,
+        };
+        let drained = match self.within(deadline - DRAIN_CUT, run.drain()).await {
+            Some(Ok(drained)) => drained,
+            Some(Err(e)) => {
+                report_error(&mut run.summary, queue, Some(shard), &e);
+                // A run that took over a lapsed lease may have failed before re-sending what
+                // its predecessor sent and did not remove: then the marker stays.
+                run.uncertain |= inherited;
+                false
+            }
+            None => {
+                // Cut in the middle of a call: a send may have reached SQS.
+                warn!(queue = %queue, shard, "run cut at its deadline: a call did not answer in time");
+                run.summary.errors.push(format!(
+                    "{queue}#{shard}: cut at the deadline (a call did not answer in time)"
+                ));
+                run.uncertain = true;
+                false
+            }
+        };
+        run.summary.drained = drained;
+        // Whatever happened, remove what SQS already accepted.
+        let removed = run.deletes.is_empty()
+            || match self
+                .within(deadline - FLUSH_CUT, self.store.retire(queue, &run.deletes))
+                .await
+            {
+                Some(Ok(())) => true,
+                Some(Err(e)) => {
+                    report_error(&mut run.summary, queue, Some(shard), &e);
+                    false
+                }
+                None => false,
+            };
+        if removed && !run.uncertain {
+            match self
+                .within(deadline - RELEASE_CUT, self.store.release_lease(queue, shard, owner))
+                .await
+            {
+                Some(Ok(())) => {}
+                // It lapses for other pollers at `until`; cancel keeps answering `dispatching`
+                // for its horizon until the next run of this partition releases it.
+                Some(Err(e)) => warn!(queue = %queue, shard, error = %display_chain(&e), "lease release failed"),
+                None => warn!(queue = %queue, shard, "lease release timed out"),
+            }
+        } else {
+            // SQS may hold messages for jobs still stored: the lease item stays, so `cancel`
+            // answers `dispatching` for them, until the next run re-sends, removes and releases.
+            warn!(queue = %queue, shard, undeleted = run.deletes.len(), uncertain = run.uncertain, "lease kept: sent jobs may not be removed yet");
+            run.summary.drained = false;
+        }
+        run.summary
+    }
+}

@@ -1,0 +1,233 @@
+//! The poller's dispatch loop: fan-out over partitions (here), each partition's lease
+//! (`lease`), its run (`drain`) and the pure planning of sends (`plan`).
+//!
+//! Per (queue, shard) partition, one run:
+//! 1. takes the partition's lease (a conditional write), so two pollers never work it at once;
+//! 2. pages through `scheduler-perform_at-index` for jobs with `perform_at <= now + window`;
+//! 3. plans each job's send instant so that the time left is a whole number of seconds
+//!    (standard queues) or the job is due (FIFO), and groups jobs with nearby instants into
+//!    batches of at most 10 entries and 1 MiB;
+//! 4. sends each batch at its instant, then deletes the accepted entries (BatchWriteItem of 25).
+//!
+//! The steps overlap: the next page is read while batches are in flight, several batches are in
+//! flight at once, and deletes go out while later batches are sent (see `PartitionRun::drain`).
+//! A job leaves the table only after SQS accepted it. A crash re-sends at most the entries not
+//! yet deleted: see `MAX_UNDELETED_PER_PARTITION`.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use futures::{stream, StreamExt};
+use serde::Serialize;
+use tracing::error;
+
+use crate::config::{Config, QueueName};
+use crate::error::{display_chain, PortError};
+use crate::limits::{DDB_MAX_BATCH_WRITE_ITEMS, SQS_MAX_BATCH_ENTRIES};
+use crate::ports::{Clock, JobStore, MessageQueue, StoredJob};
+use crate::rate::ArrivalBudget;
+
+mod drain;
+mod lease;
+mod plan;
+#[cfg(test)]
+mod tests;
+
+use drain::PartitionRun;
+pub use plan::{batch_len, next_batch};
+use plan::{delay_at, plan, Plan};
+
+/// Jobs whose send instants lie this close together share a batch; it is also the most a job is
+/// held back past its instant by batching.
+pub const BATCH_WINDOW: TimeDelta = TimeDelta::milliseconds(40);
+/// Stop starting batches this long before the Lambda deadline. What was started is cut at
+/// instants of its own before the deadline (below), so a run always ends inside its budget,
+/// even when a call never answers: the drain at `DRAIN_CUT`, the final delete flush at
+/// `FLUSH_CUT`, the lease release at `RELEASE_CUT`. Whatever a cut leaves undone is safe: the
+/// lease item stays (cancel answers `dispatching`) and the next run re-sends and removes it.
+pub const STOP_MARGIN: TimeDelta = TimeDelta::seconds(3);
+pub const DRAIN_CUT: TimeDelta = TimeDelta::milliseconds(2_000);
+pub const FLUSH_CUT: TimeDelta = TimeDelta::milliseconds(1_000);
+pub const RELEASE_CUT: TimeDelta = TimeDelta::milliseconds(400);
+/// How often a FIFO run holding for due jobs re-reads the index for jobs enqueued meanwhile.
+pub const FIFO_REQUERY: TimeDelta = TimeDelta::seconds(1);
+/// A lease outlives its run's deadline by this much (clock skew between pollers).
+pub const LEASE_GRACE: TimeDelta = TimeDelta::seconds(5);
+/// A busy partition whose holder's window ends within this long is taken over when it ends.
+pub const HANDOVER_WAIT: TimeDelta = TimeDelta::seconds(5);
+/// How long past the holder's window end a successor keeps trying to take over.
+const HANDOVER_SLACK: TimeDelta = TimeDelta::seconds(2);
+const HANDOVER_POLL: TimeDelta = TimeDelta::milliseconds(100);
+/// Lateness values kept per run for the metric.
+const LATENESS_SAMPLE: usize = 100;
+/// The next index page is read while fewer jobs than this are planned (and fewer bytes than
+/// `MAX_PENDING_BYTES`): what a partition holds is this plus one page (500 items, see the
+/// DynamoDB adapter), however deep the backlog.
+const READ_AHEAD: usize = 1_000;
+const MAX_PENDING_BYTES: usize = 8 << 20;
+/// `SendMessageBatch` calls a standard-queue partition has in flight at once, at most (see
+/// `QUICK_SEND`). At 15 ms a call, 4 × 10 entries make about 2 700 jobs/s per partition.
+pub const SENDS_IN_FLIGHT: usize = 4;
+/// A `SendMessageBatch` answered within this lets the partition put one more batch in flight
+/// (up to `SENDS_IN_FLIGHT`); a slower one takes it back to one.
+pub const QUICK_SEND: TimeDelta = TimeDelta::milliseconds(250);
+/// `BatchWriteItem` calls removing sent jobs in flight at once per partition: 2 × 25 keeps up
+/// with 4 × 10.
+pub const DELETES_IN_FLIGHT: usize = 2;
+/// A crash re-sends at most this many jobs per partition: the batches in flight, the deletes in
+/// flight and a delete call not yet full. A batch is started only while it keeps the jobs sent
+/// and not yet removed within this bound.
+pub const MAX_UNDELETED_PER_PARTITION: usize =
+    SENDS_IN_FLIGHT * SQS_MAX_BATCH_ENTRIES + DELETES_IN_FLIGHT * DDB_MAX_BATCH_WRITE_ITEMS + DDB_MAX_BATCH_WRITE_ITEMS
+        - 1;
+
+/// What one poller run did. Serialised as the poller's reply.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RunSummary {
+    /// Messages SQS accepted.
+    pub dispatched: u64,
+    /// Jobs dropped because they would have been sent after `expires_at`.
+    pub expired: u64,
+    /// Jobs SQS rejected permanently, moved to the parked partition.
+    pub parked: u64,
+    /// Entries that failed for a retryable reason; they stay stored for the next run.
+    pub failed: u64,
+    /// Jobs found outside their time windows, moved to the next opening instead of sent.
+    pub moved: u64,
+    /// Partitions (queue × shard) worked.
+    pub partitions: u32,
+    /// Partitions skipped because another poller holds their lease.
+    pub busy_partitions: u32,
+    /// Whether every due job this run was responsible for was handed over.
+    pub drained: bool,
+    /// How overdue the oldest job found was, in seconds (0 when none was overdue).
+    pub backlog_age_s: f64,
+    /// Largest lateness (arrival after `perform_at`) of a dispatched job, in milliseconds.
+    pub max_lateness_ms: f64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+    /// Lateness of the first dispatched jobs (for the `Lateness` metric), not serialised.
+    #[serde(skip)]
+    pub lateness_sample_ms: Vec<f64>,
+}
+
+impl RunSummary {
+    fn merge(&mut self, o: RunSummary) {
+        self.dispatched += o.dispatched;
+        self.expired += o.expired;
+        self.parked += o.parked;
+        self.failed += o.failed;
+        self.moved += o.moved;
+        self.partitions += o.partitions;
+        self.busy_partitions += o.busy_partitions;
+        self.drained &= o.drained;
+        self.backlog_age_s = self.backlog_age_s.max(o.backlog_age_s);
+        self.max_lateness_ms = self.max_lateness_ms.max(o.max_lateness_ms);
+        self.errors.extend(o.errors);
+        let room = LATENESS_SAMPLE.saturating_sub(self.lateness_sample_ms.len());
+        self.lateness_sample_ms
+            .extend(o.lateness_sample_ms.into_iter().take(room));
+    }
+}
+
+/// A due job and the instant it should be sent.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    pub send_at: DateTime<Utc>,
+    pub job: StoredJob,
+    pub bytes: usize,
+}
+
+pub struct Dispatcher<S, Q, C> {
+    pub config: Arc<Config>,
+    pub store: S,
+    pub queue: Q,
+    pub clock: C,
+    /// `WAITER_MAX_RATE`'s arrivals per second per queue, kept across runs of this process.
+    pub budget: Option<ArrivalBudget>,
+}
+
+impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
+    pub fn new(config: Arc<Config>, store: S, queue: Q, clock: C) -> Self {
+        Self {
+            budget: config.max_rate.map(ArrivalBudget::new),
+            config,
+            store,
+            queue,
+            clock,
+        }
+    }
+
+    /// One poller run over every managed queue and shard. Standard and FIFO partitions have a
+    /// pool of `WAITER_CONCURRENCY` each, so FIFO runs holding for due jobs never delay the
+    /// standard ones.
+    pub async fn run(&self, deadline: DateTime<Utc>) -> RunSummary {
+        let owner = uuid::Uuid::new_v4().to_string();
+        let mut total = RunSummary {
+            drained: true,
+            ..RunSummary::default()
+        };
+        let (mut standard, mut fifo) = (Vec::new(), Vec::new());
+        for q in &self.config.queues {
+            // Every shard any past WAITER_SHARDS value maps to, so that no shard is left unread.
+            let shards = match self
+                .within(deadline - DRAIN_CUT, self.store.shard_counts(q, self.config.shards))
+                .await
+            {
+                Some(Ok(counts)) => counts.into_iter().max().unwrap_or(self.config.shards),
+                Some(Err(e)) => {
+                    report_error(&mut total, q, None, &e);
+                    self.config.shards
+                }
+                None => {
+                    total.errors.push(format!("{q}: reading the shard counts timed out"));
+                    total.drained = false;
+                    continue;
+                }
+            };
+            let target = if q.is_fifo() { &mut fifo } else { &mut standard };
+            target.extend((0..shards).map(|s| (q.clone(), s)));
+        }
+        let pool = |partitions: Vec<(QueueName, u32)>| {
+            let owner = owner.clone();
+            stream::iter(partitions)
+                .map(move |(q, s)| {
+                    let owner = owner.clone();
+                    async move { self.run_partition(&q, s, deadline, &owner).await }
+                })
+                .buffer_unordered(self.config.concurrency as usize)
+        };
+        let mut results = stream::select(pool(standard), pool(fifo));
+        while let Some(part) = results.next().await {
+            total.merge(part);
+        }
+        total
+    }
+
+    /// Runs `f` until the clock reaches `until`; `None` if it was cut (or never started).
+    async fn within<T>(&self, until: DateTime<Utc>, f: impl std::future::Future<Output = T>) -> Option<T> {
+        crate::ports::within(&self.clock, until, f).await
+    }
+
+    /// One shard of one queue, worked as a poller run works it (`reschedule` uses it for a job
+    /// it moved near).
+    pub async fn run_shard(&self, queue: &QueueName, shard: u32, deadline: DateTime<Utc>) -> RunSummary {
+        let owner = uuid::Uuid::new_v4().to_string();
+        self.run_partition(queue, shard, deadline, &owner).await
+    }
+}
+/// Records a partition's error in the summary and the log, with its source chain.
+fn report_error(sum: &mut RunSummary, queue: &QueueName, shard: Option<u32>, e: &PortError) {
+    let chain = display_chain(e);
+    match shard {
+        Some(shard) => {
+            error!(queue = %queue, shard, retryable = e.is_retryable(), error = %chain, "partition stopped");
+            sum.errors.push(format!("{queue}#{shard}: {chain}"));
+        }
+        None => {
+            error!(queue = %queue, retryable = e.is_retryable(), error = %chain, "queue skipped");
+            sum.errors.push(format!("{queue}: {chain}"));
+        }
+    }
+    sum.drained = false;
+}

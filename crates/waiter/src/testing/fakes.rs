@@ -1,0 +1,134 @@
+//! The fake queue, which records what was sent, and the fake clock.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use chrono::{DateTime, TimeDelta, Utc};
+
+#[allow(unused_imports)]
+use super::*;
+use crate::config::QueueName;
+use crate::error::PortError;
+use crate::ports::*;
+
+/// A message as the fake queue received it.
+#[derive(Debug, Clone)]
+pub struct Sent {
+    pub queue: QueueName,
+    pub message: OutgoingMessage,
+    pub at: DateTime<Utc>,
+}
+
+type EntryFault = Box<dyn Fn(&OutgoingMessage) -> Option<EntryOutcome> + Send + Sync>;
+type BatchFault = Box<dyn Fn(&[OutgoingMessage]) -> Option<PortError> + Send + Sync>;
+
+/// Records what was sent; can fail entries or whole batches on demand.
+#[derive(Clone, Default)]
+pub struct FakeQueue {
+    pub sent: Arc<Mutex<Vec<Sent>>>,
+    pub entry_fault: Arc<Mutex<Option<EntryFault>>>,
+    pub batch_fault: Arc<Mutex<Option<BatchFault>>>,
+    pub clock: FakeClock,
+}
+
+impl FakeQueue {
+    pub fn new(clock: FakeClock) -> Self {
+        Self {
+            clock,
+            ..Self::default()
+        }
+    }
+
+    pub fn sent(&self) -> Vec<Sent> {
+        self.sent.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl MessageQueue for FakeQueue {
+    async fn send(&self, queue: &QueueName, message: &OutgoingMessage) -> Result<String, PortError> {
+        match self.send_batch(queue, std::slice::from_ref(message)).await?.remove(0) {
+            EntryOutcome::Sent { message_id } => Ok(message_id),
+            EntryOutcome::Failed { code, .. } => Err(PortError::Rejected {
+                operation: "SendMessage",
+                code,
+                source: None,
+            }),
+        }
+    }
+
+    async fn send_batch(
+        &self,
+        queue: &QueueName,
+        messages: &[OutgoingMessage],
+    ) -> Result<Vec<EntryOutcome>, PortError> {
+        assert!(
+            messages.len() <= crate::limits::SQS_MAX_BATCH_ENTRIES,
+            "batch of {}",
+            messages.len()
+        );
+        if let Some(e) = self.batch_fault.lock().unwrap().as_ref().and_then(|f| f(messages)) {
+            return Err(e);
+        }
+        let at = self.clock.now();
+        let fault = self.entry_fault.lock().unwrap();
+        Ok(messages
+            .iter()
+            .map(|m| {
+                if let Some(failed) = fault.as_ref().and_then(|f| f(m)) {
+                    return failed;
+                }
+                self.sent.lock().unwrap().push(Sent {
+                    queue: queue.clone(),
+                    message: m.clone(),
+                    at,
+                });
+                EntryOutcome::Sent {
+                    message_id: uuid::Uuid::new_v4().to_string(),
+                }
+            })
+            .collect())
+    }
+}
+
+/// Wall time derived from tokio's clock, so with `start_paused = true` sleeps of concurrent
+/// tasks overlap as in real time and tests run instantly. `advance` adds a manual jump.
+#[derive(Clone)]
+pub struct FakeClock {
+    base: DateTime<Utc>,
+    start: tokio::time::Instant,
+    offset: Arc<Mutex<TimeDelta>>,
+}
+
+impl Default for FakeClock {
+    fn default() -> Self {
+        Self {
+            // A fixed, odd sub-second phase so alignment is exercised.
+            base: DateTime::parse_from_rfc3339("2026-12-01T09:00:00.123456Z")
+                .unwrap()
+                .with_timezone(&Utc),
+            start: tokio::time::Instant::now(),
+            offset: Arc::default(),
+        }
+    }
+}
+
+impl FakeClock {
+    pub fn advance(&self, d: TimeDelta) {
+        *self.offset.lock().unwrap() += d;
+    }
+}
+
+#[async_trait]
+impl Clock for FakeClock {
+    fn now(&self) -> DateTime<Utc> {
+        let elapsed = TimeDelta::from_std(self.start.elapsed()).unwrap();
+        self.base + elapsed + *self.offset.lock().unwrap()
+    }
+
+    async fn sleep_until(&self, t: DateTime<Utc>) {
+        if let Ok(d) = (t - self.now()).to_std() {
+            tokio::time::sleep(d).await;
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! Seeded fault injection, and the faulty store and queue that wrap the fakes with it.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use futures::stream::{self, BoxStream, StreamExt};
+
+#[allow(unused_imports)]
+use super::*;
+use crate::config::QueueName;
+use crate::error::PortError;
+use crate::ports::*;
+
+/// Where an injected fault strikes: before the call takes effect, or after (the reply is lost).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    None,
+    Before,
+    After,
+}
+
+/// Seeded fault injection shared by the fakes; off unless seeded. It can also make each call
+/// take a random time (paused tokio time), so that calls in flight at once finish in any order.
+#[derive(Clone, Default)]
+pub struct Faults {
+    /// The seeded schedule and the fault rate; `None` when off.
+    plan: Arc<Mutex<Option<(rand::rngs::StdRng, f64)>>>,
+    max_latency_ms: u64,
+}
+
+impl Faults {
+    pub fn seeded(seed: u64, rate: f64) -> Self {
+        use rand::SeedableRng;
+        Self {
+            plan: Arc::new(Mutex::new(Some((rand::rngs::StdRng::seed_from_u64(seed), rate)))),
+            max_latency_ms: 0,
+        }
+    }
+
+    /// Each call then takes from 0 to `max_ms` ms, drawn from the seeded schedule.
+    pub fn with_latency(self, max_ms: u64) -> Self {
+        Self {
+            max_latency_ms: max_ms,
+            ..self
+        }
+    }
+
+    pub async fn pause(&self) {
+        use rand::Rng;
+        let ms = match self.plan.lock().unwrap().as_mut() {
+            Some((rng, _)) if self.max_latency_ms > 0 => rng.random_range(0..=self.max_latency_ms),
+            _ => 0,
+        };
+        if ms > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
+    }
+
+    pub fn off(&self) {
+        *self.plan.lock().unwrap() = None;
+    }
+
+    pub fn roll(&self) -> Fault {
+        use rand::Rng;
+        let mut plan = self.plan.lock().unwrap();
+        let Some((rng, rate)) = plan.as_mut() else {
+            return Fault::None;
+        };
+        if !rng.random_bool(*rate) {
+            Fault::None
+        } else if rng.random_bool(0.5) {
+            Fault::Before
+        } else {
+            Fault::After
+        }
+    }
+
+    /// Whether one batch entry fails on its own (not sent).
+    pub fn entry_fails(&self) -> bool {
+        use rand::Rng;
+        self.plan
+            .lock()
+            .unwrap()
+            .as_mut()
+            .is_some_and(|(rng, rate)| rng.random_bool(*rate / 2.0))
+    }
+}
+
+fn injected(operation: &'static str) -> PortError {
+    PortError::Transient {
+        operation,
+        source: "injected fault".into(),
+    }
+}
+
+/// Runs `op` under the fault plan: it may fail before taking effect or after.
+macro_rules! faulty {
+    ($faults:expr, $name:literal, $op:expr) => {{
+        $faults.pause().await;
+        let fault = $faults.roll();
+        if fault == Fault::Before {
+            return Err(injected($name));
+        }
+        let out = $op;
+        if fault == Fault::After {
+            return Err(injected($name));
+        }
+        out
+    }};
+}
+
+/// A store whose every call may fail, before or after it takes effect.
+#[derive(Clone)]
+pub struct FaultyStore<S> {
+    pub inner: S,
+    pub faults: Faults,
+}
+
+#[async_trait]
+impl<S: JobStore> JobStore for FaultyStore<S> {
+    fn item_bytes(&self, job: &StoredJob) -> usize {
+        self.inner.item_bytes(job)
+    }
+    async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError> {
+        faulty!(self.faults, "PutItem", self.inner.put_new(job).await)
+    }
+    async fn read_any(&self, q: &QueueName, keys: &[JobKey]) -> Result<Vec<Found>, PortError> {
+        faulty!(self.faults, "BatchGetItem", self.inner.read_any(q, keys).await)
+    }
+    async fn record(&self, h: &History) -> Result<(), PortError> {
+        faulty!(self.faults, "PutItem", self.inner.record(h).await)
+    }
+    async fn cancel(
+        &self,
+        q: &QueueName,
+        k: &JobKey,
+        at: DateTime<Utc>,
+        record: Option<&History>,
+    ) -> Result<CancelOutcome, PortError> {
+        faulty!(
+            self.faults,
+            "TransactWriteItems",
+            self.inner.cancel(q, k, at, record).await
+        )
+    }
+    fn by_time<'a>(
+        &'a self,
+        q: &'a QueueName,
+        partition: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
+        if self.faults.roll() == Fault::None {
+            self.inner.by_time(q, partition, from, to)
+        } else {
+            stream::once(async { Err(injected("Query")) }).boxed()
+        }
+    }
+    async fn rewrite(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
+        faulty!(self.faults, "PutItem", self.inner.rewrite(current, next).await)
+    }
+    async fn count(
+        &self,
+        q: &QueueName,
+        p: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<u64, PortError> {
+        faulty!(self.faults, "Query", self.inner.count(q, p, from, to).await)
+    }
+    async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
+        faulty!(
+            self.faults,
+            "TransactWriteItems",
+            self.inner.replace(current, next).await
+        )
+    }
+    async fn parked(&self, q: &QueueName, limit: usize, after: Option<&str>) -> Result<Page<StoredJob>, PortError> {
+        faulty!(self.faults, "Query", self.inner.parked(q, limit, after).await)
+    }
+    async fn shard_counts(&self, q: &QueueName, current: u32) -> Result<Vec<u32>, PortError> {
+        faulty!(self.faults, "GetItem", self.inner.shard_counts(q, current).await)
+    }
+    async fn retire(&self, q: &QueueName, items: &[Retired]) -> Result<(), PortError> {
+        faulty!(self.faults, "BatchWriteItem", self.inner.retire(q, items).await)
+    }
+    async fn park(&self, job: &StoredJob, info: &ParkInfo) -> Result<(), PortError> {
+        faulty!(self.faults, "PutItem", self.inner.park(job, info).await)
+    }
+    async fn unpark(&self, parked: &StoredJob, into: &StoredJob) -> Result<PutOutcome, PortError> {
+        faulty!(self.faults, "PutItem", self.inner.unpark(parked, into).await)
+    }
+    async fn acquire_lease(
+        &self,
+        q: &QueueName,
+        shard: u32,
+        l: &Lease,
+        now: DateTime<Utc>,
+    ) -> Result<LeaseOutcome, PortError> {
+        faulty!(
+            self.faults,
+            "UpdateItem",
+            self.inner.acquire_lease(q, shard, l, now).await
+        )
+    }
+    async fn release_lease(&self, q: &QueueName, shard: u32, owner: &str) -> Result<(), PortError> {
+        faulty!(
+            self.faults,
+            "DeleteItem",
+            self.inner.release_lease(q, shard, owner).await
+        )
+    }
+}
+
+/// A queue whose calls may fail before or after sending, and whose batch entries may fail alone.
+#[derive(Clone)]
+pub struct FaultyQueue<Q> {
+    pub inner: Q,
+    pub faults: Faults,
+}
+
+#[async_trait]
+impl<Q: MessageQueue> MessageQueue for FaultyQueue<Q> {
+    async fn send(&self, queue: &QueueName, m: &OutgoingMessage) -> Result<String, PortError> {
+        faulty!(self.faults, "SendMessage", self.inner.send(queue, m).await)
+    }
+
+    async fn send_batch(
+        &self,
+        queue: &QueueName,
+        messages: &[OutgoingMessage],
+    ) -> Result<Vec<EntryOutcome>, PortError> {
+        faulty!(self.faults, "SendMessageBatch", {
+            let fails: Vec<bool> = messages.iter().map(|_| self.faults.entry_fails()).collect();
+            let passing: Vec<OutgoingMessage> = messages
+                .iter()
+                .zip(&fails)
+                .filter(|(_, f)| !**f)
+                .map(|(m, _)| m.clone())
+                .collect();
+            let mut sent = if passing.is_empty() {
+                Vec::new()
+            } else {
+                self.inner.send_batch(queue, &passing).await?
+            }
+            .into_iter();
+            let failed = || EntryOutcome::Failed {
+                code: "InternalError".into(),
+                message: "injected entry failure".into(),
+                sender_fault: false,
+            };
+            Ok(fails
+                .iter()
+                .map(|f| {
+                    if *f {
+                        failed()
+                    } else {
+                        sent.next().unwrap_or_else(failed)
+                    }
+                })
+                .collect())
+        })
+    }
+}

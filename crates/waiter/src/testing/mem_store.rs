@@ -1,0 +1,352 @@
+//! The in-memory store: the contract's semantics (conditional put, lease-aware cancel, paged
+//! due query) without any AWS types.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use futures::stream::{self, BoxStream, StreamExt};
+
+#[allow(unused_imports)]
+use super::*;
+use crate::config::QueueName;
+use crate::error::PortError;
+use crate::ports::*;
+
+#[derive(Default)]
+pub struct MemState {
+    pub items: BTreeMap<Key, StoredJob>,
+    /// History records, each in place of the job it was (never in the index).
+    pub history: BTreeMap<Key, History>,
+    pub leases: HashMap<(QueueName, u32), Lease>,
+    pub shard_counts: HashMap<QueueName, Vec<u32>>,
+    /// What the due index shows: `items` as it was `index_lag` ago (a GSI is eventually
+    /// consistent), fed by `index_log`.
+    index: BTreeMap<Key, StoredJob>,
+    index_log: VecDeque<(tokio::time::Instant, Key, Option<StoredJob>)>,
+}
+
+#[derive(Clone)]
+pub struct MemStore {
+    pub state: Arc<Mutex<MemState>>,
+    pub page_size: usize,
+    /// How far the due index trails the table.
+    pub index_lag: std::time::Duration,
+    /// When set, every delete fails (after nothing was removed), as a DynamoDB outage would.
+    pub fail_deletes: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Default for MemStore {
+    fn default() -> Self {
+        Self {
+            state: Arc::default(),
+            page_size: 7,
+            index_lag: std::time::Duration::ZERO,
+            fail_deletes: Arc::default(),
+        }
+    }
+}
+
+impl MemState {
+    /// Every change to an item goes through here, so the index sees it, `lag` later.
+    fn write(&mut self, k: Key, v: Option<StoredJob>, lag: std::time::Duration) {
+        match &v {
+            Some(j) => {
+                self.history.remove(&k);
+                self.items.insert(k.clone(), j.clone())
+            }
+            None => self.items.remove(&k),
+        };
+        self.index_log.push_back((tokio::time::Instant::now() + lag, k, v));
+    }
+
+    fn catch_up_index(&mut self) {
+        let now = tokio::time::Instant::now();
+        while self.index_log.front().is_some_and(|(at, _, _)| *at <= now) {
+            if let Some((_, k, v)) = self.index_log.pop_front() {
+                match v {
+                    Some(j) => self.index.insert(k, j),
+                    None => self.index.remove(&k),
+                };
+            }
+        }
+    }
+}
+
+fn mem_key(queue: &QueueName, partition: &Partition, job_id: &str) -> Key {
+    (queue.clone(), partition.clone(), job_id.to_owned())
+}
+
+impl MemStore {
+    pub fn len(&self) -> usize {
+        self.state.lock().unwrap().items.len()
+    }
+
+    pub fn get(&self, queue: &QueueName, partition: Partition, job_id: &str) -> Option<StoredJob> {
+        self.state
+            .lock()
+            .unwrap()
+            .items
+            .get(&mem_key(queue, &partition, job_id))
+            .cloned()
+    }
+
+    pub fn insert(&self, job: StoredJob) {
+        let k = mem_key(&job.job.queue, &job.partition, &job.job.job_id);
+        self.state.lock().unwrap().write(k, Some(job), self.index_lag);
+    }
+
+    fn remove(&self, queue: &QueueName, key: &JobKey) -> Option<StoredJob> {
+        let k = mem_key(queue, &key.partition, &key.job_id);
+        let mut s = self.state.lock().unwrap();
+        let old = s.items.get(&k).cloned();
+        if old.is_some() {
+            s.write(k, None, self.index_lag);
+        }
+        old
+    }
+}
+
+#[async_trait]
+impl JobStore for MemStore {
+    fn item_bytes(&self, job: &StoredJob) -> usize {
+        job.job.message_bytes() + 200
+    }
+
+    async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError> {
+        let k = mem_key(&job.job.queue, &job.partition, &job.job.job_id);
+        let mut s = self.state.lock().unwrap();
+        if let Some(existing) = s.items.get(&k) {
+            return Ok(PutOutcome::Duplicate(Box::new(existing.clone())));
+        }
+        if let Some(done) = s.history.get(&k).filter(|h| h.is_live(job.enqueued_at)) {
+            return Ok(PutOutcome::Done(Box::new(done.clone())));
+        }
+        s.write(k, Some(job.clone()), self.index_lag);
+        Ok(PutOutcome::Created)
+    }
+
+    async fn read_any(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<Found>, PortError> {
+        let s = self.state.lock().unwrap();
+        Ok(keys
+            .iter()
+            .filter_map(|k| {
+                let k = mem_key(queue, &k.partition, &k.job_id);
+                s.items
+                    .get(&k)
+                    .cloned()
+                    .map(Found::Job)
+                    .or_else(|| s.history.get(&k).cloned().map(Found::History))
+            })
+            .collect())
+    }
+
+    async fn record(&self, history: &History) -> Result<(), PortError> {
+        let k = mem_key(&history.queue, &history.partition, &history.job_id);
+        let mut s = self.state.lock().unwrap();
+        if !s.items.contains_key(&k) {
+            s.history.insert(k, history.clone());
+        }
+        Ok(())
+    }
+
+    async fn cancel(
+        &self,
+        queue: &QueueName,
+        key: &JobKey,
+        perform_at: DateTime<Utc>,
+        record: Option<&History>,
+    ) -> Result<CancelOutcome, PortError> {
+        if let Partition::Shard(shard) = key.partition {
+            let s = self.state.lock().unwrap();
+            if s.leases
+                .get(&(queue.clone(), shard))
+                .is_some_and(|l| l.horizon >= perform_at)
+            {
+                return Ok(CancelOutcome::Dispatching);
+            }
+        }
+        Ok(match self.remove(queue, key) {
+            Some(_) => {
+                if let Some(h) = record {
+                    let k = mem_key(queue, &key.partition, &key.job_id);
+                    self.state.lock().unwrap().history.insert(k, h.clone());
+                }
+                CancelOutcome::Cancelled
+            }
+            None => CancelOutcome::NotFound,
+        })
+    }
+
+    fn by_time<'a>(
+        &'a self,
+        queue: &'a QueueName,
+        partition: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
+        let mut due: Vec<StoredJob> = {
+            let mut s = self.state.lock().unwrap();
+            s.catch_up_index();
+            s.index
+                .values()
+                .filter(|j| {
+                    &j.job.queue == queue && j.partition == partition && (from..=to).contains(&j.job.perform_at)
+                })
+                .cloned()
+                .collect()
+        };
+        // A GSI keeps no order among equal sort keys: neither does this.
+        due.sort_by_key(|j| (j.job.perform_at, std::cmp::Reverse(j.job.job_id.clone())));
+        let pages: Vec<_> = due.chunks(self.page_size.max(1)).map(|c| Ok(c.to_vec())).collect();
+        stream::iter(pages).boxed()
+    }
+
+    async fn parked(&self, queue: &QueueName, limit: usize, after: Option<&str>) -> Result<Page<StoredJob>, PortError> {
+        let s = self.state.lock().unwrap();
+        let mut items: Vec<StoredJob> = s
+            .items
+            .values()
+            .filter(|j| {
+                &j.job.queue == queue
+                    && j.partition == Partition::Parked
+                    && after.is_none_or(|a| j.job.job_id.as_str() > a)
+            })
+            .take(limit.saturating_add(1))
+            .cloned()
+            .collect();
+        let next = (items.len() > limit).then(|| {
+            items.truncate(limit);
+            items.last().map(|j| j.job.job_id.clone())
+        });
+        Ok(Page {
+            items,
+            next: next.flatten(),
+        })
+    }
+
+    async fn shard_counts(&self, queue: &QueueName, current: u32) -> Result<Vec<u32>, PortError> {
+        let mut s = self.state.lock().unwrap();
+        let counts = s.shard_counts.entry(queue.clone()).or_default();
+        if !counts.contains(&current) {
+            counts.push(current);
+            counts.sort_unstable();
+        }
+        Ok(counts.clone())
+    }
+
+    async fn retire(&self, queue: &QueueName, items: &[Retired]) -> Result<(), PortError> {
+        if self.fail_deletes.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(PortError::Transient {
+                operation: "BatchWriteItem",
+                source: "injected: deletes fail".into(),
+            });
+        }
+        for r in items {
+            self.remove(queue, &r.key);
+            // A put in place of the delete: unconditional, as in BatchWriteItem.
+            if let Some(h) = &r.record {
+                let k = mem_key(queue, &r.key.partition, &r.key.job_id);
+                self.state.lock().unwrap().history.insert(k, h.clone());
+            }
+        }
+        Ok(())
+    }
+
+    async fn park(&self, job: &StoredJob, info: &ParkInfo) -> Result<(), PortError> {
+        let mut parked = job.clone();
+        parked.partition = Partition::Parked;
+        parked.parked = Some(info.clone());
+        self.insert(parked);
+        self.remove(&job.job.queue, &job.key());
+        Ok(())
+    }
+
+    async fn unpark(&self, parked: &StoredJob, into: &StoredJob) -> Result<PutOutcome, PortError> {
+        let outcome = self.put_new(into).await?;
+        if outcome == PutOutcome::Created {
+            self.remove(&parked.job.queue, &parked.key());
+        }
+        Ok(outcome)
+    }
+
+    async fn acquire_lease(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        lease: &Lease,
+        now: DateTime<Utc>,
+    ) -> Result<LeaseOutcome, PortError> {
+        let mut s = self.state.lock().unwrap();
+        let k = (queue.clone(), shard);
+        match s.leases.get(&k) {
+            Some(l) if l.until >= now && l.owner != lease.owner => Ok(LeaseOutcome::Held(Some(l.clone()))),
+            previous => {
+                let horizon = previous.map_or(lease.horizon, |p| p.horizon.max(lease.horizon));
+                let inherited = previous.is_some_and(|p| p.owner != lease.owner);
+                s.leases.insert(
+                    k,
+                    Lease {
+                        horizon,
+                        ..lease.clone()
+                    },
+                );
+                Ok(LeaseOutcome::Acquired { horizon, inherited })
+            }
+        }
+    }
+
+    async fn count(
+        &self,
+        queue: &QueueName,
+        partition: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<u64, PortError> {
+        let mut s = self.state.lock().unwrap();
+        s.catch_up_index();
+        Ok(s.index
+            .values()
+            .filter(|j| &j.job.queue == queue && j.partition == partition && (from..=to).contains(&j.job.perform_at))
+            .count() as u64)
+    }
+
+    async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
+        let queue = &current.job.queue;
+        let k = mem_key(queue, &current.partition, &current.job.job_id);
+        let mut s = self.state.lock().unwrap();
+        if let Partition::Shard(shard) = current.partition {
+            if s.leases
+                .get(&(queue.clone(), shard))
+                .is_some_and(|l| l.horizon >= current.job.perform_at)
+            {
+                return Ok(ReplaceOutcome::Dispatching);
+            }
+        }
+        if s.items.get(&k).is_none_or(|stored| stored.version != current.version) {
+            return Ok(ReplaceOutcome::Changed);
+        }
+        s.write(k, Some(next.clone()), self.index_lag);
+        Ok(ReplaceOutcome::Replaced)
+    }
+
+    async fn rewrite(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
+        let k = mem_key(&current.job.queue, &current.partition, &current.job.job_id);
+        let mut s = self.state.lock().unwrap();
+        if s.items.get(&k).is_none_or(|stored| stored.version != current.version) {
+            return Ok(ReplaceOutcome::Changed);
+        }
+        s.write(k, Some(next.clone()), self.index_lag);
+        Ok(ReplaceOutcome::Replaced)
+    }
+
+    async fn release_lease(&self, queue: &QueueName, shard: u32, owner: &str) -> Result<(), PortError> {
+        let mut s = self.state.lock().unwrap();
+        let k = (queue.clone(), shard);
+        if s.leases.get(&k).is_some_and(|l| l.owner == owner) {
+            s.leases.remove(&k);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,194 @@
+//! The replies of `enqueue`'s actions, built as the contract's types: one shape per job state,
+//! shared by every action. The field names live once, in `sqs_waiter_contract`.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use serde::Serialize;
+use sqs_waiter_contract::{
+    BatchReply, BatchResult, CancelManyReply, FailedStatus, Failure, JobReply, JobStatus, ListReply, MessageAttribute,
+    ParkedError, ParkedReply, RedriveAllReply, StatsReply, Window,
+};
+
+use crate::config::QueueName;
+use crate::error::HandlerError;
+use crate::job::{AttributeData, Attributes, Job};
+use crate::ports::{Found, History, HistoryStatus, StoredJob};
+use crate::time::format_epoch;
+use crate::windows::Windows;
+
+/// What one invocation of `enqueue` answers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Reply {
+    Job(Box<JobReply>),
+    Batch(BatchReply),
+    List(ListReply),
+    Parked(ParkedReply),
+    CancelMany(CancelManyReply),
+    RedriveAll(RedriveAllReply),
+    Stats(Box<StatsReply>),
+}
+
+impl From<JobReply> for Reply {
+    fn from(r: JobReply) -> Self {
+        Self::Job(Box::new(r))
+    }
+}
+
+impl Reply {
+    /// The reply as the invocation returns it.
+    pub fn to_value(&self) -> serde_json::Value {
+        // Every field is a string, number, bool, list or map with string keys.
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+/// A failed job of a batch: `{"status": "error", "error": {...}}`.
+pub(crate) fn error_result(e: &HandlerError) -> BatchResult {
+    BatchResult::Failed {
+        status: FailedStatus::Error,
+        error: Failure {
+            error_type: e.kind(),
+            message: e.message(),
+            retryable: e.is_retryable(),
+        },
+    }
+}
+
+/// A reply naming only the job: `not_found`, `cancelled`, `dispatching`, `conflict`, ...
+pub(crate) fn status_only(status: JobStatus, queue: &QueueName, job_id: &str) -> JobReply {
+    JobReply {
+        status,
+        job_id: job_id.to_owned(),
+        queue: queue.as_str().to_owned(),
+        duplicate: None,
+        perform_at: None,
+        perform_at_epoch: None,
+        enqueued_at: None,
+        message_id: None,
+        delay_seconds: None,
+        message_body: None,
+        message_attributes: None,
+        expires_at: None,
+        message_group_id: None,
+        message_deduplication_id: None,
+        windows: None,
+        time_zone: None,
+        version: None,
+        parked_at: None,
+        error: None,
+        sent_at: None,
+        cancelled_at: None,
+        expired_at: None,
+    }
+}
+
+/// The reply to a request naming a job that exists already: nothing was changed.
+pub(crate) fn duplicate(existing: &Found) -> JobReply {
+    match existing {
+        Found::Job(j) => reply(j, JobStatus::Scheduled, true),
+        Found::History(h) => JobReply {
+            duplicate: Some(true),
+            ..describe_history(h)
+        },
+    }
+}
+
+/// What `get` shows of a job that left the table.
+pub(crate) fn describe_history(h: &History) -> JobReply {
+    let status = match h.status {
+        HistoryStatus::Dispatched => JobStatus::Dispatched,
+        HistoryStatus::Cancelled => JobStatus::Cancelled,
+        HistoryStatus::Expired => JobStatus::Expired,
+    };
+    let mut r = JobReply {
+        perform_at: Some(h.perform_at),
+        version: Some(h.version),
+        ..status_only(status, &h.queue, &h.job_id)
+    };
+    match h.status {
+        HistoryStatus::Dispatched => {
+            r.sent_at = Some(h.at);
+            r.message_id = h.message_id.clone();
+        }
+        HistoryStatus::Cancelled => r.cancelled_at = Some(h.at),
+        HistoryStatus::Expired => r.expired_at = Some(h.at),
+    }
+    r
+}
+
+pub(crate) fn reply(stored: &StoredJob, status: JobStatus, duplicate: bool) -> JobReply {
+    reply_for_job(&stored.job, status, duplicate)
+}
+
+pub(crate) fn reply_for_job(job: &Job, status: JobStatus, duplicate: bool) -> JobReply {
+    JobReply {
+        duplicate: Some(duplicate),
+        perform_at: Some(job.perform_at),
+        ..status_only(status, &job.queue, &job.job_id)
+    }
+}
+
+/// The full view of a stored job, for `get`, `list` and `list_parked`.
+pub(crate) fn describe(stored: &StoredJob) -> JobReply {
+    let job = &stored.job;
+    let status = if stored.parked.is_some() {
+        JobStatus::Parked
+    } else {
+        JobStatus::Scheduled
+    };
+    let (windows, time_zone) = match &job.windows {
+        Some(w) => {
+            let (spans, zone) = windows_view(w);
+            (Some(spans), Some(zone))
+        }
+        None => (None, None),
+    };
+    JobReply {
+        perform_at: Some(job.perform_at),
+        perform_at_epoch: Some(format_epoch(job.perform_at).parse::<f64>().unwrap_or_default()),
+        enqueued_at: Some(stored.enqueued_at),
+        message_body: Some(job.message_body.clone()),
+        message_attributes: (!job.message_attributes.is_empty()).then(|| attributes_view(&job.message_attributes)),
+        expires_at: job.expires_at,
+        message_group_id: job.message_group_id.clone(),
+        message_deduplication_id: job.message_deduplication_id.clone(),
+        windows,
+        time_zone,
+        version: Some(stored.version),
+        parked_at: stored.parked.as_ref().map(|p| p.parked_at),
+        error: stored.parked.as_ref().map(|p| ParkedError {
+            code: p.code.clone(),
+            message: p.message.clone(),
+        }),
+        ..status_only(status, &job.queue, &job.job_id)
+    }
+}
+
+/// Message attributes as requests give them (binary values in standard base64).
+fn attributes_view(attributes: &Attributes) -> BTreeMap<String, MessageAttribute> {
+    attributes
+        .iter()
+        .map(|(name, a)| {
+            let value = match &a.data {
+                AttributeData::String(s) => MessageAttribute::typed(a.data_type.clone(), s.clone()),
+                AttributeData::Binary(b) => MessageAttribute {
+                    data_type: a.data_type.clone(),
+                    string_value: None,
+                    binary_value: Some(base64::engine::general_purpose::STANDARD.encode(b)),
+                },
+            };
+            (name.clone(), value)
+        })
+        .collect()
+}
+
+/// Windows as requests give them: the spans and the zone's name.
+fn windows_view(w: &Windows) -> (Vec<Window>, String) {
+    let (spans, zone) = w.spans_and_zone();
+    (
+        spans.into_iter().map(|(from, to)| Window::new(from, to)).collect(),
+        zone,
+    )
+}

@@ -1,0 +1,167 @@
+//! AWS calls per operation, and enqueue throughput.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{TimeDelta, Utc};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::runtime_api::{binary_path, Profile};
+use crate::{Emulator, Function};
+
+#[allow(unused_imports)]
+use super::*;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ApiEfficiency {
+    pub jobs: usize,
+    /// `WAITER_HISTORY_DAYS` of the run (0: history off).
+    pub history_days: u32,
+    pub calls: std::collections::BTreeMap<String, usize>,
+    /// 1 PutItem per job, 1 SendMessageBatch per 10, 1 BatchWriteItem per 25, plus the Query pages read.
+    pub floor: usize,
+    /// PutItem + SendMessageBatch + BatchWriteItem + Query, the calls the floor counts.
+    pub data_calls: usize,
+    pub ratio_to_floor: f64,
+    /// Lease writes (UpdateItem to take, DeleteItem to release): per partition per run, not per job.
+    pub lease_calls: usize,
+    pub poller_runs: usize,
+    /// On-demand cost per million jobs, USD.
+    pub cost_per_million: std::collections::BTreeMap<String, f64>,
+}
+
+/// Counts every AWS call per operation (through the proxy, faults off) for `jobs` long-delay
+/// jobs, end to end: enqueue in batches of 100, then poller runs until the table is empty.
+pub async fn api_efficiency(jobs: usize, shards: u32, history_days: u32, profile: Profile) -> ApiEfficiency {
+    let emu = Emulator::start().await;
+    let url = emu.create_queue("orders").await;
+    emu.create_table("orders").await;
+    let proxy = crate::proxy::FaultProxy::start(&emu.endpoint, 0, 0.0).await;
+    let shards_s = shards.to_string();
+    let history_s = history_days.to_string();
+    let env = emu.function_env_via(
+        &proxy.endpoint,
+        &[
+            ("WAITER_QUEUES", "orders"),
+            ("WAITER_DIRECT_MAX_DELAY", "0"),
+            ("WAITER_LOOKAHEAD", "0"),
+            ("WAITER_SHARDS", &shards_s),
+            ("WAITER_HISTORY_DAYS", &history_s),
+            ("RUST_LOG", "warn"),
+        ],
+    );
+    let mut enqueue = Function::start_binary(binary_path("enqueue", profile), "enqueue", &env).await;
+    let mut poller = Function::start_binary(binary_path("poller", profile), "poller", &env).await;
+    // Far enough out that every job is stored however long the enqueueing takes.
+    let due_at = Utc::now() + TimeDelta::seconds(15);
+    let due = rfc3339(due_at);
+    for chunk in 0..jobs.div_ceil(100) {
+        let batch: Vec<Value> = (chunk * 100..((chunk + 1) * 100).min(jobs))
+            .map(|i| json!({"queue": "orders", "job_id": format!("j{i}"), "message_body": format!("{{\"order\":{i}}}"), "perform_at": due}))
+            .collect();
+        enqueue.invoke(&json!({"jobs": batch})).await.expect("enqueue");
+    }
+    if let Ok(wait) = (due_at - Utc::now() + TimeDelta::seconds(1)).to_std() {
+        tokio::time::sleep(wait).await;
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let arrivals: Arrivals = Arc::default();
+    let consumer = spawn_consumer(emu.sqs.clone(), url, arrivals.clone(), stop.clone());
+    let mut poller_runs = 0;
+    loop {
+        let s = poller.invoke(&json!({})).await.expect("poller");
+        poller_runs += 1;
+        if s["drained"] == true || poller_runs >= 20 {
+            break;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = consumer.await;
+    let ops = [
+        "PutItem",
+        "SendMessageBatch",
+        "BatchWriteItem",
+        "Query",
+        "UpdateItem",
+        "DeleteItem",
+        "GetQueueUrl",
+        "BatchGetItem",
+        "GetItem",
+        "SendMessage",
+    ];
+    let calls: std::collections::BTreeMap<String, usize> =
+        ops.iter().map(|o| (o.to_string(), proxy.calls(o))).collect();
+    let query_pages = calls["Query"];
+    // The consistent re-read reads at most 100 keys a call, per partition.
+    let floor = jobs + jobs.div_ceil(10) + jobs.div_ceil(25) + jobs.div_ceil(100) + query_pages;
+    let data_calls =
+        calls["PutItem"] + calls["SendMessageBatch"] + calls["BatchWriteItem"] + calls["BatchGetItem"] + query_pages;
+    // Public on-demand prices: DynamoDB $0.625 per million write request units (an item of up to
+    // 1 KB; the GSI costs the same again on put and on delete), SQS $0.40 per million requests
+    // (a batch of 10 small messages is one), Lambda $0.20 per million requests.
+    let per_job = |n: usize| n as f64 / jobs as f64;
+    let dynamodb_writes = per_job(calls["PutItem"] + jobs) * 2.0 * 0.625;
+    // The consistent re-read: 1 read request unit per job (items under 4 KB) at $0.125 per
+    // million; the index Query reads are eventually consistent and a fraction of that.
+    let dynamodb_reads = per_job(jobs) * 0.125;
+    let sqs = per_job(calls["SendMessageBatch"]) * 0.40;
+    let lambda_batched = 0.01 * 0.20;
+    let mut cost = std::collections::BTreeMap::new();
+    cost.insert("dynamodb_writes_incl_gsi".into(), dynamodb_writes);
+    cost.insert("dynamodb_consistent_reads".into(), dynamodb_reads);
+    cost.insert("sqs_send".into(), sqs);
+    cost.insert("lambda_enqueue_requests_batched_100".into(), lambda_batched);
+    cost.insert("lambda_enqueue_requests_one_per_job".into(), 0.20);
+    cost.insert(
+        "total_batched".into(),
+        dynamodb_writes + dynamodb_reads + sqs + lambda_batched,
+    );
+    cost.insert("eventbridge_scheduler_reference".into(), 1.00);
+    ApiEfficiency {
+        jobs,
+        history_days,
+        lease_calls: calls["UpdateItem"] + calls["DeleteItem"],
+        calls,
+        floor,
+        data_calls,
+        ratio_to_floor: data_calls as f64 / floor as f64,
+        poller_runs,
+        cost_per_million: cost,
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EnqueueThroughput {
+    pub jobs: usize,
+    pub batch: usize,
+    pub seconds: f64,
+    pub jobs_per_s: f64,
+}
+
+/// Jobs per second through the release `enqueue` with batches of 100, stored path, on moto.
+pub async fn enqueue_throughput(jobs: usize, profile: Profile) -> EnqueueThroughput {
+    let emu = Emulator::start().await;
+    emu.create_queue("orders").await;
+    emu.create_table("orders").await;
+    let env = emu.function_env(&[
+        ("WAITER_QUEUES", "orders"),
+        ("WAITER_DIRECT_MAX_DELAY", "0"),
+        ("RUST_LOG", "warn"),
+    ]);
+    let mut enqueue = Function::start_binary(binary_path("enqueue", profile), "enqueue", &env).await;
+    let t = Instant::now();
+    for chunk in 0..jobs.div_ceil(100) {
+        let batch: Vec<Value> = (chunk * 100..((chunk + 1) * 100).min(jobs))
+            .map(|i| json!({"queue": "orders", "job_id": format!("t{i}"), "message_body": format!("{{\"order\":{i}}}"), "delay_seconds": 3600}))
+            .collect();
+        enqueue.invoke(&json!({"jobs": batch})).await.expect("enqueue");
+    }
+    let seconds = t.elapsed().as_secs_f64();
+    EnqueueThroughput {
+        jobs,
+        batch: 100,
+        seconds,
+        jobs_per_s: jobs as f64 / seconds,
+    }
+}

@@ -1,0 +1,203 @@
+//! The e2e rig: an emulator, queues and their tables, and both functions started on them.
+
+use std::time::Duration;
+
+use crate::proxy::FaultProxy;
+use crate::{Emulator, Env, Function};
+use serde_json::{json, Value};
+
+/// One emulator with queues, a table per queue, an optional fault proxy in front of the
+/// emulator, and the environment both functions run with. Every e2e setup starts here.
+pub struct Rig {
+    pub emu: Emulator,
+    pub proxy: Option<FaultProxy>,
+    pub urls: Vec<String>,
+    pub env: Env,
+}
+
+/// How to build a [`Rig`]: `Rig::builder(&["orders"]).proxy(7, 0.0).settings(&[...]).start()`.
+pub struct RigBuilder<'a> {
+    queues: &'a [&'a str],
+    table_prefix: &'a str,
+    proxy: Option<(u64, f64)>,
+    settings: Vec<(&'a str, &'a str)>,
+}
+
+impl Rig {
+    /// Queues named `queues`, each with its table; no table prefix, no proxy, no settings.
+    pub fn builder<'a>(queues: &'a [&'a str]) -> RigBuilder<'a> {
+        RigBuilder {
+            queues,
+            table_prefix: "",
+            proxy: None,
+            settings: Vec::new(),
+        }
+    }
+
+    /// The fault proxy; panics if the rig was built without one.
+    pub fn proxy(&self) -> &FaultProxy {
+        self.proxy.as_ref().expect("the rig was built with a fault proxy")
+    }
+}
+
+impl<'a> RigBuilder<'a> {
+    /// Tables are named `{prefix}{queue}` (`WAITER_TABLE_PREFIX`).
+    pub fn table_prefix(mut self, prefix: &'a str) -> Self {
+        self.table_prefix = prefix;
+        self
+    }
+
+    /// The functions reach the emulator through a fault proxy with this seed and fault rate.
+    pub fn proxy(mut self, seed: u64, rate: f64) -> Self {
+        self.proxy = Some((seed, rate));
+        self
+    }
+
+    /// `WAITER_*` settings, after `WAITER_QUEUES` and `WAITER_TABLE_PREFIX`.
+    pub fn settings(mut self, settings: &[(&'a str, &'a str)]) -> Self {
+        self.settings.extend_from_slice(settings);
+        self
+    }
+
+    /// Starts the emulator (and the proxy) and creates the queues and tables.
+    pub async fn start(self) -> Rig {
+        let emu = Emulator::start().await;
+        let mut urls = Vec::new();
+        for q in self.queues {
+            urls.push(emu.create_queue(q).await);
+            emu.create_table(&format!("{}{q}", self.table_prefix)).await;
+        }
+        let joined = self.queues.join(",");
+        let mut all: Vec<(&str, &str)> = vec![("WAITER_QUEUES", &joined)];
+        if !self.table_prefix.is_empty() {
+            all.push(("WAITER_TABLE_PREFIX", self.table_prefix));
+        }
+        all.extend_from_slice(&self.settings);
+        let proxy = match self.proxy {
+            Some((seed, rate)) => Some(FaultProxy::start(&emu.endpoint, seed, rate).await),
+            None => None,
+        };
+        let env = match &proxy {
+            Some(p) => emu.function_env_via(&p.endpoint, &all),
+            None => emu.function_env(&all),
+        };
+        Rig { emu, proxy, urls, env }
+    }
+}
+
+/// One queue, `orders`, with its table `orders`, behind a fault proxy: what the fault and crash
+/// tests drive.
+pub struct Proxied {
+    pub emu: Emulator,
+    pub proxy: FaultProxy,
+    pub url: String,
+    pub env: Env,
+}
+
+/// Starts a [`Proxied`] rig with the proxy's `seed` and fault `rate`, and `settings`.
+pub async fn orders_via_proxy(seed: u64, rate: f64, settings: &[(&str, &str)]) -> Proxied {
+    let Rig {
+        emu,
+        proxy,
+        mut urls,
+        env,
+    } = Rig::builder(&["orders"])
+        .proxy(seed, rate)
+        .settings(settings)
+        .start()
+        .await;
+    Proxied {
+        emu,
+        proxy: proxy.expect("built with a proxy"),
+        url: urls.remove(0),
+        env,
+    }
+}
+
+pub struct Setup {
+    pub emu: Emulator,
+    pub enqueue: Function,
+    pub poller: Function,
+    pub urls: Vec<String>,
+    pub env: crate::Env,
+}
+
+/// Starts moto, creates the queues and their tables (`waiter-{queue}`), starts both functions
+/// with `settings`.
+pub async fn setup(queues: &[&str], settings: &[(&str, &str)]) -> Setup {
+    let Rig { emu, urls, env, .. } = Rig::builder(queues)
+        .table_prefix("waiter-")
+        .settings(settings)
+        .start()
+        .await;
+    let enqueue = Function::start("enqueue", &env).await;
+    let poller = Function::start("poller", &env).await;
+    Setup {
+        emu,
+        enqueue,
+        poller,
+        urls,
+        env,
+    }
+}
+
+impl Setup {
+    pub async fn enqueue_ok(&mut self, req: Value) -> Value {
+        self.enqueue.invoke_ok(&req).await
+    }
+
+    pub async fn poll(&mut self) -> Value {
+        self.poller.invoke_ok(&json!({})).await
+    }
+
+    /// Runs the poller every `every` while collecting messages from queue `i`, until `expect`
+    /// messages arrived or `within` passed.
+    pub async fn poll_and_receive(
+        &mut self,
+        i: usize,
+        expect: usize,
+        every: Duration,
+        within: Duration,
+    ) -> Vec<crate::emulator::Received> {
+        let until = std::time::Instant::now() + within;
+        let mut got = Vec::new();
+        while got.len() < expect && std::time::Instant::now() < until {
+            self.poll().await;
+            let url = self.urls[i].clone();
+            got.extend(self.emu.receive_for(&url, every, expect - got.len()).await);
+        }
+        // Anything else that arrives shortly after is a duplicate worth seeing.
+        let url = self.urls[i].clone();
+        got.extend(
+            self.emu
+                .receive_for(&url, Duration::from_millis(1500), usize::MAX)
+                .await,
+        );
+        got
+    }
+
+    pub async fn table_len(&self, queue: &str) -> usize {
+        self.emu.job_count(&format!("waiter-{queue}")).await
+    }
+}
+
+pub fn in_secs(s: f64) -> String {
+    (chrono::Utc::now() + chrono::TimeDelta::milliseconds((s * 1000.0) as i64))
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+pub fn parse_time(s: &str) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::parse_from_rfc3339(s)
+        .expect("rfc3339")
+        .with_timezone(&chrono::Utc)
+}
+
+/// The counts of a `stats` reply's histogram, bucket by bucket.
+pub fn histogram_counts(stats: &Value) -> Vec<u64> {
+    stats["histogram"]
+        .as_array()
+        .expect("histogram")
+        .iter()
+        .map(|b| b["count"].as_u64().expect("count"))
+        .collect()
+}
