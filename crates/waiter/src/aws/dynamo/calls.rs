@@ -58,46 +58,48 @@ impl DynamoStore {
     /// One `BatchGetItem` of at most 100 keys, retrying what comes back unprocessed.
     pub(super) async fn read_chunk(&self, queue: &QueueName, chunk: &[JobKey]) -> Result<Vec<Found>, PortError> {
         let table = self.table(queue);
-        let mut found: Vec<Found> = Vec::new();
-        let mut request = Some(
-            KeysAndAttributes::builder()
-                .set_keys(Some(chunk.iter().map(|k| key(queue, k)).collect()))
-                .consistent_read(true)
-                .build()
-                .map_err(|e| internal("BatchGetItem", e))?,
-        );
-        let mut attempt = 0;
-        while let Some(req) = request.take() {
-            let out = self
-                .client
-                .batch_get_item()
-                .request_items(&table, req)
-                .send()
-                .await
-                .map_err(|e| classify("BatchGetItem", &self.resource(queue), e))?;
-            for item in out.responses.unwrap_or_default().remove(&table).unwrap_or_default() {
-                match decode_any(queue, &item) {
-                    Ok(j) => found.push(j),
-                    Err(reason) => error!(queue = %queue, reason, "unreadable item skipped"),
-                }
-            }
-            request = out
-                .unprocessed_keys
-                .unwrap_or_default()
-                .remove(&table)
-                .filter(|k| !k.keys.is_empty());
-            if request.is_some() {
-                attempt += 1;
-                if attempt > UNPROCESSED_ATTEMPTS {
-                    return Err(PortError::Throttled {
-                        operation: "BatchGetItem",
-                        source: "keys left unprocessed after retries".into(),
+        let first = KeysAndAttributes::builder()
+            .set_keys(Some(chunk.iter().map(|k| key(queue, k)).collect()))
+            .consistent_read(true)
+            .build()
+            .map_err(|e| internal("BatchGetItem", e))?;
+        until_processed("BatchGetItem", "keys", first, |req| {
+            let table = &table;
+            async move {
+                let out = self
+                    .client
+                    .batch_get_item()
+                    .request_items(table, req)
+                    .send()
+                    .await
+                    .map_err(|e| classify("BatchGetItem", &self.resource(queue), e))?;
+                let found: Vec<Found> = out
+                    .responses
+                    .unwrap_or_default()
+                    .remove(table)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|item| match decode_any(queue, item) {
+                        Ok(j) => Some(j),
+                        Err(reason) => {
+                            error!(queue = %queue, reason, "unreadable item skipped");
+                            None
+                        }
+                    })
+                    .collect();
+                let left = out
+                    .unprocessed_keys
+                    .unwrap_or_default()
+                    .remove(table)
+                    .filter(|k| !k.keys.is_empty())
+                    .map(|k| {
+                        let n = k.keys.len();
+                        (k, n)
                     });
-                }
-                backoff(attempt).await;
+                Ok((found, left))
             }
-        }
-        Ok(found)
+        })
+        .await
     }
 
     pub(super) async fn delete_one(&self, queue: &QueueName, k: &JobKey) -> Result<(), PortError> {
@@ -109,6 +111,42 @@ impl DynamoStore {
             .await
             .map_err(|e| classify("DeleteItem", &self.resource(queue), e))?;
         Ok(())
+    }
+}
+
+/// Sends `first`, then what DynamoDB answers it left unprocessed (`BatchGetItem`'s
+/// `UnprocessedKeys`, `BatchWriteItem`'s `UnprocessedItems`), with backoff, until nothing is
+/// left. `call` returns what one call answered and the leftover request with how many keys or
+/// items it holds; the answers are collected. After `UNPROCESSED_ATTEMPTS` retries what is left
+/// counts as throttled (it stays for the next run).
+pub(super) async fn until_processed<R, T, F, Fut>(
+    operation: &'static str,
+    what: &str,
+    first: R,
+    mut call: F,
+) -> Result<Vec<T>, PortError>
+where
+    F: FnMut(R) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<(R, usize)>), PortError>>,
+{
+    let mut request = first;
+    let mut answered = Vec::new();
+    let mut attempt = 0;
+    loop {
+        let (got, left) = call(request).await?;
+        answered.extend(got);
+        let Some((left, n)) = left else {
+            return Ok(answered);
+        };
+        attempt += 1;
+        if attempt > UNPROCESSED_ATTEMPTS {
+            return Err(PortError::Throttled {
+                operation,
+                source: format!("{n} {what} left unprocessed after retries").into(),
+            });
+        }
+        backoff(attempt).await;
+        request = left;
     }
 }
 

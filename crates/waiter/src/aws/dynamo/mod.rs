@@ -408,7 +408,7 @@ impl JobStore for DynamoStore {
     async fn retire(&self, queue: &QueueName, items: &[Retired]) -> Result<(), PortError> {
         let table = self.table(queue);
         for chunk in items.chunks(DDB_MAX_BATCH_WRITE_ITEMS) {
-            let mut requests: Vec<WriteRequest> = chunk
+            let requests: Vec<WriteRequest> = chunk
                 .iter()
                 .map(|r| match &r.record {
                     None => DeleteRequest::builder()
@@ -422,31 +422,29 @@ impl JobStore for DynamoStore {
                 })
                 .collect::<Result<_, _>>()
                 .map_err(|e| internal("BatchWriteItem", e))?;
-            let mut attempt = 0;
-            while !requests.is_empty() {
-                let out = self
-                    .client
-                    .batch_write_item()
-                    .request_items(&table, requests)
-                    .send()
-                    .await
-                    .map_err(|e| classify("BatchWriteItem", &self.resource(queue), e))?;
-                requests = out
-                    .unprocessed_items
-                    .unwrap_or_default()
-                    .remove(&table)
-                    .unwrap_or_default();
-                if !requests.is_empty() {
-                    attempt += 1;
-                    if attempt > UNPROCESSED_ATTEMPTS {
-                        return Err(PortError::Throttled {
-                            operation: "BatchWriteItem",
-                            source: format!("{} deletes left unprocessed after retries", requests.len()).into(),
+            until_processed("BatchWriteItem", "deletes", requests, |requests| {
+                let table = &table;
+                async move {
+                    let out = self
+                        .client
+                        .batch_write_item()
+                        .request_items(table, requests)
+                        .send()
+                        .await
+                        .map_err(|e| classify("BatchWriteItem", &self.resource(queue), e))?;
+                    let left = out
+                        .unprocessed_items
+                        .unwrap_or_default()
+                        .remove(table)
+                        .filter(|left| !left.is_empty())
+                        .map(|left| {
+                            let n = left.len();
+                            (left, n)
                         });
-                    }
-                    backoff(attempt).await;
+                    Ok((Vec::<()>::new(), left))
                 }
-            }
+            })
+            .await?;
         }
         Ok(())
     }
