@@ -10,7 +10,6 @@ use serde_json::{json, Value};
 use crate::runtime_api::{binary_path, Profile};
 use crate::{Emulator, Function};
 
-#[allow(unused_imports)]
 use super::*;
 
 #[derive(Debug, Clone, Serialize)]

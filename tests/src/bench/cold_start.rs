@@ -8,7 +8,6 @@ use serde_json::json;
 use crate::runtime_api::{binary_path, Profile};
 use crate::{Emulator, Function};
 
-#[allow(unused_imports)]
 use super::*;
 
 #[derive(Debug, Clone, Serialize)]

@@ -12,7 +12,6 @@ use serde_json::json;
 use crate::runtime_api::{binary_path, Profile};
 use crate::{Emulator, Function};
 
-#[allow(unused_imports)]
 use super::*;
 use crate::emulator::DynamoLocal;
 

@@ -5,8 +5,6 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 
-#[allow(unused_imports)]
-use super::*;
 use crate::config::QueueName;
 use crate::error::PortError;
 use crate::ports::*;

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-#[allow(unused_imports)]
 use super::*;
 use crate::config::{Config, QueueName};
 use crate::ports::*;

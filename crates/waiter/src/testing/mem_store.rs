@@ -8,7 +8,6 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use futures::stream::{self, BoxStream, StreamExt};
 
-#[allow(unused_imports)]
 use super::*;
 use crate::config::QueueName;
 use crate::error::PortError;
