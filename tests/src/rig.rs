@@ -5,6 +5,24 @@ use std::time::Duration;
 use crate::proxy::FaultProxy;
 use crate::{Emulator, Env, Function};
 use serde_json::{json, Value};
+use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// The tests of one binary run in parallel, on a 2-core machine. A test that loads it (a
+/// thousand jobs through several pollers and their own DynamoDB Local) or times arrivals takes
+/// it [`alone`]; the others take a [`shared`] turn. Starved of CPU, an emulator answers a call
+/// after the SDK's 5-second attempt timeout, and the SDK sends it again: on a standard queue that
+/// is a second copy the test would count against the poller.
+static MACHINE: RwLock<()> = RwLock::const_new(());
+
+/// Waits until no other test of this binary runs, and keeps it so while the guard lives.
+pub async fn alone() -> RwLockWriteGuard<'static, ()> {
+    MACHINE.write().await
+}
+
+/// Waits while a test runs [`alone`]; runs beside the other shared tests.
+pub async fn shared() -> RwLockReadGuard<'static, ()> {
+    MACHINE.read().await
+}
 
 /// One emulator with queues, a table per queue, an optional fault proxy in front of the
 /// emulator, and the environment both functions run with. Every e2e setup starts here.

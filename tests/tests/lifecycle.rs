@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use e2e::quirks::Quirk;
-use e2e::rig::{in_secs, parse_time, setup};
+use e2e::rig::{alone, in_secs, parse_time, setup, shared};
 use e2e::Function;
 use serde_json::{json, Value};
 
@@ -22,6 +22,7 @@ async fn poll_until_dispatched(s: &mut e2e::rig::Setup, within: Duration) -> u64
 
 #[tokio::test(flavor = "multi_thread")]
 async fn fifo_jobs_are_stored_sent_when_due_and_deduplicated() {
+    let _machine = shared().await;
     // History off, so the same job can be stored again after it left (with history on, that
     // enqueue is a duplicate of the dispatched job: tests/manage.rs).
     let mut s = setup(
@@ -72,6 +73,7 @@ async fn fifo_jobs_are_stored_sent_when_due_and_deduplicated() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_expired_job_is_dropped_not_sent() {
+    let _machine = shared().await;
     let mut s = setup(&["orders"], &[("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_SHARDS", "1")]).await;
     s.enqueue_ok(
         json!({"queue": "orders", "message_body": "stale", "perform_at": in_secs(1.0), "expires_at": in_secs(1.5)}),
@@ -94,6 +96,7 @@ async fn an_expired_job_is_dropped_not_sent() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_permanently_rejected_job_is_parked_visible_and_can_be_redriven() {
+    let _machine = shared().await;
     let mut s = setup(&["orders"], &[("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_SHARDS", "1")]).await;
     let url = s.urls[0].clone();
     // The queue refuses bodies over 1 KiB: a deployment mistake the poller cannot fix by retrying.
@@ -235,16 +238,19 @@ async fn concurrent_pollers(k: usize, n: usize) -> usize {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_pollers_at_once_lose_nothing_and_send_nothing_twice() {
+    let _machine = alone().await;
     assert_eq!(concurrent_pollers(2, 1000).await, 0, "no double send without a crash");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn four_pollers_at_once_lose_nothing_and_send_nothing_twice() {
+    let _machine = alone().await;
     assert_eq!(concurrent_pollers(4, 1000).await, 0, "no double send without a crash");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cancel_during_hand_over_is_reported_honestly() {
+    let _machine = alone().await;
     // The poller holds FIFO jobs that fall due during its run; a cancel then must not claim
     // success for a job that will be sent.
     let mut s = setup(&["billing.fifo"], &[("WAITER_SHARDS", "1"), ("WAITER_FIFO_HOLD", "10")]).await;
@@ -272,6 +278,7 @@ async fn a_cancel_during_hand_over_is_reported_honestly() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn max_rate_spreads_a_herd_over_arrival_seconds_and_reports_the_lateness() {
+    let _machine = alone().await;
     let mut s = setup(
         &["orders"],
         &[
@@ -281,7 +288,7 @@ async fn max_rate_spreads_a_herd_over_arrival_seconds_and_reports_the_lateness()
         ],
     )
     .await;
-    let due = in_secs(1.5);
+    let due = in_secs(3.0);
     let jobs: Vec<Value> = (0..15)
         .map(|i| json!({"queue": "orders", "message_body": format!("herd-{i}"), "perform_at": due}))
         .collect();
@@ -292,7 +299,10 @@ async fn max_rate_spreads_a_herd_over_arrival_seconds_and_reports_the_lateness()
             .is_some_and(|r| r.iter().all(|j| j["status"] == "scheduled")),
         "{reply}"
     );
-    tokio::time::sleep(Duration::from_millis(1600)).await;
+    // The run starts as the herd falls due, however long the enqueue took: the lateness below
+    // is then the rate's alone.
+    let start = parse_time(&due) + chrono::TimeDelta::milliseconds(100) - chrono::Utc::now();
+    tokio::time::sleep(start.to_std().unwrap_or_default()).await;
     let summary = s.poll().await;
     assert_eq!(summary["dispatched"], 15, "{summary}");
     // 15 at 5 a second: the last third arrives two seconds late, and the run says so.
