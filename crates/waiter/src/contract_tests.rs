@@ -13,7 +13,7 @@ use sqs_waiter_contract::{
 };
 
 use crate::config::QueueName;
-use crate::ports::{Clock, JobStore, ParkInfo};
+use crate::ports::{Clock, Jobs, ParkInfo, Parking};
 use crate::testing::*;
 
 /// Sends `request` as the contract writes it; its reply must read as `A::Reply` and write back

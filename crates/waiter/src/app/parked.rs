@@ -150,6 +150,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::ports::{Jobs, Parking};
     use crate::testing::{test_waiter, FakeClock, FakeQueue, MemStore};
     use serde_json::Value;
 

@@ -138,7 +138,7 @@ where
 mod tests {
     use super::*;
     use crate::config::QueueName;
-    use crate::ports::Lease;
+    use crate::ports::{Jobs, Lease, Parking};
     use crate::testing::*;
     use crate::time::format_rfc3339;
     use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! `enqueue`, `get` and `cancel` against the in-memory fakes.
 
 use super::*;
-use crate::ports::Lease;
+use crate::ports::{DueIndex, Jobs, Lease, Leases};
 use crate::testing::{config, test_waiter, FakeClock, FakeQueue, MemStore};
 use chrono::TimeDelta;
 use serde_json::{json, Value};

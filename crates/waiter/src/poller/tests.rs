@@ -4,8 +4,8 @@ use super::*;
 use std::collections::VecDeque;
 
 use crate::config::QueueName;
-use crate::ports::Partition;
 use crate::ports::{EntryOutcome, Lease, LeaseOutcome, OutgoingMessage};
+use crate::ports::{Jobs, Leases, Partition};
 use crate::testing::{config, stored, FakeClock, FakeQueue, MemStore};
 
 type D = Dispatcher<MemStore, FakeQueue, FakeClock>;

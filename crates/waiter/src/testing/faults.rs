@@ -116,19 +116,31 @@ pub struct FaultyStore<S> {
 }
 
 #[async_trait]
-impl<S: JobStore> JobStore for FaultyStore<S> {
+impl<S: JobStore> Jobs for FaultyStore<S> {
     fn item_bytes(&self, job: &StoredJob) -> usize {
         self.inner.item_bytes(job)
     }
+
     async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError> {
         faulty!(self.faults, "PutItem", self.inner.put_new(job).await)
     }
+
+    async fn overwrite(&self, job: &StoredJob) -> Result<(), PortError> {
+        faulty!(self.faults, "PutItem", self.inner.overwrite(job).await)
+    }
+
+    async fn delete(&self, q: &QueueName, k: &JobKey) -> Result<(), PortError> {
+        faulty!(self.faults, "DeleteItem", self.inner.delete(q, k).await)
+    }
+
     async fn read_any(&self, q: &QueueName, keys: &[JobKey]) -> Result<Vec<Found>, PortError> {
         faulty!(self.faults, "BatchGetItem", self.inner.read_any(q, keys).await)
     }
+
     async fn record(&self, h: &History) -> Result<(), PortError> {
         faulty!(self.faults, "PutItem", self.inner.record(h).await)
     }
+
     async fn cancel(
         &self,
         q: &QueueName,
@@ -142,6 +154,26 @@ impl<S: JobStore> JobStore for FaultyStore<S> {
             self.inner.cancel(q, k, at, record).await
         )
     }
+
+    async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
+        faulty!(
+            self.faults,
+            "TransactWriteItems",
+            self.inner.replace(current, next).await
+        )
+    }
+
+    async fn rewrite(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
+        faulty!(self.faults, "PutItem", self.inner.rewrite(current, next).await)
+    }
+
+    async fn retire(&self, q: &QueueName, items: &[Retired]) -> Result<(), PortError> {
+        faulty!(self.faults, "BatchWriteItem", self.inner.retire(q, items).await)
+    }
+}
+
+#[async_trait]
+impl<S: JobStore> DueIndex for FaultyStore<S> {
     fn by_time<'a>(
         &'a self,
         q: &'a QueueName,
@@ -155,9 +187,7 @@ impl<S: JobStore> JobStore for FaultyStore<S> {
             stream::once(async { Err(injected("Query")) }).boxed()
         }
     }
-    async fn rewrite(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
-        faulty!(self.faults, "PutItem", self.inner.rewrite(current, next).await)
-    }
+
     async fn count(
         &self,
         q: &QueueName,
@@ -167,28 +197,21 @@ impl<S: JobStore> JobStore for FaultyStore<S> {
     ) -> Result<u64, PortError> {
         faulty!(self.faults, "Query", self.inner.count(q, p, from, to).await)
     }
-    async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
-        faulty!(
-            self.faults,
-            "TransactWriteItems",
-            self.inner.replace(current, next).await
-        )
-    }
-    async fn parked(&self, q: &QueueName, limit: usize, after: Option<&str>) -> Result<Page<StoredJob>, PortError> {
-        faulty!(self.faults, "Query", self.inner.parked(q, limit, after).await)
-    }
+
     async fn shard_counts(&self, q: &QueueName, current: u32) -> Result<Vec<u32>, PortError> {
         faulty!(self.faults, "GetItem", self.inner.shard_counts(q, current).await)
     }
-    async fn retire(&self, q: &QueueName, items: &[Retired]) -> Result<(), PortError> {
-        faulty!(self.faults, "BatchWriteItem", self.inner.retire(q, items).await)
+}
+
+#[async_trait]
+impl<S: JobStore> Parking for FaultyStore<S> {
+    async fn parked(&self, q: &QueueName, limit: usize, after: Option<&str>) -> Result<Page<StoredJob>, PortError> {
+        faulty!(self.faults, "Query", self.inner.parked(q, limit, after).await)
     }
-    async fn park(&self, job: &StoredJob, info: &ParkInfo) -> Result<(), PortError> {
-        faulty!(self.faults, "PutItem", self.inner.park(job, info).await)
-    }
-    async fn unpark(&self, parked: &StoredJob, into: &StoredJob) -> Result<PutOutcome, PortError> {
-        faulty!(self.faults, "PutItem", self.inner.unpark(parked, into).await)
-    }
+}
+
+#[async_trait]
+impl<S: JobStore> Leases for FaultyStore<S> {
     async fn acquire_lease(
         &self,
         q: &QueueName,
@@ -202,6 +225,7 @@ impl<S: JobStore> JobStore for FaultyStore<S> {
             self.inner.acquire_lease(q, shard, l, now).await
         )
     }
+
     async fn release_lease(&self, q: &QueueName, shard: u32, owner: &str) -> Result<(), PortError> {
         faulty!(
             self.faults,

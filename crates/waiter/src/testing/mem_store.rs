@@ -108,7 +108,7 @@ impl MemStore {
 }
 
 #[async_trait]
-impl JobStore for MemStore {
+impl Jobs for MemStore {
     fn item_bytes(&self, job: &StoredJob) -> usize {
         job.job.message_bytes() + 200
     }
@@ -124,6 +124,16 @@ impl JobStore for MemStore {
         }
         s.write(k, Some(job.clone()), self.index_lag);
         Ok(PutOutcome::Created)
+    }
+
+    async fn overwrite(&self, job: &StoredJob) -> Result<(), PortError> {
+        self.insert(job.clone());
+        Ok(())
+    }
+
+    async fn delete(&self, queue: &QueueName, key: &JobKey) -> Result<(), PortError> {
+        self.remove(queue, key);
+        Ok(())
     }
 
     async fn read_any(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<Found>, PortError> {
@@ -178,139 +188,6 @@ impl JobStore for MemStore {
         })
     }
 
-    fn by_time<'a>(
-        &'a self,
-        queue: &'a QueueName,
-        partition: Partition,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-    ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
-        let mut due: Vec<StoredJob> = {
-            let mut s = self.state.lock().unwrap();
-            s.catch_up_index();
-            s.index
-                .values()
-                .filter(|j| {
-                    &j.job.queue == queue && j.partition == partition && (from..=to).contains(&j.job.perform_at)
-                })
-                .cloned()
-                .collect()
-        };
-        // A GSI keeps no order among equal sort keys: neither does this.
-        due.sort_by_key(|j| (j.job.perform_at, std::cmp::Reverse(j.job.job_id.clone())));
-        let pages: Vec<_> = due.chunks(self.page_size.max(1)).map(|c| Ok(c.to_vec())).collect();
-        stream::iter(pages).boxed()
-    }
-
-    async fn parked(&self, queue: &QueueName, limit: usize, after: Option<&str>) -> Result<Page<StoredJob>, PortError> {
-        let s = self.state.lock().unwrap();
-        let mut items: Vec<StoredJob> = s
-            .items
-            .values()
-            .filter(|j| {
-                &j.job.queue == queue
-                    && j.partition == Partition::Parked
-                    && after.is_none_or(|a| j.job.job_id.as_str() > a)
-            })
-            .take(limit.saturating_add(1))
-            .cloned()
-            .collect();
-        let next = (items.len() > limit).then(|| {
-            items.truncate(limit);
-            items.last().map(|j| j.job.job_id.clone())
-        });
-        Ok(Page {
-            items,
-            next: next.flatten(),
-        })
-    }
-
-    async fn shard_counts(&self, queue: &QueueName, current: u32) -> Result<Vec<u32>, PortError> {
-        let mut s = self.state.lock().unwrap();
-        let counts = s.shard_counts.entry(queue.clone()).or_default();
-        if !counts.contains(&current) {
-            counts.push(current);
-            counts.sort_unstable();
-        }
-        Ok(counts.clone())
-    }
-
-    async fn retire(&self, queue: &QueueName, items: &[Retired]) -> Result<(), PortError> {
-        if self.fail_deletes.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(PortError::Transient {
-                operation: "BatchWriteItem",
-                source: "injected: deletes fail".into(),
-            });
-        }
-        for r in items {
-            self.remove(queue, &r.key);
-            // A put in place of the delete: unconditional, as in BatchWriteItem.
-            if let Some(h) = &r.record {
-                let k = mem_key(queue, &r.key.partition, &r.key.job_id);
-                self.state.lock().unwrap().history.insert(k, h.clone());
-            }
-        }
-        Ok(())
-    }
-
-    async fn park(&self, job: &StoredJob, info: &ParkInfo) -> Result<(), PortError> {
-        let mut parked = job.clone();
-        parked.partition = Partition::Parked;
-        parked.parked = Some(info.clone());
-        self.insert(parked);
-        self.remove(&job.job.queue, &job.key());
-        Ok(())
-    }
-
-    async fn unpark(&self, parked: &StoredJob, into: &StoredJob) -> Result<PutOutcome, PortError> {
-        let outcome = self.put_new(into).await?;
-        if outcome == PutOutcome::Created {
-            self.remove(&parked.job.queue, &parked.key());
-        }
-        Ok(outcome)
-    }
-
-    async fn acquire_lease(
-        &self,
-        queue: &QueueName,
-        shard: u32,
-        lease: &Lease,
-        now: DateTime<Utc>,
-    ) -> Result<LeaseOutcome, PortError> {
-        let mut s = self.state.lock().unwrap();
-        let k = (queue.clone(), shard);
-        match s.leases.get(&k) {
-            Some(l) if l.until >= now && l.owner != lease.owner => Ok(LeaseOutcome::Held(Some(l.clone()))),
-            previous => {
-                let horizon = previous.map_or(lease.horizon, |p| p.horizon.max(lease.horizon));
-                let inherited = previous.is_some_and(|p| p.owner != lease.owner);
-                s.leases.insert(
-                    k,
-                    Lease {
-                        horizon,
-                        ..lease.clone()
-                    },
-                );
-                Ok(LeaseOutcome::Acquired { horizon, inherited })
-            }
-        }
-    }
-
-    async fn count(
-        &self,
-        queue: &QueueName,
-        partition: Partition,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-    ) -> Result<u64, PortError> {
-        let mut s = self.state.lock().unwrap();
-        s.catch_up_index();
-        Ok(s.index
-            .values()
-            .filter(|j| &j.job.queue == queue && j.partition == partition && (from..=to).contains(&j.job.perform_at))
-            .count() as u64)
-    }
-
     async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
         let queue = &current.job.queue;
         let k = mem_key(queue, &current.partition, &current.job.job_id);
@@ -338,6 +215,131 @@ impl JobStore for MemStore {
         }
         s.write(k, Some(next.clone()), self.index_lag);
         Ok(ReplaceOutcome::Replaced)
+    }
+
+    async fn retire(&self, queue: &QueueName, items: &[Retired]) -> Result<(), PortError> {
+        if self.fail_deletes.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(PortError::Transient {
+                operation: "BatchWriteItem",
+                source: "injected: deletes fail".into(),
+            });
+        }
+        for r in items {
+            self.remove(queue, &r.key);
+            // A put in place of the delete: unconditional, as in BatchWriteItem.
+            if let Some(h) = &r.record {
+                let k = mem_key(queue, &r.key.partition, &r.key.job_id);
+                self.state.lock().unwrap().history.insert(k, h.clone());
+            }
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl DueIndex for MemStore {
+    fn by_time<'a>(
+        &'a self,
+        queue: &'a QueueName,
+        partition: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
+        let mut due: Vec<StoredJob> = {
+            let mut s = self.state.lock().unwrap();
+            s.catch_up_index();
+            s.index
+                .values()
+                .filter(|j| {
+                    &j.job.queue == queue && j.partition == partition && (from..=to).contains(&j.job.perform_at)
+                })
+                .cloned()
+                .collect()
+        };
+        // A GSI keeps no order among equal sort keys: neither does this.
+        due.sort_by_key(|j| (j.job.perform_at, std::cmp::Reverse(j.job.job_id.clone())));
+        let pages: Vec<_> = due.chunks(self.page_size.max(1)).map(|c| Ok(c.to_vec())).collect();
+        stream::iter(pages).boxed()
+    }
+
+    async fn count(
+        &self,
+        queue: &QueueName,
+        partition: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<u64, PortError> {
+        let mut s = self.state.lock().unwrap();
+        s.catch_up_index();
+        Ok(s.index
+            .values()
+            .filter(|j| &j.job.queue == queue && j.partition == partition && (from..=to).contains(&j.job.perform_at))
+            .count() as u64)
+    }
+
+    async fn shard_counts(&self, queue: &QueueName, current: u32) -> Result<Vec<u32>, PortError> {
+        let mut s = self.state.lock().unwrap();
+        let counts = s.shard_counts.entry(queue.clone()).or_default();
+        if !counts.contains(&current) {
+            counts.push(current);
+            counts.sort_unstable();
+        }
+        Ok(counts.clone())
+    }
+}
+
+#[async_trait]
+impl Parking for MemStore {
+    async fn parked(&self, queue: &QueueName, limit: usize, after: Option<&str>) -> Result<Page<StoredJob>, PortError> {
+        let s = self.state.lock().unwrap();
+        let mut items: Vec<StoredJob> = s
+            .items
+            .values()
+            .filter(|j| {
+                &j.job.queue == queue
+                    && j.partition == Partition::Parked
+                    && after.is_none_or(|a| j.job.job_id.as_str() > a)
+            })
+            .take(limit.saturating_add(1))
+            .cloned()
+            .collect();
+        let next = (items.len() > limit).then(|| {
+            items.truncate(limit);
+            items.last().map(|j| j.job.job_id.clone())
+        });
+        Ok(Page {
+            items,
+            next: next.flatten(),
+        })
+    }
+}
+
+#[async_trait]
+impl Leases for MemStore {
+    async fn acquire_lease(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        lease: &Lease,
+        now: DateTime<Utc>,
+    ) -> Result<LeaseOutcome, PortError> {
+        let mut s = self.state.lock().unwrap();
+        let k = (queue.clone(), shard);
+        match s.leases.get(&k) {
+            Some(l) if l.until >= now && l.owner != lease.owner => Ok(LeaseOutcome::Held(Some(l.clone()))),
+            previous => {
+                let horizon = previous.map_or(lease.horizon, |p| p.horizon.max(lease.horizon));
+                let inherited = previous.is_some_and(|p| p.owner != lease.owner);
+                s.leases.insert(
+                    k,
+                    Lease {
+                        horizon,
+                        ..lease.clone()
+                    },
+                );
+                Ok(LeaseOutcome::Acquired { horizon, inherited })
+            }
+        }
     }
 
     async fn release_lease(&self, queue: &QueueName, shard: u32, owner: &str) -> Result<(), PortError> {

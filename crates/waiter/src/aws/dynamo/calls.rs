@@ -101,17 +101,6 @@ impl DynamoStore {
         })
         .await
     }
-
-    pub(super) async fn delete_one(&self, queue: &QueueName, k: &JobKey) -> Result<(), PortError> {
-        self.client
-            .delete_item()
-            .table_name(self.table(queue))
-            .set_key(Some(key(queue, k)))
-            .send()
-            .await
-            .map_err(|e| classify("DeleteItem", &self.resource(queue), e))?;
-        Ok(())
-    }
 }
 
 /// Sends `first`, then what DynamoDB answers it left unprocessed (`BatchGetItem`'s

@@ -47,33 +47,30 @@ pub(super) fn same_version(current: &StoredJob) -> &'static str {
     }
 }
 
-/// Why a transaction was refused.
-pub(super) enum TransactionFailure {
-    /// The condition of the item at this index failed.
-    Condition(usize),
-    /// A conflict or throttling: a retry can succeed.
-    Retryable,
-    Other,
-}
-
-pub(super) fn transaction_failure(
-    e: &SdkError<aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError, HttpResponse>,
-) -> TransactionFailure {
-    let reasons = cancellation_reasons(e);
+/// Reads a refused transaction: `Ok(i)` when the condition of the item at index `i` failed, else
+/// the error to return (throttled when a conflict or short capacity means a retry can succeed).
+pub(super) fn failed_condition(
+    e: SdkError<aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError, HttpResponse>,
+    resource: &str,
+) -> Result<usize, PortError> {
+    let reasons = cancellation_reasons(&e);
     if let Some(i) = reasons
         .iter()
         .position(|r| r.as_deref() == Some("ConditionalCheckFailed"))
     {
-        TransactionFailure::Condition(i)
+        Ok(i)
     } else if reasons
         .iter()
         .flatten()
         .any(|r| RETRYABLE_CANCELLATION_REASONS.contains(&r.as_str()))
         || e.code() == Some("TransactionConflictException")
     {
-        TransactionFailure::Retryable
+        Err(PortError::Throttled {
+            operation: "TransactWriteItems",
+            source: Box::new(e),
+        })
     } else {
-        TransactionFailure::Other
+        Err(classify("TransactWriteItems", resource, e))
     }
 }
 

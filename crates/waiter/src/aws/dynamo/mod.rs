@@ -26,8 +26,8 @@ use crate::config::{Config, QueueName};
 use crate::error::PortError;
 use crate::limits::{DDB_MAX_BATCH_GET_KEYS, DDB_MAX_BATCH_WRITE_ITEMS};
 use crate::ports::{
-    CancelOutcome, Found, History, JobKey, JobStore, Lease, LeaseOutcome, Page, ParkInfo, Partition, PutOutcome,
-    ReplaceOutcome, Retired, StoredJob,
+    CancelOutcome, DueIndex, Found, History, JobKey, Jobs, Lease, LeaseOutcome, Leases, Page, Parking, Partition,
+    PutOutcome, ReplaceOutcome, Retired, StoredJob,
 };
 
 mod calls;
@@ -43,7 +43,7 @@ pub struct DynamoStore {
 }
 
 #[async_trait]
-impl JobStore for DynamoStore {
+impl Jobs for DynamoStore {
     fn item_bytes(&self, job: &StoredJob) -> usize {
         item_size(&encode(job))
     }
@@ -87,6 +87,44 @@ impl JobStore for DynamoStore {
         }
     }
 
+    async fn overwrite(&self, job: &StoredJob) -> Result<(), PortError> {
+        let queue = &job.job.queue;
+        self.client
+            .put_item()
+            .table_name(self.table(queue))
+            .set_item(Some(encode(job)))
+            .send()
+            .await
+            .map_err(|e| classify("PutItem", &self.resource(queue), e))?;
+        Ok(())
+    }
+
+    async fn delete(&self, queue: &QueueName, key: &JobKey) -> Result<(), PortError> {
+        self.client
+            .delete_item()
+            .table_name(self.table(queue))
+            .set_key(Some(super::codec::key(queue, key)))
+            .send()
+            .await
+            .map_err(|e| classify("DeleteItem", &self.resource(queue), e))?;
+        Ok(())
+    }
+
+    async fn read_any(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<Found>, PortError> {
+        // A page of the due index holds thousands of keys: its chunks are read a few at once.
+        let reads: Vec<_> = keys
+            .chunks(DDB_MAX_BATCH_GET_KEYS)
+            .map(|chunk| self.read_chunk(queue, chunk))
+            .collect();
+        let chunks: Vec<Vec<Found>> = futures::stream::iter(reads)
+            .buffered(READS_IN_FLIGHT)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<Result<_, _>>()?;
+        Ok(chunks.into_iter().flatten().collect())
+    }
+
     async fn record(&self, history: &History) -> Result<(), PortError> {
         let queue = &history.queue;
         let res = self
@@ -103,21 +141,6 @@ impl JobStore for DynamoStore {
             Err(e) if is_condition_failed(&e) => Ok(()),
             Err(e) => Err(classify("PutItem", &self.resource(queue), e)),
         }
-    }
-
-    async fn read_any(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<Found>, PortError> {
-        // A page of the due index holds thousands of keys: its chunks are read a few at once.
-        let reads: Vec<_> = keys
-            .chunks(DDB_MAX_BATCH_GET_KEYS)
-            .map(|chunk| self.read_chunk(queue, chunk))
-            .collect();
-        let chunks: Vec<Vec<Found>> = futures::stream::iter(reads)
-            .buffered(READS_IN_FLIGHT)
-            .collect::<Vec<_>>()
-            .await
-            .into_iter()
-            .collect::<Result<_, _>>()?;
-        Ok(chunks.into_iter().flatten().collect())
     }
 
     async fn cancel(
@@ -181,19 +204,113 @@ impl JobStore for DynamoStore {
             .await;
         match res {
             Ok(_) => Ok(CancelOutcome::Cancelled),
-            Err(e) => match transaction_failure(&e) {
-                TransactionFailure::Condition(0) => Ok(CancelOutcome::NotFound),
-                TransactionFailure::Condition(_) => Ok(CancelOutcome::Dispatching),
-                // Another transaction touched the item, or capacity ran short: try again.
-                TransactionFailure::Retryable => Err(PortError::Throttled {
-                    operation: "TransactWriteItems",
-                    source: Box::new(e),
-                }),
-                TransactionFailure::Other => Err(classify("TransactWriteItems", &self.resource(queue), e)),
+            Err(e) => match failed_condition(e, &self.resource(queue))? {
+                0 => Ok(CancelOutcome::NotFound),
+                _ => Ok(CancelOutcome::Dispatching),
             },
         }
     }
 
+    async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
+        let queue = &current.job.queue;
+        let table = self.table(queue);
+        let put = Put::builder()
+            .table_name(&table)
+            .set_item(Some(encode(next)))
+            .condition_expression(same_version(current))
+            .expression_attribute_names("#v", A_VERSION)
+            .expression_attribute_values(":v", AttributeValue::N(current.version.to_string()))
+            .build()
+            .map_err(|e| internal("TransactWriteItems", e))?;
+        let mut items = vec![TransactWriteItem::builder().put(put).build()];
+        if let Partition::Shard(shard) = current.partition {
+            items.push(
+                TransactWriteItem::builder()
+                    .condition_check(lease_does_not_cover(&table, queue, shard, current.job.perform_at)?)
+                    .build(),
+            );
+        }
+        match self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(ReplaceOutcome::Replaced),
+            Err(e) => match failed_condition(e, &self.resource(queue))? {
+                0 => Ok(ReplaceOutcome::Changed),
+                _ => Ok(ReplaceOutcome::Dispatching),
+            },
+        }
+    }
+
+    async fn rewrite(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
+        let queue = &current.job.queue;
+        let res = self
+            .client
+            .put_item()
+            .table_name(self.table(queue))
+            .set_item(Some(encode(next)))
+            .condition_expression(same_version(current))
+            .expression_attribute_names("#v", A_VERSION)
+            .expression_attribute_values(":v", AttributeValue::N(current.version.to_string()))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(ReplaceOutcome::Replaced),
+            Err(e) if is_condition_failed(&e) => Ok(ReplaceOutcome::Changed),
+            Err(e) => Err(classify("PutItem", &self.resource(queue), e)),
+        }
+    }
+
+    async fn retire(&self, queue: &QueueName, items: &[Retired]) -> Result<(), PortError> {
+        let table = self.table(queue);
+        for chunk in items.chunks(DDB_MAX_BATCH_WRITE_ITEMS) {
+            let requests: Vec<WriteRequest> = chunk
+                .iter()
+                .map(|r| match &r.record {
+                    None => DeleteRequest::builder()
+                        .set_key(Some(key(queue, &r.key)))
+                        .build()
+                        .map(|d| WriteRequest::builder().delete_request(d).build()),
+                    Some(h) => PutRequest::builder()
+                        .set_item(Some(encode_history(h)))
+                        .build()
+                        .map(|p| WriteRequest::builder().put_request(p).build()),
+                })
+                .collect::<Result<_, _>>()
+                .map_err(|e| internal("BatchWriteItem", e))?;
+            until_processed("BatchWriteItem", "deletes", requests, |requests| {
+                let table = &table;
+                async move {
+                    let out = self
+                        .client
+                        .batch_write_item()
+                        .request_items(table, requests)
+                        .send()
+                        .await
+                        .map_err(|e| classify("BatchWriteItem", &self.resource(queue), e))?;
+                    let left = out
+                        .unprocessed_items
+                        .unwrap_or_default()
+                        .remove(table)
+                        .filter(|left| !left.is_empty())
+                        .map(|left| {
+                            let n = left.len();
+                            (left, n)
+                        });
+                    Ok((Vec::<()>::new(), left))
+                }
+            })
+            .await?;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl DueIndex for DynamoStore {
     fn by_time<'a>(
         &'a self,
         queue: &'a QueueName,
@@ -270,64 +387,46 @@ impl JobStore for DynamoStore {
             .and_then(|item| decode(queue, item).ok()))
     }
 
-    async fn rewrite(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
-        let queue = &current.job.queue;
-        let res = self
+    async fn shard_counts(&self, queue: &QueueName, current: u32) -> Result<Vec<u32>, PortError> {
+        let read = |item: Option<&Item>| -> Vec<u32> {
+            match item.and_then(|i| i.get(A_SHARD_COUNTS)) {
+                Some(AttributeValue::Ns(v)) => v.iter().filter_map(|n| n.parse().ok()).collect(),
+                _ => Vec::new(),
+            }
+        };
+        let out = self
             .client
-            .put_item()
+            .get_item()
             .table_name(self.table(queue))
-            .set_item(Some(encode(next)))
-            .condition_expression(same_version(current))
-            .expression_attribute_names("#v", A_VERSION)
-            .expression_attribute_values(":v", AttributeValue::N(current.version.to_string()))
-            .send()
-            .await;
-        match res {
-            Ok(_) => Ok(ReplaceOutcome::Replaced),
-            Err(e) if is_condition_failed(&e) => Ok(ReplaceOutcome::Changed),
-            Err(e) => Err(classify("PutItem", &self.resource(queue), e)),
-        }
-    }
-
-    async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
-        let queue = &current.job.queue;
-        let table = self.table(queue);
-        let put = Put::builder()
-            .table_name(&table)
-            .set_item(Some(encode(next)))
-            .condition_expression(same_version(current))
-            .expression_attribute_names("#v", A_VERSION)
-            .expression_attribute_values(":v", AttributeValue::N(current.version.to_string()))
-            .build()
-            .map_err(|e| internal("TransactWriteItems", e))?;
-        let mut items = vec![TransactWriteItem::builder().put(put).build()];
-        if let Partition::Shard(shard) = current.partition {
-            items.push(
-                TransactWriteItem::builder()
-                    .condition_check(lease_does_not_cover(&table, queue, shard, current.job.perform_at)?)
-                    .build(),
-            );
-        }
-        match self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(items))
+            .set_key(Some(meta_key(queue)))
+            .consistent_read(true)
             .send()
             .await
-        {
-            Ok(_) => Ok(ReplaceOutcome::Replaced),
-            Err(e) => match transaction_failure(&e) {
-                TransactionFailure::Condition(0) => Ok(ReplaceOutcome::Changed),
-                TransactionFailure::Condition(_) => Ok(ReplaceOutcome::Dispatching),
-                TransactionFailure::Retryable => Err(PortError::Throttled {
-                    operation: "TransactWriteItems",
-                    source: Box::new(e),
-                }),
-                TransactionFailure::Other => Err(classify("TransactWriteItems", &self.resource(queue), e)),
-            },
+            .map_err(|e| classify("GetItem", &self.resource(queue), e))?;
+        let mut counts = read(out.item.as_ref());
+        if !counts.contains(&current) {
+            let out = self
+                .client
+                .update_item()
+                .table_name(self.table(queue))
+                .set_key(Some(meta_key(queue)))
+                .update_expression("ADD #c :c")
+                .expression_attribute_names("#c", A_SHARD_COUNTS)
+                .expression_attribute_values(":c", AttributeValue::Ns(vec![current.to_string()]))
+                .return_values(ReturnValue::AllNew)
+                .send()
+                .await
+                .map_err(|e| classify("UpdateItem", &self.resource(queue), e))?;
+            counts = read(out.attributes.as_ref());
         }
+        counts.sort_unstable();
+        counts.dedup();
+        Ok(counts)
     }
+}
 
+#[async_trait]
+impl Parking for DynamoStore {
     async fn parked(&self, queue: &QueueName, limit: usize, after: Option<&str>) -> Result<Page<StoredJob>, PortError> {
         let scheduler = partition_key(queue, &Partition::Parked);
         let start = after.map(|job_id| {
@@ -367,114 +466,10 @@ impl JobStore for DynamoStore {
         };
         Ok(Page { items, next })
     }
+}
 
-    async fn shard_counts(&self, queue: &QueueName, current: u32) -> Result<Vec<u32>, PortError> {
-        let read = |item: Option<&Item>| -> Vec<u32> {
-            match item.and_then(|i| i.get(A_SHARD_COUNTS)) {
-                Some(AttributeValue::Ns(v)) => v.iter().filter_map(|n| n.parse().ok()).collect(),
-                _ => Vec::new(),
-            }
-        };
-        let out = self
-            .client
-            .get_item()
-            .table_name(self.table(queue))
-            .set_key(Some(meta_key(queue)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| classify("GetItem", &self.resource(queue), e))?;
-        let mut counts = read(out.item.as_ref());
-        if !counts.contains(&current) {
-            let out = self
-                .client
-                .update_item()
-                .table_name(self.table(queue))
-                .set_key(Some(meta_key(queue)))
-                .update_expression("ADD #c :c")
-                .expression_attribute_names("#c", A_SHARD_COUNTS)
-                .expression_attribute_values(":c", AttributeValue::Ns(vec![current.to_string()]))
-                .return_values(ReturnValue::AllNew)
-                .send()
-                .await
-                .map_err(|e| classify("UpdateItem", &self.resource(queue), e))?;
-            counts = read(out.attributes.as_ref());
-        }
-        counts.sort_unstable();
-        counts.dedup();
-        Ok(counts)
-    }
-
-    async fn retire(&self, queue: &QueueName, items: &[Retired]) -> Result<(), PortError> {
-        let table = self.table(queue);
-        for chunk in items.chunks(DDB_MAX_BATCH_WRITE_ITEMS) {
-            let requests: Vec<WriteRequest> = chunk
-                .iter()
-                .map(|r| match &r.record {
-                    None => DeleteRequest::builder()
-                        .set_key(Some(key(queue, &r.key)))
-                        .build()
-                        .map(|d| WriteRequest::builder().delete_request(d).build()),
-                    Some(h) => PutRequest::builder()
-                        .set_item(Some(encode_history(h)))
-                        .build()
-                        .map(|p| WriteRequest::builder().put_request(p).build()),
-                })
-                .collect::<Result<_, _>>()
-                .map_err(|e| internal("BatchWriteItem", e))?;
-            until_processed("BatchWriteItem", "deletes", requests, |requests| {
-                let table = &table;
-                async move {
-                    let out = self
-                        .client
-                        .batch_write_item()
-                        .request_items(table, requests)
-                        .send()
-                        .await
-                        .map_err(|e| classify("BatchWriteItem", &self.resource(queue), e))?;
-                    let left = out
-                        .unprocessed_items
-                        .unwrap_or_default()
-                        .remove(table)
-                        .filter(|left| !left.is_empty())
-                        .map(|left| {
-                            let n = left.len();
-                            (left, n)
-                        });
-                    Ok((Vec::<()>::new(), left))
-                }
-            })
-            .await?;
-        }
-        Ok(())
-    }
-
-    async fn park(&self, job: &StoredJob, info: &ParkInfo) -> Result<(), PortError> {
-        let queue = &job.job.queue;
-        let parked = StoredJob {
-            partition: Partition::Parked,
-            parked: Some(info.clone()),
-            ..job.clone()
-        };
-        self.client
-            .put_item()
-            .table_name(self.table(queue))
-            .set_item(Some(encode(&parked)))
-            .send()
-            .await
-            .map_err(|e| classify("PutItem", &self.resource(queue), e))?;
-        self.delete_one(queue, &job.key()).await
-    }
-
-    async fn unpark(&self, parked: &StoredJob, into: &StoredJob) -> Result<PutOutcome, PortError> {
-        // Copy first, then delete: a crash between leaves a duplicate, never a loss.
-        let outcome = self.put_new(into).await?;
-        if outcome == PutOutcome::Created {
-            self.delete_one(&into.job.queue, &parked.key()).await?;
-        }
-        Ok(outcome)
-    }
-
+#[async_trait]
+impl Leases for DynamoStore {
     async fn acquire_lease(
         &self,
         queue: &QueueName,

@@ -1,0 +1,246 @@
+//! The ports the domain talks through: the store's capabilities (`store`), the queue (`queue`)
+//! and the clock. Adapters in `aws` implement them for DynamoDB and SQS; `testing` implements
+//! them in memory.
+
+mod queue;
+mod store;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::config::QueueName;
+use crate::job::Job;
+
+pub use queue::{EntryOutcome, MessageQueue, OutgoingMessage};
+pub use store::{DueIndex, JobStore, Jobs, Leases, Parking};
+
+/// Where an item lives in its queue's table.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Partition {
+    /// One of the `WAITER_SHARDS` partitions the poller works.
+    Shard(u32),
+    /// Jobs SQS rejected permanently, kept for inspection and re-drive.
+    Parked,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JobKey {
+    pub partition: Partition,
+    pub job_id: String,
+}
+
+impl JobKey {
+    /// The keys a job id has in each of these partitions.
+    pub fn in_each(job_id: &str, partitions: &[Partition]) -> Vec<JobKey> {
+        partitions
+            .iter()
+            .map(|p| JobKey {
+                partition: p.clone(),
+                job_id: job_id.to_owned(),
+            })
+            .collect()
+    }
+}
+
+/// Why a job was parked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParkInfo {
+    pub parked_at: DateTime<Utc>,
+    pub code: String,
+    pub message: String,
+}
+
+/// A job as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredJob {
+    pub job: Job,
+    pub partition: Partition,
+    pub enqueued_at: DateTime<Utc>,
+    pub parked: Option<ParkInfo>,
+    /// 1 when first stored; grows with every change. Items written before versions existed
+    /// read as 1.
+    pub version: u64,
+}
+
+impl StoredJob {
+    pub fn key(&self) -> JobKey {
+        JobKey {
+            partition: self.partition.clone(),
+            job_id: self.job.job_id.clone(),
+        }
+    }
+}
+
+/// How a job left the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HistoryStatus {
+    Dispatched,
+    Cancelled,
+    Expired,
+}
+
+impl HistoryStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Dispatched => "dispatched",
+            Self::Cancelled => "cancelled",
+            Self::Expired => "expired",
+        }
+    }
+}
+
+/// What is kept of a job that left the table, in its place (same key) and without its message,
+/// until `purge_at` (DynamoDB's TTL removes it; until then reads treat it as gone). It has no
+/// `perform_at`, so it is never in the due index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct History {
+    pub queue: QueueName,
+    pub partition: Partition,
+    pub job_id: String,
+    pub status: HistoryStatus,
+    /// When it was sent, cancelled or found expired.
+    pub at: DateTime<Utc>,
+    /// SQS's id of the message, when dispatched.
+    pub message_id: Option<String>,
+    pub perform_at: DateTime<Utc>,
+    pub version: u64,
+    pub purge_at: DateTime<Utc>,
+}
+
+impl History {
+    pub fn of(
+        job: &StoredJob,
+        status: HistoryStatus,
+        at: DateTime<Utc>,
+        message_id: Option<String>,
+        keep: chrono::TimeDelta,
+    ) -> Self {
+        Self {
+            queue: job.job.queue.clone(),
+            partition: job.partition.clone(),
+            job_id: job.job.job_id.clone(),
+            status,
+            at,
+            message_id,
+            perform_at: job.job.perform_at,
+            version: job.version,
+            purge_at: at + keep,
+        }
+    }
+
+    pub fn key(&self) -> JobKey {
+        JobKey {
+            partition: self.partition.clone(),
+            job_id: self.job_id.clone(),
+        }
+    }
+
+    /// Still in force (DynamoDB's TTL removes expired items only eventually).
+    pub fn is_live(&self, now: DateTime<Utc>) -> bool {
+        self.purge_at > now
+    }
+}
+
+/// What a key holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Found {
+    Job(StoredJob),
+    History(History),
+}
+
+/// A job leaving the table: its key, and the record left in its place (`None`: nothing).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retired {
+    pub key: JobKey,
+    pub record: Option<History>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PutOutcome {
+    Created,
+    /// An item with this `job_id` is already stored; nothing was changed.
+    Duplicate(Box<StoredJob>),
+    /// The job was sent, cancelled or expired already (a live history record); nothing changed.
+    Done(Box<History>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelOutcome {
+    Cancelled,
+    NotFound,
+    /// A poller's lease item covers this job (its `perform_at` is within the lease's horizon):
+    /// it may be in SQS already, so it is not reported as cancelled. The lease item stays until
+    /// every job its run handed to SQS has been removed, even past the lease's `until`.
+    Dispatching,
+}
+
+/// The fate of a conditional replacement of a stored job by its next version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplaceOutcome {
+    Replaced,
+    /// The stored item is gone or is no longer the version that was read.
+    Changed,
+    /// A poller's lease item covers the job's current time: it may be in SQS already.
+    Dispatching,
+}
+
+/// One page of a listing, and where the next one starts (`None`: this was the last).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next: Option<String>,
+}
+
+/// A poller's exclusive hold on one partition for one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lease {
+    pub owner: String,
+    /// The lease lapses at this time, so a crashed poller's successor can take over.
+    pub until: DateTime<Utc>,
+    /// The poller may hand over jobs with `perform_at` up to this time.
+    pub horizon: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum LeaseOutcome {
+    /// Ours now, with this horizon (the lapsed lease's, when that reached further).
+    /// `inherited`: it was taken over from another run's lapsed lease, whose sends may not all
+    /// have been removed.
+    Acquired { horizon: DateTime<Utc>, inherited: bool },
+    /// Another poller holds it; its lease when the store could tell.
+    Held(Option<Lease>),
+}
+
+#[async_trait]
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> DateTime<Utc>;
+    async fn sleep_until(&self, t: DateTime<Utc>);
+}
+
+/// Wall-clock time and tokio sleeps.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+#[async_trait]
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+
+    async fn sleep_until(&self, t: DateTime<Utc>) {
+        if let Ok(d) = (t - Utc::now()).to_std() {
+            tokio::time::sleep(d).await;
+        }
+    }
+}
+
+/// Runs `f` until `clock` reaches `until`; `None` if it was cut, or if `until` had passed
+/// already (then `f` is not started).
+pub async fn within<C: Clock, T>(
+    clock: &C,
+    until: DateTime<Utc>,
+    f: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let left = (until - clock.now()).to_std().ok().filter(|d| !d.is_zero())?;
+    tokio::time::timeout(left, f).await.ok()
+}

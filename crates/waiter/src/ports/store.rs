@@ -1,0 +1,208 @@
+//! The store port, as small capabilities: the jobs themselves (`Jobs`), the due index
+//! (`DueIndex`), the parked partition (`Parking`) and the pollers' leases (`Leases`). A store is
+//! all four (`JobStore`). Moving a job in or out of the parked partition is domain logic built on
+//! the capabilities (`Parking::park`, `Parking::unpark`), not something an adapter does.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use futures::stream::BoxStream;
+
+use super::{
+    CancelOutcome, Found, History, JobKey, Lease, LeaseOutcome, Page, ParkInfo, Partition, PutOutcome, ReplaceOutcome,
+    Retired, StoredJob,
+};
+use crate::config::QueueName;
+use crate::error::PortError;
+
+/// Jobs by key: conditional writes, consistent reads and removal.
+#[async_trait]
+pub trait Jobs: Send + Sync + 'static {
+    /// Size of the item this job would be stored as, as DynamoDB counts it.
+    fn item_bytes(&self, job: &StoredJob) -> usize;
+
+    /// Stores a new job unless its key holds a job or a history record live at
+    /// `job.enqueued_at` (a conditional put).
+    async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError>;
+
+    /// Writes the job at its key whatever the key holds (an unconditional put).
+    async fn overwrite(&self, job: &StoredJob) -> Result<(), PortError>;
+
+    /// Removes whatever the key holds (an unconditional delete).
+    async fn delete(&self, queue: &QueueName, key: &JobKey) -> Result<(), PortError>;
+
+    /// Strongly consistent reads of these keys (the base table, not the index): jobs and
+    /// history records (live or not). Missing keys are left out; order is not kept.
+    async fn read_any(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<Found>, PortError>;
+
+    /// The jobs among these keys (history records left out).
+    async fn read(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<StoredJob>, PortError> {
+        Ok(self
+            .read_any(queue, keys)
+            .await?
+            .into_iter()
+            .filter_map(|f| match f {
+                Found::Job(j) => Some(j),
+                Found::History(_) => None,
+            })
+            .collect())
+    }
+
+    /// Writes a history record for a job sent straight to SQS, unless its key holds a job.
+    async fn record(&self, history: &History) -> Result<(), PortError>;
+
+    /// Every stored copy of a job id among the given partitions, active ones first.
+    async fn find_all(
+        &self,
+        queue: &QueueName,
+        job_id: &str,
+        partitions: &[Partition],
+    ) -> Result<Vec<StoredJob>, PortError> {
+        let keys = JobKey::in_each(job_id, partitions);
+        let mut found = self.read(queue, &keys).await?;
+        found.sort_by_key(|j| j.partition.clone());
+        Ok(found)
+    }
+
+    /// Looks a job up by id in any of the given partitions; an active copy wins over a parked one.
+    async fn find(
+        &self,
+        queue: &QueueName,
+        job_id: &str,
+        partitions: &[Partition],
+    ) -> Result<Option<StoredJob>, PortError> {
+        Ok(self.find_all(queue, job_id, partitions).await?.into_iter().next())
+    }
+
+    /// Removes a job (leaving `record` in its place, if given) unless a poller's lease item
+    /// covers it, atomically with that check. A key holding no job is `NotFound`.
+    async fn cancel(
+        &self,
+        queue: &QueueName,
+        key: &JobKey,
+        perform_at: DateTime<Utc>,
+        record: Option<&History>,
+    ) -> Result<CancelOutcome, PortError>;
+
+    /// Writes `next` (same key, `version` one more) in place of `current`, if the stored item is
+    /// still `current`'s version and no poller's lease item covers `current`'s `perform_at`
+    /// (atomically with both checks).
+    async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError>;
+
+    /// `replace` for the holder of the job's shard lease (the poller moving a job to its next
+    /// window): conditional on the version only.
+    async fn rewrite(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError>;
+
+    /// Removes jobs that left the table, each replaced by its history record if it has one (a
+    /// put in place of the delete: the same call); retries unprocessed ones until all are done
+    /// or an error is returned.
+    async fn retire(&self, queue: &QueueName, items: &[Retired]) -> Result<(), PortError>;
+}
+
+/// The due index: jobs of a partition in `perform_at` order, eventually consistent.
+#[async_trait]
+pub trait DueIndex: Send + Sync + 'static {
+    /// Jobs of a partition with `from <= perform_at <= to`, in `perform_at` order, one page at
+    /// a time, read from the due index (eventually consistent). Pages are read as the stream is
+    /// polled, so a caller that stops early reads no more.
+    fn by_time<'a>(
+        &'a self,
+        queue: &'a QueueName,
+        partition: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>>;
+
+    /// How many jobs of a partition have `from <= perform_at <= to`, counted on the due index
+    /// without returning them.
+    async fn count(
+        &self,
+        queue: &QueueName,
+        partition: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<u64, PortError>;
+
+    /// The job of a partition with the earliest `perform_at` in `from..=to`.
+    async fn first(
+        &self,
+        queue: &QueueName,
+        partition: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Option<StoredJob>, PortError> {
+        use futures::StreamExt;
+        let mut pages = self.by_time(queue, partition, from, to);
+        while let Some(page) = pages.next().await {
+            if let Some(j) = page?.into_iter().next() {
+                return Ok(Some(j));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Jobs in a shard with `perform_at <= horizon`, oldest first, one page at a time.
+    fn due<'a>(
+        &'a self,
+        queue: &'a QueueName,
+        shard: u32,
+        horizon: DateTime<Utc>,
+    ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
+        self.by_time(queue, Partition::Shard(shard), DateTime::<Utc>::UNIX_EPOCH, horizon)
+    }
+
+    /// Every `WAITER_SHARDS` value this queue's table has been written with, `current` included
+    /// (recorded first if it is new). Items may sit in any shard any of them maps to.
+    async fn shard_counts(&self, queue: &QueueName, current: u32) -> Result<Vec<u32>, PortError>;
+}
+
+/// The parked partition: jobs SQS rejected permanently.
+#[async_trait]
+pub trait Parking: Jobs {
+    /// Up to `limit` jobs of the parked partition in `job_id` order, after `after`.
+    async fn parked(&self, queue: &QueueName, limit: usize, after: Option<&str>) -> Result<Page<StoredJob>, PortError>;
+
+    /// Moves a job into the parked partition: copy first, then delete, so that a crash between
+    /// leaves a duplicate, never a loss.
+    async fn park(&self, job: &StoredJob, info: &ParkInfo) -> Result<(), PortError> {
+        let parked = StoredJob {
+            partition: Partition::Parked,
+            parked: Some(info.clone()),
+            ..job.clone()
+        };
+        self.overwrite(&parked).await?;
+        self.delete(&job.job.queue, &job.key()).await
+    }
+
+    /// Moves a parked job back into a shard, due at `into.job.perform_at`, unless that key is
+    /// taken (then nothing moves). Copy first, then delete, as in `park`.
+    async fn unpark(&self, parked: &StoredJob, into: &StoredJob) -> Result<PutOutcome, PortError> {
+        let outcome = self.put_new(into).await?;
+        if outcome == PutOutcome::Created {
+            self.delete(&into.job.queue, &parked.key()).await?;
+        }
+        Ok(outcome)
+    }
+}
+
+/// The pollers' leases: one run at a time per shard.
+#[async_trait]
+pub trait Leases: Send + Sync + 'static {
+    /// Takes the partition's lease if it is free, lapsed, or already ours. A lapsed lease's
+    /// horizon is kept if it reaches further than the new one: the jobs under it may have been
+    /// handed to SQS by a run that never cleaned up.
+    async fn acquire_lease(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        lease: &Lease,
+        now: DateTime<Utc>,
+    ) -> Result<LeaseOutcome, PortError>;
+
+    /// Removes the lease item. Call only once every job the run handed to SQS has been removed.
+    async fn release_lease(&self, queue: &QueueName, shard: u32, owner: &str) -> Result<(), PortError>;
+}
+
+/// A whole store: every capability. Implemented for anything that has them all.
+pub trait JobStore: Jobs + DueIndex + Parking + Leases {}
+
+impl<T: Jobs + DueIndex + Parking + Leases> JobStore for T {}
