@@ -3,7 +3,7 @@
 //! a window opening inside a spring-forward gap opens when the gap ends, and local times that
 //! happen twice on a fall-back day are inside a window both times.
 
-use chrono::{DateTime, Days, LocalResult, NaiveDate, NaiveTime, TimeDelta, TimeZone, Timelike, Utc};
+use chrono::{DateTime, Days, LocalResult, NaiveDate, NaiveTime, Offset, TimeDelta, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
 use serde_json::Value;
 
@@ -150,7 +150,44 @@ impl Windows {
                 break;
             }
         }
+        // A window is also entered where local time jumps into it: on a fall-back day the
+        // repeated hour can start inside a window whose `from` does not happen then.
+        let end = best.unwrap_or(t + TimeDelta::days(SEARCH_DAYS as i64 + 1));
+        for jump in self.offset_changes(t, end) {
+            if jump >= t && self.contains(jump) && best.is_none_or(|b| jump < b) {
+                best = Some(jump);
+            }
+        }
         best.unwrap_or(t)
+    }
+
+    /// The instants in `(from, to]` at which the zone's UTC offset changes, to the second.
+    /// Zones change offset at most a few times a year, never twice within an hour.
+    fn offset_changes(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<DateTime<Utc>> {
+        let offset = |s: i64| {
+            DateTime::from_timestamp(s, 0).map(|t| t.with_timezone(&self.zone).offset().fix().local_minus_utc())
+        };
+        let (from, to) = (from.timestamp(), to.timestamp());
+        let mut changes = Vec::new();
+        let mut a = from;
+        while a < to {
+            let b = (a + 3600).min(to);
+            if offset(a) != offset(b) {
+                // The first second with `b`'s offset.
+                let (mut lo, mut hi) = (a, b);
+                while hi - lo > 1 {
+                    let mid = lo + (hi - lo) / 2;
+                    if offset(mid) == offset(lo) {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                changes.extend(DateTime::from_timestamp(hi, 0));
+            }
+            a = b;
+        }
+        changes
     }
 
     /// The instants local `time` happens on `date`: both when it happens twice (fall back),
@@ -280,6 +317,28 @@ mod tests {
     }
 
     #[test]
+    fn berlin_fall_back_re_enters_a_window_when_the_clock_goes_back() {
+        // 2026-10-25: at 01:00 UTC local time goes back from 03:00 CEST to 02:00 CET. Found at
+        // 02:40 CEST (00:40 UTC), after the window, the job is inside it again at 02:00 CET, not
+        // at the next day's 01:00.
+        let w = windows(&[("01:00", "02:30")], "Europe/Berlin");
+        assert!(!w.contains(utc("2026-10-25T00:40:00Z")), "02:40 CEST");
+        assert!(w.contains(utc("2026-10-25T01:00:00Z")), "02:00 CET");
+        assert_eq!(
+            w.next_open(utc("2026-10-25T00:40:00Z")),
+            utc("2026-10-25T01:00:00Z"),
+            "02:00 CET, the repeated hour"
+        );
+        // Lord Howe goes back half an hour (02:00 +11 to 01:30 +10:30) on 2026-04-05.
+        let howe = windows(&[("01:20", "01:50")], "Australia/Lord_Howe");
+        assert_eq!(
+            howe.next_open(utc("2026-04-04T14:55:00Z")),
+            utc("2026-04-04T15:00:00Z"),
+            "01:30 +10:30"
+        );
+    }
+
+    #[test]
     fn new_york_and_a_zone_without_dst() {
         // 2026-03-08: 02:00 EST jumps to 03:00 EDT (07:00 UTC).
         let ny = windows(&[("09:00", "17:00")], "America/New_York");
@@ -346,34 +405,71 @@ mod properties {
         "Asia/Kolkata",
     ];
 
+    fn spans_of(raw: &[(u32, u32)]) -> Vec<Span> {
+        raw.iter()
+            .map(|(from, len)| {
+                let to = (from + len) % 1440;
+                Span {
+                    from: NaiveTime::from_hms_opt(from / 60, from % 60, 0).unwrap(),
+                    to: NaiveTime::from_hms_opt(to / 60, to % 60, 0).unwrap(),
+                }
+            })
+            .filter(|s| s.from != s.to)
+            .collect()
+    }
+
+    /// The property: `next_open(t)` is inside a window, not before `t`, and no minute between
+    /// `t` and it is inside one.
+    fn first_inside(w: &Windows, t: DateTime<Utc>) -> Result<(), TestCaseError> {
+        let open = w.next_open(t);
+        prop_assert!(open >= t);
+        prop_assert!(w.contains(open), "{open} not inside");
+        let mut m = t;
+        while m + TimeDelta::minutes(1) <= open {
+            prop_assert!(!w.contains(m), "{m} is inside, before {open}");
+            m += TimeDelta::minutes(1);
+        }
+        Ok(())
+    }
+
+    /// Fall-back changes (zone, UTC instant), where local time repeats: uniform start times
+    /// rarely land near one.
+    const FALL_BACKS: &[(&str, i64)] = &[
+        ("Europe/Berlin", 1_792_890_000),       // 2026-10-25T01:00:00Z
+        ("America/New_York", 1_793_512_800),    // 2026-11-01T06:00:00Z
+        ("Australia/Lord_Howe", 1_775_314_800), // 2026-04-04T15:00:00Z
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1024))]
+        /// Spans in the small hours and starts shortly before the change, where a window can be
+        /// re-entered when the clock goes back.
+        #[test]
+        fn next_open_is_the_first_instant_inside_around_a_fall_back(
+            change in 0..FALL_BACKS.len(),
+            before in -600i64..7_200,
+            spans in proptest::collection::vec((0u32..300, 1u32..300), 1..3),
+        ) {
+            let spans = spans_of(&spans);
+            prop_assume!(!spans.is_empty());
+            let (zone, at) = FALL_BACKS[change];
+            let w = Windows { zone: zone.parse().unwrap(), spans };
+            first_inside(&w, DateTime::<Utc>::from_timestamp(at - before, 0).unwrap())?;
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
-        /// The next opening is inside a window, never before `t`, and no minute between `t`
-        /// and it is inside one.
         #[test]
         fn next_open_is_the_first_instant_inside(
             start in 1_767_225_600i64..1_830_297_600i64,
             zone in 0..ZONES.len(),
             spans in proptest::collection::vec((0u32..1440, 1u32..1440), 1..4),
         ) {
-            let spans: Vec<Span> = spans.iter().map(|(from, len)| {
-                let to = (from + len) % 1440;
-                Span {
-                    from: NaiveTime::from_hms_opt(from / 60, from % 60, 0).unwrap(),
-                    to: NaiveTime::from_hms_opt(to / 60, to % 60, 0).unwrap(),
-                }
-            }).filter(|s| s.from != s.to).collect();
+            let spans = spans_of(&spans);
             prop_assume!(!spans.is_empty());
             let w = Windows { zone: ZONES[zone].parse().unwrap(), spans };
-            let t = DateTime::<Utc>::from_timestamp(start, 0).unwrap();
-            let open = w.next_open(t);
-            prop_assert!(open >= t);
-            prop_assert!(w.contains(open), "{open} not inside");
-            let mut m = t;
-            while m + TimeDelta::minutes(1) <= open {
-                prop_assert!(!w.contains(m), "{m} is inside, before {open}");
-                m += TimeDelta::minutes(1);
-            }
+            first_inside(&w, DateTime::<Utc>::from_timestamp(start, 0).unwrap())?;
         }
     }
 }

@@ -40,7 +40,11 @@ where
     pub(crate) async fn cancel_many(&self, request: CancelMany) -> Result<CancelManyReply, HandlerError> {
         let mut counts = Counts::default();
         let (queue, next) = match request {
-            CancelMany::Ids { queue, job_ids } => {
+            CancelMany::Ids { queue, mut job_ids } => {
+                // An id named twice is cancelled once: two transactions on one item at once
+                // conflict in DynamoDB, and the counts are of jobs, not of names.
+                let mut named = std::collections::HashSet::new();
+                job_ids.retain(|id| named.insert(id.clone()));
                 let outcomes: Vec<_> = stream::iter(job_ids.iter())
                     .map(|id| self.cancel_outcome(&queue, id))
                     .buffered(CANCEL_PARALLELISM)
@@ -55,7 +59,8 @@ where
                 let (jobs, bound) = self.select(&q).await?;
                 let page = &jobs[..jobs.len().min(q.limit)];
                 let outcomes: Vec<_> = stream::iter(page.iter())
-                    .map(|j| self.cancel_copy(j))
+                    // A job moved out of the selection since the index listed it is spared.
+                    .map(|j| self.cancel_copy(j, |now| q.selects(now)))
                     .buffered(CANCEL_PARALLELISM)
                     .collect()
                     .await;
@@ -132,6 +137,59 @@ mod tests {
         );
         assert_eq!(r["cursor"], Value::Null);
         assert_eq!(store.len(), 2, "c (not named) and d (dispatching) stay");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_id_named_twice_is_cancelled_once_and_counted_once() {
+        let (w, store, _) = waiter();
+        call(
+            &w,
+            json!({"queue": "orders", "job_id": "a", "message_body": "x", "delay_seconds": 3600}),
+        )
+        .await;
+        let r = call(
+            &w,
+            json!({"action": "cancel_many", "queue": "orders", "job_ids": ["a", "a", "nope", "nope"]}),
+        )
+        .await;
+        assert_eq!(
+            (r["cancelled"].as_u64(), r["not_found"].as_u64()),
+            (Some(1), Some(1)),
+            "{r}"
+        );
+        assert_eq!(store.len(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_job_moved_out_of_the_selection_after_the_index_read_is_spared() {
+        // The index lags the table: it still lists the job at its old time after a reschedule.
+        let store = MemStore {
+            index_lag: std::time::Duration::from_secs(3),
+            ..MemStore::default()
+        };
+        let (w, _, clock) = test_waiter_on(store.clone(), "orders", &[("WAITER_SHARDS", "1")]);
+        let two_hours = clock.now() + TimeDelta::hours(2);
+        let at = crate::time::format_rfc3339(two_hours);
+        call(
+            &w,
+            json!({"queue": "orders", "job_id": "m", "message_body": "x", "perform_at": at}),
+        )
+        .await;
+        tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+        let r = call(
+            &w,
+            json!({"action": "reschedule", "queue": "orders", "job_id": "m", "delay_seconds": 5 * 3600}),
+        )
+        .await;
+        assert_eq!(r["status"], "rescheduled", "{r}");
+        let to = crate::time::format_rfc3339(two_hours + TimeDelta::minutes(1));
+        let r = call(&w, json!({"action": "cancel_many", "queue": "orders", "to": to})).await;
+        assert_eq!(r["cancelled"], 0, "the job is no longer in the selection: {r}");
+        assert_eq!(store.len(), 1);
+        assert_eq!(
+            call(&w, json!({"action": "get", "queue": "orders", "job_id": "m"})).await["version"],
+            2
+        );
     }
 
     #[tokio::test(start_paused = true)]

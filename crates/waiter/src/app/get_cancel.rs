@@ -6,8 +6,12 @@ use tracing::info;
 use crate::config::QueueName;
 use crate::error::PortError;
 use crate::ports::{
-    CancelOutcome, Clock, Found, History, HistoryStatus, JobKey, JobStore, MessageQueue, Partition, StoredJob,
+    CancelOutcome, Clock, Found, History, HistoryStatus, JobKey, JobStore, MessageQueue, Partition, RemoveOutcome,
+    StoredJob,
 };
+
+/// Attempts at cancelling a job that changes between its read and its removal.
+const CANCEL_ATTEMPTS: usize = 5;
 use crate::wire::reply::{describe, describe_history};
 
 use super::*;
@@ -57,7 +61,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         partitions.push(Partition::Parked);
         let mut status = CancelOutcome::NotFound;
         for found in self.store.find_all(queue, job_id, &partitions).await? {
-            let outcome = self.cancel_copy(&found).await?;
+            let outcome = self.cancel_copy(&found, |_| true).await?;
             status = match (status, outcome) {
                 (CancelOutcome::Dispatching, _) | (_, CancelOutcome::Dispatching) => CancelOutcome::Dispatching,
                 (CancelOutcome::Cancelled, _) | (_, CancelOutcome::Cancelled) => CancelOutcome::Cancelled,
@@ -68,21 +72,40 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
     }
 
     /// Cancels one stored job as found; a cancelled scheduled job stays known to `get` (parked
-    /// ones leave no record).
-    pub(crate) async fn cancel_copy(&self, found: &StoredJob) -> Result<CancelOutcome, PortError> {
-        let record = match (&found.partition, self.config.history_keep()) {
-            (Partition::Shard(_), Some(keep)) => Some(History::of(
-                found,
-                HistoryStatus::Cancelled,
-                self.clock.now(),
-                None,
-                keep,
-            )),
-            _ => None,
-        };
-        self.store
-            .cancel(&found.job.queue, &found.key(), found.job.perform_at, record.as_ref())
-            .await
+    /// ones leave no record). The removal is conditioned on the version found: if the job
+    /// changed since (a reschedule, a hand-over), it is read again and, while `still_wanted`
+    /// says it is what the caller meant, cancelled as it is now, so that the lease check sees
+    /// its current time.
+    pub(crate) async fn cancel_copy(
+        &self,
+        found: &StoredJob,
+        still_wanted: impl Fn(&StoredJob) -> bool,
+    ) -> Result<CancelOutcome, PortError> {
+        let mut current = found.clone();
+        for _ in 0..CANCEL_ATTEMPTS {
+            let record = match (&current.partition, self.config.history_keep()) {
+                (Partition::Shard(_), Some(keep)) => Some(History::of(
+                    &current,
+                    HistoryStatus::Cancelled,
+                    self.clock.now(),
+                    None,
+                    keep,
+                )),
+                _ => None,
+            };
+            match self.store.cancel(&current, record.as_ref()).await? {
+                RemoveOutcome::Removed => return Ok(CancelOutcome::Cancelled),
+                RemoveOutcome::Dispatching => return Ok(CancelOutcome::Dispatching),
+                RemoveOutcome::Changed => match self.store.read(&current.job.queue, &[current.key()]).await?.pop() {
+                    Some(now) if still_wanted(&now) => current = now,
+                    _ => return Ok(CancelOutcome::NotFound),
+                },
+            }
+        }
+        Err(PortError::Throttled {
+            operation: "cancel",
+            source: "the job changed under every attempt; retry".into(),
+        })
     }
 
     pub(super) async fn cancel(&self, queue: &QueueName, job_id: &str) -> Result<JobReply, HandlerError> {

@@ -54,6 +54,14 @@ impl ListQuery {
         Ok(Some((at, id.to_owned())))
     }
 
+    /// Whether a job, as it is now, is in the selection (its time and id; the cursor aside).
+    pub(crate) fn selects(&self, j: &StoredJob) -> bool {
+        let at = j.job.perform_at;
+        self.from.is_none_or(|f| at >= f)
+            && self.to.is_none_or(|t| at <= t)
+            && self.prefix.as_deref().is_none_or(|p| j.job.job_id.starts_with(p))
+    }
+
     pub(crate) fn cursor_at(&self, p: &Position) -> String {
         cursor::encode(&self.queue, &self.listing(), &format!("{}|{}", format_epoch(p.0), p.1))
     }

@@ -1,8 +1,8 @@
 //! `enqueue`, `get` and `cancel` against the in-memory fakes.
 
 use super::*;
-use crate::ports::{DueIndex, Jobs, Lease, Leases};
-use crate::testing::{config, test_waiter, FakeClock, FakeQueue, MemStore};
+use crate::ports::{CancelOutcome, DueIndex, Jobs, Lease, Leases, Partition};
+use crate::testing::{call, config, test_waiter, FakeClock, FakeQueue, MemStore};
 use chrono::TimeDelta;
 use serde_json::{json, Value};
 
@@ -332,4 +332,39 @@ async fn a_shard_count_change_keeps_idempotency_get_and_cancel_across_shards() {
     assert_eq!(store.len(), 0);
     let q = QueueName::parse("orders").unwrap();
     assert_eq!(store.shard_counts(&q, 2).await.unwrap(), vec![2, 3, 7]);
+}
+
+/// A cancel decided on a version read before a reschedule (issue sequence): cancel reads
+/// version 1, due tomorrow; a reschedule to now commits version 2; the hand-over sends version 2
+/// and its removal fails; then the cancel's removal runs. It must not answer `cancelled`.
+#[tokio::test(start_paused = true)]
+async fn a_cancel_of_a_version_read_before_a_reschedule_never_answers_cancelled_for_the_sent_one() {
+    let (w, store, queue, _) = test_waiter(
+        "orders",
+        &[
+            ("WAITER_SHARDS", "1"),
+            ("WAITER_DIRECT_MAX_DELAY", "0"),
+            ("WAITER_LOOKAHEAD", "60"),
+        ],
+    );
+    call(
+        &w,
+        json!({"queue": "orders", "job_id": "a", "message_body": "b", "delay_seconds": 86_400}),
+    )
+    .await;
+    let q = QueueName::parse("orders").unwrap();
+    let read_by_cancel = store.get(&q, Partition::Shard(0), "a").unwrap();
+    store.fail_deletes.store(true, std::sync::atomic::Ordering::SeqCst);
+    let r = call(
+        &w,
+        json!({"action": "reschedule", "queue": "orders", "job_id": "a", "delay_seconds": 2}),
+    )
+    .await;
+    assert_eq!(r["status"], "rescheduled", "{r}");
+    assert_eq!(queue.sent().len(), 1, "the hand-over sent version 2");
+    assert_eq!(
+        w.cancel_copy(&read_by_cancel, |_| true).await.unwrap(),
+        CancelOutcome::Dispatching
+    );
+    assert!(store.get(&q, Partition::Shard(0), "a").is_some(), "still stored");
 }

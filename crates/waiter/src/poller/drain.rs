@@ -458,6 +458,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                 } => {
                     warn!(queue = %queue, job_id = %p.job.job.job_id, code, message, "entry failed; stays stored for the next run");
                     self.summary.failed += 1;
+                    self.left_behind = true;
                 }
             }
         }
@@ -490,6 +491,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
             Err(e) => {
                 error!(queue = %self.queue, job_id = %job.job.job_id, error = %display_chain(&e), "parking failed; job stays stored");
                 self.summary.failed += 1;
+                self.left_behind = true;
             }
         }
     }

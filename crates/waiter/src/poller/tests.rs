@@ -73,6 +73,7 @@ async fn transient_failures_stay_stored_and_sender_faults_are_parked() {
     }));
     let s = d.run(now + TimeDelta::seconds(60)).await;
     assert_eq!((s.dispatched, s.failed, s.parked), (4, 1, 1), "{s:?}");
+    assert!(!s.drained, "a failed entry stays stored: not drained");
     let q = QueueName::parse("orders").unwrap();
     assert!(
         store.get(&q, Partition::Shard(0), "j1").is_some(),
@@ -85,6 +86,7 @@ async fn transient_failures_stay_stored_and_sender_faults_are_parked() {
     *queue.entry_fault.lock().unwrap() = None;
     let s = d.run(clock.now() + TimeDelta::seconds(60)).await;
     assert_eq!(s.dispatched, 1, "retried on the next run");
+    assert!(s.drained, "{s:?}");
     assert_eq!(store.len(), 1, "only the parked job is left");
 }
 
@@ -150,12 +152,12 @@ async fn after_a_failed_delete_cancel_never_answers_cancelled_for_a_sent_job() {
     assert_eq!(s.dispatched, 1);
     assert!(!s.drained);
     let q = QueueName::parse("orders").unwrap();
-    let key = store.get(&q, Partition::Shard(0), "sent").unwrap().key();
+    let sent = store.get(&q, Partition::Shard(0), "sent").unwrap();
     // Long after the run and its lease's `until`: still not cancellable.
     clock.advance(TimeDelta::seconds(120));
     assert_eq!(
-        store.cancel(&q, &key, now + TimeDelta::seconds(5), None).await.unwrap(),
-        crate::ports::CancelOutcome::Dispatching
+        store.cancel(&sent, None).await.unwrap(),
+        crate::ports::RemoveOutcome::Dispatching
     );
     // The next run re-sends (at least once), removes it and releases the lease.
     store.fail_deletes.store(false, std::sync::atomic::Ordering::SeqCst);
@@ -164,8 +166,9 @@ async fn after_a_failed_delete_cancel_never_answers_cancelled_for_a_sent_job() {
     assert_eq!(store.len(), 0);
     assert_eq!(queue.sent().len(), 2);
     assert_eq!(
-        store.cancel(&q, &key, now, None).await.unwrap(),
-        crate::ports::CancelOutcome::NotFound
+        store.cancel(&sent, None).await.unwrap(),
+        crate::ports::RemoveOutcome::Changed,
+        "gone"
     );
 }
 
@@ -188,7 +191,7 @@ async fn a_stale_index_never_sends_or_removes_a_newer_version() {
     tokio::time::sleep(std::time::Duration::from_secs(4)).await;
     // Cancelled and enqueued again for next week, while the index still shows the old item.
     let old = store.get(&q, Partition::Shard(0), "j").unwrap();
-    store.cancel(&q, &old.key(), old.job.perform_at, None).await.unwrap();
+    store.cancel(&old, None).await.unwrap();
     let mut newer = stored("orders", "j", clock.now() + TimeDelta::days(7), 1);
     newer.job.message_body = "body-newer".into();
     newer.version = 2;

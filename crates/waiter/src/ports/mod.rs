@@ -174,6 +174,16 @@ pub enum CancelOutcome {
     Dispatching,
 }
 
+/// The fate of a conditional removal of the version of a job that was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoveOutcome {
+    Removed,
+    /// The stored item is gone or is no longer the version that was read: read it again.
+    Changed,
+    /// A poller's lease item covers the job's time: it may be in SQS already.
+    Dispatching,
+}
+
 /// The fate of a conditional replacement of a stored job by its next version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplaceOutcome {

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use futures::stream::BoxStream;
 
 use super::{
-    CancelOutcome, Found, History, JobKey, Lease, LeaseOutcome, Page, ParkInfo, Partition, PutOutcome, ReplaceOutcome,
+    Found, History, JobKey, Lease, LeaseOutcome, Page, ParkInfo, Partition, PutOutcome, RemoveOutcome, ReplaceOutcome,
     Retired, StoredJob,
 };
 use crate::config::QueueName;
@@ -73,15 +73,11 @@ pub trait Jobs: Send + Sync + 'static {
         Ok(self.find_all(queue, job_id, partitions).await?.into_iter().next())
     }
 
-    /// Removes a job (leaving `record` in its place, if given) unless a poller's lease item
-    /// covers it, atomically with that check. A key holding no job is `NotFound`.
-    async fn cancel(
-        &self,
-        queue: &QueueName,
-        key: &JobKey,
-        perform_at: DateTime<Utc>,
-        record: Option<&History>,
-    ) -> Result<CancelOutcome, PortError>;
+    /// Removes `current` (leaving `record` in its place, if given) if the stored item is still
+    /// `current`'s version and no poller's lease item covers `current`'s `perform_at`,
+    /// atomically with both checks. Conditioned on the version, a removal decided on a stale
+    /// read (a reschedule committed meanwhile, a lagging index) never takes a newer version.
+    async fn cancel(&self, current: &StoredJob, record: Option<&History>) -> Result<RemoveOutcome, PortError>;
 
     /// Writes `next` (same key, `version` one more) in place of `current`, if the stored item is
     /// still `current`'s version and no poller's lease item covers `current`'s `perform_at`

@@ -141,17 +141,11 @@ impl<S: JobStore> Jobs for FaultyStore<S> {
         faulty!(self.faults, "PutItem", self.inner.record(h).await)
     }
 
-    async fn cancel(
-        &self,
-        q: &QueueName,
-        k: &JobKey,
-        at: DateTime<Utc>,
-        record: Option<&History>,
-    ) -> Result<CancelOutcome, PortError> {
+    async fn cancel(&self, current: &StoredJob, record: Option<&History>) -> Result<RemoveOutcome, PortError> {
         faulty!(
             self.faults,
             "TransactWriteItems",
-            self.inner.cancel(q, k, at, record).await
+            self.inner.cancel(current, record).await
         )
     }
 

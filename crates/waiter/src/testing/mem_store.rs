@@ -160,32 +160,26 @@ impl Jobs for MemStore {
         Ok(())
     }
 
-    async fn cancel(
-        &self,
-        queue: &QueueName,
-        key: &JobKey,
-        perform_at: DateTime<Utc>,
-        record: Option<&History>,
-    ) -> Result<CancelOutcome, PortError> {
-        if let Partition::Shard(shard) = key.partition {
-            let s = self.state.lock().unwrap();
+    async fn cancel(&self, current: &StoredJob, record: Option<&History>) -> Result<RemoveOutcome, PortError> {
+        let queue = &current.job.queue;
+        let k = mem_key(queue, &current.partition, &current.job.job_id);
+        let mut s = self.state.lock().unwrap();
+        if s.items.get(&k).is_none_or(|stored| stored.version != current.version) {
+            return Ok(RemoveOutcome::Changed);
+        }
+        if let Partition::Shard(shard) = current.partition {
             if s.leases
                 .get(&(queue.clone(), shard))
-                .is_some_and(|l| l.horizon >= perform_at)
+                .is_some_and(|l| l.horizon >= current.job.perform_at)
             {
-                return Ok(CancelOutcome::Dispatching);
+                return Ok(RemoveOutcome::Dispatching);
             }
         }
-        Ok(match self.remove(queue, key) {
-            Some(_) => {
-                if let Some(h) = record {
-                    let k = mem_key(queue, &key.partition, &key.job_id);
-                    self.state.lock().unwrap().history.insert(k, h.clone());
-                }
-                CancelOutcome::Cancelled
-            }
-            None => CancelOutcome::NotFound,
-        })
+        s.write(k.clone(), None, self.index_lag);
+        if let Some(h) = record {
+            s.history.insert(k, h.clone());
+        }
+        Ok(RemoveOutcome::Removed)
     }
 
     async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {

@@ -147,6 +147,35 @@ pub(super) fn internal(operation: &'static str, e: aws_sdk_dynamodb::error::Buil
     }
 }
 
+/// Each key once, in first-seen order: `BatchGetItem` and `BatchWriteItem` refuse a request
+/// that names one key twice (ValidationException), although a caller may name an id twice.
+pub(super) fn distinct<T>(items: &[T], key: impl Fn(&T) -> &JobKey) -> Vec<&T> {
+    let mut seen = std::collections::HashSet::with_capacity(items.len());
+    items.iter().filter(|i| seen.insert(key(i))).collect()
+}
+
 pub(super) async fn backoff(attempt: u32) {
     tokio::time::sleep(Duration::from_millis(25u64 << attempt.min(6))).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distinct_keeps_the_first_of_each_key_in_order() {
+        let k = |id: &str, p: Partition| JobKey {
+            partition: p,
+            job_id: id.into(),
+        };
+        let keys = [
+            k("a", Partition::Shard(0)),
+            k("b", Partition::Shard(0)),
+            k("a", Partition::Shard(0)),
+            k("a", Partition::Parked),
+            k("b", Partition::Shard(0)),
+        ];
+        let once: Vec<&JobKey> = distinct(&keys, |k| k);
+        assert_eq!(once, [&keys[0], &keys[1], &keys[3]]);
+    }
 }

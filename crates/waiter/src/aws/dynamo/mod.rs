@@ -26,8 +26,8 @@ use crate::config::{Config, QueueName};
 use crate::error::PortError;
 use crate::limits::{DDB_MAX_BATCH_GET_KEYS, DDB_MAX_BATCH_WRITE_ITEMS};
 use crate::ports::{
-    CancelOutcome, DueIndex, Found, History, JobKey, Jobs, Lease, LeaseOutcome, Leases, Page, Parking, Partition,
-    PutOutcome, ReplaceOutcome, Retired, StoredJob,
+    DueIndex, Found, History, JobKey, Jobs, Lease, LeaseOutcome, Leases, Page, Parking, Partition, PutOutcome,
+    RemoveOutcome, ReplaceOutcome, Retired, StoredJob,
 };
 
 mod calls;
@@ -111,6 +111,7 @@ impl Jobs for DynamoStore {
     }
 
     async fn read_any(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<Found>, PortError> {
+        let keys: Vec<JobKey> = distinct(keys, |k| k).into_iter().cloned().collect();
         // A page of the due index holds thousands of keys: its chunks are read a few at once.
         let reads: Vec<_> = keys
             .chunks(DDB_MAX_BATCH_GET_KEYS)
@@ -143,39 +144,40 @@ impl Jobs for DynamoStore {
         }
     }
 
-    async fn cancel(
-        &self,
-        queue: &QueueName,
-        k: &JobKey,
-        perform_at: DateTime<Utc>,
-        record: Option<&History>,
-    ) -> Result<CancelOutcome, PortError> {
+    async fn cancel(&self, current: &StoredJob, record: Option<&History>) -> Result<RemoveOutcome, PortError> {
+        let queue = &current.job.queue;
+        let k = current.key();
         let table = self.table(queue);
+        let version = AttributeValue::N(current.version.to_string());
         let Partition::Shard(shard) = k.partition else {
             // Parked jobs leave no history: they were never going to be sent as they were.
             let res = self
                 .client
                 .delete_item()
                 .table_name(&table)
-                .set_key(Some(key(queue, k)))
-                .condition_expression("attribute_exists(perform_at)")
+                .set_key(Some(key(queue, &k)))
+                .condition_expression(same_version(current))
+                .expression_attribute_names("#v", A_VERSION)
+                .expression_attribute_values(":v", version)
                 .send()
                 .await;
             return match res {
-                Ok(_) => Ok(CancelOutcome::Cancelled),
-                Err(e) if is_condition_failed(&e) => Ok(CancelOutcome::NotFound),
+                Ok(_) => Ok(RemoveOutcome::Removed),
+                Err(e) if is_condition_failed(&e) => Ok(RemoveOutcome::Changed),
                 Err(e) => Err(classify("DeleteItem", &self.resource(queue), e)),
             };
         };
-        // Remove the job (or put its history record in its place) only while no lease item
-        // covers it, atomically with that check.
+        // Remove the version read (or put its history record in its place) only while no lease
+        // item covers its time, atomically with that check.
         let remove = match record {
             None => TransactWriteItem::builder()
                 .delete(
                     Delete::builder()
                         .table_name(&table)
-                        .set_key(Some(key(queue, k)))
-                        .condition_expression("attribute_exists(perform_at)")
+                        .set_key(Some(key(queue, &k)))
+                        .condition_expression(same_version(current))
+                        .expression_attribute_names("#v", A_VERSION)
+                        .expression_attribute_values(":v", version)
                         .build()
                         .map_err(|e| internal("TransactWriteItems", e))?,
                 )
@@ -185,7 +187,9 @@ impl Jobs for DynamoStore {
                     Put::builder()
                         .table_name(&table)
                         .set_item(Some(encode_history(h)))
-                        .condition_expression("attribute_exists(perform_at)")
+                        .condition_expression(same_version(current))
+                        .expression_attribute_names("#v", A_VERSION)
+                        .expression_attribute_values(":v", version)
                         .build()
                         .map_err(|e| internal("TransactWriteItems", e))?,
                 )
@@ -197,16 +201,16 @@ impl Jobs for DynamoStore {
             .transact_items(remove)
             .transact_items(
                 TransactWriteItem::builder()
-                    .condition_check(lease_does_not_cover(&table, queue, shard, perform_at)?)
+                    .condition_check(lease_does_not_cover(&table, queue, shard, current.job.perform_at)?)
                     .build(),
             )
             .send()
             .await;
         match res {
-            Ok(_) => Ok(CancelOutcome::Cancelled),
+            Ok(_) => Ok(RemoveOutcome::Removed),
             Err(e) => match failed_condition(e, &self.resource(queue))? {
-                0 => Ok(CancelOutcome::NotFound),
-                _ => Ok(CancelOutcome::Dispatching),
+                0 => Ok(RemoveOutcome::Changed),
+                _ => Ok(RemoveOutcome::Dispatching),
             },
         }
     }
@@ -266,7 +270,13 @@ impl Jobs for DynamoStore {
 
     async fn retire(&self, queue: &QueueName, items: &[Retired]) -> Result<(), PortError> {
         let table = self.table(queue);
-        for chunk in items.chunks(DDB_MAX_BATCH_WRITE_ITEMS) {
+        // A key named twice keeps its last write, as two calls in order would leave it.
+        let mut last: Vec<&Retired> = distinct(&items.iter().rev().collect::<Vec<_>>(), |r| &r.key)
+            .into_iter()
+            .copied()
+            .collect();
+        last.reverse();
+        for chunk in last.chunks(DDB_MAX_BATCH_WRITE_ITEMS) {
             let requests: Vec<WriteRequest> = chunk
                 .iter()
                 .map(|r| match &r.record {
