@@ -62,6 +62,7 @@ action!(Stats, "stats", StatsReply);
 
 /// Up to 1000 jobs in one request; each succeeds or fails on its own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EnqueueMany {
     /// The jobs of this page, in order.
     pub jobs: Vec<Job>,
@@ -69,6 +70,7 @@ pub struct EnqueueMany {
 
 /// A job as stored, or what history knows of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Get {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
@@ -77,6 +79,7 @@ pub struct Get {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 /// Cancels a stored job: it never reaches SQS unless a poller is handing it over now.
 pub struct Cancel {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
@@ -87,6 +90,7 @@ pub struct Cancel {
 
 /// Moves a stored job and may change what it carries. A field left `None` keeps its value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Reschedule {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
@@ -179,6 +183,7 @@ impl ListStatus {
 
 /// One page of a queue's jobs in `perform_at` order. Every filter is optional.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct List {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
@@ -217,6 +222,7 @@ impl List {
 
 /// Cancels the jobs named, or one page of a selection (`prefix`, `from`, `to`; at least one).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CancelMany {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
@@ -245,6 +251,7 @@ pub struct CancelMany {
 
 /// One page of the jobs SQS rejected permanently.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ListParked {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
@@ -258,6 +265,7 @@ pub struct ListParked {
 
 /// Moves one parked job back, due now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Redrive {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
@@ -267,6 +275,7 @@ pub struct Redrive {
 
 /// Moves the parked jobs named back, due now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RedriveMany {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
@@ -276,6 +285,7 @@ pub struct RedriveMany {
 
 /// Moves one page of the parked partition back; call again with the reply's cursor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RedriveAll {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
@@ -301,8 +311,34 @@ impl RedriveAll {
     }
 }
 
+/// The `redrive` request as the function reads it: exactly one of `job_id`, `job_ids` or
+/// `all: true`, and `limit` and `cursor` only with `all`. [`Redrive`], [`RedriveMany`] and
+/// [`RedriveAll`] each write one form of it, with a typed reply.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedriveRequest {
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
+    pub queue: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// One job's id.
+    pub job_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The ids, 1 to [`MAX_JOBS_PER_REQUEST`](crate::MAX_JOBS_PER_REQUEST) of them.
+    pub job_ids: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A page of the whole parked partition.
+    pub all: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The most items one page holds (1 to [`MAX_PAGE_LIMIT`](crate::MAX_PAGE_LIMIT)), with `all`.
+    pub limit: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Where the next page starts, with `all`.
+    pub cursor: Option<String>,
+}
+
 /// Counts of what a queue holds, with a due-time histogram.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Stats {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
@@ -320,6 +356,28 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn every_redrive_form_reads_as_the_request_the_function_decodes() {
+        let forms = [
+            serde_json::to_value(Redrive {
+                queue: "q".into(),
+                job_id: "a".into(),
+            }),
+            serde_json::to_value(RedriveMany {
+                queue: "q".into(),
+                job_ids: vec!["a".into(), "b".into()],
+            }),
+            serde_json::to_value(RedriveAll::page("q", Some("c".into()))),
+        ];
+        let read: Vec<RedriveRequest> = forms
+            .into_iter()
+            .map(|v| serde_json::from_value(v.unwrap()).unwrap())
+            .collect();
+        assert_eq!(read[0].job_id.as_deref(), Some("a"));
+        assert_eq!(read[1].job_ids.as_ref().map(Vec::len), Some(2));
+        assert_eq!((read[2].all, read[2].cursor.as_deref()), (Some(true), Some("c")));
+    }
+
+    #[test]
     fn requests_carry_their_action_and_only_the_fields_given() {
         let r = Reschedule {
             expires_at: Some(None),
@@ -330,6 +388,9 @@ mod tests {
             v,
             json!({"action": "reschedule", "queue": "orders", "job_id": "j", "delay_seconds": 60, "expires_at": null})
         );
+        // The function reads a request's fields once it has taken its action out.
+        let mut v = v;
+        v.as_object_mut().unwrap().remove("action");
         let back: Reschedule = serde_json::from_value(v).unwrap();
         assert_eq!(back.expires_at, Some(None));
         assert_eq!(back.windows, None);

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 /// );
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Job {
     /// A queue name from the deployment's `WAITER_QUEUES`.
     pub queue: String,
@@ -134,6 +135,7 @@ pub(crate) fn whole_seconds_up(d: Duration) -> u64 {
 
 /// An SQS message attribute, in the function's snake_case form.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct MessageAttribute {
     /// `String`, `Number` or `Binary`, optionally with a custom suffix (`String.json`).
     pub data_type: String,
@@ -177,6 +179,7 @@ impl MessageAttribute {
 
 /// A local-time span, `HH:MM` to `HH:MM` (exclusive; wraps past midnight when `to < from`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Window {
     /// Only jobs due at or after this instant.
     pub from: String,

@@ -1,7 +1,7 @@
 //! The request and reply types of the sqs-waiter `enqueue` function.
 //!
-//! One definition of every field name, shared by the function (which parses requests by hand so
-//! that a refusal names its field, and is tested against these types), the
+//! One definition of every field name, shared by the function (which decodes every request into
+//! these types and builds every reply from them), the
 //! [`sqs-waiter-client`](https://docs.rs/sqs-waiter-client) crate and the `sqs-waiter` CLI.
 //! serde and chrono are the only dependencies, so a caller's build never pulls in an AWS SDK.
 //!
@@ -31,7 +31,7 @@ mod reply;
 
 pub use actions::{
     Action, Cancel, CancelMany, EnqueueMany, Get, List, ListParked, ListStatus, Redrive, RedriveAll, RedriveMany,
-    Reschedule, Stats, Tagged,
+    RedriveRequest, Reschedule, Stats, Tagged,
 };
 pub use error::{ErrorType, Failure};
 pub use job::{Job, MessageAttribute, Window};

@@ -1,12 +1,13 @@
 //! The function against `sqs-waiter-contract`, the types the client and the CLI use: every
-//! action is sent as the contract writes it, and every reply must read as the contract's type and
-//! write back to the very same JSON. A field renamed, added or dropped on either side fails here.
+//! action is sent as the contract writes it, and every reply must read as the reply type the
+//! client expects for that action. (The function decodes requests into these types and builds
+//! replies from them, so their field names cannot drift; what this checks is that each action
+//! answers with its own reply type, and what each answers.)
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::TimeDelta;
-use serde::Serialize;
 use sqs_waiter_contract::{
     Action, Cancel, CancelMany, EnqueueMany, ErrorType, Get, Job, JobStatus, List, ListParked, ListStatus,
     MessageAttribute, Redrive, RedriveAll, RedriveMany, Reschedule, Stats, Window,
@@ -16,23 +17,17 @@ use crate::config::QueueName;
 use crate::ports::{Clock, Jobs, ParkInfo, Parking};
 use crate::testing::*;
 
-/// Sends `request` as the contract writes it; its reply must read as `A::Reply` and write back
-/// unchanged.
-async fn roundtrip<A: Action>(w: &TestWaiter, request: &A) -> A::Reply
-where
-    A::Reply: Serialize,
-{
+/// Sends `request` as the contract writes it; its reply must read as `A::Reply`, the type the
+/// client expects for that action.
+async fn roundtrip<A: Action>(w: &TestWaiter, request: &A) -> A::Reply {
     let sent = serde_json::to_value(request.tagged()).unwrap();
     let reply = call(w, sent.clone()).await;
-    let typed: A::Reply = serde_json::from_value(reply.clone())
-        .unwrap_or_else(|e| panic!("the {} reply does not read as the contract's: {e}\n{reply}", A::NAME));
-    assert_eq!(
-        serde_json::to_value(&typed).unwrap(),
-        reply,
-        "the {} reply to {sent} differs from the contract's type",
-        A::NAME
-    );
-    typed
+    serde_json::from_value(reply.clone()).unwrap_or_else(|e| {
+        panic!(
+            "the {} reply to {sent} does not read as the contract's: {e}\n{reply}",
+            A::NAME
+        )
+    })
 }
 
 async fn park(w: &TestWaiter, store: &MemStore, id: &str) {

@@ -1,5 +1,5 @@
-//! The job model: what a stored or sent job carries. Requests are parsed into it by `request`,
-//! field by field (`fields`, `attributes`).
+//! The job model: what a stored or sent job carries. Requests are decoded into the contract's
+//! `Job` and validated into it by `wire::request`.
 
 use std::collections::BTreeMap;
 

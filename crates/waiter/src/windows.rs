@@ -3,11 +3,9 @@
 //! a window opening inside a spring-forward gap opens when the gap ends, and local times that
 //! happen twice on a fall-back day are inside a window both times.
 
+use crate::error::InvalidRequest;
 use chrono::{DateTime, Days, LocalResult, NaiveDate, NaiveTime, Offset, TimeDelta, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
-use serde_json::Value;
-
-use crate::error::InvalidRequest;
 
 /// Windows a job may carry, at most.
 pub const MAX_WINDOWS: usize = 24;
@@ -59,43 +57,19 @@ fn format_clock(t: NaiveTime) -> String {
 impl Windows {
     /// `windows` (1 to `MAX_WINDOWS` of `{"from": "HH:MM", "to": "HH:MM"}`) and `time_zone` (an
     /// IANA name, default `UTC`).
-    pub fn parse(windows: (&str, &Value), time_zone: Option<(&str, &Value)>) -> Result<Self, InvalidRequest> {
-        let (field, v) = windows;
-        let Value::Array(items) = v else {
+    pub fn parse(windows: &[sqs_waiter_contract::Window], time_zone: Option<&str>) -> Result<Self, InvalidRequest> {
+        if windows.is_empty() || windows.len() > MAX_WINDOWS {
             return Err(InvalidRequest::new(
-                field,
-                "must be an array of {\"from\": \"HH:MM\", \"to\": \"HH:MM\"}",
-            ));
-        };
-        if items.is_empty() || items.len() > MAX_WINDOWS {
-            return Err(InvalidRequest::new(
-                field,
+                "windows",
                 format!("must hold 1 to {MAX_WINDOWS} windows"),
             ));
         }
-        let mut spans = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            let path = format!("{field}[{i}]");
-            let Value::Object(o) = item else {
-                return Err(InvalidRequest::new(
-                    path,
-                    "must be {\"from\": \"HH:MM\", \"to\": \"HH:MM\"}",
-                ));
-            };
-            if let Some(extra) = o.keys().find(|k| !matches!(k.as_str(), "from" | "to")) {
-                return Err(InvalidRequest::new(format!("{path}.{extra}"), "is not a known field"));
-            }
-            let clock = |name: &str| -> Result<NaiveTime, InvalidRequest> {
-                let p = format!("{path}.{name}");
-                match o.get(name) {
-                    Some(Value::String(s)) => parse_clock(&p, s),
-                    Some(_) => Err(InvalidRequest::new(p, "must be a string HH:MM")),
-                    None => Err(InvalidRequest::new(p, "is required")),
-                }
-            };
+        let mut spans = Vec::with_capacity(windows.len());
+        for (i, w) in windows.iter().enumerate() {
+            let path = format!("windows[{i}]");
             let span = Span {
-                from: clock("from")?,
-                to: clock("to")?,
+                from: parse_clock(&format!("{path}.from"), &w.from)?,
+                to: parse_clock(&format!("{path}.to"), &w.to)?,
             };
             if span.from == span.to {
                 return Err(InvalidRequest::new(
@@ -106,14 +80,13 @@ impl Windows {
             spans.push(span);
         }
         let zone = match time_zone {
-            None | Some((_, Value::Null)) => Tz::UTC,
-            Some((tz_field, Value::String(name))) => name.parse::<Tz>().map_err(|_| {
+            None => Tz::UTC,
+            Some(name) => name.parse::<Tz>().map_err(|_| {
                 InvalidRequest::new(
-                    tz_field,
+                    "time_zone",
                     format!("must be an IANA time zone name such as Europe/Berlin, got {name:?}"),
                 )
             })?,
-            Some((tz_field, _)) => return Err(InvalidRequest::new(tz_field, "must be a string")),
         };
         Ok(Self { zone, spans })
     }
@@ -249,11 +222,14 @@ impl Windows {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{json, Value};
+    use serde_json::json;
 
     fn windows(spans: &[(&str, &str)], zone: &str) -> Windows {
-        let v: Vec<Value> = spans.iter().map(|(f, t)| json!({"from": f, "to": t})).collect();
-        Windows::parse(("windows", &Value::Array(v)), Some(("time_zone", &json!(zone)))).unwrap()
+        let v: Vec<sqs_waiter_contract::Window> = spans
+            .iter()
+            .map(|(f, t)| sqs_waiter_contract::Window::new(*f, *t))
+            .collect();
+        Windows::parse(&v, Some(zone)).unwrap()
     }
 
     fn utc(s: &str) -> DateTime<Utc> {
@@ -376,8 +352,14 @@ mod tests {
             ),
             (json!([{"from": "05:00", "to": "06:00"}]), Some(json!(1)), "time_zone"),
         ];
+        // As a request carries them: decoded, then checked.
+        let config = crate::testing::config("orders", &[]);
         for (v, tz, field) in cases {
-            let e = Windows::parse(("windows", &v), tz.as_ref().map(|t| ("time_zone", t))).unwrap_err();
+            let mut job = json!({"queue": "orders", "message_body": "x", "windows": v});
+            if let Some(tz) = &tz {
+                job["time_zone"] = tz.clone();
+            }
+            let e = crate::wire::parse_job(&job, &config, Utc::now()).unwrap_err();
             assert_eq!(e.field, field, "{v} {tz:?}: {e}");
         }
     }

@@ -1,16 +1,16 @@
-//! The requests of the managing actions, read into their domain form: `list`, `cancel_many`,
-//! `reschedule` and `stats`.
+//! The requests of the managing actions, validated from their contract types into their domain
+//! form: `list`, `cancel_many`, `reschedule` and `stats`.
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 
+use super::decode::Decoded;
 use super::field_rules::*;
-use super::fields::{kind, Fields};
-use crate::config::{Config, QueueName};
+use crate::config::QueueName;
 use crate::error::InvalidRequest;
 use crate::job::Attributes;
 use crate::windows::Windows;
 
+use sqs_waiter_contract::Action;
 pub use sqs_waiter_contract::ListStatus;
 
 /// `{"action": "list", ...}`.
@@ -28,66 +28,55 @@ pub struct ListQuery {
     pub with_body: bool,
 }
 
-pub(crate) fn parse_list(mut f: Fields<'_>, config: &Config) -> Result<ListQuery, InvalidRequest> {
-    f.take("action", None)?;
-    let queue = take_queue(&mut f, config)?;
-    let query = parse_selection(&mut f, queue, "list")?;
-    f.finish()?;
-    Ok(query)
+/// The selection fields `list` and `cancel_many` share, as decoded.
+struct Selection {
+    from: Option<DateTime<Utc>>,
+    to: Option<DateTime<Utc>>,
+    prefix: Option<String>,
+    status: Option<ListStatus>,
+    limit: Option<usize>,
+    cursor: Option<String>,
 }
 
-/// The selection fields `list` and `cancel_many` share.
-pub(crate) fn parse_selection(
-    f: &mut Fields<'_>,
-    queue: QueueName,
-    action: &'static str,
-) -> Result<ListQuery, InvalidRequest> {
-    let mut time = |name: &'static str| -> Result<Option<DateTime<Utc>>, InvalidRequest> {
-        match f.take(name, None)? {
-            None | Some((_, Value::Null)) => Ok(None),
-            Some((field, v)) => parse_time_value(&field, &v).map(Some),
+impl Selection {
+    fn check(self, queue: QueueName, action: &'static str, with_body: bool) -> Result<ListQuery, InvalidRequest> {
+        if let (Some(a), Some(b)) = (self.from, self.to) {
+            if a > b {
+                return Err(InvalidRequest::new("from", "is after to"));
+            }
         }
-    };
-    let from = time("from")?;
-    let to = time("to")?;
-    if let (Some(a), Some(b)) = (from, to) {
-        if a > b {
-            return Err(InvalidRequest::new("from", "is after to"));
-        }
+        Ok(ListQuery {
+            action,
+            queue,
+            from: self.from,
+            to: self.to,
+            prefix: self.prefix.map(|p| check_job_id("prefix", p)).transpose()?,
+            status: self.status.unwrap_or_default(),
+            limit: check_limit(self.limit)?,
+            cursor: self.cursor,
+            with_body,
+        })
     }
-    let prefix = match f.take("prefix", None)? {
-        None | Some((_, Value::Null)) => None,
-        Some((name, v)) => Some(parse_job_id(&name, &v)?),
-    };
-    let status = match f.take("status", None)? {
-        None | Some((_, Value::Null)) => ListStatus::Scheduled,
-        Some((_, Value::String(s))) if s == "scheduled" => ListStatus::Scheduled,
-        Some((_, Value::String(s))) if s == "parked" => ListStatus::Parked,
-        Some((name, _)) => return Err(InvalidRequest::new(name, "must be \"scheduled\" or \"parked\"")),
-    };
-    let with_body = match f.take("with_body", None)? {
-        None | Some((_, Value::Null)) => false,
-        Some((_, Value::Bool(b))) => b,
-        Some((name, other)) => {
-            return Err(InvalidRequest::new(
-                name,
-                format!("must be true or false, got {}", kind(&other)),
-            ))
-        }
-    };
-    let (limit, cursor) = take_page(f)?;
-    Ok(ListQuery {
-        action,
-        queue,
-        from,
-        to,
-        prefix,
-        status,
-        limit,
-        cursor,
-        with_body,
-    })
 }
+
+impl TryFrom<Decoded<'_, sqs_waiter_contract::List>> for ListQuery {
+    type Error = InvalidRequest;
+
+    fn try_from(d: Decoded<'_, sqs_waiter_contract::List>) -> Result<Self, InvalidRequest> {
+        let r = d.request;
+        let queue = check_queue(&d.given, &r.queue, d.config)?;
+        Selection {
+            from: r.from,
+            to: r.to,
+            prefix: r.prefix,
+            status: r.status,
+            limit: r.limit,
+            cursor: r.cursor,
+        }
+        .check(queue, sqs_waiter_contract::List::NAME, r.with_body.unwrap_or(false))
+    }
+}
+
 /// `{"action": "cancel_many", ...}`.
 #[derive(Debug, PartialEq)]
 pub enum CancelMany {
@@ -99,29 +88,40 @@ pub enum CancelMany {
     Selected(ListQuery),
 }
 
-pub(crate) fn parse_cancel_many(mut f: Fields<'_>, config: &Config) -> Result<CancelMany, InvalidRequest> {
-    f.take("action", None)?;
-    let queue = take_queue(&mut f, config)?;
-    let ids = take_job_ids(&mut f)?;
-    let selection = parse_selection(&mut f, queue.clone(), "cancel_many")?;
-    f.finish()?;
-    let selects = selection.prefix.is_some() || selection.from.is_some() || selection.to.is_some();
-    match ids {
-        Some(job_ids) => {
-            if selects || selection.cursor.is_some() || selection.status != ListStatus::Scheduled {
-                return Err(InvalidRequest::new(
-                    "job_ids",
-                    "give job_ids, or select jobs with prefix, from and to; not both",
-                ));
-            }
-            Ok(CancelMany::Ids { queue, job_ids })
+impl TryFrom<Decoded<'_, sqs_waiter_contract::CancelMany>> for CancelMany {
+    type Error = InvalidRequest;
+
+    fn try_from(d: Decoded<'_, sqs_waiter_contract::CancelMany>) -> Result<Self, InvalidRequest> {
+        let r = d.request;
+        let queue = check_queue(&d.given, &r.queue, d.config)?;
+        let ids = r.job_ids.map(check_job_ids).transpose()?;
+        let selection = Selection {
+            from: r.from,
+            to: r.to,
+            prefix: r.prefix,
+            status: r.status,
+            limit: r.limit,
+            cursor: r.cursor,
         }
-        // Never "everything" by omission: a selection names at least one bound.
-        None if selects || selection.cursor.is_some() => Ok(CancelMany::Selected(selection)),
-        None => Err(InvalidRequest::new(
-            "job_ids",
-            "is required, or select jobs with prefix, from or to (from: 0 selects every job)",
-        )),
+        .check(queue.clone(), sqs_waiter_contract::CancelMany::NAME, false)?;
+        let selects = selection.prefix.is_some() || selection.from.is_some() || selection.to.is_some();
+        match ids {
+            Some(job_ids) => {
+                if selects || selection.cursor.is_some() || selection.status != ListStatus::Scheduled {
+                    return Err(InvalidRequest::new(
+                        "job_ids",
+                        "give job_ids, or select jobs with prefix, from and to; not both",
+                    ));
+                }
+                Ok(CancelMany::Ids { queue, job_ids })
+            }
+            // Never "everything" by omission: a selection names at least one bound.
+            None if selects || selection.cursor.is_some() => Ok(CancelMany::Selected(selection)),
+            None => Err(InvalidRequest::new(
+                "job_ids",
+                "is required, or select jobs with prefix, from or to (from: 0 selects every job)",
+            )),
+        }
     }
 }
 
@@ -140,51 +140,48 @@ pub struct Reschedule {
     pub if_version: Option<u64>,
 }
 
-pub(crate) fn parse_reschedule(
-    mut f: Fields<'_>,
-    config: &Config,
-    now: DateTime<Utc>,
-) -> Result<Reschedule, InvalidRequest> {
-    f.take("action", None)?;
-    let queue = take_queue(&mut f, config)?;
-    let job_id = take_job_id(&mut f)?.ok_or_else(|| InvalidRequest::new("job_id", "is required"))?;
-    let (_, perform_at) =
-        take_when(&mut f, now)?.ok_or_else(|| InvalidRequest::new("perform_at", "is required (or delay_seconds)"))?;
-    let message_body = take_message_body(&mut f)?;
-    let message_attributes = take_message_attributes(&mut f)?;
-    let windows = take_windows(&mut f)?;
-    let expires_at = match take_expires_at(&mut f, now)? {
-        Some((name, Some(t))) => {
-            // Checked again against the windows the job ends up with.
-            check_expiry(&name, t, perform_at)?;
-            Some(Some(t))
-        }
-        Some((_, None)) => Some(None),
-        None => None,
-    };
-    let if_version = match f.take("if_version", None)? {
-        None | Some((_, Value::Null)) => None,
-        Some((name, v)) => match v.as_u64() {
-            Some(n) if n >= 1 => Some(n),
-            _ => {
+impl TryFrom<Decoded<'_, sqs_waiter_contract::Reschedule>> for Reschedule {
+    type Error = InvalidRequest;
+
+    fn try_from(d: Decoded<'_, sqs_waiter_contract::Reschedule>) -> Result<Self, InvalidRequest> {
+        let (r, given, now) = (d.request, d.given, d.now);
+        let queue = check_queue(&given, &r.queue, d.config)?;
+        let job_id = check_job_id(&given.name("job_id"), r.job_id)?;
+        let perform_at = when(&given, r.delay_seconds, r.perform_at, now)?
+            .ok_or_else(|| InvalidRequest::new("perform_at", "is required (or delay_seconds)"))?;
+        let message_body = r.message_body.map(|b| check_message_body(&given, b)).transpose()?;
+        let message_attributes = r.message_attributes.map(|a| check_attributes(&given, a)).transpose()?;
+        let windows = check_windows(r.windows, r.time_zone)?;
+        let expires_at = match r.expires_at {
+            Some(Some(t)) => {
+                let t = check_expires_at(&given, t, now)?;
+                // Checked again against the windows the job ends up with.
+                check_expiry(&given.name("expires_at"), t, perform_at)?;
+                Some(Some(t))
+            }
+            Some(None) => Some(None),
+            None => None,
+        };
+        let if_version = match r.if_version {
+            Some(0) => {
                 return Err(InvalidRequest::new(
-                    name,
-                    format!("must be a version number (a whole number from 1), got {}", kind(&v)),
+                    "if_version",
+                    "must be a version number (a whole number from 1), got a number",
                 ))
             }
-        },
-    };
-    f.finish()?;
-    Ok(Reschedule {
-        queue,
-        job_id,
-        perform_at,
-        message_body,
-        message_attributes,
-        expires_at,
-        windows,
-        if_version,
-    })
+            v => v,
+        };
+        Ok(Reschedule {
+            queue,
+            job_id,
+            perform_at,
+            message_body,
+            message_attributes,
+            expires_at,
+            windows,
+            if_version,
+        })
+    }
 }
 
 pub const DEFAULT_BUCKETS: u32 = 24;
@@ -201,25 +198,24 @@ pub struct StatsQuery {
     pub bucket_s: u32,
 }
 
-pub(crate) fn parse_stats(mut f: Fields<'_>, config: &Config) -> Result<StatsQuery, InvalidRequest> {
-    f.take("action", None)?;
-    let queue = take_queue(&mut f, config)?;
-    let mut number = |name: &'static str, default: u32, max: u32| -> Result<u32, InvalidRequest> {
-        match f.take(name, None)? {
-            None | Some((_, Value::Null)) => Ok(default),
-            Some((field, v)) => v
-                .as_u64()
-                .filter(|n| (1..=u64::from(max)).contains(n))
-                .map(|n| n as u32)
-                .ok_or_else(|| InvalidRequest::new(field, format!("must be a whole number from 1 to {max}"))),
-        }
-    };
-    let buckets = number("buckets", DEFAULT_BUCKETS, MAX_BUCKETS)?;
-    let bucket_s = number("bucket_s", DEFAULT_BUCKET_S, MAX_BUCKET_S)?;
-    f.finish()?;
-    Ok(StatsQuery {
-        queue,
-        buckets,
-        bucket_s,
-    })
+impl TryFrom<Decoded<'_, sqs_waiter_contract::Stats>> for StatsQuery {
+    type Error = InvalidRequest;
+
+    fn try_from(d: Decoded<'_, sqs_waiter_contract::Stats>) -> Result<Self, InvalidRequest> {
+        let r = d.request;
+        let number = |field: &str, n: Option<u64>, default: u32, max: u32| -> Result<u32, InvalidRequest> {
+            match n {
+                None => Ok(default),
+                Some(n) => u32::try_from(n)
+                    .ok()
+                    .filter(|n| (1..=max).contains(n))
+                    .ok_or_else(|| InvalidRequest::new(field, format!("must be a whole number from 1 to {max}"))),
+            }
+        };
+        Ok(StatsQuery {
+            queue: check_queue(&d.given, &r.queue, d.config)?,
+            buckets: number("buckets", r.buckets.map(u64::from), DEFAULT_BUCKETS, MAX_BUCKETS)?,
+            bucket_s: number("bucket_s", r.bucket_s, DEFAULT_BUCKET_S, MAX_BUCKET_S)?,
+        })
+    }
 }

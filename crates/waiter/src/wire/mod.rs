@@ -1,9 +1,11 @@
-//! The wire side of the `enqueue` function: requests read into their domain form, field by field
-//! with each field's rule, and the replies. Depends on the domain and the ports, never on `app`.
+//! The wire side of the `enqueue` function: requests decoded into the contract's types and
+//! validated into their domain form, and the replies. Depends on the domain and the ports, never
+//! on `app`.
 
 pub mod actions;
+mod decode;
 pub mod field_rules;
-pub mod fields;
+mod normalise;
 pub mod reply;
 pub mod request;
 pub mod sqs_rules;

@@ -1,9 +1,11 @@
 //! SQS message attributes and the characters and numbers SQS accepts.
 
-use base64::Engine as _;
-use serde_json::Value;
+use std::collections::BTreeMap;
 
-use super::fields::{as_str, kind, truncate, Fields};
+use base64::Engine as _;
+
+use super::decode::truncate;
+use super::normalise::{Given, Segment};
 use crate::error::InvalidRequest;
 use crate::job::{AttributeData, Attributes, MessageAttribute};
 use crate::limits::{
@@ -11,41 +13,32 @@ use crate::limits::{
     SQS_NUMBER_MIN_EXPONENT,
 };
 
-pub(crate) fn parse_attributes(field: &str, v: &Value) -> Result<Attributes, InvalidRequest> {
-    let Value::Object(map) = v else {
+const ATTRIBUTES: &str = "message_attributes";
+
+/// `message_attributes` as SQS takes them: at most 10, named and typed by SQS's rules, values
+/// kept exactly as given (binary decoded from base64).
+pub(crate) fn check_attributes(
+    given: &Given,
+    attributes: BTreeMap<String, sqs_waiter_contract::MessageAttribute>,
+) -> Result<Attributes, InvalidRequest> {
+    let field = given.name(ATTRIBUTES);
+    if attributes.len() > SQS_MAX_MESSAGE_ATTRIBUTES {
         return Err(InvalidRequest::new(
             field,
-            format!("must be an object, got {}", kind(v)),
-        ));
-    };
-    if map.len() > SQS_MAX_MESSAGE_ATTRIBUTES {
-        return Err(InvalidRequest::new(
-            field,
-            format!("at most {SQS_MAX_MESSAGE_ATTRIBUTES} attributes, got {}", map.len()),
+            format!(
+                "at most {SQS_MAX_MESSAGE_ATTRIBUTES} attributes, got {}",
+                attributes.len()
+            ),
         ));
     }
     let mut out = Attributes::new();
-    for (name, value) in map {
-        let path = format!("{field}.{}", truncate(name, 64));
-        check_attribute_name(&path, name)?;
-        let Value::Object(attr) = value else {
-            return Err(InvalidRequest::new(
-                path,
-                format!("must be an object, got {}", kind(value)),
-            ));
-        };
-        let mut f = Fields::new(attr);
-        let data_type = match f.take("data_type", Some("DataType"))? {
-            Some((k, v)) => as_str(&format!("{path}.{k}"), &v)?.to_owned(),
-            None => return Err(InvalidRequest::new(format!("{path}.data_type"), "is required")),
-        };
-        let string_value = f.take("string_value", Some("StringValue"))?;
-        let binary_value = f.take("binary_value", Some("BinaryValue"))?;
-        f.finish()
-            .map_err(|e| InvalidRequest::new(format!("{path}.{}", e.field), e.rule))?;
-
-        let base = check_data_type(&format!("{path}.data_type"), &data_type)?;
-        let data = match (base, string_value, binary_value) {
+    for (name, attribute) in attributes {
+        let path = format!("{field}.{}", truncate(&name, 64));
+        let value_path =
+            |value: &str| given.path([Segment::Key(ATTRIBUTES), Segment::Key(&name), Segment::Key(value)].into_iter());
+        check_attribute_name(&path, &name)?;
+        let base = check_data_type(&format!("{path}.data_type"), &attribute.data_type)?;
+        let data = match (base, attribute.string_value, attribute.binary_value) {
             (_, Some(_), Some(_)) => {
                 return Err(InvalidRequest::new(path, "give string_value or binary_value, not both"));
             }
@@ -55,46 +48,44 @@ pub(crate) fn parse_attributes(field: &str, v: &Value) -> Result<Attributes, Inv
                     "is required for a Binary attribute (base64)",
                 ));
             }
-            ("Binary", None, Some((k, v))) => {
-                let p = format!("{path}.{k}");
-                let s = as_str(&p, &v)?;
+            ("Binary", None, Some(s)) => {
+                let p = value_path("binary_value");
                 let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(s)
+                    .decode(&s)
                     .map_err(|_| InvalidRequest::new(p.clone(), "must be standard base64"))?;
                 if bytes.is_empty() {
                     return Err(InvalidRequest::new(p, "must not be empty"));
                 }
                 AttributeData::Binary(bytes)
             }
-            (_, None, Some(_)) => {
+            (_, None, _) => {
                 return Err(InvalidRequest::new(
                     format!("{path}.string_value"),
                     format!("is required for a {base} attribute"),
                 ));
             }
-            (_, None, None) => {
-                return Err(InvalidRequest::new(
-                    format!("{path}.string_value"),
-                    format!("is required for a {base} attribute"),
-                ));
-            }
-            (_, Some((k, v)), None) => {
-                let p = format!("{path}.{k}");
-                let s = as_str(&p, &v)?;
+            (_, Some(s), None) => {
+                let p = value_path("string_value");
                 if s.is_empty() {
                     return Err(InvalidRequest::new(p, "must not be empty"));
                 }
-                check_sqs_chars(&p, s)?;
-                if base == "Number" && !is_sqs_number(s) {
+                check_sqs_chars(&p, &s)?;
+                if base == "Number" && !is_sqs_number(&s) {
                     return Err(InvalidRequest::new(
                         p,
                         "must be a number with up to 38 significant digits, zero or between 1e-128 and 1e126 in magnitude (e.g. -12.5 or 1e10)",
                     ));
                 }
-                AttributeData::String(s.to_owned())
+                AttributeData::String(s)
             }
         };
-        out.insert(name.clone(), MessageAttribute { data_type, data });
+        out.insert(
+            name,
+            MessageAttribute {
+                data_type: attribute.data_type,
+                data,
+            },
+        );
     }
     Ok(out)
 }

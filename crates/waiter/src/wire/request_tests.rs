@@ -1,0 +1,233 @@
+//! `parse_request` and `parse_job`: every rule names its field, SQS's names are accepted.
+
+use super::*;
+use crate::job::AttributeData;
+use crate::limits::SQS_MAX_MESSAGE_BYTES;
+use chrono::TimeDelta;
+use serde_json::{json, Map};
+
+fn cfg() -> Config {
+    Config::from_lookup(|k| (k == "WAITER_QUEUES").then(|| "orders,billing.fifo".to_owned())).unwrap()
+}
+
+fn now() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-11-22T10:00:00Z")
+        .unwrap()
+        .with_timezone(&Utc)
+}
+
+fn job(v: Value) -> Result<Job, InvalidRequest> {
+    parse_job(&v, &cfg(), now())
+}
+
+#[test]
+fn every_rule_names_its_field() {
+    let big = "x".repeat(SQS_MAX_MESSAGE_BYTES + 1);
+    let eleven: Map<String, Value> = (0..11)
+        .map(|i| (format!("a{i}"), json!({"data_type": "String", "string_value": "v"})))
+        .collect();
+    let cases: Vec<(Value, &str)> = vec![
+        (json!({"message_body": "x"}), "queue"),
+        (json!({"queue": "other", "message_body": "x"}), "queue"),
+        (json!({"queue": "../orders", "message_body": "x"}), "queue"),
+        (
+            json!({"queue_url": "https://sqs.us-east-1.amazonaws.com/1/other", "message_body": "x"}),
+            "queue_url",
+        ),
+        (json!({"QueueUrl": "orders", "message_body": "x"}), "QueueUrl"),
+        (
+            json!({"queue": "orders", "queue_url": "https://x/orders", "message_body": "x"}),
+            "queue",
+        ),
+        (json!({"queue": 5, "message_body": "x"}), "queue"),
+        (json!({"queue": "orders"}), "message_body"),
+        (json!({"queue": "orders", "message_body": ""}), "message_body"),
+        (json!({"queue": "orders", "message_body": 42}), "message_body"),
+        (json!({"queue": "orders", "message_body": big}), "message_body"),
+        (json!({"queue": "orders", "message_body": "a\u{0}b"}), "message_body"),
+        (json!({"queue": "orders", "message_body": "a\u{FFFE}b"}), "message_body"),
+        (
+            json!({"queue": "orders", "MessageBody": "x", "message_body": "y"}),
+            "message_body",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "delay_seconds": 5, "perform_at": "2026-12-01T00:00:00Z"}),
+            "delay_seconds",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "delay_seconds": -1}),
+            "delay_seconds",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "delay_seconds": 1.5}),
+            "delay_seconds",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "delay_seconds": "10"}),
+            "delay_seconds",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "DelaySeconds": u64::MAX}),
+            "DelaySeconds",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "perform_at": "next tuesday"}),
+            "perform_at",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "perform_at": "10000-01-01T00:00:00Z"}),
+            "perform_at",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "perform_at": 1e300}),
+            "perform_at",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "perform_at": -5}),
+            "perform_at",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "perform_at": true}),
+            "perform_at",
+        ),
+        (json!({"queue": "orders", "message_body": "x", "job_id": ""}), "job_id"),
+        (
+            json!({"queue": "orders", "message_body": "x", "job_id": "a/b"}),
+            "job_id",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "job_id": "x' OR 1=1"}),
+            "job_id",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "job_id": "a".repeat(129)}),
+            "job_id",
+        ),
+        (json!({"queue": "orders", "message_body": "x", "job_id": 7}), "job_id"),
+        (
+            json!({"queue": "orders", "message_body": "x", "expires_at": "2020-01-01T00:00:00Z"}),
+            "expires_at",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "delay_seconds": 100, "expires_at": "2026-11-22T10:00:30Z"}),
+            "expires_at",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "message_attributes": eleven}),
+            "message_attributes",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "message_attributes": []}),
+            "message_attributes",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "message_attributes": {"a": {"data_type": "Date", "string_value": "x"}}}),
+            "message_attributes.a.data_type",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "message_attributes": {"a": {"string_value": "x"}}}),
+            "message_attributes.a.data_type",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "message_attributes": {"a": {"data_type": "Binary", "binary_value": "not base64!"}}}),
+            "message_attributes.a.binary_value",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "message_attributes": {"a": {"data_type": "Number", "string_value": "12abc"}}}),
+            "message_attributes.a.string_value",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "message_attributes": {"a": {"data_type": "String"}}}),
+            "message_attributes.a.string_value",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "message_attributes": {"AWS.trace": {"data_type": "String", "string_value": "x"}}}),
+            "message_attributes.AWS.trace",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "message_attributes": {"a": {"data_type": "String", "string_value": "x", "extra": 1}}}),
+            "message_attributes.a.extra",
+        ),
+        (
+            json!({"queue": "billing.fifo", "message_body": "x"}),
+            "message_group_id",
+        ),
+        (
+            json!({"queue": "orders", "message_body": "x", "message_deduplication_id": "d"}),
+            "message_deduplication_id",
+        ),
+        (
+            json!({"queue": "billing.fifo", "message_body": "x", "message_group_id": "a b"}),
+            "message_group_id",
+        ),
+        (json!({"queue": "orders", "message_body": "x", "delay": 5}), "delay"),
+    ];
+    for (input, field) in cases {
+        let err = job(input.clone()).expect_err(&format!("accepted {input}"));
+        assert_eq!(err.field, field, "{input} -> {err}");
+        assert!(err.to_string().starts_with(&format!("{field}: ")));
+    }
+}
+
+#[test]
+fn requests_and_actions() {
+    let c = cfg();
+    let n = now();
+    assert_eq!(parse_request(&json!([]), &c, n).unwrap_err().field, "request");
+    assert_eq!(parse_request(&json!({"jobs": {}}), &c, n).unwrap_err().field, "jobs");
+    assert_eq!(parse_request(&json!({"jobs": []}), &c, n).unwrap_err().field, "jobs");
+    let many: Vec<Value> = (0..=MAX_JOBS_PER_REQUEST).map(|_| json!({})).collect();
+    assert_eq!(parse_request(&json!({"jobs": many}), &c, n).unwrap_err().field, "jobs");
+    assert_eq!(
+        parse_request(&json!({"jobs": [], "queue": "orders"}), &c, n)
+            .unwrap_err()
+            .field,
+        "queue"
+    );
+    assert_eq!(
+        parse_request(&json!({"action": "explode"}), &c, n).unwrap_err().field,
+        "action"
+    );
+    assert_eq!(
+        parse_request(&json!({"action": "get", "queue": "orders"}), &c, n)
+            .unwrap_err()
+            .field,
+        "job_id"
+    );
+    assert!(matches!(
+        parse_request(&json!({"action": "cancel", "queue": "orders", "job_id": "a"}), &c, n).unwrap(),
+        Request::Cancel { .. }
+    ));
+}
+
+#[test]
+fn sqs_aliases_times_and_attributes_are_accepted_unaltered() {
+    let j = job(json!({
+        "QueueUrl": "https://sqs.us-east-1.amazonaws.com/123456789012/orders",
+        "MessageBody": "{\"order\":42} \u{1F600}\t",
+        "DelaySeconds": 30,
+        "MessageAttributes": {
+            "kind": {"DataType": "String", "StringValue": "invoice"},
+            "n": {"DataType": "Number.int", "StringValue": "-1.5e3"},
+            "blob": {"DataType": "Binary.gz", "BinaryValue": "AAH/"}
+        }
+    }))
+    .unwrap();
+    assert_eq!(j.queue.as_str(), "orders");
+    assert_eq!(j.message_body, "{\"order\":42} \u{1F600}\t");
+    assert_eq!(j.perform_at, now() + TimeDelta::seconds(30));
+    assert_eq!(
+        j.message_attributes["blob"].data,
+        AttributeData::Binary(vec![0, 1, 255])
+    );
+    assert_eq!(j.message_attributes["n"].data_type, "Number.int");
+    assert!(!j.job_id_given);
+
+    let at = job(json!({"queue": "orders", "message_body": "x", "perform_at": 1796000000.25})).unwrap();
+    assert_eq!(crate::time::format_epoch(at.perform_at), "1796000000.25");
+    let past = job(json!({"queue": "orders", "message_body": "x", "perform_at": "2001-01-01T00:00:00Z"})).unwrap();
+    assert_eq!(past.perform_at, now(), "a past time means now");
+    let fifo =
+        job(json!({"queue": "billing.fifo", "message_body": "x", "message_group_id": "g", "job_id": "k"})).unwrap();
+    assert_eq!(fifo.message_deduplication_id.as_deref(), Some("k"));
+}
