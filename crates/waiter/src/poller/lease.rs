@@ -98,9 +98,6 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             Some(Ok(drained)) => drained,
             Some(Err(e)) => {
                 report_error(&mut run.summary, queue, Some(shard), &e);
-                // A run that took over a lapsed lease may have failed before re-sending what
-                // its predecessor sent and did not remove: then the marker stays.
-                run.uncertain |= inherited;
                 false
             }
             None => {
@@ -114,6 +111,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             }
         };
         run.summary.drained = drained;
+        // A run that took over a lapsed lease keeps it until it has handled every job its
+        // predecessor could have sent: a run that stopped short (failed, at its margin, at the
+        // rate budget, with an entry left stored) may not have re-sent them all, and `cancel`
+        // must keep answering `dispatching` for them.
+        run.uncertain |= inherited && !drained;
         // Whatever happened, remove what SQS already accepted.
         let removed = run.deletes.is_empty()
             || match self

@@ -374,3 +374,36 @@ fn batches_respect_window_count_and_bytes() {
     assert_eq!(next_batch(&mut q, BATCH_WINDOW).len(), 2);
     assert!(q.is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_run_that_took_over_a_lapsed_lease_keeps_it_until_it_has_handled_every_job_under_it() {
+    let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1"), ("WAITER_LOOKAHEAD", "0")]);
+    let now = clock.now();
+    let q = QueueName::parse("orders").unwrap();
+    // A crashed run's lapsed lease: it may have handed over every job due within its horizon.
+    store.state.lock().unwrap().leases.insert(
+        (q.clone(), 0),
+        Lease {
+            owner: "crashed".into(),
+            until: now - TimeDelta::seconds(1),
+            horizon: now + TimeDelta::seconds(60),
+        },
+    );
+    let job = stored("orders", "a", now + ms(50_500), 1);
+    store.insert(job.clone());
+    // A successor with too little time to send it stops at its margin.
+    let s = d.run(now + STOP_MARGIN + ms(10)).await;
+    assert!(!s.drained, "{s:?}");
+    assert!(queue.sent().is_empty());
+    assert_eq!(
+        store.cancel(&job, None).await.unwrap(),
+        crate::ports::RemoveOutcome::Dispatching,
+        "the predecessor may have sent it: the lease item stays"
+    );
+    // Once that lease lapses too, a run with time re-sends it, removes it and releases.
+    clock.advance(TimeDelta::seconds(10));
+    let s = d.run(clock.now() + TimeDelta::seconds(30)).await;
+    assert_eq!((s.dispatched, s.drained), (1, true), "{s:?}");
+    assert_eq!(store.len(), 0);
+    assert!(store.state.lock().unwrap().leases.is_empty(), "released");
+}
