@@ -71,18 +71,47 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 .await;
                 Ok(Reply::Batch(BatchReply { queue: None, results }))
             }
-            Request::Get { queue, job_id } => self.get(&queue, &job_id).await.map(Reply::from),
-            Request::Cancel { queue, job_id } => self.cancel(&queue, &job_id).await.map(Reply::from),
+            // Every other action is bounded by the deadline too: a slow or hung backend is
+            // answered as a retryable error, not a Lambda timeout.
+            Request::Get { queue, job_id } => self
+                .bounded(cut, "get", self.get(&queue, &job_id))
+                .await
+                .map(Reply::from),
+            Request::Cancel { queue, job_id } => self
+                .bounded(cut, "cancel", self.cancel(&queue, &job_id))
+                .await
+                .map(Reply::from),
             Request::ListParked { queue, limit, cursor } => self
-                .list_parked(&queue, limit, cursor.as_deref())
+                .bounded(cut, "list_parked", self.list_parked(&queue, limit, cursor.as_deref()))
                 .await
                 .map(Reply::Parked),
-            Request::Redrive { queue, target } => self.redrive(&queue, target).await,
-            Request::Reschedule(r) => self.reschedule(*r, cut).await.map(Reply::from),
-            Request::List(q) => self.list(*q).await.map(Reply::List),
-            Request::CancelMany(r) => self.cancel_many(*r).await.map(Reply::CancelMany),
-            Request::Stats(q) => self.stats(q).await.map(|s| Reply::Stats(Box::new(s))),
+            Request::Redrive { queue, target } => self.bounded(cut, "redrive", self.redrive(&queue, target)).await,
+            Request::Reschedule(r) => self
+                .bounded(cut, "reschedule", self.reschedule(*r, cut))
+                .await
+                .map(Reply::from),
+            Request::List(q) => self.bounded(cut, "list", self.list(*q)).await.map(Reply::List),
+            Request::CancelMany(r) => self
+                .bounded(cut, "cancel_many", self.cancel_many(*r))
+                .await
+                .map(Reply::CancelMany),
+            Request::Stats(q) => self
+                .bounded(cut, "stats", self.stats(q))
+                .await
+                .map(|s| Reply::Stats(Box::new(s))),
         }
+    }
+
+    /// `f`, or a retryable error if it is not done by `cut`.
+    async fn bounded<T>(
+        &self,
+        cut: DateTime<Utc>,
+        action: &'static str,
+        f: impl std::future::Future<Output = Result<T, HandlerError>>,
+    ) -> Result<T, HandlerError> {
+        self.within(cut, f)
+            .await
+            .unwrap_or_else(|| Err(action_timed_out(action)))
     }
 
     async fn within<T>(&self, until: DateTime<Utc>, f: impl std::future::Future<Output = T>) -> Option<T> {

@@ -43,6 +43,15 @@ pub struct Waiter<S, Q, C> {
     shard_counts: Mutex<HashMap<QueueName, Arc<OnceCell<Vec<u32>>>>>,
 }
 
+/// A managing action not finished before the invocation's deadline: what it changed stays
+/// changed, and a retry answers from there.
+fn action_timed_out(action: &'static str) -> HandlerError {
+    HandlerError::Port(PortError::Transient {
+        operation: action,
+        source: "the invocation's deadline came first; retry".into(),
+    })
+}
+
 /// A job that could not be finished before the invocation's deadline.
 fn timed_out() -> HandlerError {
     HandlerError::Port(PortError::Transient {

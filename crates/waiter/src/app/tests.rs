@@ -368,3 +368,34 @@ async fn a_cancel_of_a_version_read_before_a_reschedule_never_answers_cancelled_
     );
     assert!(store.get(&q, Partition::Shard(0), "a").is_some(), "still stored");
 }
+
+#[tokio::test(start_paused = true)]
+async fn every_action_answers_a_retryable_error_before_the_deadline_when_the_store_hangs() {
+    let (w, store, _, clock) = waiter(&[("WAITER_DIRECT_MAX_DELAY", "0")]);
+    call(
+        &w,
+        json!({"queue": "orders", "job_id": "a", "message_body": "b", "delay_seconds": 3600}),
+    )
+    .await;
+    store.hang_reads.store(true, std::sync::atomic::Ordering::SeqCst);
+    for request in [
+        json!({"action": "get", "queue": "orders", "job_id": "a"}),
+        json!({"action": "cancel", "queue": "orders", "job_id": "a"}),
+        json!({"action": "list", "queue": "orders"}),
+        json!({"action": "list_parked", "queue": "orders"}),
+        json!({"action": "cancel_many", "queue": "orders", "job_ids": ["a"]}),
+        json!({"action": "cancel_many", "queue": "orders", "prefix": "a"}),
+        json!({"action": "redrive", "queue": "orders", "job_ids": ["a"]}),
+        json!({"action": "reschedule", "queue": "orders", "job_id": "a", "delay_seconds": 60}),
+        json!({"action": "stats", "queue": "orders"}),
+    ] {
+        let deadline = clock.now() + TimeDelta::seconds(5);
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(60), w.respond(&request, deadline)).await;
+        match answer {
+            Err(_) => panic!("{request}: no answer (a Lambda timeout)"),
+            Ok(Err(e)) => assert!(e.is_retryable(), "{request}: {e:?}"),
+            Ok(Ok(r)) => panic!("{request}: answered {r:?} from a hung store"),
+        }
+        assert!(clock.now() < deadline, "{request}: answered after the deadline");
+    }
+}

@@ -34,6 +34,8 @@ pub struct MemStore {
     pub index_lag: std::time::Duration,
     /// When set, every delete fails (after nothing was removed), as a DynamoDB outage would.
     pub fail_deletes: Arc<std::sync::atomic::AtomicBool>,
+    /// When set, every read waits forever, as a call whose connection is never answered.
+    pub hang_reads: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Default for MemStore {
@@ -43,6 +45,15 @@ impl Default for MemStore {
             page_size: 7,
             index_lag: std::time::Duration::ZERO,
             fail_deletes: Arc::default(),
+            hang_reads: Arc::default(),
+        }
+    }
+}
+
+impl MemStore {
+    async fn maybe_hang(&self) {
+        if self.hang_reads.load(std::sync::atomic::Ordering::SeqCst) {
+            std::future::pending::<()>().await;
         }
     }
 }
@@ -137,6 +148,7 @@ impl Jobs for MemStore {
     }
 
     async fn read_any(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<Found>, PortError> {
+        self.maybe_hang().await;
         let s = self.state.lock().unwrap();
         Ok(keys
             .iter()
@@ -239,6 +251,9 @@ impl DueIndex for MemStore {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
     ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
+        if self.hang_reads.load(std::sync::atomic::Ordering::SeqCst) {
+            return stream::pending().boxed();
+        }
         let mut due: Vec<StoredJob> = {
             let mut s = self.state.lock().unwrap();
             s.catch_up_index();
@@ -263,6 +278,7 @@ impl DueIndex for MemStore {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
     ) -> Result<u64, PortError> {
+        self.maybe_hang().await;
         let mut s = self.state.lock().unwrap();
         s.catch_up_index();
         Ok(s.index
@@ -272,6 +288,7 @@ impl DueIndex for MemStore {
     }
 
     async fn shard_counts(&self, queue: &QueueName, current: u32) -> Result<Vec<u32>, PortError> {
+        self.maybe_hang().await;
         let mut s = self.state.lock().unwrap();
         let counts = s.shard_counts.entry(queue.clone()).or_default();
         if !counts.contains(&current) {
@@ -285,6 +302,7 @@ impl DueIndex for MemStore {
 #[async_trait]
 impl Parking for MemStore {
     async fn parked(&self, queue: &QueueName, limit: usize, after: Option<&str>) -> Result<Page<StoredJob>, PortError> {
+        self.maybe_hang().await;
         let s = self.state.lock().unwrap();
         let mut items: Vec<StoredJob> = s
             .items
