@@ -38,6 +38,21 @@ struct Selection {
     cursor: Option<String>,
 }
 
+/// The selection fields of a decoded `List` or `CancelMany` (two contract types with these
+/// fields in common).
+macro_rules! selection_of {
+    ($r:expr) => {
+        Selection {
+            from: $r.from,
+            to: $r.to,
+            prefix: $r.prefix,
+            status: $r.status,
+            limit: $r.limit,
+            cursor: $r.cursor,
+        }
+    };
+}
+
 impl Selection {
     fn check(self, queue: QueueName, action: &'static str, with_body: bool) -> Result<ListQuery, InvalidRequest> {
         if let (Some(a), Some(b)) = (self.from, self.to) {
@@ -65,15 +80,7 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::List>> for ListQuery {
     fn try_from(d: Decoded<'_, sqs_waiter_contract::List>) -> Result<Self, InvalidRequest> {
         let r = d.request;
         let queue = check_queue(&d.given, &r.queue, d.config)?;
-        Selection {
-            from: r.from,
-            to: r.to,
-            prefix: r.prefix,
-            status: r.status,
-            limit: r.limit,
-            cursor: r.cursor,
-        }
-        .check(queue, sqs_waiter_contract::List::NAME, r.with_body.unwrap_or(false))
+        selection_of!(r).check(queue, sqs_waiter_contract::List::NAME, r.with_body.unwrap_or(false))
     }
 }
 
@@ -95,15 +102,7 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::CancelMany>> for CancelMany {
         let r = d.request;
         let queue = check_queue(&d.given, &r.queue, d.config)?;
         let ids = r.job_ids.map(check_job_ids).transpose()?;
-        let selection = Selection {
-            from: r.from,
-            to: r.to,
-            prefix: r.prefix,
-            status: r.status,
-            limit: r.limit,
-            cursor: r.cursor,
-        }
-        .check(queue.clone(), sqs_waiter_contract::CancelMany::NAME, false)?;
+        let selection = selection_of!(r).check(queue.clone(), sqs_waiter_contract::CancelMany::NAME, false)?;
         let selects = selection.prefix.is_some() || selection.from.is_some() || selection.to.is_some();
         match ids {
             Some(job_ids) => {

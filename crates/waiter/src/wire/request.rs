@@ -287,24 +287,31 @@ impl From<JobRef> for (QueueName, String) {
     }
 }
 
-impl TryFrom<Decoded<'_, Get>> for JobRef {
-    type Error = InvalidRequest;
+/// The requests that name one job.
+trait NamesJob {
+    fn into_parts(self) -> (String, String);
+}
 
-    fn try_from(d: Decoded<'_, Get>) -> Result<Self, InvalidRequest> {
-        Ok(Self {
-            queue: check_queue(&d.given, &d.request.queue, d.config)?,
-            job_id: check_job_id(&d.given.name("job_id"), d.request.job_id)?,
-        })
+impl NamesJob for Get {
+    fn into_parts(self) -> (String, String) {
+        (self.queue, self.job_id)
     }
 }
 
-impl TryFrom<Decoded<'_, Cancel>> for JobRef {
+impl NamesJob for Cancel {
+    fn into_parts(self) -> (String, String) {
+        (self.queue, self.job_id)
+    }
+}
+
+impl<T: NamesJob> TryFrom<Decoded<'_, T>> for JobRef {
     type Error = InvalidRequest;
 
-    fn try_from(d: Decoded<'_, Cancel>) -> Result<Self, InvalidRequest> {
+    fn try_from(d: Decoded<'_, T>) -> Result<Self, InvalidRequest> {
+        let (queue, job_id) = d.request.into_parts();
         Ok(Self {
-            queue: check_queue(&d.given, &d.request.queue, d.config)?,
-            job_id: check_job_id(&d.given.name("job_id"), d.request.job_id)?,
+            queue: check_queue(&d.given, &queue, d.config)?,
+            job_id: check_job_id(&d.given.name("job_id"), job_id)?,
         })
     }
 }
