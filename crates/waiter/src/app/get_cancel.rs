@@ -9,15 +9,15 @@ use crate::ports::{
     CancelOutcome, Clock, Found, History, HistoryStatus, JobKey, JobStore, MessageQueue, Partition, RemoveOutcome,
     StoredJob,
 };
-
-/// Attempts at cancelling a job that changes between its read and its removal.
-const CANCEL_ATTEMPTS: usize = 5;
 use crate::wire::reply::{describe, describe_history};
 
 use super::*;
 use crate::error::HandlerError;
 use crate::wire::reply::status_only;
 use sqs_waiter_contract::{JobReply, JobStatus};
+
+/// Attempts at cancelling a job that changes between its read and its removal.
+const CANCEL_ATTEMPTS: usize = 5;
 
 impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q, C> {
     pub(super) async fn get(&self, queue: &QueueName, job_id: &str) -> Result<JobReply, HandlerError> {

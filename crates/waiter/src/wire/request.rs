@@ -116,13 +116,15 @@ pub fn parse_request(event: &Value, config: &Config, now: DateTime<Utc>) -> Resu
             ))
         }
     };
+    if action == JobRequest::NAME {
+        return match map.get(JOBS) {
+            Some(jobs) => parse_batch(map, jobs, config, now),
+            None => Ok(Request::Enqueue(Box::new(parse_job(event, config, now)))),
+        };
+    }
     let mut object = map.clone();
     object.remove(ACTION);
     match action {
-        a if a == JobRequest::NAME => match object.get(JOBS) {
-            Some(jobs) => parse_batch(&object, jobs, config, now),
-            None => Ok(Request::Enqueue(Box::new(parse_job(event, config, now)))),
-        },
         a if a == Get::NAME => {
             let (queue, job_id) = read::<Get, JobRef>(object, config, now)?.into();
             Ok(Request::Get { queue, job_id })
@@ -177,7 +179,7 @@ fn parse_batch(
     config: &Config,
     now: DateTime<Utc>,
 ) -> Result<Request, InvalidRequest> {
-    if let Some(extra) = object.keys().find(|k| k.as_str() != JOBS) {
+    if let Some(extra) = object.keys().find(|k| k.as_str() != JOBS && k.as_str() != ACTION) {
         return Err(InvalidRequest::new(
             extra.clone(),
             "is not allowed beside \"jobs\": put it inside each job",
