@@ -8,7 +8,10 @@
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
-use sqs_waiter_contract::{Action, Cancel, Get, Job as JobRequest, RedriveRequest};
+use sqs_waiter_contract::{
+    Action, Cancel, CancelMany as CancelManyRequest, Get, Job as JobRequest, List as ListRequest, ListParked,
+    Redrive as RedriveOne, RedriveRequest, Reschedule as RescheduleRequest, Stats as StatsRequest,
+};
 
 use super::decode::Decoded;
 use super::normalise::kind;
@@ -133,36 +136,26 @@ pub fn parse_request(event: &Value, config: &Config, now: DateTime<Utc>) -> Resu
             let (queue, job_id) = read::<Cancel, JobRef>(object, config, now)?.into();
             Ok(Request::Cancel { queue, job_id })
         }
-        a if a == sqs_waiter_contract::Redrive::NAME => {
+        a if a == RedriveOne::NAME => {
             let Redrive { queue, target } = read::<RedriveRequest, _>(object, config, now)?;
             Ok(Request::Redrive { queue, target })
         }
-        a if a == sqs_waiter_contract::ListParked::NAME => {
-            let d: Decoded<'_, sqs_waiter_contract::ListParked> = Decoded::read(object, config, now)?;
+        a if a == ListParked::NAME => {
+            let d: Decoded<'_, ListParked> = Decoded::read(object, config, now)?;
             Ok(Request::ListParked {
                 queue: check_queue(&d.given, &d.request.queue, config)?,
                 limit: check_limit(d.request.limit)?,
                 cursor: d.request.cursor,
             })
         }
-        a if a == sqs_waiter_contract::Reschedule::NAME => Ok(Request::Reschedule(Box::new(read::<
-            sqs_waiter_contract::Reschedule,
-            _,
-        >(
-            object, config, now
-        )?))),
-        a if a == sqs_waiter_contract::List::NAME => Ok(Request::List(Box::new(read::<sqs_waiter_contract::List, _>(
-            object, config, now,
-        )?))),
-        a if a == sqs_waiter_contract::CancelMany::NAME => Ok(Request::CancelMany(Box::new(read::<
-            sqs_waiter_contract::CancelMany,
-            _,
-        >(
-            object, config, now
-        )?))),
-        a if a == sqs_waiter_contract::Stats::NAME => Ok(Request::Stats(read::<sqs_waiter_contract::Stats, _>(
-            object, config, now,
-        )?)),
+        a if a == RescheduleRequest::NAME => {
+            read::<RescheduleRequest, _>(object, config, now).map(|r| Request::Reschedule(Box::new(r)))
+        }
+        a if a == ListRequest::NAME => read::<ListRequest, _>(object, config, now).map(|q| Request::List(Box::new(q))),
+        a if a == CancelManyRequest::NAME => {
+            read::<CancelManyRequest, _>(object, config, now).map(|r| Request::CancelMany(Box::new(r)))
+        }
+        a if a == StatsRequest::NAME => read::<StatsRequest, _>(object, config, now).map(Request::Stats),
         other => Err(InvalidRequest::new(
             ACTION,
             format!(
