@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::normalise::{normalise, Given, Segment};
+use super::normalise::{kind, normalise, Given, Segment};
 use crate::config::Config;
 use crate::error::InvalidRequest;
 
@@ -69,11 +69,11 @@ fn at<'v>(value: &'v Value, segments: &[Segment<'_>]) -> Option<&'v Value> {
 
 /// serde_json's refusal at `segments`, where the request holds `found`, as ours.
 fn reword(given: &Given, segments: &[Segment<'_>], found: Option<&Value>, message: &str) -> InvalidRequest {
-    let path = given.path(segments.iter().copied());
+    let path = given.path(segments);
     // A field serde does not know, or one it misses, is named under the object it is in.
     let named = |name: &str, within: &[Segment<'_>]| {
         let name = truncate(name, MAX_NAME_CHARS);
-        let parent = given.path(within.iter().copied());
+        let parent = given.path(within);
         if parent.is_empty() {
             name
         } else {
@@ -109,10 +109,12 @@ fn reword(given: &Given, segments: &[Segment<'_>], found: Option<&Value>, messag
     }
     if let Some(rest) = message.strip_prefix("invalid type: ") {
         let (got, expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
-        return InvalidRequest::new(
-            field,
-            format!("must be {}, got {}", expectation(expected), unexpected(got)),
-        );
+        // Named as `kind` names it, from the value itself.
+        let got = match found {
+            Some(v) => kind(v),
+            None => got,
+        };
+        return InvalidRequest::new(field, format!("must be {}, got {got}", expectation(expected)));
     }
     if let Some(rest) = message.strip_prefix("invalid value: ") {
         let (_, expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
@@ -134,19 +136,6 @@ fn expectation(expected: &str) -> String {
         "a map" => "an object".to_owned(),
         e if e.starts_with("struct ") => "an object".to_owned(),
         e => e.replace('`', "\""),
-    }
-}
-
-/// serde's name for what a field was given, as `kind` names it.
-fn unexpected(got: &str) -> &'static str {
-    match got.split([' ', '`']).next().unwrap_or_default() {
-        "number" | "integer" | "floating" => "a number",
-        "string" => "a string",
-        "boolean" => "a boolean",
-        "null" | "unit" => "null",
-        "sequence" => "an array",
-        "map" => "an object",
-        _ => "another kind of value",
     }
 }
 

@@ -55,7 +55,7 @@ pub(crate) struct Given {
     /// Ours → as given, at the top of the request.
     fields: HashMap<&'static str, String>,
     /// (attribute, ours) → as given, inside a message attribute.
-    attribute_fields: HashMap<(String, &'static str), String>,
+    attribute_fields: HashMap<(String, String), String>,
 }
 
 impl Given {
@@ -66,34 +66,26 @@ impl Given {
 
     /// A path into the request (`message_attributes`, an attribute's name, its field; or a
     /// field, indexes and nested fields) as the caller gave it.
-    pub(crate) fn path<'a>(&self, mut segments: impl Iterator<Item = Segment<'a>>) -> String {
+    pub(crate) fn path(&self, segments: &[Segment<'_>]) -> String {
         let mut out = String::new();
-        let Some(Segment::Key(first)) = segments.next() else {
-            return out;
-        };
-        out.push_str(&self.name(first));
-        let mut attribute: Option<&str> = None;
-        for (depth, segment) in segments.enumerate() {
-            match segment {
-                Segment::Index(i) => out.push_str(&format!("[{i}]")),
-                Segment::Key(key) => {
-                    let shown = match (first == ATTRIBUTES, depth, attribute) {
-                        (true, 0, _) => {
-                            attribute = Some(key);
-                            key.to_owned()
-                        }
-                        (true, 1, Some(a)) => ATTRIBUTE_ALIASES
-                            .iter()
-                            .find(|(ours, _)| *ours == key)
-                            .and_then(|(ours, _)| self.attribute_fields.get(&(a.to_owned(), *ours)))
-                            .cloned()
-                            .unwrap_or_else(|| key.to_owned()),
-                        _ => key.to_owned(),
-                    };
-                    out.push('.');
-                    out.push_str(&shown);
+        for (depth, segment) in segments.iter().enumerate() {
+            let shown = match (depth, *segment, segments) {
+                (_, Segment::Index(i), _) => {
+                    out.push_str(&format!("[{i}]"));
+                    continue;
                 }
+                (0, Segment::Key(field), _) => self.name(field),
+                (2, Segment::Key(field), [Segment::Key(ATTRIBUTES), Segment::Key(attribute), ..]) => self
+                    .attribute_fields
+                    .get(&((*attribute).to_owned(), field.to_owned()))
+                    .cloned()
+                    .unwrap_or_else(|| field.to_owned()),
+                (_, Segment::Key(key), _) => key.to_owned(),
+            };
+            if depth > 0 {
+                out.push('.');
             }
+            out.push_str(&shown);
         }
         out
     }
@@ -138,7 +130,9 @@ pub(crate) fn normalise(mut object: Map<String, Value>) -> Result<(Map<String, V
                 let Value::Object(fields) = attribute else { continue };
                 for (ours, alias) in ATTRIBUTE_ALIASES {
                     rename(fields, ours, alias, |as_given| {
-                        given.attribute_fields.insert((name.clone(), ours), as_given);
+                        given
+                            .attribute_fields
+                            .insert((name.clone(), (*ours).to_owned()), as_given);
                     })
                     .map_err(|e| {
                         InvalidRequest::new(format!("{}.{name}.{}", given.name(ATTRIBUTES), e.field), e.rule)
@@ -254,9 +248,9 @@ mod tests {
             Segment::Key("k"),
             Segment::Key("string_value"),
         ];
-        assert_eq!(given.path(path.into_iter()), "MessageAttributes.k.StringValue");
+        assert_eq!(given.path(&path), "MessageAttributes.k.StringValue");
         let path = [Segment::Key("windows"), Segment::Index(2), Segment::Key("to")];
-        assert_eq!(given.path(path.into_iter()), "windows[2].to");
+        assert_eq!(given.path(&path), "windows[2].to");
     }
 
     #[test]

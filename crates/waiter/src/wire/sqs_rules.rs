@@ -35,7 +35,7 @@ pub(crate) fn check_attributes(
     for (name, attribute) in attributes {
         let path = format!("{field}.{}", truncate(&name, 64));
         let value_path =
-            |value: &str| given.path([Segment::Key(ATTRIBUTES), Segment::Key(&name), Segment::Key(value)].into_iter());
+            |value: &str| given.path(&[Segment::Key(ATTRIBUTES), Segment::Key(&name), Segment::Key(value)]);
         check_attribute_name(&path, &name)?;
         let base = check_data_type(&format!("{path}.data_type"), &attribute.data_type)?;
         let data = match (base, attribute.string_value, attribute.binary_value) {

@@ -47,6 +47,19 @@ pub(super) fn same_version(current: &StoredJob) -> &'static str {
     }
 }
 
+/// Conditions a write (`DeleteItem`, `PutItem`, or a transaction's `Delete` or `Put`) on the
+/// stored item being still `current`'s version: `same_version` with the name and the value it
+/// uses, written once.
+macro_rules! if_same_version {
+    ($builder:expr, $current:expr) => {
+        $builder
+            .condition_expression(same_version($current))
+            .expression_attribute_names("#v", A_VERSION)
+            .expression_attribute_values(":v", AttributeValue::N($current.version.to_string()))
+    };
+}
+pub(super) use if_same_version;
+
 /// Reads a refused transaction: `Ok(i)` when the condition of the item at index `i` failed, else
 /// the error to return (throttled when a conflict or short capacity means a retry can succeed).
 pub(super) fn failed_condition(

@@ -148,19 +148,14 @@ impl Jobs for DynamoStore {
         let queue = &current.job.queue;
         let k = current.key();
         let table = self.table(queue);
-        let version = AttributeValue::N(current.version.to_string());
         let Partition::Shard(shard) = k.partition else {
             // Parked jobs leave no history: they were never going to be sent as they were.
-            let res = self
+            let delete = self
                 .client
                 .delete_item()
                 .table_name(&table)
-                .set_key(Some(key(queue, &k)))
-                .condition_expression(same_version(current))
-                .expression_attribute_names("#v", A_VERSION)
-                .expression_attribute_values(":v", version)
-                .send()
-                .await;
+                .set_key(Some(key(queue, &k)));
+            let res = if_same_version!(delete, current).send().await;
             return match res {
                 Ok(_) => Ok(RemoveOutcome::Removed),
                 Err(e) if is_condition_failed(&e) => Ok(RemoveOutcome::Changed),
@@ -172,26 +167,22 @@ impl Jobs for DynamoStore {
         let remove = match record {
             None => TransactWriteItem::builder()
                 .delete(
-                    Delete::builder()
-                        .table_name(&table)
-                        .set_key(Some(key(queue, &k)))
-                        .condition_expression(same_version(current))
-                        .expression_attribute_names("#v", A_VERSION)
-                        .expression_attribute_values(":v", version)
-                        .build()
-                        .map_err(|e| internal("TransactWriteItems", e))?,
+                    if_same_version!(
+                        Delete::builder().table_name(&table).set_key(Some(key(queue, &k))),
+                        current
+                    )
+                    .build()
+                    .map_err(|e| internal("TransactWriteItems", e))?,
                 )
                 .build(),
             Some(h) => TransactWriteItem::builder()
                 .put(
-                    Put::builder()
-                        .table_name(&table)
-                        .set_item(Some(encode_history(h)))
-                        .condition_expression(same_version(current))
-                        .expression_attribute_names("#v", A_VERSION)
-                        .expression_attribute_values(":v", version)
-                        .build()
-                        .map_err(|e| internal("TransactWriteItems", e))?,
+                    if_same_version!(
+                        Put::builder().table_name(&table).set_item(Some(encode_history(h))),
+                        current
+                    )
+                    .build()
+                    .map_err(|e| internal("TransactWriteItems", e))?,
                 )
                 .build(),
         };
@@ -218,12 +209,7 @@ impl Jobs for DynamoStore {
     async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
         let queue = &current.job.queue;
         let table = self.table(queue);
-        let put = Put::builder()
-            .table_name(&table)
-            .set_item(Some(encode(next)))
-            .condition_expression(same_version(current))
-            .expression_attribute_names("#v", A_VERSION)
-            .expression_attribute_values(":v", AttributeValue::N(current.version.to_string()))
+        let put = if_same_version!(Put::builder().table_name(&table).set_item(Some(encode(next))), current)
             .build()
             .map_err(|e| internal("TransactWriteItems", e))?;
         let mut items = vec![TransactWriteItem::builder().put(put).build()];
@@ -251,16 +237,12 @@ impl Jobs for DynamoStore {
 
     async fn rewrite(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
         let queue = &current.job.queue;
-        let res = self
+        let put = self
             .client
             .put_item()
             .table_name(self.table(queue))
-            .set_item(Some(encode(next)))
-            .condition_expression(same_version(current))
-            .expression_attribute_names("#v", A_VERSION)
-            .expression_attribute_values(":v", AttributeValue::N(current.version.to_string()))
-            .send()
-            .await;
+            .set_item(Some(encode(next)));
+        let res = if_same_version!(put, current).send().await;
         match res {
             Ok(_) => Ok(ReplaceOutcome::Replaced),
             Err(e) if is_condition_failed(&e) => Ok(ReplaceOutcome::Changed),
@@ -271,10 +253,8 @@ impl Jobs for DynamoStore {
     async fn retire(&self, queue: &QueueName, items: &[Retired]) -> Result<(), PortError> {
         let table = self.table(queue);
         // A key named twice keeps its last write, as two calls in order would leave it.
-        let mut last: Vec<&Retired> = distinct(&items.iter().rev().collect::<Vec<_>>(), |r| &r.key)
-            .into_iter()
-            .copied()
-            .collect();
+        let newest_first: Vec<&Retired> = items.iter().rev().collect();
+        let mut last = distinct(&newest_first, |r| &r.key);
         last.reverse();
         for chunk in last.chunks(DDB_MAX_BATCH_WRITE_ITEMS) {
             let requests: Vec<WriteRequest> = chunk
