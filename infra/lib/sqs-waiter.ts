@@ -220,8 +220,8 @@ export class SqsWaiter extends Construct {
           // PutItem: schedule and reschedule. BatchGetItem: get and the idempotency check.
           // DeleteItem and ConditionCheckItem: cancel (a transaction with the poller lease).
           // Query (table and index): list, list_parked. GetItem and UpdateItem: the shard
-          // counts. UpdateItem, DeleteItem and BatchWriteItem: a reschedule that moves a job
-          // near works its shard as a poller run would (lease, send, remove).
+          // counts. UpdateItem, DeleteItem and PutItem: a reschedule that moves a job near
+          // works its shard as a poller run would (lease, send, conditional removals).
           actions: [
             "dynamodb:PutItem",
             "dynamodb:BatchGetItem",
@@ -230,7 +230,6 @@ export class SqsWaiter extends Construct {
             "dynamodb:Query",
             "dynamodb:GetItem",
             "dynamodb:UpdateItem",
-            "dynamodb:BatchWriteItem",
           ],
           resources: [table.tableArn, `${table.tableArn}/index/${INDEX_NAME}`],
         }),
@@ -243,13 +242,13 @@ export class SqsWaiter extends Construct {
       );
       pollerRole.role.addToPrincipalPolicy(
         new iam.PolicyStatement({
-          // UpdateItem and DeleteItem: the partition lease. BatchWriteItem: remove sent jobs.
-          // PutItem and DeleteItem: park rejected jobs. BatchGetItem: re-read due jobs
+          // UpdateItem and DeleteItem: the partition lease. DeleteItem and PutItem (in a
+          // TransactWriteItems): remove sent jobs, conditioned on the version sent; park
+          // rejected jobs. BatchGetItem: re-read due jobs
           // consistently under the lease. GetItem (and UpdateItem): the shard counts.
           actions: [
             "dynamodb:UpdateItem",
             "dynamodb:DeleteItem",
-            "dynamodb:BatchWriteItem",
             "dynamodb:PutItem",
             "dynamodb:BatchGetItem",
             "dynamodb:GetItem",

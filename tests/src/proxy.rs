@@ -13,6 +13,10 @@
 //! header, extra body fields such as `CancellationReasons`), or a connection that is accepted
 //! and never answered.
 //!
+//! `lose_reply_then_hold(op)`: the next request of `op` is applied and answered 500 (its reply
+//! lost), and every later request of `op` (the SDK's retries) is held until `release_held`, so
+//! that a test can act between a call being applied and its retry arriving.
+//!
 //! `freeze_after(op, n)`: after the n-th response of `op` has been returned, every later request
 //! hangs, so that a test can SIGKILL the caller at exactly that step.
 
@@ -76,6 +80,10 @@ struct Inner {
     generation: AtomicU64,
     /// The added latency (an AWS-like round trip for the benches) and the time each call took.
     meter: CallMeter,
+    /// `lose_reply_then_hold`: the operation, and whether its reply was lost already.
+    lost_reply: Mutex<Option<(String, bool)>>,
+    held: AtomicU64,
+    released: AtomicBool,
 }
 
 /// A running proxy; aborted on drop.
@@ -102,6 +110,9 @@ impl FaultProxy {
             inflight: AtomicU64::new(0),
             generation: AtomicU64::new(0),
             meter: CallMeter::default(),
+            lost_reply: Mutex::new(None),
+            held: AtomicU64::new(0),
+            released: AtomicBool::new(false),
         });
         let app = Router::new().fallback(handle).with_state(inner.clone());
         let (addr, server) = crate::serve_local(app).await;
@@ -119,6 +130,24 @@ impl FaultProxy {
             .lock()
             .expect("lock")
             .insert(operation.to_owned(), answer);
+    }
+
+    /// Applies the next request of `operation` and answers it 500; holds every later one until
+    /// `release_held`.
+    pub fn lose_reply_then_hold(&self, operation: &str) {
+        self.inner.released.store(false, Ordering::SeqCst);
+        *self.inner.lost_reply.lock().expect("lock") = Some((operation.to_owned(), false));
+    }
+
+    /// Requests held by `lose_reply_then_hold` so far.
+    pub fn held(&self) -> u64 {
+        self.inner.held.load(Ordering::SeqCst)
+    }
+
+    /// Forwards the held requests, and every later one, as usual.
+    pub fn release_held(&self) {
+        *self.inner.lost_reply.lock().expect("lock") = None;
+        self.inner.released.store(true, Ordering::SeqCst);
     }
 
     pub fn clear_forced(&self) {
@@ -297,6 +326,24 @@ async fn handle(State(p): State<Arc<Inner>>, method: Method, uri: Uri, headers: 
 async fn handle_live(p: &Inner, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let op = operation(&headers);
     let sqs = is_sqs(&headers);
+    let lost = match p.lost_reply.lock().expect("lock").as_mut() {
+        Some((o, lost)) if *o == op => Some(std::mem::replace(lost, true)),
+        _ => None,
+    };
+    match lost {
+        Some(false) => {
+            *p.calls.lock().expect("lock").entry(op).or_default() += 1;
+            let _ = p.forward(&method, &uri, &headers, body).await;
+            return aws_error(500, sqs, "InternalFailure");
+        }
+        Some(true) => {
+            p.held.fetch_add(1, Ordering::SeqCst);
+            while !p.released.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        None => {}
+    }
     let forced = p.forced.lock().expect("lock").get(&op).cloned();
     match forced {
         Some(Forced::Hang) => {

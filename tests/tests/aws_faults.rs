@@ -57,12 +57,15 @@ async fn after_a_failed_delete_cancel_never_answers_cancelled_for_an_accepted_me
     r.call(json!({"queue": "orders", "message_body": "a", "delay_seconds": 4, "job_id": "a"}))
         .await;
     r.proxy
-        .force("BatchWriteItem", error(500, "InternalServerError", None, None));
+        .force("TransactWriteItems", error(500, "InternalServerError", None, None));
     // The only partition reports an error, so the invocation fails (PollerFailed).
     let budget = Duration::from_secs(6);
     let lease_lapses = Instant::now() + budget + Duration::from_secs(6);
     let reply = r.poller.invoke_raw(b"{}".to_vec(), budget).await;
-    assert!(format!("{reply:?}").contains("BatchWriteItem"), "{reply:?}");
+    assert!(format!("{reply:?}").contains("TransactWriteItems"), "{reply:?}");
+    // Cancel is a transaction too: DynamoDB answers again, and the kept lease item is what
+    // makes it answer `dispatching`.
+    r.proxy.clear_forced();
     let c = r
         .call(json!({"action": "cancel", "queue": "orders", "job_id": "a"}))
         .await;
@@ -74,9 +77,8 @@ async fn after_a_failed_delete_cancel_never_answers_cancelled_for_an_accepted_me
         .await;
     assert_eq!(c["status"], "dispatching", "still protected after delivery: {c}");
 
-    // DynamoDB is back. Once the first run's lease lapses for pollers (deadline + 5 s), the next
-    // run re-sends (at least once), removes the item and releases the lease item.
-    r.proxy.clear_forced();
+    // Once the first run's lease lapses for pollers (deadline + 5 s), the next run re-sends (at
+    // least once), removes the item and releases the lease item.
     tokio::time::sleep(lease_lapses.saturating_duration_since(Instant::now())).await;
     let summary = r.poller.invoke(&json!({})).await.expect("poller");
     assert_eq!(
@@ -220,4 +222,50 @@ async fn a_call_that_never_answers_cannot_hold_a_run_past_its_budget() {
     assert!(took < Duration::from_secs(6), "enqueue ran {took:?}");
     let e = reply.expect_err("a hung store is an error");
     assert_eq!(e.error_type, "DependencyFailure", "{e:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_removal_retried_after_it_was_applied_never_takes_a_job_enqueued_meanwhile() {
+    // History off: once the poller's removal is applied, the id is free. Its reply is lost, and
+    // the SDK's retry is held at the proxy while a caller stores a new job under the same id.
+    let mut r = rig(&[("WAITER_LOOKAHEAD", "60"), ("WAITER_HISTORY_DAYS", "0")]).await;
+    r.call(json!({"queue": "orders", "message_body": "first", "delay_seconds": 1, "job_id": "a"}))
+        .await;
+    r.proxy.lose_reply_then_hold("TransactWriteItems");
+    let Rig {
+        emu,
+        proxy,
+        url,
+        enqueue,
+        poller,
+    } = &mut r;
+    let meanwhile = async {
+        let until = Instant::now() + Duration::from_secs(20);
+        while proxy.held() == 0 && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(proxy.held(), 1, "the SDK retried the removal whose reply was lost");
+        let again = enqueue
+            .invoke_ok(&json!({"queue": "orders", "message_body": "second", "delay_seconds": 3600, "job_id": "a"}))
+            .await;
+        assert_eq!(
+            again["status"], "scheduled",
+            "the id is free once the removal applied: {again}"
+        );
+        proxy.release_held();
+    };
+    let run = json!({});
+    let (summary, ()) = tokio::join!(poller.invoke(&run), meanwhile);
+    let summary = summary.expect("poller");
+    assert_eq!(summary["dispatched"], 1, "{summary}");
+    let got = emu.receive_for(url, Duration::from_secs(4), 1).await;
+    assert_eq!(got.len(), 1);
+    let job = enqueue
+        .invoke_ok(&json!({"action": "get", "queue": "orders", "job_id": "a"}))
+        .await;
+    assert_eq!(
+        job["status"], "scheduled",
+        "the job enqueued meanwhile is still stored: {job}"
+    );
+    assert_eq!(job["message_body"], "second", "{job}");
 }

@@ -31,9 +31,9 @@ pub const SQS_MAX_FIFO_ID_CHARS: usize = 128;
 /// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_CreateQueue.html>
 pub const SQS_MAX_QUEUE_NAME_CHARS: usize = 80;
 
-/// Requests per `BatchWriteItem`.
-/// <https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchWriteItem.html>
-pub const DDB_MAX_BATCH_WRITE_ITEMS: usize = 25;
+/// Actions per `TransactWriteItems`.
+/// <https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html>
+pub const DDB_MAX_TRANSACT_ITEMS: usize = 100;
 
 /// Keys per `BatchGetItem`.
 /// <https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html>

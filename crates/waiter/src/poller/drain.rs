@@ -12,7 +12,7 @@ use tracing::{debug, error, info, warn};
 use super::*;
 use crate::config::QueueName;
 use crate::error::{display_chain, PortError};
-use crate::limits::{DDB_MAX_BATCH_WRITE_ITEMS, SQS_MAX_BATCH_ENTRIES, SQS_MAX_DELAY_SECONDS};
+use crate::limits::{SQS_MAX_BATCH_ENTRIES, SQS_MAX_DELAY_SECONDS};
 use crate::ports::{
     Clock, EntryOutcome, History, HistoryStatus, JobKey, JobStore, MessageQueue, OutgoingMessage, ParkInfo,
     ReplaceOutcome, Retired, StoredJob,
@@ -120,8 +120,8 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                         }));
                     }
                 }
-                while removals < DELETES_IN_FLIGHT && self.deletes.len() >= DDB_MAX_BATCH_WRITE_ITEMS {
-                    let items: Vec<Retired> = self.deletes.drain(..DDB_MAX_BATCH_WRITE_ITEMS).collect();
+                while removals < DELETES_IN_FLIGHT && self.deletes.len() >= REMOVALS_PER_CALL {
+                    let items: Vec<Retired> = self.deletes.drain(..REMOVALS_PER_CALL).collect();
                     removals += 1;
                     self.deleting += items.len();
                     in_flight.push(Box::pin(async move {
@@ -469,6 +469,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
         let now = self.d.clock.now();
         self.deletes.push(Retired {
             key: job.key(),
+            edition: job.edition(),
             record: self
                 .d
                 .config
@@ -484,7 +485,12 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
             message,
         };
         match self.d.store.park(job, &info).await {
-            Ok(()) => {
+            Ok(false) => {
+                error!(queue = %self.queue, job_id = %job.job.job_id, code = %info.code, "parking refused: the parked partition holds another job with this id; job stays stored");
+                self.summary.failed += 1;
+                self.left_behind = true;
+            }
+            Ok(true) => {
                 error!(queue = %self.queue, job_id = %job.job.job_id, code = %info.code, reason = %info.message, "parked: SQS rejected the message permanently");
                 self.summary.parked += 1;
             }

@@ -407,3 +407,64 @@ async fn a_run_that_took_over_a_lapsed_lease_keeps_it_until_it_has_handled_every
     assert_eq!(store.len(), 0);
     assert!(store.state.lock().unwrap().leases.is_empty(), "released");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_removal_retried_after_it_was_applied_never_takes_a_job_enqueued_meanwhile() {
+    // History off: once the first removal call is applied, the id is free, and a caller stores
+    // a new job under it before the retry of that call (the run's final flush) goes out. A full
+    // call's worth of jobs, so that the first removal goes out during the run.
+    let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1")]);
+    let now = clock.now();
+    let q = QueueName::parse("orders").unwrap();
+    store.insert(stored("orders", "a", now, 1));
+    for i in 1..REMOVALS_PER_CALL {
+        store.insert(stored("orders", &format!("j{i}"), now, 1));
+    }
+    let later = StoredJob {
+        enqueued_at: now + ms(1),
+        ..stored("orders", "a", now + TimeDelta::hours(1), 1)
+    };
+    let new_life = later.clone();
+    *store.retire_applied_then_fails.lock().unwrap() = Some(Box::new(move |s: &MemStore| s.insert(new_life)));
+    let summary = d.run(now + TimeDelta::seconds(60)).await;
+    assert_eq!(summary.dispatched, REMOVALS_PER_CALL as u64, "{summary:?}");
+    assert_eq!(queue.sent().len(), REMOVALS_PER_CALL);
+    assert_eq!(store.len(), 1, "the sent jobs are removed by the retry");
+    assert_eq!(
+        store.get(&q, Partition::Shard(0), "a"),
+        Some(later),
+        "the job enqueued under the freed id is still stored"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn parking_never_overwrites_an_earlier_parked_job_with_the_same_id() {
+    let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1")]);
+    let now = clock.now();
+    let q = QueueName::parse("orders").unwrap();
+    let earlier = StoredJob {
+        partition: Partition::Parked,
+        enqueued_at: now - TimeDelta::days(1),
+        ..stored("orders", "a", now - TimeDelta::days(1), 1)
+    };
+    store.insert(earlier.clone());
+    store.insert(stored("orders", "a", now, 1));
+    *queue.entry_fault.lock().unwrap() = Some(Box::new(|_: &OutgoingMessage| {
+        Some(EntryOutcome::Failed {
+            code: "InvalidParameterValue".into(),
+            message: "bad".into(),
+            sender_fault: true,
+        })
+    }));
+    let s = d.run(now + TimeDelta::seconds(60)).await;
+    assert_eq!((s.parked, s.failed, s.drained), (0, 1, false), "{s:?}");
+    assert_eq!(
+        store.get(&q, Partition::Parked, "a"),
+        Some(earlier),
+        "the parked job is kept"
+    );
+    assert!(
+        store.get(&q, Partition::Shard(0), "a").is_some(),
+        "the rejected job stays stored"
+    );
+}

@@ -69,6 +69,23 @@ impl StoredJob {
             job_id: self.job.job_id.clone(),
         }
     }
+
+    pub fn edition(&self) -> Edition {
+        Edition {
+            enqueued_at: self.enqueued_at,
+            version: self.version,
+        }
+    }
+}
+
+/// Which job a key holds: its life (when it was enqueued, since an id is free again once its
+/// job left the table) and its version within that life. Every conditional write names the
+/// edition it read, so that a write decided on a stale read, or an SDK retry of a call that was
+/// applied, never takes another job enqueued under the same id meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Edition {
+    pub enqueued_at: DateTime<Utc>,
+    pub version: u64,
 }
 
 /// How a job left the table.
@@ -148,10 +165,12 @@ pub enum Found {
     History(History),
 }
 
-/// A job leaving the table: its key, and the record left in its place (`None`: nothing).
+/// A job leaving the table: its key, the edition that left (a removal of any other edition is
+/// skipped), and the record left in its place (`None`: nothing).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Retired {
     pub key: JobKey,
+    pub edition: Edition,
     pub record: Option<History>,
 }
 

@@ -24,11 +24,13 @@ pub trait Jobs: Send + Sync + 'static {
     /// `job.enqueued_at` (a conditional put).
     async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError>;
 
-    /// Writes the job at its key whatever the key holds (an unconditional put).
-    async fn overwrite(&self, job: &StoredJob) -> Result<(), PortError>;
+    /// Writes the job at its key if the key is free or holds this same edition (a retry of the
+    /// same copy); `false`, and nothing written, when it holds another job.
+    async fn place(&self, job: &StoredJob) -> Result<bool, PortError>;
 
-    /// Removes whatever the key holds (an unconditional delete).
-    async fn delete(&self, queue: &QueueName, key: &JobKey) -> Result<(), PortError>;
+    /// Removes the job at its key if the key still holds this edition; a key that holds
+    /// nothing or another job is left as it is (done already, or not ours to remove).
+    async fn remove(&self, job: &StoredJob) -> Result<(), PortError>;
 
     /// Strongly consistent reads of these keys (the base table, not the index): jobs and
     /// history records (live or not). Missing keys are left out; order is not kept.
@@ -88,9 +90,10 @@ pub trait Jobs: Send + Sync + 'static {
     /// window): conditional on the version only.
     async fn rewrite(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError>;
 
-    /// Removes jobs that left the table, each replaced by its history record if it has one (a
-    /// put in place of the delete: the same call); retries unprocessed ones until all are done
-    /// or an error is returned.
+    /// Removes jobs that left the table, each replaced by its history record if it has one,
+    /// each only if its key still holds the edition that left: a key that holds nothing or
+    /// another job (enqueued under the id once it was free) is skipped. Retries what a
+    /// retryable failure left until all are done or an error is returned.
     async fn retire(&self, queue: &QueueName, items: &[Retired]) -> Result<(), PortError>;
 }
 
@@ -157,24 +160,28 @@ pub trait Parking: Jobs {
     /// Up to `limit` jobs of the parked partition in `job_id` order, after `after`.
     async fn parked(&self, queue: &QueueName, limit: usize, after: Option<&str>) -> Result<Page<StoredJob>, PortError>;
 
-    /// Moves a job into the parked partition: copy first, then delete, so that a crash between
-    /// leaves a duplicate, never a loss.
-    async fn park(&self, job: &StoredJob, info: &ParkInfo) -> Result<(), PortError> {
+    /// Moves a job into the parked partition: copy first, then remove, so that a crash between
+    /// leaves a duplicate, never a loss. `false`, and nothing moved, when the parked partition
+    /// holds another job under this id (an earlier life, parked and not yet redriven).
+    async fn park(&self, job: &StoredJob, info: &ParkInfo) -> Result<bool, PortError> {
         let parked = StoredJob {
             partition: Partition::Parked,
             parked: Some(info.clone()),
             ..job.clone()
         };
-        self.overwrite(&parked).await?;
-        self.delete(&job.job.queue, &job.key()).await
+        if !self.place(&parked).await? {
+            return Ok(false);
+        }
+        self.remove(job).await?;
+        Ok(true)
     }
 
     /// Moves a parked job back into a shard, due at `into.job.perform_at`, unless that key is
-    /// taken (then nothing moves). Copy first, then delete, as in `park`.
+    /// taken (then nothing moves). Copy first, then remove, as in `park`.
     async fn unpark(&self, parked: &StoredJob, into: &StoredJob) -> Result<PutOutcome, PortError> {
         let outcome = self.put_new(into).await?;
         if outcome == PutOutcome::Created {
-            self.delete(&into.job.queue, &parked.key()).await?;
+            self.remove(parked).await?;
         }
         Ok(outcome)
     }

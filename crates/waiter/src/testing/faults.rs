@@ -125,12 +125,12 @@ impl<S: JobStore> Jobs for FaultyStore<S> {
         faulty!(self.faults, "PutItem", self.inner.put_new(job).await)
     }
 
-    async fn overwrite(&self, job: &StoredJob) -> Result<(), PortError> {
-        faulty!(self.faults, "PutItem", self.inner.overwrite(job).await)
+    async fn place(&self, job: &StoredJob) -> Result<bool, PortError> {
+        faulty!(self.faults, "PutItem", self.inner.place(job).await)
     }
 
-    async fn delete(&self, q: &QueueName, k: &JobKey) -> Result<(), PortError> {
-        faulty!(self.faults, "DeleteItem", self.inner.delete(q, k).await)
+    async fn remove(&self, job: &StoredJob) -> Result<(), PortError> {
+        faulty!(self.faults, "DeleteItem", self.inner.remove(job).await)
     }
 
     async fn read_any(&self, q: &QueueName, keys: &[JobKey]) -> Result<Vec<Found>, PortError> {
@@ -162,7 +162,7 @@ impl<S: JobStore> Jobs for FaultyStore<S> {
     }
 
     async fn retire(&self, q: &QueueName, items: &[Retired]) -> Result<(), PortError> {
-        faulty!(self.faults, "BatchWriteItem", self.inner.retire(q, items).await)
+        faulty!(self.faults, "TransactWriteItems", self.inner.retire(q, items).await)
     }
 }
 

@@ -36,7 +36,14 @@ pub struct MemStore {
     pub fail_deletes: Arc<std::sync::atomic::AtomicBool>,
     /// When set, every read waits forever, as a call whose connection is never answered.
     pub hang_reads: Arc<std::sync::atomic::AtomicBool>,
+    /// When set, the next `retire` is applied, then this runs on the store (what others did
+    /// while the reply was lost), then the call fails: a call applied and answered with an
+    /// error, which the caller retries.
+    pub retire_applied_then_fails: Arc<Mutex<Option<AfterApplied>>>,
 }
+
+/// What happens between a call being applied and its lost reply.
+pub type AfterApplied = Box<dyn FnOnce(&MemStore) + Send>;
 
 impl Default for MemStore {
     fn default() -> Self {
@@ -46,6 +53,7 @@ impl Default for MemStore {
             index_lag: std::time::Duration::ZERO,
             fail_deletes: Arc::default(),
             hang_reads: Arc::default(),
+            retire_applied_then_fails: Arc::default(),
         }
     }
 }
@@ -107,14 +115,15 @@ impl MemStore {
         self.state.lock().unwrap().write(k, Some(job), self.index_lag);
     }
 
-    fn remove(&self, queue: &QueueName, key: &JobKey) -> Option<StoredJob> {
+    /// Removes the job at `key` if it is this edition; whether it did.
+    fn remove_edition(&self, queue: &QueueName, key: &JobKey, edition: Edition) -> bool {
         let k = mem_key(queue, &key.partition, &key.job_id);
         let mut s = self.state.lock().unwrap();
-        let old = s.items.get(&k).cloned();
-        if old.is_some() {
+        let ours = s.items.get(&k).is_some_and(|j| j.edition() == edition);
+        if ours {
             s.write(k, None, self.index_lag);
         }
-        old
+        ours
     }
 }
 
@@ -137,13 +146,18 @@ impl Jobs for MemStore {
         Ok(PutOutcome::Created)
     }
 
-    async fn overwrite(&self, job: &StoredJob) -> Result<(), PortError> {
-        self.insert(job.clone());
-        Ok(())
+    async fn place(&self, job: &StoredJob) -> Result<bool, PortError> {
+        let k = mem_key(&job.job.queue, &job.partition, &job.job.job_id);
+        let mut s = self.state.lock().unwrap();
+        if s.items.get(&k).is_some_and(|stored| stored.edition() != job.edition()) {
+            return Ok(false);
+        }
+        s.write(k, Some(job.clone()), self.index_lag);
+        Ok(true)
     }
 
-    async fn delete(&self, queue: &QueueName, key: &JobKey) -> Result<(), PortError> {
-        self.remove(queue, key);
+    async fn remove(&self, job: &StoredJob) -> Result<(), PortError> {
+        self.remove_edition(&job.job.queue, &job.key(), job.edition());
         Ok(())
     }
 
@@ -176,7 +190,10 @@ impl Jobs for MemStore {
         let queue = &current.job.queue;
         let k = mem_key(queue, &current.partition, &current.job.job_id);
         let mut s = self.state.lock().unwrap();
-        if s.items.get(&k).is_none_or(|stored| stored.version != current.version) {
+        if s.items
+            .get(&k)
+            .is_none_or(|stored| stored.edition() != current.edition())
+        {
             return Ok(RemoveOutcome::Changed);
         }
         if let Partition::Shard(shard) = current.partition {
@@ -206,7 +223,10 @@ impl Jobs for MemStore {
                 return Ok(ReplaceOutcome::Dispatching);
             }
         }
-        if s.items.get(&k).is_none_or(|stored| stored.version != current.version) {
+        if s.items
+            .get(&k)
+            .is_none_or(|stored| stored.edition() != current.edition())
+        {
             return Ok(ReplaceOutcome::Changed);
         }
         s.write(k, Some(next.clone()), self.index_lag);
@@ -216,7 +236,10 @@ impl Jobs for MemStore {
     async fn rewrite(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
         let k = mem_key(&current.job.queue, &current.partition, &current.job.job_id);
         let mut s = self.state.lock().unwrap();
-        if s.items.get(&k).is_none_or(|stored| stored.version != current.version) {
+        if s.items
+            .get(&k)
+            .is_none_or(|stored| stored.edition() != current.edition())
+        {
             return Ok(ReplaceOutcome::Changed);
         }
         s.write(k, Some(next.clone()), self.index_lag);
@@ -226,17 +249,27 @@ impl Jobs for MemStore {
     async fn retire(&self, queue: &QueueName, items: &[Retired]) -> Result<(), PortError> {
         if self.fail_deletes.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(PortError::Transient {
-                operation: "BatchWriteItem",
+                operation: "TransactWriteItems",
                 source: "injected: deletes fail".into(),
             });
         }
         for r in items {
-            self.remove(queue, &r.key);
-            // A put in place of the delete: unconditional, as in BatchWriteItem.
+            // Each removal conditioned on its edition, as in the adapter's transaction.
+            if !self.remove_edition(queue, &r.key, r.edition) {
+                continue;
+            }
             if let Some(h) = &r.record {
                 let k = mem_key(queue, &r.key.partition, &r.key.job_id);
                 self.state.lock().unwrap().history.insert(k, h.clone());
             }
+        }
+        let meanwhile = self.retire_applied_then_fails.lock().unwrap().take();
+        if let Some(meanwhile) = meanwhile {
+            meanwhile(self);
+            return Err(PortError::Transient {
+                operation: "TransactWriteItems",
+                source: "injected: applied, then the reply was lost".into(),
+            });
         }
         Ok(())
     }

@@ -1,5 +1,5 @@
-//! The adapter's own calls: table names, the due-index query, batched reads and single deletes,
-//! with their retries.
+//! The adapter's own calls: table names, the due-index query and batched reads, with their
+//! retries.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -104,8 +104,7 @@ impl DynamoStore {
 }
 
 /// Sends `first`, then what DynamoDB answers it left unprocessed (`BatchGetItem`'s
-/// `UnprocessedKeys`, `BatchWriteItem`'s `UnprocessedItems`), with backoff, until nothing is
-/// left. `call` returns what one call answered and the leftover request with how many keys or
+/// `UnprocessedKeys`), with backoff, until nothing is left. `call` returns what one call answered and the leftover request with how many keys or
 /// items it holds; the answers are collected. After `UNPROCESSED_ATTEMPTS` retries what is left
 /// counts as throttled (it stays for the next run).
 pub(super) async fn until_processed<R, T, F, Fut>(
@@ -147,8 +146,8 @@ pub(super) fn internal(operation: &'static str, e: aws_sdk_dynamodb::error::Buil
     }
 }
 
-/// Each key once, in first-seen order: `BatchGetItem` and `BatchWriteItem` refuse a request
-/// that names one key twice (ValidationException), although a caller may name an id twice.
+/// Each key once, in first-seen order: `BatchGetItem` and `TransactWriteItems` refuse a
+/// request that names one key twice (ValidationException), although a caller may name an id twice.
 pub(super) fn distinct<T>(items: &[T], key: impl Fn(&T) -> &JobKey) -> Vec<&T> {
     let mut seen = std::collections::HashSet::with_capacity(items.len());
     items.iter().filter(|i| seen.insert(key(i))).collect()

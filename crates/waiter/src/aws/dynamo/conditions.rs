@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use super::*;
 use crate::config::QueueName;
 use crate::error::PortError;
-use crate::ports::StoredJob;
+use crate::ports::Edition;
 
 /// Transaction cancellation reasons that a retry can clear.
 /// <https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html>
@@ -37,28 +37,38 @@ pub(super) fn lease_does_not_cover(
         .map_err(|e| internal("TransactWriteItems", e))
 }
 
-/// The condition that the stored item is still `current`'s version (and a job). Items written
-/// before versions existed read as version 1.
-pub(super) fn same_version(current: &StoredJob) -> &'static str {
-    if current.version == 1 {
-        "attribute_exists(perform_at) AND (attribute_not_exists(#v) OR #v = :v)"
+/// The condition that the stored item is still this edition of a job: the same life
+/// (`enqueued_at`) and the same version. Items written before versions existed read as version
+/// 1, and items written before `enqueued_at` was stored match any life.
+pub(super) fn same_edition(edition: Edition) -> &'static str {
+    if edition.version == 1 {
+        "attribute_exists(perform_at) AND (attribute_not_exists(#e) OR #e = :e) \
+         AND (attribute_not_exists(#v) OR #v = :v)"
     } else {
-        "attribute_exists(perform_at) AND #v = :v"
+        "attribute_exists(perform_at) AND (attribute_not_exists(#e) OR #e = :e) AND #v = :v"
     }
 }
 
 /// Conditions a write (`DeleteItem`, `PutItem`, or a transaction's `Delete` or `Put`) on the
-/// stored item being still `current`'s version: `same_version` with the name and the value it
-/// uses, written once.
-macro_rules! if_same_version {
-    ($builder:expr, $current:expr) => {
+/// stored item being still this edition (`same_edition`), with the names and values it uses,
+/// written once. `$free` also lets the write through when the key holds nothing.
+macro_rules! if_same_edition {
+    ($builder:expr, $edition:expr) => {
+        if_same_edition!(@with $builder, $edition, same_edition($edition).to_owned())
+    };
+    ($builder:expr, $edition:expr, or_free) => {
+        if_same_edition!(@with $builder, $edition, format!("attribute_not_exists(job_id) OR ({})", same_edition($edition)))
+    };
+    (@with $builder:expr, $edition:expr, $condition:expr) => {
         $builder
-            .condition_expression(same_version($current))
+            .condition_expression($condition)
             .expression_attribute_names("#v", A_VERSION)
-            .expression_attribute_values(":v", AttributeValue::N($current.version.to_string()))
+            .expression_attribute_names("#e", A_ENQUEUED_AT)
+            .expression_attribute_values(":v", AttributeValue::N($edition.version.to_string()))
+            .expression_attribute_values(":e", n($edition.enqueued_at))
     };
 }
-pub(super) use if_same_version;
+pub(super) use if_same_edition;
 
 /// Reads a refused transaction: `Ok(i)` when the condition of the item at index `i` failed, else
 /// the error to return (throttled when a conflict or short capacity means a retry can succeed).

@@ -10,9 +10,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, Delete, DeleteRequest, Put, PutRequest, ReturnValue, ReturnValuesOnConditionCheckFailure, Select,
-    TransactWriteItem, WriteRequest,
+    AttributeValue, Delete, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, Select, TransactWriteItem,
 };
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
@@ -24,7 +24,7 @@ use super::classify;
 use super::codec::*;
 use crate::config::{Config, QueueName};
 use crate::error::PortError;
-use crate::limits::{DDB_MAX_BATCH_GET_KEYS, DDB_MAX_BATCH_WRITE_ITEMS};
+use crate::limits::{DDB_MAX_BATCH_GET_KEYS, DDB_MAX_TRANSACT_ITEMS};
 use crate::ports::{
     DueIndex, Found, History, JobKey, Jobs, Lease, LeaseOutcome, Leases, Page, Parking, Partition, PutOutcome,
     RemoveOutcome, ReplaceOutcome, Retired, StoredJob,
@@ -87,27 +87,32 @@ impl Jobs for DynamoStore {
         }
     }
 
-    async fn overwrite(&self, job: &StoredJob) -> Result<(), PortError> {
+    async fn place(&self, job: &StoredJob) -> Result<bool, PortError> {
         let queue = &job.job.queue;
-        self.client
+        let put = self
+            .client
             .put_item()
             .table_name(self.table(queue))
-            .set_item(Some(encode(job)))
-            .send()
-            .await
-            .map_err(|e| classify("PutItem", &self.resource(queue), e))?;
-        Ok(())
+            .set_item(Some(encode(job)));
+        match if_same_edition!(put, job.edition(), or_free).send().await {
+            Ok(_) => Ok(true),
+            Err(e) if is_condition_failed(&e) => Ok(false),
+            Err(e) => Err(classify("PutItem", &self.resource(queue), e)),
+        }
     }
 
-    async fn delete(&self, queue: &QueueName, key: &JobKey) -> Result<(), PortError> {
-        self.client
+    async fn remove(&self, job: &StoredJob) -> Result<(), PortError> {
+        let queue = &job.job.queue;
+        let delete = self
+            .client
             .delete_item()
             .table_name(self.table(queue))
-            .set_key(Some(super::codec::key(queue, key)))
-            .send()
-            .await
-            .map_err(|e| classify("DeleteItem", &self.resource(queue), e))?;
-        Ok(())
+            .set_key(Some(key(queue, &job.key())));
+        match if_same_edition!(delete, job.edition()).send().await {
+            Ok(_) => Ok(()),
+            Err(e) if is_condition_failed(&e) => Ok(()),
+            Err(e) => Err(classify("DeleteItem", &self.resource(queue), e)),
+        }
     }
 
     async fn read_any(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<Found>, PortError> {
@@ -155,7 +160,7 @@ impl Jobs for DynamoStore {
                 .delete_item()
                 .table_name(&table)
                 .set_key(Some(key(queue, &k)));
-            let res = if_same_version!(delete, current).send().await;
+            let res = if_same_edition!(delete, current.edition()).send().await;
             return match res {
                 Ok(_) => Ok(RemoveOutcome::Removed),
                 Err(e) if is_condition_failed(&e) => Ok(RemoveOutcome::Changed),
@@ -167,9 +172,9 @@ impl Jobs for DynamoStore {
         let remove = match record {
             None => TransactWriteItem::builder()
                 .delete(
-                    if_same_version!(
+                    if_same_edition!(
                         Delete::builder().table_name(&table).set_key(Some(key(queue, &k))),
-                        current
+                        current.edition()
                     )
                     .build()
                     .map_err(|e| internal("TransactWriteItems", e))?,
@@ -177,9 +182,9 @@ impl Jobs for DynamoStore {
                 .build(),
             Some(h) => TransactWriteItem::builder()
                 .put(
-                    if_same_version!(
+                    if_same_edition!(
                         Put::builder().table_name(&table).set_item(Some(encode_history(h))),
-                        current
+                        current.edition()
                     )
                     .build()
                     .map_err(|e| internal("TransactWriteItems", e))?,
@@ -209,9 +214,12 @@ impl Jobs for DynamoStore {
     async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
         let queue = &current.job.queue;
         let table = self.table(queue);
-        let put = if_same_version!(Put::builder().table_name(&table).set_item(Some(encode(next))), current)
-            .build()
-            .map_err(|e| internal("TransactWriteItems", e))?;
+        let put = if_same_edition!(
+            Put::builder().table_name(&table).set_item(Some(encode(next))),
+            current.edition()
+        )
+        .build()
+        .map_err(|e| internal("TransactWriteItems", e))?;
         let mut items = vec![TransactWriteItem::builder().put(put).build()];
         if let Partition::Shard(shard) = current.partition {
             items.push(
@@ -242,7 +250,7 @@ impl Jobs for DynamoStore {
             .put_item()
             .table_name(self.table(queue))
             .set_item(Some(encode(next)));
-        let res = if_same_version!(put, current).send().await;
+        let res = if_same_edition!(put, current.edition()).send().await;
         match res {
             Ok(_) => Ok(ReplaceOutcome::Replaced),
             Err(e) if is_condition_failed(&e) => Ok(ReplaceOutcome::Changed),
@@ -254,49 +262,144 @@ impl Jobs for DynamoStore {
         let table = self.table(queue);
         // A key named twice keeps its last write, as two calls in order would leave it.
         let newest_first: Vec<&Retired> = items.iter().rev().collect();
-        let mut last = distinct(&newest_first, |r| &r.key);
+        let mut last: Vec<&Retired> = distinct(&newest_first, |r| &r.key).into_iter().copied().collect();
         last.reverse();
-        for chunk in last.chunks(DDB_MAX_BATCH_WRITE_ITEMS) {
-            let requests: Vec<WriteRequest> = chunk
-                .iter()
-                .map(|r| match &r.record {
-                    None => DeleteRequest::builder()
-                        .set_key(Some(key(queue, &r.key)))
-                        .build()
-                        .map(|d| WriteRequest::builder().delete_request(d).build()),
-                    Some(h) => PutRequest::builder()
-                        .set_item(Some(encode_history(h)))
-                        .build()
-                        .map(|p| WriteRequest::builder().put_request(p).build()),
-                })
-                .collect::<Result<_, _>>()
-                .map_err(|e| internal("BatchWriteItem", e))?;
-            until_processed("BatchWriteItem", "deletes", requests, |requests| {
-                let table = &table;
-                async move {
-                    let out = self
-                        .client
-                        .batch_write_item()
-                        .request_items(table, requests)
-                        .send()
-                        .await
-                        .map_err(|e| classify("BatchWriteItem", &self.resource(queue), e))?;
-                    let left = out
-                        .unprocessed_items
-                        .unwrap_or_default()
-                        .remove(table)
-                        .filter(|left| !left.is_empty())
-                        .map(|left| {
-                            let n = left.len();
-                            (left, n)
-                        });
-                    Ok((Vec::<()>::new(), left))
-                }
-            })
-            .await?;
+        for chunk in last.chunks(DDB_MAX_TRANSACT_ITEMS) {
+            self.retire_chunk(queue, &table, chunk).await?;
         }
         Ok(())
     }
+}
+
+impl DynamoStore {
+    /// One chunk of `retire` as transactions, each removal conditioned on its edition. A
+    /// transaction is all or nothing: the items whose condition failed (gone already, or
+    /// another job now) are left out and the rest sent again; a conflict or a throttle is
+    /// retried with backoff.
+    async fn retire_chunk(&self, queue: &QueueName, table: &str, chunk: &[&Retired]) -> Result<(), PortError> {
+        let mut left: Vec<&Retired> = chunk.to_vec();
+        let mut attempt = 0;
+        while !left.is_empty() {
+            let items = left
+                .iter()
+                .map(|r| retire_item(table, queue, r))
+                .collect::<Result<Vec<_>, _>>()?;
+            let Err(e) = self
+                .client
+                .transact_write_items()
+                .set_transact_items(Some(items))
+                .send()
+                .await
+            else {
+                return Ok(());
+            };
+            let reasons = cancellation_reasons(&e);
+            let failed = |i: usize| {
+                reasons
+                    .get(i)
+                    .is_some_and(|r| r.as_deref() == Some("ConditionalCheckFailed"))
+            };
+            if (0..left.len()).any(failed) {
+                left = left
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(i, _)| !failed(*i))
+                    .map(|(_, r)| r)
+                    .collect();
+                continue;
+            }
+            if reasons.is_empty() && e.code() == Some("TransactionCanceledException") {
+                // No reasons to tell the items apart (some emulators): one conditional write each.
+                for r in left {
+                    self.retire_one(queue, table, r).await?;
+                }
+                return Ok(());
+            }
+            let retryable = reasons
+                .iter()
+                .flatten()
+                .any(|r| RETRYABLE_CANCELLATION_REASONS.contains(&r.as_str()))
+                || e.code() == Some("TransactionConflictException");
+            if !retryable {
+                return Err(classify("TransactWriteItems", &self.resource(queue), e));
+            }
+            attempt += 1;
+            if attempt > UNPROCESSED_ATTEMPTS {
+                return Err(PortError::Throttled {
+                    operation: "TransactWriteItems",
+                    source: format!("{} removals left after retries", left.len()).into(),
+                });
+            }
+            backoff(attempt).await;
+        }
+        Ok(())
+    }
+
+    /// `retire` of one job by a single conditional write.
+    async fn retire_one(&self, queue: &QueueName, table: &str, r: &Retired) -> Result<(), PortError> {
+        let res = match &r.record {
+            None => {
+                let delete = self
+                    .client
+                    .delete_item()
+                    .table_name(table)
+                    .set_key(Some(key(queue, &r.key)));
+                if_same_edition!(delete, r.edition)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| {
+                        (
+                            is_condition_failed(&e),
+                            classify("DeleteItem", &self.resource(queue), e),
+                        )
+                    })
+            }
+            Some(h) => {
+                let put = self
+                    .client
+                    .put_item()
+                    .table_name(table)
+                    .set_item(Some(encode_history(h)));
+                if_same_edition!(put, r.edition)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| (is_condition_failed(&e), classify("PutItem", &self.resource(queue), e)))
+            }
+        };
+        match res {
+            Ok(()) | Err((true, _)) => Ok(()),
+            Err((false, e)) => Err(e),
+        }
+    }
+}
+
+/// A transaction item removing one retired job (or putting its history record in its place),
+/// only if the key still holds the edition that left.
+fn retire_item(table: &str, queue: &QueueName, r: &Retired) -> Result<TransactWriteItem, PortError> {
+    Ok(match &r.record {
+        None => TransactWriteItem::builder()
+            .delete(
+                if_same_edition!(
+                    Delete::builder().table_name(table).set_key(Some(key(queue, &r.key))),
+                    r.edition
+                )
+                .build()
+                .map_err(|e| internal("TransactWriteItems", e))?,
+            )
+            .build(),
+        Some(h) => TransactWriteItem::builder()
+            .put(
+                if_same_edition!(
+                    Put::builder().table_name(table).set_item(Some(encode_history(h))),
+                    r.edition
+                )
+                .build()
+                .map_err(|e| internal("TransactWriteItems", e))?,
+            )
+            .build(),
+    })
 }
 
 #[async_trait]
