@@ -1,6 +1,6 @@
 //! An in-memory DynamoDB endpoint for the throughput bench: it answers the calls a poller run
 //! makes (`GetItem`, `UpdateItem`, `DeleteItem`, `Query` on `scheduler-perform_at-index`,
-//! `BatchGetItem`, `BatchWriteItem`, `TransactWriteItems` of puts and deletes) and what the bench needs to set up (`CreateTable`,
+//! `BatchGetItem`, `BatchWriteItem`) and what the bench needs to set up (`CreateTable`,
 //! `DescribeTable`, `PutItem`), from maps in memory.
 //!
 //! It models a table that is never the bottleneck, so that the poller's own ceiling shows when
@@ -256,21 +256,6 @@ fn answer(state: &Tables, operation: &str, body: &Bytes) -> Response {
                 }
             }
             reply(json!({"UnprocessedItems": {}}))
-        }
-        "TransactWriteItems" => {
-            for action in request["TransactItems"].as_array().into_iter().flatten() {
-                if let Some(put) = action.get("Put") {
-                    if let (Some(name), Some(item)) = (put["TableName"].as_str(), put["Item"].as_object()) {
-                        tables.entry(name.to_owned()).or_default().put(item.clone());
-                    }
-                } else if let Some(delete) = action.get("Delete") {
-                    let name = delete["TableName"].as_str().unwrap_or_default();
-                    if let (Some(k), Some(t)) = (delete["Key"].as_object().and_then(key_of), tables.get_mut(name)) {
-                        t.delete(&k);
-                    }
-                }
-            }
-            reply(json!({}))
         }
         other => refuse(format!("the bench table does not answer {other:?}")),
     }

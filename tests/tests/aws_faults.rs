@@ -56,15 +56,14 @@ async fn after_a_failed_delete_cancel_never_answers_cancelled_for_an_accepted_me
     let mut r = rig(&[("WAITER_LOOKAHEAD", "60")]).await;
     r.call(json!({"queue": "orders", "message_body": "a", "delay_seconds": 4, "job_id": "a"}))
         .await;
-    r.proxy
-        .force("TransactWriteItems", error(500, "InternalServerError", None, None));
+    r.proxy.force("PutItem", error(500, "InternalServerError", None, None));
     // The only partition reports an error, so the invocation fails (PollerFailed).
     let budget = Duration::from_secs(6);
     let lease_lapses = Instant::now() + budget + Duration::from_secs(6);
     let reply = r.poller.invoke_raw(b"{}".to_vec(), budget).await;
-    assert!(format!("{reply:?}").contains("TransactWriteItems"), "{reply:?}");
-    // Cancel is a transaction too: DynamoDB answers again, and the kept lease item is what
-    // makes it answer `dispatching`.
+    assert!(format!("{reply:?}").contains("PutItem"), "{reply:?}");
+    // The removal (history is on: the PutItem of the job's record) failed. DynamoDB answers
+    // again: the kept lease item is what makes cancel answer `dispatching`.
     r.proxy.clear_forced();
     let c = r
         .call(json!({"action": "cancel", "queue": "orders", "job_id": "a"}))
@@ -231,7 +230,7 @@ async fn a_removal_retried_after_it_was_applied_never_takes_a_job_enqueued_meanw
     let mut r = rig(&[("WAITER_LOOKAHEAD", "60"), ("WAITER_HISTORY_DAYS", "0")]).await;
     r.call(json!({"queue": "orders", "message_body": "first", "delay_seconds": 1, "job_id": "a"}))
         .await;
-    r.proxy.lose_reply_then_hold("TransactWriteItems");
+    r.proxy.lose_reply_then_hold("DeleteItem");
     let Rig {
         emu,
         proxy,

@@ -31,10 +31,6 @@ pub const SQS_MAX_FIFO_ID_CHARS: usize = 128;
 /// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_CreateQueue.html>
 pub const SQS_MAX_QUEUE_NAME_CHARS: usize = 80;
 
-/// Actions per `TransactWriteItems`.
-/// <https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html>
-pub const DDB_MAX_TRANSACT_ITEMS: usize = 100;
-
 /// Keys per `BatchGetItem`.
 /// <https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html>
 pub const DDB_MAX_BATCH_GET_KEYS: usize = 100;

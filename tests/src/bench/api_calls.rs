@@ -18,12 +18,15 @@ pub struct ApiEfficiency {
     /// `WAITER_HISTORY_DAYS` of the run (0: history off).
     pub history_days: u32,
     pub calls: std::collections::BTreeMap<String, usize>,
-    /// 1 PutItem per job, 1 SendMessageBatch per 10, 1 TransactWriteItems per 25, plus the Query pages read.
+    /// 1 PutItem per job, 1 SendMessageBatch per 10, 1 conditional removal per job (a DeleteItem,
+    /// or with history the PutItem of its record), 1 BatchGetItem per 100, plus the Query pages.
     pub floor: usize,
-    /// PutItem + SendMessageBatch + TransactWriteItems + Query, the calls the floor counts.
+    /// PutItem + SendMessageBatch + DeleteItem + BatchGetItem + Query, the calls the floor counts
+    /// (the DeleteItems include the lease releases, a few per run).
     pub data_calls: usize,
     pub ratio_to_floor: f64,
-    /// Lease writes (UpdateItem to take, DeleteItem to release): per partition per run, not per job.
+    /// Lease takes (UpdateItem): per partition per run, not per job. Releases are DeleteItems,
+    /// counted with the removals.
     pub lease_calls: usize,
     pub poller_runs: usize,
     /// On-demand cost per million jobs, USD.
@@ -80,7 +83,6 @@ pub async fn api_efficiency(jobs: usize, shards: u32, history_days: u32, profile
     let ops = [
         "PutItem",
         "SendMessageBatch",
-        "TransactWriteItems",
         "Query",
         "UpdateItem",
         "DeleteItem",
@@ -93,18 +95,14 @@ pub async fn api_efficiency(jobs: usize, shards: u32, history_days: u32, profile
         ops.iter().map(|o| (o.to_string(), proxy.calls(o))).collect();
     let query_pages = calls["Query"];
     // The consistent re-read reads at most 100 keys a call, per partition.
-    let floor = jobs + jobs.div_ceil(10) + jobs.div_ceil(25) + jobs.div_ceil(100) + query_pages;
-    let data_calls = calls["PutItem"]
-        + calls["SendMessageBatch"]
-        + calls["TransactWriteItems"]
-        + calls["BatchGetItem"]
-        + query_pages;
+    let floor = jobs + jobs.div_ceil(10) + jobs + jobs.div_ceil(100) + query_pages;
+    let data_calls =
+        calls["PutItem"] + calls["SendMessageBatch"] + calls["DeleteItem"] + calls["BatchGetItem"] + query_pages;
     // Public on-demand prices: DynamoDB $0.625 per million write request units (an item of up to
-    // 1 KB; the GSI costs the same again on put and on delete; a removal inside a transaction
-    // costs 2 on the table), SQS $0.40 per million requests (a batch of 10 small messages is
+    // 1 KB; the GSI costs the same again on put and on delete), SQS $0.40 per million requests (a batch of 10 small messages is
     // one), Lambda $0.20 per million requests.
     let per_job = |n: usize| n as f64 / jobs as f64;
-    let dynamodb_writes = (per_job(calls["PutItem"]) * 2.0 + per_job(jobs) * (2.0 + 1.0)) * 0.625;
+    let dynamodb_writes = per_job(calls["PutItem"] + calls["DeleteItem"]) * 2.0 * 0.625;
     // The consistent re-read: 1 read request unit per job (items under 4 KB) at $0.125 per
     // million; the index Query reads are eventually consistent and a fraction of that.
     let dynamodb_reads = per_job(jobs) * 0.125;
@@ -124,7 +122,7 @@ pub async fn api_efficiency(jobs: usize, shards: u32, history_days: u32, profile
     ApiEfficiency {
         jobs,
         history_days,
-        lease_calls: calls["UpdateItem"] + calls["DeleteItem"],
+        lease_calls: calls["UpdateItem"],
         calls,
         floor,
         data_calls,

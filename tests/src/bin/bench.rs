@@ -300,11 +300,11 @@ async fn main() {
                 println!("  {op:<18} {n:>6}");
             }
             println!(
-                "  data calls {} vs floor {} (1 PutItem/job, 1 SendMessageBatch/10, 1 TransactWriteItems/25, 1 BatchGetItem/100, + Query pages): {:.3}x",
+                "  data calls {} vs floor {} (1 PutItem/job, 1 SendMessageBatch/10, 1 removal/job, 1 BatchGetItem/100, + Query pages): {:.3}x",
                 r.data_calls, r.floor, r.ratio_to_floor
             );
             println!(
-                "  plus {} lease and shard-count writes (UpdateItem + DeleteItem per partition, and per queue, per run; not per job)",
+                "  plus {} lease takes and shard-count writes (UpdateItem per partition, and per queue, per run; not per job; the releases are DeleteItems, counted above)",
                 r.lease_calls
             );
             println!("  cost per million jobs, USD, on-demand:");

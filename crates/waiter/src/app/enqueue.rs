@@ -14,6 +14,7 @@ use crate::wire::reply::{duplicate, reply, reply_for_job};
 
 use super::*;
 use crate::error::HandlerError;
+use crate::ports::Edition;
 use sqs_waiter_contract::{JobReply, JobStatus};
 
 impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q, C> {
@@ -41,7 +42,17 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 let sent_at = self.clock.now();
                 let message_id = self
                     .queue
-                    .send(&job.queue, &OutgoingMessage::for_job(&job, delay_seconds))
+                    .send(
+                        &job.queue,
+                        &OutgoingMessage::for_job(
+                            &job,
+                            Edition {
+                                enqueued_at: now,
+                                version: 1,
+                            },
+                            delay_seconds,
+                        ),
+                    )
                     .await?;
                 info!(queue = %job.queue, job_id = %job.job_id, delay_s = delay_seconds, "sent direct");
                 if let (Some(keep), true, true) =

@@ -104,10 +104,13 @@ where
 
     /// A job moved to within the lookahead may fall between two poller runs: work its shard
     /// now, as a poller run would (same lease, same order), so it is sent on time. If a poller
-    /// holds the shard, that run or the next one sends it.
+    /// holds the shard, that run or the next one sends it. Not with `WAITER_MAX_RATE`: the
+    /// arrival budget lives in the poller's process, and a run here would send the whole shard
+    /// beside it, past the rate; the poller sends the job (late by at most one interval).
     async fn hand_over_if_near(&self, job: &StoredJob, cut: DateTime<Utc>) {
         let now = self.clock.now();
-        let (Partition::Shard(shard), false) = (&job.partition, job.job.queue.is_fifo()) else {
+        let (Partition::Shard(shard), false, None) = (&job.partition, job.job.queue.is_fifo(), self.config.max_rate)
+        else {
             return;
         };
         if self.config.lookahead == 0 || job.job.perform_at > now + TimeDelta::seconds(i64::from(self.config.lookahead))
@@ -332,6 +335,32 @@ mod tests {
         assert_eq!(s.dispatched, 0, "{s:?}");
         assert!(queue.sent().is_empty(), "the old version was sent");
         assert_eq!(get(&w, "far").await["version"], 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn with_a_max_rate_a_job_moved_near_is_left_to_the_poller_which_holds_the_budget() {
+        let store = MemStore::default();
+        let (w, queue, clock) = waiter_with(
+            store.clone(),
+            &[
+                ("WAITER_LOOKAHEAD", "120"),
+                ("WAITER_MAX_RATE", "1"),
+                ("WAITER_SHARDS", "1"),
+            ],
+        );
+        schedule(&w, "near", 7 * 86_400).await;
+        let due = clock.now() + TimeDelta::seconds(30);
+        let r = call(
+            &w,
+            json!({"action": "reschedule", "queue": "orders", "job_id": "near", "perform_at": format_rfc3339(due)}),
+        )
+        .await;
+        assert_eq!(r["status"], "rescheduled");
+        assert!(
+            queue.sent().is_empty(),
+            "enqueue sends nothing beside the poller's budget"
+        );
+        assert_eq!(store.len(), 1, "the poller sends it");
     }
 
     #[tokio::test(start_paused = true)]

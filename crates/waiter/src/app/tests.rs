@@ -129,8 +129,8 @@ async fn too_large_for_dynamodb_is_refused_on_the_stored_path_only() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn fifo_jobs_with_a_delay_are_stored_with_a_derived_dedup_id() {
-    let (w, store, queue, _) = waiter(&[]);
+async fn fifo_jobs_without_a_dedup_id_are_sent_with_one_derived_from_id_and_edition() {
+    let (w, store, queue, clock) = waiter(&[]);
     let r = w
         .handle(&json!({"queue": "billing.fifo", "message_body": "x", "delay_seconds": 1, "job_id": "c-1", "message_group_id": "g"}))
         .await
@@ -146,7 +146,7 @@ async fn fifo_jobs_with_a_delay_are_stored_with_a_derived_dedup_id() {
         .find(|j| j.job.queue == q)
         .cloned()
         .unwrap();
-    assert_eq!(stored.job.message_deduplication_id.as_deref(), Some("c-1"));
+    assert_eq!(stored.job.message_deduplication_id, None, "none given, none stored");
     let r = w
         .handle(&json!({"queue": "billing.fifo", "message_body": "now", "message_group_id": "g", "job_id": "c-2"}))
         .await
@@ -155,7 +155,12 @@ async fn fifo_jobs_with_a_delay_are_stored_with_a_derived_dedup_id() {
     assert_eq!(queue.sent()[0].queue.as_str(), "billing.fifo");
     let sent = &queue.sent()[0].message;
     assert_eq!(sent.delay_seconds, None, "FIFO queues take no per-message delay");
-    assert_eq!(sent.deduplication_id.as_deref(), Some("c-2"));
+    let edition = crate::ports::Edition {
+        enqueued_at: clock.now(),
+        version: 1,
+    };
+    let derived = crate::ports::default_deduplication_id("c-2", edition);
+    assert_eq!(sent.deduplication_id.as_deref(), Some(derived.as_str()));
 }
 
 #[tokio::test(start_paused = true)]

@@ -154,7 +154,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                     self.sending += call.len();
                     let messages: Vec<OutgoingMessage> = call
                         .iter()
-                        .map(|(p, delay)| OutgoingMessage::for_job(&p.job.job, *delay))
+                        .map(|(p, delay)| OutgoingMessage::for_job(&p.job.job, p.job.edition(), *delay))
                         .collect();
                     in_flight.push(Box::pin(async move {
                         if let Some(t) = hold {

@@ -7,8 +7,8 @@
 //! 3. plans each job's send instant so that the time left is a whole number of seconds
 //!    (standard queues) or the job is due (FIFO), and groups jobs with nearby instants into
 //!    batches of at most 10 entries and 1 MiB;
-//! 4. sends each batch at its instant, then removes the accepted entries (a transaction of 25
-//!    conditional removals, each skipped if its key holds another edition by then).
+//! 4. sends each batch at its instant, then removes the accepted entries, 25 at a time, each by
+//!    a conditional write that is skipped if its key holds another edition by then.
 //!
 //! The steps overlap: the next page is read while batches are in flight, several batches are in
 //! flight at once, and deletes go out while later batches are sent (see `PartitionRun::drain`).
@@ -24,7 +24,7 @@ use tracing::error;
 
 use crate::config::{Config, QueueName};
 use crate::error::{display_chain, PortError};
-use crate::limits::{DDB_MAX_TRANSACT_ITEMS, SQS_MAX_BATCH_ENTRIES};
+use crate::limits::SQS_MAX_BATCH_ENTRIES;
 use crate::ports::{Clock, JobStore, MessageQueue, StoredJob};
 use crate::rate::ArrivalBudget;
 
@@ -72,12 +72,9 @@ pub const SENDS_IN_FLIGHT: usize = 4;
 /// A `SendMessageBatch` answered within this lets the partition put one more batch in flight
 /// (up to `SENDS_IN_FLIGHT`); a slower one takes it back to one.
 pub const QUICK_SEND: TimeDelta = TimeDelta::milliseconds(250);
-/// Jobs removed per `TransactWriteItems` call. A transaction is all or nothing, so one failed
-/// condition sends the rest again: small calls keep that cheap; 25 keeps the calls per job as
-/// they were with `BatchWriteItem`.
+/// Sent jobs handed to the store's removal (`retire`) at once.
 pub const REMOVALS_PER_CALL: usize = 25;
-const _: () = assert!(REMOVALS_PER_CALL <= DDB_MAX_TRANSACT_ITEMS);
-/// Removal calls in flight at once per partition: 2 × 25 keeps up with 4 × 10.
+/// `retire` calls in flight at once per partition: 2 × 25 keeps up with 4 × 10.
 pub const DELETES_IN_FLIGHT: usize = 2;
 /// A crash re-sends at most this many jobs per partition: the batches in flight, the deletes in
 /// flight and a delete call not yet full. A batch is started only while it keeps the jobs sent

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use crate::config::QueueName;
 use crate::job::Job;
 
-pub use queue::{EntryOutcome, MessageQueue, OutgoingMessage};
+pub use queue::{default_deduplication_id, EntryOutcome, MessageQueue, OutgoingMessage};
 pub use store::{DueIndex, JobStore, Jobs, Leases, Parking};
 
 /// Where an item lives in its queue's table.

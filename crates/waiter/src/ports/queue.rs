@@ -2,6 +2,9 @@
 
 use async_trait::async_trait;
 
+use sha2::{Digest, Sha256};
+
+use super::Edition;
 use crate::config::QueueName;
 use crate::error::PortError;
 use crate::job::{Attributes, Job};
@@ -18,19 +21,40 @@ pub struct OutgoingMessage {
 }
 
 impl OutgoingMessage {
-    pub fn for_job(job: &Job, delay_seconds: Option<u32>) -> Self {
+    /// The message for this edition of a job. On a FIFO queue without a deduplication id given,
+    /// the id is `default_deduplication_id`.
+    pub fn for_job(job: &Job, edition: Edition, delay_seconds: Option<u32>) -> Self {
         Self {
             body: job.message_body.clone(),
             attributes: job.message_attributes.clone(),
             delay_seconds,
             group_id: job.message_group_id.clone(),
-            deduplication_id: job.message_deduplication_id.clone(),
+            deduplication_id: job.message_deduplication_id.clone().or_else(|| {
+                job.queue
+                    .is_fifo()
+                    .then(|| default_deduplication_id(&job.job_id, edition))
+            }),
         }
     }
 
     pub fn bytes(&self) -> usize {
         crate::job::message_bytes(&self.body, &self.attributes)
     }
+}
+
+/// A FIFO message's deduplication id when none was given: a digest of the job's id and edition
+/// (64 hex digits, within SQS's 128 characters). A re-send of the same edition (after a crash, or
+/// an SDK retry) is deduplicated by SQS within its 5-minute window; a new job under the same id,
+/// or a new version, is not. With the id alone, SQS would drop a new job whose id was sent less
+/// than 5 minutes before, and the poller would remove it as sent.
+pub fn default_deduplication_id(job_id: &str, edition: Edition) -> String {
+    let mut h = Sha256::new();
+    h.update(job_id.as_bytes());
+    h.update([0]);
+    h.update(crate::time::format_epoch(edition.enqueued_at).as_bytes());
+    h.update([0]);
+    h.update(edition.version.to_string().as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The fate of one entry of a batch send.
@@ -53,4 +77,29 @@ pub trait MessageQueue: Send + Sync + 'static {
     /// Sends up to `SQS_MAX_BATCH_ENTRIES` messages; outcomes come back in input order.
     async fn send_batch(&self, queue: &QueueName, messages: &[OutgoingMessage])
         -> Result<Vec<EntryOutcome>, PortError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_deduplication_id_is_the_same_for_one_edition_and_differs_across_editions() {
+        let t = chrono::DateTime::from_timestamp(1_796_000_000, 250_000_000).unwrap();
+        let e = |enqueued_at, version| Edition { enqueued_at, version };
+        let first = default_deduplication_id("a", e(t, 1));
+        assert_eq!(
+            first,
+            default_deduplication_id("a", e(t, 1)),
+            "a re-send is deduplicated"
+        );
+        assert_eq!(first.len(), 64);
+        assert!(first.chars().all(|c| c.is_ascii_hexdigit()));
+        let later_life = default_deduplication_id("a", e(t + chrono::TimeDelta::microseconds(1), 1));
+        let next_version = default_deduplication_id("a", e(t, 2));
+        let other_id = default_deduplication_id("b", e(t, 1));
+        for other in [&later_life, &next_version, &other_id] {
+            assert_ne!(&first, other);
+        }
+    }
 }

@@ -162,7 +162,7 @@ impl<S: JobStore> Jobs for FaultyStore<S> {
     }
 
     async fn retire(&self, q: &QueueName, items: &[Retired]) -> Result<(), PortError> {
-        faulty!(self.faults, "TransactWriteItems", self.inner.retire(q, items).await)
+        faulty!(self.faults, "DeleteItem", self.inner.retire(q, items).await)
     }
 }
 

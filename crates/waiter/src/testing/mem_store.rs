@@ -249,12 +249,12 @@ impl Jobs for MemStore {
     async fn retire(&self, queue: &QueueName, items: &[Retired]) -> Result<(), PortError> {
         if self.fail_deletes.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(PortError::Transient {
-                operation: "TransactWriteItems",
+                operation: "DeleteItem",
                 source: "injected: deletes fail".into(),
             });
         }
         for r in items {
-            // Each removal conditioned on its edition, as in the adapter's transaction.
+            // Each removal conditioned on its edition, as in the adapter.
             if !self.remove_edition(queue, &r.key, r.edition) {
                 continue;
             }
@@ -267,7 +267,7 @@ impl Jobs for MemStore {
         if let Some(meanwhile) = meanwhile {
             meanwhile(self);
             return Err(PortError::Transient {
-                operation: "TransactWriteItems",
+                operation: "DeleteItem",
                 source: "injected: applied, then the reply was lost".into(),
             });
         }

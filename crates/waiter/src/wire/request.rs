@@ -242,13 +242,11 @@ impl TryFrom<Decoded<'_, JobRequest>> for Job {
         };
         let fifo_id = |field: &str, id: Option<String>| id.map(|id| check_fifo_id(&given.name(field), id)).transpose();
         let message_group_id = fifo_id("message_group_id", j.message_group_id)?;
-        let mut message_deduplication_id = fifo_id("message_deduplication_id", j.message_deduplication_id)?;
+        let message_deduplication_id = fifo_id("message_deduplication_id", j.message_deduplication_id)?;
         if queue.is_fifo() {
             if message_group_id.is_none() {
                 return Err(InvalidRequest::new("message_group_id", "is required for a FIFO queue"));
             }
-            // A re-sent job is then deduplicated by SQS within its 5-minute window.
-            message_deduplication_id.get_or_insert_with(|| job_id.clone());
         } else if message_deduplication_id.is_some() {
             return Err(InvalidRequest::new(
                 "message_deduplication_id",

@@ -1,5 +1,5 @@
 //! The adapter's own calls: table names, the due-index query and batched reads, with their
-//! retries.
+//! retries, and how many of them go out at once.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +19,8 @@ use crate::ports::{Found, JobKey, Partition};
 pub(super) const DUE_PAGE_ITEMS: i32 = 500;
 /// `BatchGetItem` calls one read has in flight at once.
 pub(super) const READS_IN_FLIGHT: usize = 4;
+/// Conditional writes one `retire` has in flight at once.
+pub(super) const REMOVALS_IN_FLIGHT: usize = 10;
 /// Attempts at items DynamoDB left unprocessed before giving up (they stay for the next run).
 pub(super) const UNPROCESSED_ATTEMPTS: u32 = 8;
 
@@ -146,8 +148,8 @@ pub(super) fn internal(operation: &'static str, e: aws_sdk_dynamodb::error::Buil
     }
 }
 
-/// Each key once, in first-seen order: `BatchGetItem` and `TransactWriteItems` refuse a
-/// request that names one key twice (ValidationException), although a caller may name an id twice.
+/// Each key once, in first-seen order: `BatchGetItem` refuses a request that names one key
+/// twice, and two writes of one key in flight at once could land in either order (ValidationException), although a caller may name an id twice.
 pub(super) fn distinct<T>(items: &[T], key: impl Fn(&T) -> &JobKey) -> Vec<&T> {
     let mut seen = std::collections::HashSet::with_capacity(items.len());
     items.iter().filter(|i| seen.insert(key(i))).collect()

@@ -10,7 +10,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::types::{
     AttributeValue, Delete, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, Select, TransactWriteItem,
 };
@@ -24,7 +23,7 @@ use super::classify;
 use super::codec::*;
 use crate::config::{Config, QueueName};
 use crate::error::PortError;
-use crate::limits::{DDB_MAX_BATCH_GET_KEYS, DDB_MAX_TRANSACT_ITEMS};
+use crate::limits::DDB_MAX_BATCH_GET_KEYS;
 use crate::ports::{
     DueIndex, Found, History, JobKey, Jobs, Lease, LeaseOutcome, Leases, Page, Parking, Partition, PutOutcome,
     RemoveOutcome, ReplaceOutcome, Retired, StoredJob,
@@ -264,78 +263,22 @@ impl Jobs for DynamoStore {
         let newest_first: Vec<&Retired> = items.iter().rev().collect();
         let mut last: Vec<&Retired> = distinct(&newest_first, |r| &r.key).into_iter().copied().collect();
         last.reverse();
-        for chunk in last.chunks(DDB_MAX_TRANSACT_ITEMS) {
-            self.retire_chunk(queue, &table, chunk).await?;
-        }
-        Ok(())
+        // One conditional write per job, a few at once: `BatchWriteItem` takes no conditions,
+        // and a transaction costs twice the write units (and emulators copy whole tables for
+        // each one).
+        let writes: Vec<_> = last.iter().map(|r| self.retire_one(queue, &table, r)).collect();
+        let results: Vec<Result<(), PortError>> = futures::stream::iter(writes)
+            .buffer_unordered(REMOVALS_IN_FLIGHT)
+            .collect()
+            .await;
+        results.into_iter().collect()
     }
 }
 
 impl DynamoStore {
-    /// One chunk of `retire` as transactions, each removal conditioned on its edition. A
-    /// transaction is all or nothing: the items whose condition failed (gone already, or
-    /// another job now) are left out and the rest sent again; a conflict or a throttle is
-    /// retried with backoff.
-    async fn retire_chunk(&self, queue: &QueueName, table: &str, chunk: &[&Retired]) -> Result<(), PortError> {
-        let mut left: Vec<&Retired> = chunk.to_vec();
-        let mut attempt = 0;
-        while !left.is_empty() {
-            let items = left
-                .iter()
-                .map(|r| retire_item(table, queue, r))
-                .collect::<Result<Vec<_>, _>>()?;
-            let Err(e) = self
-                .client
-                .transact_write_items()
-                .set_transact_items(Some(items))
-                .send()
-                .await
-            else {
-                return Ok(());
-            };
-            let reasons = cancellation_reasons(&e);
-            let failed = |i: usize| {
-                reasons
-                    .get(i)
-                    .is_some_and(|r| r.as_deref() == Some("ConditionalCheckFailed"))
-            };
-            if (0..left.len()).any(failed) {
-                left = left
-                    .into_iter()
-                    .enumerate()
-                    .filter(|(i, _)| !failed(*i))
-                    .map(|(_, r)| r)
-                    .collect();
-                continue;
-            }
-            if reasons.is_empty() && e.code() == Some("TransactionCanceledException") {
-                // No reasons to tell the items apart (some emulators): one conditional write each.
-                for r in left {
-                    self.retire_one(queue, table, r).await?;
-                }
-                return Ok(());
-            }
-            let retryable = reasons
-                .iter()
-                .flatten()
-                .any(|r| RETRYABLE_CANCELLATION_REASONS.contains(&r.as_str()))
-                || e.code() == Some("TransactionConflictException");
-            if !retryable {
-                return Err(classify("TransactWriteItems", &self.resource(queue), e));
-            }
-            attempt += 1;
-            if attempt > UNPROCESSED_ATTEMPTS {
-                return Err(PortError::Throttled {
-                    operation: "TransactWriteItems",
-                    source: format!("{} removals left after retries", left.len()).into(),
-                });
-            }
-            backoff(attempt).await;
-        }
-        Ok(())
-    }
-
-    /// `retire` of one job by a single conditional write.
+    /// One job of `retire`: its conditional delete, or its history record put in its place. A
+    /// failed condition means the job is gone already (an SDK retry of an applied write) or the
+    /// key holds another job: done either way.
     async fn retire_one(&self, queue: &QueueName, table: &str, r: &Retired) -> Result<(), PortError> {
         let res = match &r.record {
             None => {
@@ -373,33 +316,6 @@ impl DynamoStore {
             Err((false, e)) => Err(e),
         }
     }
-}
-
-/// A transaction item removing one retired job (or putting its history record in its place),
-/// only if the key still holds the edition that left.
-fn retire_item(table: &str, queue: &QueueName, r: &Retired) -> Result<TransactWriteItem, PortError> {
-    Ok(match &r.record {
-        None => TransactWriteItem::builder()
-            .delete(
-                if_same_edition!(
-                    Delete::builder().table_name(table).set_key(Some(key(queue, &r.key))),
-                    r.edition
-                )
-                .build()
-                .map_err(|e| internal("TransactWriteItems", e))?,
-            )
-            .build(),
-        Some(h) => TransactWriteItem::builder()
-            .put(
-                if_same_edition!(
-                    Put::builder().table_name(table).set_item(Some(encode_history(h))),
-                    r.edition
-                )
-                .build()
-                .map_err(|e| internal("TransactWriteItems", e))?,
-            )
-            .build(),
-    })
 }
 
 #[async_trait]
