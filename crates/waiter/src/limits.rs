@@ -39,6 +39,14 @@ pub const DDB_MAX_BATCH_GET_KEYS: usize = 100;
 /// <https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html#limits-items>
 pub const DDB_MAX_ITEM_BYTES: usize = 400 * 1024;
 
+/// Room a stored job leaves below `DDB_MAX_ITEM_BYTES` for what parking adds (the longer
+/// partition key, `parked_at`, `park_code` and some of `park_message`), so that every job SQS
+/// rejects can be parked. Not an AWS limit: ours, derived from the item codec.
+pub const PARK_RESERVE_BYTES: usize = 256;
+
+/// The largest item a job may be stored as.
+pub const MAX_STORED_ITEM_BYTES: usize = DDB_MAX_ITEM_BYTES - PARK_RESERVE_BYTES;
+
 /// Longest DynamoDB table name.
 /// <https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html#limits-naming-rules>
 pub const DDB_MAX_TABLE_NAME_CHARS: usize = 255;

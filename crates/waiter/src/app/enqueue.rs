@@ -3,13 +3,13 @@
 use chrono::{DateTime, Utc};
 use tracing::{info, warn};
 
-use crate::error::{display_chain, InvalidRequest};
+use crate::error::display_chain;
 use crate::job::Job;
-use crate::limits::DDB_MAX_ITEM_BYTES;
 use crate::ports::{
     Clock, Found, History, HistoryStatus, JobStore, MessageQueue, OutgoingMessage, Partition, PutOutcome, StoredJob,
 };
 use crate::routing::{delay_for, route, shard_for, Route};
+use crate::wire::field_rules::check_stored_size;
 use crate::wire::reply::{duplicate, reply, reply_for_job};
 
 use super::*;
@@ -92,14 +92,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                     parked: None,
                     version: 1,
                 };
-                let bytes = self.store.item_bytes(&stored);
-                if bytes > DDB_MAX_ITEM_BYTES {
-                    return Err(InvalidRequest::new(
-                        "message_body",
-                        format!("the stored item would be {bytes} bytes; DynamoDB allows at most {DDB_MAX_ITEM_BYTES}"),
-                    )
-                    .into());
-                }
+                check_stored_size(self.store.item_bytes(&stored))?;
                 // After WAITER_SHARDS changed, the id may sit in its shard under an older count.
                 let elsewhere: Vec<Partition> = self
                     .candidate_partitions(&stored.job.queue, &stored.job.job_id)

@@ -6,10 +6,9 @@ use tracing::info;
 use crate::app::Waiter;
 use crate::error::HandlerError;
 use crate::error::{InvalidRequest, PortError};
-use crate::limits::DDB_MAX_ITEM_BYTES;
 use crate::poller::Dispatcher;
 use crate::ports::{Clock, JobStore, MessageQueue, Partition, ReplaceOutcome, StoredJob};
-use crate::wire::field_rules::{check_expiry, check_message_size};
+use crate::wire::field_rules::{check_expiry, check_message_size, check_stored_size};
 use crate::wire::reply::status_only;
 use crate::wire::Reschedule;
 use sqs_waiter_contract::{JobReply, JobStatus};
@@ -92,13 +91,7 @@ where
         }
         check_message_size(&job.message_body, &job.message_attributes)?;
         next.version = current.version + 1;
-        let bytes = self.store.item_bytes(&next);
-        if bytes > DDB_MAX_ITEM_BYTES {
-            return Err(InvalidRequest::new(
-                "message_body",
-                format!("the stored item would be {bytes} bytes; DynamoDB allows at most {DDB_MAX_ITEM_BYTES}"),
-            ));
-        }
+        check_stored_size(self.store.item_bytes(&next))?;
         Ok(next)
     }
 

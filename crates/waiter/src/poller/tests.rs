@@ -468,3 +468,37 @@ async fn parking_never_overwrites_an_earlier_parked_job_with_the_same_id() {
         "the rejected job stays stored"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_job_of_the_largest_stored_size_can_be_parked_with_a_long_reason() {
+    use crate::limits::{DDB_MAX_ITEM_BYTES, MAX_STORED_ITEM_BYTES};
+    let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1")]);
+    let now = clock.now();
+    let q = QueueName::parse("orders").unwrap();
+    let mut big = stored("orders", "big", now, 1);
+    let room = MAX_STORED_ITEM_BYTES - store.item_bytes(&big);
+    big.job.message_body.push_str(&"x".repeat(room));
+    assert_eq!(
+        store.item_bytes(&big),
+        MAX_STORED_ITEM_BYTES,
+        "as large as enqueue stores"
+    );
+    store.insert(big);
+    *queue.entry_fault.lock().unwrap() = Some(Box::new(|_: &OutgoingMessage| {
+        Some(EntryOutcome::Failed {
+            code: "InvalidParameterValue".into(),
+            message: "é".repeat(5_000),
+            sender_fault: true,
+        })
+    }));
+    let s = d.run(now + TimeDelta::seconds(60)).await;
+    assert_eq!((s.parked, s.failed), (1, 0), "{s:?}");
+    let parked = store.get(&q, Partition::Parked, "big").expect("parked");
+    assert!(store.item_bytes(&parked) <= DDB_MAX_ITEM_BYTES);
+    let reason = &parked.parked.as_ref().unwrap().message;
+    assert!(
+        reason.ends_with('…') && reason.starts_with('é'),
+        "shortened on a character boundary"
+    );
+    assert!(store.get(&q, Partition::Shard(0), "big").is_none());
+}

@@ -13,6 +13,7 @@ use super::{
 };
 use crate::config::QueueName;
 use crate::error::PortError;
+use crate::limits::DDB_MAX_ITEM_BYTES;
 
 /// Jobs by key: conditional writes, consistent reads and removal.
 #[async_trait]
@@ -164,11 +165,23 @@ pub trait Parking: Jobs {
     /// leaves a duplicate, never a loss. `false`, and nothing moved, when the parked partition
     /// holds another job under this id (an earlier life, parked and not yet redriven).
     async fn park(&self, job: &StoredJob, info: &ParkInfo) -> Result<bool, PortError> {
-        let parked = StoredJob {
+        let parked_as = |info: ParkInfo| StoredJob {
             partition: Partition::Parked,
-            parked: Some(info.clone()),
+            parked: Some(info),
             ..job.clone()
         };
+        // SQS's reason is shortened, never the job, so that the parked copy fits an item.
+        let mut info = ParkInfo {
+            code: truncate_chars(&info.code, PARK_CODE_MAX_CHARS),
+            ..info.clone()
+        };
+        let over = self
+            .item_bytes(&parked_as(info.clone()))
+            .saturating_sub(DDB_MAX_ITEM_BYTES);
+        if over > 0 {
+            info.message = shorten_to_bytes(&info.message, info.message.len().saturating_sub(over));
+        }
+        let parked = parked_as(info);
         if !self.place(&parked).await? {
             return Ok(false);
         }
@@ -185,6 +198,23 @@ pub trait Parking: Jobs {
         }
         Ok(outcome)
     }
+}
+
+/// The longest `park_code` kept (SQS's codes are far shorter).
+pub const PARK_CODE_MAX_CHARS: usize = 64;
+
+fn truncate_chars(s: &str, max: usize) -> String {
+    s.chars().take(max).collect()
+}
+
+/// `s` cut to at most `max` bytes on a character boundary, ending in `…` when cut.
+fn shorten_to_bytes(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let keep = max.saturating_sub('…'.len_utf8());
+    let end = (0..=keep).rev().find(|i| s.is_char_boundary(*i)).unwrap_or(0);
+    format!("{}…", &s[..end])
 }
 
 /// The pollers' leases: one run at a time per shard.

@@ -42,6 +42,18 @@ pub struct MemStore {
     pub retire_applied_then_fails: Arc<Mutex<Option<AfterApplied>>>,
 }
 
+/// DynamoDB refuses an item over 400 KB (a `ValidationException`).
+fn too_large(bytes: usize) -> Result<(), PortError> {
+    if bytes > crate::limits::DDB_MAX_ITEM_BYTES {
+        return Err(PortError::Rejected {
+            operation: "PutItem",
+            code: "ValidationException".into(),
+            source: Some(format!("Item size {bytes} has exceeded the maximum allowed size").into()),
+        });
+    }
+    Ok(())
+}
+
 /// What happens between a call being applied and its lost reply.
 pub type AfterApplied = Box<dyn FnOnce(&MemStore) + Send>;
 
@@ -130,7 +142,7 @@ impl MemStore {
 #[async_trait]
 impl Jobs for MemStore {
     fn item_bytes(&self, job: &StoredJob) -> usize {
-        job.job.message_bytes() + 200
+        job.job.message_bytes() + 200 + job.parked.as_ref().map_or(0, |p| 40 + p.code.len() + p.message.len())
     }
 
     async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError> {
@@ -147,6 +159,7 @@ impl Jobs for MemStore {
     }
 
     async fn place(&self, job: &StoredJob) -> Result<bool, PortError> {
+        too_large(self.item_bytes(job))?;
         let k = mem_key(&job.job.queue, &job.partition, &job.job.job_id);
         let mut s = self.state.lock().unwrap();
         if s.items.get(&k).is_some_and(|stored| stored.edition() != job.edition()) {

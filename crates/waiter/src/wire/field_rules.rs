@@ -8,7 +8,9 @@ use super::normalise::Given;
 use crate::config::{Config, QueueName};
 use crate::error::InvalidRequest;
 use crate::job::{message_bytes, Attributes, MAX_JOB_ID_CHARS};
-use crate::limits::{SQS_MAX_FIFO_ID_CHARS, SQS_MAX_MESSAGE_BYTES};
+use crate::limits::{
+    DDB_MAX_ITEM_BYTES, MAX_STORED_ITEM_BYTES, PARK_RESERVE_BYTES, SQS_MAX_FIFO_ID_CHARS, SQS_MAX_MESSAGE_BYTES,
+};
 use crate::time;
 use crate::windows::Windows;
 
@@ -40,6 +42,20 @@ pub(crate) fn check_message_body(given: &Given, body: String) -> Result<String, 
 }
 
 /// Body and attributes together within SQS's message size.
+/// The stored item of a job must leave room for parking it (`MAX_STORED_ITEM_BYTES`).
+pub(crate) fn check_stored_size(bytes: usize) -> Result<(), InvalidRequest> {
+    if bytes > MAX_STORED_ITEM_BYTES {
+        return Err(InvalidRequest::new(
+            "message_body",
+            format!(
+                "the stored item would be {bytes} bytes; at most {MAX_STORED_ITEM_BYTES} (DynamoDB's \
+                 {DDB_MAX_ITEM_BYTES} less {PARK_RESERVE_BYTES} kept for parking it)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn check_message_size(body: &str, attributes: &Attributes) -> Result<(), InvalidRequest> {
     let size = message_bytes(body, attributes);
     if size > SQS_MAX_MESSAGE_BYTES {
