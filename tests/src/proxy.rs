@@ -17,6 +17,9 @@
 //! lost), and every later request of `op` (the SDK's retries) is held until `release_held`, so
 //! that a test can act between a call being applied and its retry arriving.
 //!
+//! `hang_next(op)`: the next request of `op` is accepted and never answered nor forwarded (the
+//! caller's attempt timeout ends it); later ones are forwarded as usual.
+//!
 //! `freeze_after(op, n)`: after the n-th response of `op` has been returned, every later request
 //! hangs, so that a test can SIGKILL the caller at exactly that step.
 
@@ -84,6 +87,8 @@ struct Inner {
     lost_reply: Mutex<Option<(String, bool)>>,
     held: AtomicU64,
     released: AtomicBool,
+    /// `hang_next`: the operation whose next request hangs.
+    hang_next: Mutex<Option<String>>,
 }
 
 /// A running proxy; aborted on drop.
@@ -113,6 +118,7 @@ impl FaultProxy {
             lost_reply: Mutex::new(None),
             held: AtomicU64::new(0),
             released: AtomicBool::new(false),
+            hang_next: Mutex::new(None),
         });
         let app = Router::new().fallback(handle).with_state(inner.clone());
         let (addr, server) = crate::serve_local(app).await;
@@ -137,6 +143,11 @@ impl FaultProxy {
     pub fn lose_reply_then_hold(&self, operation: &str) {
         self.inner.released.store(false, Ordering::SeqCst);
         *self.inner.lost_reply.lock().expect("lock") = Some((operation.to_owned(), false));
+    }
+
+    /// The next request of `operation` is accepted and never answered (nor forwarded).
+    pub fn hang_next(&self, operation: &str) {
+        *self.inner.hang_next.lock().expect("lock") = Some(operation.to_owned());
     }
 
     /// Requests held by `lose_reply_then_hold` so far.
@@ -326,6 +337,14 @@ async fn handle(State(p): State<Arc<Inner>>, method: Method, uri: Uri, headers: 
 async fn handle_live(p: &Inner, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let op = operation(&headers);
     let sqs = is_sqs(&headers);
+    let hang = {
+        let mut next = p.hang_next.lock().expect("lock");
+        next.take_if(|o| *o == op).is_some()
+    };
+    if hang {
+        *p.calls.lock().expect("lock").entry(op.clone()).or_default() += 1;
+        std::future::pending::<()>().await;
+    }
     let lost = match p.lost_reply.lock().expect("lock").as_mut() {
         Some((o, lost)) if *o == op => Some(std::mem::replace(lost, true)),
         _ => None,

@@ -268,3 +268,34 @@ async fn a_removal_retried_after_it_was_applied_never_takes_a_job_enqueued_meanw
     );
     assert_eq!(job["message_body"], "second", "{job}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_send_retried_by_the_sdk_is_retimed_and_never_arrives_after_expires_at() {
+    // The first SendMessageBatch attempt is never answered: the SDK's attempt timeout (5 s) ends
+    // it and the retry goes seconds later than the delay was planned for. Sent as first built,
+    // the message would arrive 5 s late, after its expires_at.
+    let mut r = rig(&[("WAITER_LOOKAHEAD", "60")]).await;
+    let due = chrono::Utc::now() + chrono::TimeDelta::seconds(4);
+    let expires = due + chrono::TimeDelta::milliseconds(500);
+    let at = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    r.call(json!({"queue": "orders", "message_body": "tight", "perform_at": at(due), "expires_at": at(expires), "job_id": "tight"}))
+        .await;
+    r.proxy.hang_next("SendMessageBatch");
+    let first = r.poller.invoke(&json!({})).await.expect("poller");
+    // The retry found the message would arrive expired and was never transmitted.
+    assert_eq!(
+        r.proxy.calls("SendMessageBatch"),
+        1,
+        "only the hung attempt reached the wire"
+    );
+    assert_eq!(
+        (first["dispatched"].clone(), first["failed"].clone()),
+        (json!(0), json!(1)),
+        "{first}"
+    );
+    let got = r.emu.receive_for(&r.url, Duration::from_secs(8), 1).await;
+    assert!(got.is_empty(), "nothing arrives after expires_at: {got:?}");
+    let next = r.poller.invoke(&json!({})).await.expect("poller");
+    assert_eq!(next["expired"], 1, "the next run drops it as expired: {next}");
+    assert_eq!(r.stored().await, 0);
+}

@@ -2,6 +2,7 @@
 
 pub mod codec;
 pub mod dynamo;
+pub mod retime;
 pub mod sqs;
 
 use aws_sdk_dynamodb::config::http::HttpResponse;

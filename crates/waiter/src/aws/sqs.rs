@@ -12,11 +12,16 @@ use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
 use aws_sdk_sqs::Client;
 
 use super::classify;
+use super::retime::{is_all_expired, AllExpired, Retime};
 use crate::config::QueueName;
 use crate::error::PortError;
 use crate::job::{AttributeData, Attributes};
 use crate::limits::SQS_MAX_BATCH_ENTRIES;
 use crate::ports::{EntryOutcome, MessageQueue, OutgoingMessage};
+
+/// The failure code of an entry taken out of a send because, by the SDK's retry, it would have
+/// arrived after its `expires_at` (not sent: it stays stored, and the next run drops it).
+pub const EXPIRED_DURING_RETRIES: &str = "ExpiredDuringRetries";
 
 #[derive(Clone)]
 pub struct SqsQueue {
@@ -92,9 +97,20 @@ impl MessageQueue for SqsQueue {
             .set_delay_seconds(m.delay_seconds.map(|d| d as i32))
             .set_message_group_id(m.group_id.clone())
             .set_message_deduplication_id(m.deduplication_id.clone())
+            .customize()
+            .interceptor(Retime::new(vec![m.expires_at]))
             .send()
             .await
-            .map_err(|e| classify("SendMessage", &format!("queue {queue}"), e))?;
+            .map_err(|e| {
+                if is_all_expired(&e) {
+                    PortError::Transient {
+                        operation: "SendMessage",
+                        source: Box::new(AllExpired),
+                    }
+                } else {
+                    classify("SendMessage", &format!("queue {queue}"), e)
+                }
+            })?;
         Ok(out.message_id.unwrap_or_default())
     }
 
@@ -123,15 +139,32 @@ impl MessageQueue for SqsQueue {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let out = self
+        let retime = Retime::new(messages.iter().map(|m| m.expires_at).collect());
+        let expired_by_retry = || EntryOutcome::Failed {
+            code: EXPIRED_DURING_RETRIES.into(),
+            message: AllExpired.to_string(),
+            sender_fault: false,
+        };
+        let out = match self
             .client
             .send_message_batch()
             .queue_url(url)
             .set_entries(Some(entries))
+            .customize()
+            .interceptor(retime.clone())
             .send()
             .await
-            .map_err(|e| classify("SendMessageBatch", &format!("queue {queue}"), e))?;
+        {
+            Ok(out) => out,
+            Err(e) if is_all_expired(&e) => return Ok(messages.iter().map(|_| expired_by_retry()).collect()),
+            Err(e) => return Err(classify("SendMessageBatch", &format!("queue {queue}"), e)),
+        };
         let mut outcomes: Vec<Option<EntryOutcome>> = vec![None; messages.len()];
+        for i in retime.expired() {
+            if let Some(slot) = outcomes.get_mut(i) {
+                *slot = Some(expired_by_retry());
+            }
+        }
         for ok in out.successful() {
             if let Some(slot) = ok.id().parse::<usize>().ok().and_then(|i| outcomes.get_mut(i)) {
                 *slot = Some(EntryOutcome::Sent {

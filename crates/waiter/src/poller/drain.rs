@@ -94,7 +94,8 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
         let mut exhausted = false;
         let mut next_query: Option<DateTime<Utc>> = None;
         let mut failure: Option<PortError> = None;
-        let mut singly: VecDeque<Call> = VecDeque::new();
+        // Entries of a refused batch, each with the instant its batch was sent.
+        let mut singly: VecDeque<(Call, DateTime<Utc>)> = VecDeque::new();
         let mut in_flight: FuturesUnordered<BoxFuture<'a, Done<'a>>> = FuturesUnordered::new();
         let (mut reading, mut sends, mut removals) = (false, 0usize, 0usize);
         loop {
@@ -131,7 +132,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                 }
                 while sends < send_limit && self.undeleted() + SQS_MAX_BATCH_ENTRIES <= MAX_UNDELETED_PER_PARTITION {
                     let (call, hold) = match singly.pop_front() {
-                        Some(call) => (call, None),
+                        Some((call, planned_at)) => (self.retime(call, planned_at, now), None),
                         None => {
                             let n = batch_len(&self.pending, BATCH_WINDOW);
                             let Some(ready_at) = n.checked_sub(1).and_then(|i| self.pending.get(i)).map(|p| p.send_at)
@@ -255,7 +256,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                             // over the queue's own limit): sent again entry by entry to find the
                             // bad one.
                             warn!(queue = %queue, entries = call.len(), error = %display_chain(&e), "batch refused for its content; sending its entries singly");
-                            singly.extend(call.into_iter().map(|c| vec![c]));
+                            singly.extend(call.into_iter().map(|c| (vec![c], sent_at)));
                             None
                         }
                         Err(e) if e.blames_message() => {
@@ -462,6 +463,27 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                 }
             }
         }
+    }
+
+    /// A call planned to be sent at `planned_at`, sent at `now` instead (an entry of a refused
+    /// batch, sent again on its own): each delay is shortened by the whole seconds since, so it
+    /// arrives no earlier than planned and at most a second later, and a job that would now
+    /// arrive after its `expires_at` is dropped as expired instead of sent.
+    fn retime(&mut self, call: Call, planned_at: DateTime<Utc>, now: DateTime<Utc>) -> Call {
+        let late = u32::try_from((now - planned_at).num_seconds().max(0)).unwrap_or(u32::MAX);
+        let mut kept = Vec::with_capacity(call.len());
+        for (p, delay) in call {
+            let delay = delay.map(|d| d.saturating_sub(late));
+            let arrival = now + TimeDelta::seconds(i64::from(delay.unwrap_or(0)));
+            if p.job.job.expires_in_flight(arrival) {
+                info!(queue = %self.queue, job_id = %p.job.job.job_id, "expired before its resend: dropped, not sent");
+                self.summary.expired += 1;
+                self.retire(&p.job, HistoryStatus::Expired, None);
+            } else {
+                kept.push((p, delay));
+            }
+        }
+        kept
     }
 
     /// Queues a job's removal; with history on, its record is put in its place instead.

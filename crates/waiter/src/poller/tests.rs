@@ -502,3 +502,36 @@ async fn a_job_of_the_largest_stored_size_can_be_parked_with_a_long_reason() {
     );
     assert!(store.get(&q, Partition::Shard(0), "big").is_none());
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_entry_sent_again_on_its_own_later_is_retimed_and_never_sent_expired() {
+    let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1"), ("WAITER_LOOKAHEAD", "60")]);
+    let now = clock.now();
+    let due = now + TimeDelta::seconds(10);
+    let mut tight = stored("orders", "tight", due, 1);
+    tight.job.expires_at = Some(due + TimeDelta::seconds(1));
+    store.insert(tight);
+    store.insert(stored("orders", "loose", due, 1));
+    // The batch is refused for its content after 12 s: its entries go again on their own.
+    let slow = clock.clone();
+    *queue.batch_fault.lock().unwrap() = Some(Box::new(move |ms: &[OutgoingMessage]| {
+        (ms.len() > 1).then(|| {
+            slow.advance(TimeDelta::seconds(12));
+            PortError::Rejected {
+                operation: "SendMessageBatch",
+                code: "AWS.SimpleQueueService.BatchRequestTooLong".into(),
+                source: None,
+            }
+        })
+    }));
+    let s = d.run(now + TimeDelta::seconds(60)).await;
+    assert_eq!((s.dispatched, s.expired), (1, 1), "{s:?}");
+    let sent = queue.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].message.body, "body-loose");
+    let arrival = sent[0].at + TimeDelta::seconds(i64::from(sent[0].message.delay_seconds.unwrap()));
+    assert!(
+        arrival >= due && arrival - due <= TimeDelta::seconds(3),
+        "{arrival} vs {due}"
+    );
+}

@@ -18,6 +18,8 @@ pub struct OutgoingMessage {
     pub delay_seconds: Option<u32>,
     pub group_id: Option<String>,
     pub deduplication_id: Option<String>,
+    /// The job's `expires_at`: a retry of the send that would arrive after it is not sent.
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl OutgoingMessage {
@@ -34,6 +36,7 @@ impl OutgoingMessage {
                     .is_fifo()
                     .then(|| default_deduplication_id(&job.job_id, edition))
             }),
+            expires_at: job.expires_at,
         }
     }
 
