@@ -75,6 +75,14 @@ impl Job {
     pub fn expires_in_flight(&self, arrival: DateTime<Utc>) -> bool {
         self.arrives_expired(arrival + SEND_ALLOWANCE)
     }
+
+    /// The window rule at the moment of sending: a job planned to arrive at `arrival` may
+    /// arrive up to `SEND_ALLOWANCE` later, and must still be inside a window then.
+    pub fn outside_windows_in_flight(&self, arrival: DateTime<Utc>) -> bool {
+        self.windows
+            .as_ref()
+            .is_some_and(|w| !w.contains(arrival) || !w.contains(arrival + SEND_ALLOWANCE))
+    }
 }
 
 pub fn message_bytes(body: &str, attributes: &Attributes) -> usize {

@@ -16,7 +16,10 @@
 //! - a version `cancel` answered `cancelled` for is never accepted by SQS, before or after;
 //! - a version a `reschedule` answered `rescheduled` for replaced is never accepted by SQS, and
 //!   the new version is delivered (no earlier than its new time);
-//! - an expired job is never sent (no delivery arrives after `expires_at`).
+//! - an expired job is never sent (no delivery arrives after `expires_at`);
+//! - a job with windows never arrives outside them (a third of the seeds give half their jobs
+//!   the window 09:00–09:01 UTC, which the simulation's clock starts inside of; jobs moved to
+//!   the next opening fall due a day later, which the final drain reaches).
 //!
 //! `SIM_SEEDS=n` runs n seeds (default 3000); `SIM_SEED=s` replays one.
 
@@ -33,11 +36,26 @@ use crate::poller::Dispatcher;
 use crate::ports::{Clock, Partition};
 use crate::testing::{config, FakeClock, FakeQueue, Faults, FaultyQueue, FaultyStore, MemStore};
 use crate::time::format_rfc3339;
+use crate::windows::Windows;
+
+/// The window of the seeds that use windows: the first minute of the simulation's clock (which
+/// starts at 09:00:00.123 UTC), so that jobs fall inside it, after it, and at its close.
+const WINDOW: (&str, &str) = ("09:00", "09:01");
+
+fn window() -> Windows {
+    let w = sqs_waiter_contract::Window {
+        from: WINDOW.0.into(),
+        to: WINDOW.1.into(),
+    };
+    Windows::parse(&[w], Some("UTC")).expect("a valid window")
+}
 
 #[derive(Debug, Default)]
 struct Expected {
     perform_at: Option<DateTime<Utc>>,
     expires_at: Option<DateTime<Utc>>,
+    /// The job's windows: it must arrive inside one.
+    windows: Option<Windows>,
     acknowledged: bool,
     /// `cancel` answered `cancelled` while this version was the stored one.
     cancelled: bool,
@@ -126,7 +144,8 @@ async fn simulate(seed: u64) -> Outcome {
             "WAITER_HISTORY_DAYS",
             if rng.random_bool(0.5) { "7" } else { "0" }.to_string(),
         ),
-        // A third of the seeds limit arrivals, moving jobs to later seconds.
+        // A third of the seeds limit arrivals, moving jobs to later seconds (and a third give
+        // some jobs a window, so that the two meet in a ninth).
         (
             "WAITER_MAX_RATE",
             if rng.random_bool(0.33) {
@@ -136,6 +155,8 @@ async fn simulate(seed: u64) -> Outcome {
             },
         ),
     ];
+    let windows_on = rng.random_bool(0.33);
+    let window_close = clock.now().date_naive().and_hms_opt(9, 1, 0).expect("a time").and_utc();
     let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let cfg = config("q,f.fifo", &settings);
     let waiter = Waiter::new(cfg.clone(), store.clone(), queue.clone(), clock.clone());
@@ -160,7 +181,13 @@ async fn simulate(seed: u64) -> Outcome {
                     };
                     version += 1;
                     let body = format!("{id}@{version}");
-                    let at = clock.now() + TimeDelta::milliseconds(rng.random_range(-2_000..30_000));
+                    let windowed = windows_on && rng.random_bool(0.5);
+                    // Windowed jobs crowd the window's close, where a rate limit spreads them.
+                    let at = if windowed {
+                        window_close - TimeDelta::milliseconds(rng.random_range(0..15_000))
+                    } else {
+                        clock.now() + TimeDelta::milliseconds(rng.random_range(-2_000..30_000))
+                    };
                     let mut job = json!({"job_id": id, "message_body": body, "perform_at": format_rfc3339(at)});
                     let fifo = queue_of.get(&id).copied().unwrap_or_else(|| rng.random_bool(0.3));
                     queue_of.insert(id.clone(), fifo);
@@ -174,7 +201,11 @@ async fn simulate(seed: u64) -> Outcome {
                         let e = at.max(clock.now()) + TimeDelta::milliseconds(rng.random_range(1..8_000));
                         job["expires_at"] = json!(format_rfc3339(e));
                     }
-                    expected.entry(body).or_default();
+                    if windowed {
+                        job["windows"] = json!([{"from": WINDOW.0, "to": WINDOW.1}]);
+                        job["time_zone"] = json!("UTC");
+                    }
+                    expected.entry(body).or_default().windows = windowed.then(window);
                     jobs.push(job);
                 }
                 let request = json!({"jobs": jobs});
@@ -259,15 +290,15 @@ async fn simulate(seed: u64) -> Outcome {
                 if clears_expiry {
                     request["expires_at"] = Value::Null;
                 }
-                let inherited = stored_body
-                    .as_ref()
-                    .and_then(|b| expected.get(b))
-                    .and_then(|e| e.expires_at);
+                let inherited = stored_body.as_ref().and_then(|b| expected.get(b));
+                let windows = inherited.and_then(|e| e.windows.clone());
+                let inherited = inherited.and_then(|e| e.expires_at);
                 expected.insert(
                     body.clone(),
                     Expected {
                         perform_at: Some(at.max(clock.now())),
                         expires_at: if clears_expiry { None } else { inherited },
+                        windows,
                         ..Expected::default()
                     },
                 );
@@ -304,16 +335,27 @@ async fn simulate(seed: u64) -> Outcome {
         }
     }
 
-    // Calm: no more faults; let leases lapse and everything fall due, then drain.
+    // Calm: no more faults; let leases lapse and everything fall due, then drain. Jobs moved to
+    // the next opening of their window fall due a day later.
     faults.off();
     tokio::time::sleep(Duration::from_secs(70)).await;
-    for _ in 0..10 {
-        dispatcher.run(clock.now() + TimeDelta::seconds(60)).await;
-        let left = active_jobs(&mem);
-        if left == 0 {
-            break;
+    for day in 0..6 {
+        if day > 0 {
+            if active_jobs(&mem) == 0 {
+                break;
+            }
+            // To the window's next opening, where the moved jobs fall due.
+            let opening = window().next_open(clock.now());
+            clock.advance(opening - clock.now());
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        for _ in 0..10 {
+            dispatcher.run(clock.now() + TimeDelta::seconds(60)).await;
+            let left = active_jobs(&mem);
+            if left == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
     }
 
     let sent = sink.sent();
@@ -341,6 +383,10 @@ async fn simulate(seed: u64) -> Outcome {
         }
         if e.expires_at.is_some_and(|x| arrival > x) {
             out.violations.push(format!("{id}: sent to arrive after expires_at"));
+        }
+        if e.windows.as_ref().is_some_and(|w| !w.contains(arrival)) {
+            out.violations
+                .push(format!("{id}: arrives at {arrival}, outside its window"));
         }
     }
     for (id, e) in &expected {

@@ -159,7 +159,7 @@ async fn fifo_jobs_without_a_dedup_id_are_sent_with_one_derived_from_id_and_edit
         enqueued_at: clock.now(),
         version: 1,
     };
-    let derived = crate::ports::default_deduplication_id("c-2", edition);
+    let derived = crate::ports::default_deduplication_id("c-2", edition, "now");
     assert_eq!(sent.deduplication_id.as_deref(), Some(derived.as_str()));
 }
 

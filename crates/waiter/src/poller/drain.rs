@@ -402,6 +402,16 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                     }
                 }
             }
+            if p.job.job.outside_windows_in_flight(arrival) {
+                // The arrival budget moved it past its window's close: not sent. The next run
+                // sends it if the window is still open then, or moves it to the next opening.
+                if let (Some(budget), Some(second)) = (&self.d.budget, booked) {
+                    budget.release(queue, second);
+                }
+                debug!(queue = %queue, job_id = %p.job.job.job_id, "spread past its window: left for a later run");
+                self.left_behind = true;
+                continue;
+            }
             if p.job.job.expires_in_flight(arrival) {
                 if let (Some(budget), Some(second)) = (&self.d.budget, booked) {
                     budget.release(queue, second);
@@ -467,8 +477,8 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
 
     /// A call planned to be sent at `planned_at`, sent at `now` instead (an entry of a refused
     /// batch, sent again on its own): each delay is shortened by the whole seconds since, so it
-    /// arrives no earlier than planned and at most a second later, and a job that would now
-    /// arrive after its `expires_at` is dropped as expired instead of sent.
+    /// arrives no earlier than planned and at most a second later; a job that would now arrive
+    /// after its `expires_at` is dropped as expired, and one outside its windows left stored.
     fn retime(&mut self, call: Call, planned_at: DateTime<Utc>, now: DateTime<Utc>) -> Call {
         let late = u32::try_from((now - planned_at).num_seconds().max(0)).unwrap_or(u32::MAX);
         let mut kept = Vec::with_capacity(call.len());
@@ -479,6 +489,9 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                 info!(queue = %self.queue, job_id = %p.job.job.job_id, "expired before its resend: dropped, not sent");
                 self.summary.expired += 1;
                 self.retire(&p.job, HistoryStatus::Expired, None);
+            } else if p.job.job.outside_windows_in_flight(arrival) {
+                // Its window closed meanwhile: the next run moves it to the next opening.
+                self.left_behind = true;
             } else {
                 kept.push((p, delay));
             }

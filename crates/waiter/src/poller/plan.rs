@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::*;
+use crate::job::SEND_ALLOWANCE;
 use crate::limits::{SQS_MAX_BATCH_ENTRIES, SQS_MAX_MESSAGE_BYTES};
 use crate::ports::StoredJob;
 use crate::routing::{aligned_send_instant, delay_for};
@@ -31,9 +32,15 @@ pub(super) fn plan(job: StoredJob, fifo: bool, now: DateTime<Utc>, stop_at: Date
         aligned_send_instant(perform_at, now)
     };
     let arrival = send_at.max(perform_at);
-    if let Some(w) = job.job.windows.as_ref().filter(|w| !w.contains(arrival)) {
+    if let Some(w) = job
+        .job
+        .windows
+        .as_ref()
+        .filter(|_| job.job.outside_windows_in_flight(arrival))
+    {
         let mut next = job.clone();
-        next.job.perform_at = w.next_open(arrival);
+        // Past the allowance: an arrival just before the close moves to the next opening.
+        next.job.perform_at = w.next_open(arrival + SEND_ALLOWANCE);
         next.version += 1;
         if next.job.arrives_expired(next.job.perform_at) {
             return Plan::Expired(Box::new(job));

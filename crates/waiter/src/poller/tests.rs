@@ -535,3 +535,35 @@ async fn an_entry_sent_again_on_its_own_later_is_retimed_and_never_sent_expired(
         "{arrival} vs {due}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn max_rate_never_spreads_a_job_past_its_window() {
+    // Six jobs due at 09:00:57 in a window that closes at 09:01 (UTC); one arrival a second.
+    let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1"), ("WAITER_MAX_RATE", "1")]);
+    let now = clock.now();
+    let window = sqs_waiter_contract::Window {
+        from: "08:00".into(),
+        to: "09:01".into(),
+    };
+    let windows = crate::windows::Windows::parse(&[window], Some("UTC")).unwrap();
+    let close = DateTime::parse_from_rfc3339("2026-12-01T09:01:00Z").unwrap().to_utc();
+    let due = close - TimeDelta::seconds(3);
+    assert!(now < due);
+    for i in 0..6 {
+        let mut j = stored("orders", &format!("w{i}"), due, 1);
+        j.job.windows = Some(windows.clone());
+        store.insert(j);
+    }
+    let s = d.run(now + TimeDelta::seconds(60)).await;
+    let sent = queue.sent();
+    assert_eq!(sent.len(), 3, "{s:?}");
+    for m in &sent {
+        let arrival = m.at + TimeDelta::seconds(i64::from(m.message.delay_seconds.unwrap()));
+        assert!(
+            windows.contains(arrival) && arrival >= due,
+            "{arrival} is outside its window"
+        );
+    }
+    assert_eq!(store.len(), 3, "the others wait for a later run");
+    assert!(!s.drained);
+}

@@ -34,7 +34,7 @@ impl OutgoingMessage {
             deduplication_id: job.message_deduplication_id.clone().or_else(|| {
                 job.queue
                     .is_fifo()
-                    .then(|| default_deduplication_id(&job.job_id, edition))
+                    .then(|| default_deduplication_id(&job.job_id, edition, &job.message_body))
             }),
             expires_at: job.expires_at,
         }
@@ -45,18 +45,23 @@ impl OutgoingMessage {
     }
 }
 
-/// A FIFO message's deduplication id when none was given: a digest of the job's id and edition
-/// (64 hex digits, within SQS's 128 characters). A re-send of the same edition (after a crash, or
-/// an SDK retry) is deduplicated by SQS within its 5-minute window; a new job under the same id,
-/// or a new version, is not. With the id alone, SQS would drop a new job whose id was sent less
+/// A FIFO message's deduplication id when none was given: a digest of the job's id, edition and
+/// body (64 hex digits, within SQS's 128 characters). A re-send of the same edition (after a
+/// crash, or an SDK retry) is deduplicated by SQS within its 5-minute window; a new job under the
+/// same id, a new version, or another body under the same id in the same instant (two jobs of one
+/// batch request), is not. With the id alone, SQS would drop a new job whose id was sent less
 /// than 5 minutes before, and the poller would remove it as sent.
-pub fn default_deduplication_id(job_id: &str, edition: Edition) -> String {
+pub fn default_deduplication_id(job_id: &str, edition: Edition, body: &str) -> String {
     let mut h = Sha256::new();
-    h.update(job_id.as_bytes());
-    h.update([0]);
-    h.update(crate::time::format_epoch(edition.enqueued_at).as_bytes());
-    h.update([0]);
-    h.update(edition.version.to_string().as_bytes());
+    for part in [
+        job_id,
+        &crate::time::format_epoch(edition.enqueued_at),
+        &edition.version.to_string(),
+        body,
+    ] {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -90,18 +95,19 @@ mod tests {
     fn the_default_deduplication_id_is_the_same_for_one_edition_and_differs_across_editions() {
         let t = chrono::DateTime::from_timestamp(1_796_000_000, 250_000_000).unwrap();
         let e = |enqueued_at, version| Edition { enqueued_at, version };
-        let first = default_deduplication_id("a", e(t, 1));
+        let first = default_deduplication_id("a", e(t, 1), "x");
         assert_eq!(
             first,
-            default_deduplication_id("a", e(t, 1)),
+            default_deduplication_id("a", e(t, 1), "x"),
             "a re-send is deduplicated"
         );
         assert_eq!(first.len(), 64);
         assert!(first.chars().all(|c| c.is_ascii_hexdigit()));
-        let later_life = default_deduplication_id("a", e(t + chrono::TimeDelta::microseconds(1), 1));
-        let next_version = default_deduplication_id("a", e(t, 2));
-        let other_id = default_deduplication_id("b", e(t, 1));
-        for other in [&later_life, &next_version, &other_id] {
+        let later_life = default_deduplication_id("a", e(t + chrono::TimeDelta::microseconds(1), 1), "x");
+        let next_version = default_deduplication_id("a", e(t, 2), "x");
+        let other_id = default_deduplication_id("b", e(t, 1), "x");
+        let other_body = default_deduplication_id("a", e(t, 1), "y");
+        for other in [&later_life, &next_version, &other_id, &other_body] {
             assert_ne!(&first, other);
         }
     }

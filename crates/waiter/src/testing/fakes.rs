@@ -20,10 +20,18 @@ pub struct Sent {
 type EntryFault = Box<dyn Fn(&OutgoingMessage) -> Option<EntryOutcome> + Send + Sync>;
 type BatchFault = Box<dyn Fn(&[OutgoingMessage]) -> Option<PortError> + Send + Sync>;
 
-/// Records what was sent; can fail entries or whole batches on demand.
+/// SQS FIFO's deduplication interval: a message whose deduplication id was accepted less than
+/// this long ago is accepted and dropped, even if the first was deleted.
+/// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/using-messagededuplicationid-property.html>
+pub const FIFO_DEDUP_INTERVAL: TimeDelta = TimeDelta::minutes(5);
+
+/// Records what was sent; can fail entries or whole batches on demand. On FIFO queues it drops
+/// what SQS drops: a message whose deduplication id it accepted within `FIFO_DEDUP_INTERVAL`.
 #[derive(Clone, Default)]
 pub struct FakeQueue {
     pub sent: Arc<Mutex<Vec<Sent>>>,
+    /// FIFO deduplication ids by queue, with when each was first accepted.
+    pub dedup: Arc<Mutex<std::collections::HashMap<(QueueName, String), DateTime<Utc>>>>,
     pub entry_fault: Arc<Mutex<Option<EntryFault>>>,
     pub batch_fault: Arc<Mutex<Option<BatchFault>>>,
     pub clock: FakeClock,
@@ -75,6 +83,17 @@ impl MessageQueue for FakeQueue {
             .map(|m| {
                 if let Some(failed) = fault.as_ref().and_then(|f| f(m)) {
                     return failed;
+                }
+                if let (true, Some(id)) = (queue.is_fifo(), &m.deduplication_id) {
+                    let mut seen = self.dedup.lock().unwrap();
+                    let first = *seen.entry((queue.clone(), id.clone())).or_insert(at);
+                    if first != at && at - first < FIFO_DEDUP_INTERVAL {
+                        // Accepted and dropped, as SQS does.
+                        return EntryOutcome::Sent {
+                            message_id: uuid::Uuid::new_v4().to_string(),
+                        };
+                    }
+                    seen.insert((queue.clone(), id.clone()), at);
                 }
                 self.sent.lock().unwrap().push(Sent {
                     queue: queue.clone(),
