@@ -17,6 +17,8 @@ pub struct Sent {
     pub at: DateTime<Utc>,
 }
 
+/// FIFO deduplication ids by queue, with when each interval began.
+type DedupIds = std::collections::HashMap<(QueueName, String), DateTime<Utc>>;
 type EntryFault = Box<dyn Fn(&OutgoingMessage) -> Option<EntryOutcome> + Send + Sync>;
 type BatchFault = Box<dyn Fn(&[OutgoingMessage]) -> Option<PortError> + Send + Sync>;
 
@@ -31,7 +33,7 @@ pub const FIFO_DEDUP_INTERVAL: TimeDelta = TimeDelta::minutes(5);
 pub struct FakeQueue {
     pub sent: Arc<Mutex<Vec<Sent>>>,
     /// FIFO deduplication ids by queue, with when each was first accepted.
-    pub dedup: Arc<Mutex<std::collections::HashMap<(QueueName, String), DateTime<Utc>>>>,
+    pub dedup: Arc<Mutex<DedupIds>>,
     pub entry_fault: Arc<Mutex<Option<EntryFault>>>,
     pub batch_fault: Arc<Mutex<Option<BatchFault>>>,
     pub clock: FakeClock,
