@@ -42,6 +42,9 @@ pub(super) struct PartitionRun<'a, S, Q, C> {
     pub(super) uncertain: bool,
     /// A due job had to be left for a later run.
     pub(super) left_behind: bool,
+    /// FIFO groups with a message that failed and stays stored: their later messages wait for
+    /// a later run, so that SQS never holds a group's later message before its earlier one.
+    pub(super) blocked_groups: HashSet<String>,
     pub(super) summary: RunSummary,
 }
 
@@ -363,6 +366,17 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                 later.push(p);
                 continue;
             }
+            if fifo
+                && p.job
+                    .job
+                    .message_group_id
+                    .as_ref()
+                    .is_some_and(|g| self.blocked_groups.contains(g))
+            {
+                debug!(queue = %queue, job_id = %p.job.job.job_id, "an earlier message of its group failed: left for a later run");
+                self.left_behind = true;
+                continue;
+            }
             let mut delay = delay_at(&p.job, fifo, now);
             let mut arrival = now + TimeDelta::seconds(i64::from(delay.unwrap_or(0)));
             let mut booked = None;
@@ -470,6 +484,9 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                     warn!(queue = %queue, job_id = %p.job.job.job_id, code, message, "entry failed; stays stored for the next run");
                     self.summary.failed += 1;
                     self.left_behind = true;
+                    if let (true, Some(group)) = (queue.is_fifo(), &p.job.job.message_group_id) {
+                        self.blocked_groups.insert(group.clone());
+                    }
                 }
             }
         }

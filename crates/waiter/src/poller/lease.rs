@@ -92,6 +92,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             seen: HashSet::new(),
             uncertain: false,
             left_behind: false,
+            blocked_groups: HashSet::new(),
             summary: sum,
         };
         let drained = match self.within(deadline - DRAIN_CUT, run.drain()).await {

@@ -30,6 +30,8 @@ use crate::rate::ArrivalBudget;
 
 mod drain;
 mod lease;
+#[cfg(test)]
+mod meeting_tests;
 mod plan;
 #[cfg(test)]
 mod tests;

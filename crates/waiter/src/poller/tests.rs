@@ -8,9 +8,9 @@ use crate::ports::{EntryOutcome, Lease, LeaseOutcome, OutgoingMessage};
 use crate::ports::{Jobs, Leases, Partition};
 use crate::testing::{config, stored, FakeClock, FakeQueue, MemStore};
 
-type D = Dispatcher<MemStore, FakeQueue, FakeClock>;
+pub(super) type D = Dispatcher<MemStore, FakeQueue, FakeClock>;
 
-fn dispatcher(extra: &[(&str, &str)]) -> (D, MemStore, FakeQueue, FakeClock) {
+pub(super) fn dispatcher(extra: &[(&str, &str)]) -> (D, MemStore, FakeQueue, FakeClock) {
     let clock = FakeClock::default();
     let store = MemStore::default();
     let queue = FakeQueue::new(clock.clone());
@@ -23,7 +23,7 @@ fn dispatcher(extra: &[(&str, &str)]) -> (D, MemStore, FakeQueue, FakeClock) {
     (d, store, queue, clock)
 }
 
-fn ms(n: i64) -> TimeDelta {
+pub(super) fn ms(n: i64) -> TimeDelta {
     TimeDelta::milliseconds(n)
 }
 
@@ -406,164 +406,4 @@ async fn a_run_that_took_over_a_lapsed_lease_keeps_it_until_it_has_handled_every
     assert_eq!((s.dispatched, s.drained), (1, true), "{s:?}");
     assert_eq!(store.len(), 0);
     assert!(store.state.lock().unwrap().leases.is_empty(), "released");
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_removal_retried_after_it_was_applied_never_takes_a_job_enqueued_meanwhile() {
-    // History off: once the first removal call is applied, the id is free, and a caller stores
-    // a new job under it before the retry of that call (the run's final flush) goes out. A full
-    // call's worth of jobs, so that the first removal goes out during the run.
-    let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1")]);
-    let now = clock.now();
-    let q = QueueName::parse("orders").unwrap();
-    store.insert(stored("orders", "a", now, 1));
-    for i in 1..REMOVALS_PER_CALL {
-        store.insert(stored("orders", &format!("j{i}"), now, 1));
-    }
-    let later = StoredJob {
-        enqueued_at: now + ms(1),
-        ..stored("orders", "a", now + TimeDelta::hours(1), 1)
-    };
-    let new_life = later.clone();
-    *store.retire_applied_then_fails.lock().unwrap() = Some(Box::new(move |s: &MemStore| s.insert(new_life)));
-    let summary = d.run(now + TimeDelta::seconds(60)).await;
-    assert_eq!(summary.dispatched, REMOVALS_PER_CALL as u64, "{summary:?}");
-    assert_eq!(queue.sent().len(), REMOVALS_PER_CALL);
-    assert_eq!(store.len(), 1, "the sent jobs are removed by the retry");
-    assert_eq!(
-        store.get(&q, Partition::Shard(0), "a"),
-        Some(later),
-        "the job enqueued under the freed id is still stored"
-    );
-}
-
-#[tokio::test(start_paused = true)]
-async fn parking_never_overwrites_an_earlier_parked_job_with_the_same_id() {
-    let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1")]);
-    let now = clock.now();
-    let q = QueueName::parse("orders").unwrap();
-    let earlier = StoredJob {
-        partition: Partition::Parked,
-        enqueued_at: now - TimeDelta::days(1),
-        ..stored("orders", "a", now - TimeDelta::days(1), 1)
-    };
-    store.insert(earlier.clone());
-    store.insert(stored("orders", "a", now, 1));
-    *queue.entry_fault.lock().unwrap() = Some(Box::new(|_: &OutgoingMessage| {
-        Some(EntryOutcome::Failed {
-            code: "InvalidParameterValue".into(),
-            message: "bad".into(),
-            sender_fault: true,
-        })
-    }));
-    let s = d.run(now + TimeDelta::seconds(60)).await;
-    assert_eq!((s.parked, s.failed, s.drained), (0, 1, false), "{s:?}");
-    assert_eq!(
-        store.get(&q, Partition::Parked, "a"),
-        Some(earlier),
-        "the parked job is kept"
-    );
-    assert!(
-        store.get(&q, Partition::Shard(0), "a").is_some(),
-        "the rejected job stays stored"
-    );
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_job_of_the_largest_stored_size_can_be_parked_with_a_long_reason() {
-    use crate::limits::{DDB_MAX_ITEM_BYTES, MAX_STORED_ITEM_BYTES};
-    let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1")]);
-    let now = clock.now();
-    let q = QueueName::parse("orders").unwrap();
-    let mut big = stored("orders", "big", now, 1);
-    let room = MAX_STORED_ITEM_BYTES - store.item_bytes(&big);
-    big.job.message_body.push_str(&"x".repeat(room));
-    assert_eq!(
-        store.item_bytes(&big),
-        MAX_STORED_ITEM_BYTES,
-        "as large as enqueue stores"
-    );
-    store.insert(big);
-    *queue.entry_fault.lock().unwrap() = Some(Box::new(|_: &OutgoingMessage| {
-        Some(EntryOutcome::Failed {
-            code: "InvalidParameterValue".into(),
-            message: "é".repeat(5_000),
-            sender_fault: true,
-        })
-    }));
-    let s = d.run(now + TimeDelta::seconds(60)).await;
-    assert_eq!((s.parked, s.failed), (1, 0), "{s:?}");
-    let parked = store.get(&q, Partition::Parked, "big").expect("parked");
-    assert!(store.item_bytes(&parked) <= DDB_MAX_ITEM_BYTES);
-    let reason = &parked.parked.as_ref().unwrap().message;
-    assert!(
-        reason.ends_with('…') && reason.starts_with('é'),
-        "shortened on a character boundary"
-    );
-    assert!(store.get(&q, Partition::Shard(0), "big").is_none());
-}
-
-#[tokio::test(start_paused = true)]
-async fn an_entry_sent_again_on_its_own_later_is_retimed_and_never_sent_expired() {
-    let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1"), ("WAITER_LOOKAHEAD", "60")]);
-    let now = clock.now();
-    let due = now + TimeDelta::seconds(10);
-    let mut tight = stored("orders", "tight", due, 1);
-    tight.job.expires_at = Some(due + TimeDelta::seconds(1));
-    store.insert(tight);
-    store.insert(stored("orders", "loose", due, 1));
-    // The batch is refused for its content after 12 s: its entries go again on their own.
-    let slow = clock.clone();
-    *queue.batch_fault.lock().unwrap() = Some(Box::new(move |ms: &[OutgoingMessage]| {
-        (ms.len() > 1).then(|| {
-            slow.advance(TimeDelta::seconds(12));
-            PortError::Rejected {
-                operation: "SendMessageBatch",
-                code: "AWS.SimpleQueueService.BatchRequestTooLong".into(),
-                source: None,
-            }
-        })
-    }));
-    let s = d.run(now + TimeDelta::seconds(60)).await;
-    assert_eq!((s.dispatched, s.expired), (1, 1), "{s:?}");
-    let sent = queue.sent();
-    assert_eq!(sent.len(), 1);
-    assert_eq!(sent[0].message.body, "body-loose");
-    let arrival = sent[0].at + TimeDelta::seconds(i64::from(sent[0].message.delay_seconds.unwrap()));
-    assert!(
-        arrival >= due && arrival - due <= TimeDelta::seconds(3),
-        "{arrival} vs {due}"
-    );
-}
-
-#[tokio::test(start_paused = true)]
-async fn max_rate_never_spreads_a_job_past_its_window() {
-    // Six jobs due at 09:00:57 in a window that closes at 09:01 (UTC); one arrival a second.
-    let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1"), ("WAITER_MAX_RATE", "1")]);
-    let now = clock.now();
-    let window = sqs_waiter_contract::Window {
-        from: "08:00".into(),
-        to: "09:01".into(),
-    };
-    let windows = crate::windows::Windows::parse(&[window], Some("UTC")).unwrap();
-    let close = DateTime::parse_from_rfc3339("2026-12-01T09:01:00Z").unwrap().to_utc();
-    let due = close - TimeDelta::seconds(3);
-    assert!(now < due);
-    for i in 0..6 {
-        let mut j = stored("orders", &format!("w{i}"), due, 1);
-        j.job.windows = Some(windows.clone());
-        store.insert(j);
-    }
-    let s = d.run(now + TimeDelta::seconds(60)).await;
-    let sent = queue.sent();
-    assert_eq!(sent.len(), 3, "{s:?}");
-    for m in &sent {
-        let arrival = m.at + TimeDelta::seconds(i64::from(m.message.delay_seconds.unwrap()));
-        assert!(
-            windows.contains(arrival) && arrival >= due,
-            "{arrival} is outside its window"
-        );
-    }
-    assert_eq!(store.len(), 3, "the others wait for a later run");
-    assert!(!s.drained);
 }
