@@ -283,18 +283,24 @@ mod tests {
         assert_eq!(get(&w, "j").await, before);
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_job_moved_near_is_handed_over_at_once_and_one_moved_far_waits() {
-        let store = MemStore::default();
-        let (w, queue, clock) = waiter_with(store.clone(), &[("WAITER_LOOKAHEAD", "120")]);
-        schedule(&w, "near", 7 * 86_400).await;
+    /// Schedules "near" a week out, then reschedules it to 30 s from now; when it is due.
+    async fn move_near(w: &TestWaiter, clock: &FakeClock) -> DateTime<Utc> {
+        schedule(w, "near", 7 * 86_400).await;
         let due = clock.now() + TimeDelta::seconds(30);
         let r = call(
-            &w,
+            w,
             json!({"action": "reschedule", "queue": "orders", "job_id": "near", "perform_at": format_rfc3339(due)}),
         )
         .await;
         assert_eq!(r["status"], "rescheduled");
+        due
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_job_moved_near_is_handed_over_at_once_and_one_moved_far_waits() {
+        let store = MemStore::default();
+        let (w, queue, clock) = waiter_with(store.clone(), &[("WAITER_LOOKAHEAD", "120")]);
+        let due = move_near(&w, &clock).await;
         let sent = queue.sent();
         assert_eq!(sent.len(), 1, "handed over without waiting for a poller run");
         let arrival = sent[0].at + TimeDelta::seconds(i64::from(sent[0].message.delay_seconds.unwrap()));
@@ -341,14 +347,7 @@ mod tests {
                 ("WAITER_SHARDS", "1"),
             ],
         );
-        schedule(&w, "near", 7 * 86_400).await;
-        let due = clock.now() + TimeDelta::seconds(30);
-        let r = call(
-            &w,
-            json!({"action": "reschedule", "queue": "orders", "job_id": "near", "perform_at": format_rfc3339(due)}),
-        )
-        .await;
-        assert_eq!(r["status"], "rescheduled");
+        let due = move_near(&w, &clock).await;
         assert!(
             queue.sent().is_empty(),
             "enqueue sends nothing beside the poller's budget"
