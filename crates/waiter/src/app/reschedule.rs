@@ -347,7 +347,7 @@ mod tests {
                 ("WAITER_SHARDS", "1"),
             ],
         );
-        let due = move_near(&w, &clock).await;
+        move_near(&w, &clock).await;
         assert!(
             queue.sent().is_empty(),
             "enqueue sends nothing beside the poller's budget"
