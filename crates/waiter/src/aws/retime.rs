@@ -81,8 +81,10 @@ impl Intercept for Retime {
         };
         let mut body: Value = serde_json::from_slice(bytes)?;
         let expired = retime(&mut body, late.as_secs(), Utc::now(), &self.expires)?;
+        // Each attempt starts again from the request as first built, so the latest attempt's
+        // set is the whole answer.
         if let Ok(mut state) = self.state.lock() {
-            state.expired.extend(expired);
+            state.expired = expired;
         }
         let bytes = serde_json::to_vec(&body)?;
         request.headers_mut().insert("content-length", bytes.len().to_string());

@@ -280,23 +280,24 @@ impl DynamoStore {
     /// failed condition means the job is gone already (an SDK retry of an applied write) or the
     /// key holds another job: done either way.
     async fn retire_one(&self, queue: &QueueName, table: &str, r: &Retired) -> Result<(), PortError> {
-        let res = match &r.record {
+        // A key that holds another edition by now was enqueued meanwhile: it is not ours to take.
+        macro_rules! unless_taken {
+            ($op:literal, $call:expr) => {
+                match $call.send().await {
+                    Ok(_) => Ok(()),
+                    Err(e) if is_condition_failed(&e) => Ok(()),
+                    Err(e) => Err(classify($op, &self.resource(queue), e)),
+                }
+            };
+        }
+        match &r.record {
             None => {
                 let delete = self
                     .client
                     .delete_item()
                     .table_name(table)
                     .set_key(Some(key(queue, &r.key)));
-                if_same_edition!(delete, r.edition)
-                    .send()
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| {
-                        (
-                            is_condition_failed(&e),
-                            classify("DeleteItem", &self.resource(queue), e),
-                        )
-                    })
+                unless_taken!("DeleteItem", if_same_edition!(delete, r.edition))
             }
             Some(h) => {
                 let put = self
@@ -304,16 +305,8 @@ impl DynamoStore {
                     .put_item()
                     .table_name(table)
                     .set_item(Some(encode_history(h)));
-                if_same_edition!(put, r.edition)
-                    .send()
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| (is_condition_failed(&e), classify("PutItem", &self.resource(queue), e)))
+                unless_taken!("PutItem", if_same_edition!(put, r.edition))
             }
-        };
-        match res {
-            Ok(()) | Err((true, _)) => Ok(()),
-            Err((false, e)) => Err(e),
         }
     }
 }
