@@ -88,6 +88,24 @@ async fn list_all(s: &mut e2e::rig::Setup, mut request: Value) -> Vec<Value> {
     panic!("the listing never ended");
 }
 
+/// `got` lists exactly the jobs of `want`, each once and at its `perform_at`, in `perform_at`
+/// order (equal `perform_at` in no promised order).
+fn assert_listed(got: &[Value], want: &[(chrono::DateTime<chrono::Utc>, String)]) {
+    let at = |j: &Value| parse_time(j["perform_at"].as_str().unwrap());
+    assert!(
+        got.windows(2).all(|w| at(&w[0]) <= at(&w[1])),
+        "not in perform_at order: {got:?}"
+    );
+    let mut listed: Vec<(i64, String)> = got
+        .iter()
+        .map(|j| (at(j).timestamp_millis(), j["job_id"].as_str().unwrap().to_owned()))
+        .collect();
+    let mut want: Vec<(i64, String)> = want.iter().map(|(t, id)| (t.timestamp_millis(), id.clone())).collect();
+    listed.sort();
+    want.sort();
+    assert_eq!(listed, want);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn list_pages_every_shard_in_time_order() {
     let mut s = setup(&["orders"], &[("WAITER_SHARDS", "4"), ("WAITER_DIRECT_MAX_DELAY", "0")]).await;
@@ -104,11 +122,9 @@ async fn list_pages_every_shard_in_time_order() {
         .collect();
     s.enqueue_ok(json!({"jobs": jobs})).await;
     expected.sort();
-    let want: Vec<String> = expected.iter().map(|(_, id)| id.clone()).collect();
 
     let got = list_all(&mut s, json!({"action": "list", "queue": "orders", "limit": 7})).await;
-    let ids: Vec<String> = got.iter().map(|j| j["job_id"].as_str().unwrap().to_owned()).collect();
-    assert_eq!(ids, want);
+    assert_listed(&got, &expected);
     assert!(got
         .iter()
         .all(|j| j["status"] == "scheduled" && j.get("message_body").is_none()));
@@ -118,9 +134,12 @@ async fn list_pages_every_shard_in_time_order() {
         json!({"action": "list", "queue": "orders", "prefix": "vip-", "limit": 3}),
     )
     .await;
-    let want_vip: Vec<&String> = want.iter().filter(|id| id.starts_with("vip-")).collect();
-    let vip: Vec<&str> = vip.iter().map(|j| j["job_id"].as_str().unwrap()).collect();
-    assert_eq!(vip, want_vip);
+    let want_vip: Vec<_> = expected
+        .iter()
+        .filter(|(_, id)| id.starts_with("vip-"))
+        .cloned()
+        .collect();
+    assert_listed(&vip, &want_vip);
 
     let first = s
         .enqueue_ok(json!({"action": "list", "queue": "orders", "limit": 2, "with_body": true}))
@@ -309,4 +328,39 @@ async fn a_job_found_outside_its_windows_is_moved_by_the_poller_not_sent() {
             .is_empty(),
         "nothing sent"
     );
+}
+
+/// Defect 4 of issue 23: more jobs at one `perform_at` in one shard than a call reads. The
+/// cursor resumes inside the group (an exclusive start key on the index), so a prefix that
+/// skips the whole group still gets past it, and paging lists every job once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cursor_gets_through_a_tie_group_larger_than_a_call_reads() {
+    const GROUP: usize = 2_400;
+    let mut s = setup(&["orders"], &[("WAITER_SHARDS", "1"), ("WAITER_DIRECT_MAX_DELAY", "0")]).await;
+    let at = chrono::Utc::now() + chrono::TimeDelta::hours(3);
+    let later = at + chrono::TimeDelta::seconds(1);
+    let mut expected: Vec<_> = (0..GROUP).map(|i| (at, format!("tie-{i:05}"))).collect();
+    expected.push((later, "needle".to_owned()));
+    for chunk in expected.chunks(600) {
+        let jobs: Vec<Value> = chunk
+            .iter()
+            .map(|(t, id)| json!({"queue": "orders", "job_id": id, "message_body": "x", "perform_at": t.to_rfc3339()}))
+            .collect();
+        s.enqueue_ok(json!({"jobs": jobs})).await;
+    }
+    let mut request = json!({"action": "list", "queue": "orders", "prefix": "needle"});
+    let (mut found, mut calls) = (Vec::new(), 0);
+    loop {
+        calls += 1;
+        assert!(calls <= 10, "the cursor does not get past the group");
+        let r = s.enqueue_ok(request.clone()).await;
+        found.extend(r["jobs"].as_array().unwrap().iter().map(|j| j["job_id"].clone()));
+        match &r["cursor"] {
+            Value::Null => break,
+            c => request["cursor"] = c.clone(),
+        }
+    }
+    assert_eq!(found, [json!("needle")]);
+    let all = list_all(&mut s, json!({"action": "list", "queue": "orders", "limit": 1000})).await;
+    assert_listed(&all, &expected);
 }

@@ -3,10 +3,9 @@
 use futures::stream::{self, StreamExt};
 use tracing::info;
 
-use super::list::position;
 use crate::app::Waiter;
 use crate::error::HandlerError;
-use crate::ports::{CancelOutcome, Clock, JobStore, MessageQueue};
+use crate::ports::{CancelOutcome, Clock, JobStore, MessageQueue, View};
 use crate::wire::CancelMany;
 use sqs_waiter_contract::CancelManyReply;
 
@@ -56,8 +55,8 @@ where
                 (queue, None)
             }
             CancelMany::Selected(q) => {
-                let (jobs, bound) = self.select(&q).await?;
-                let page = &jobs[..jobs.len().min(q.limit)];
+                let selection = self.select(&q, View::Whole).await?;
+                let page = &selection.jobs[..selection.jobs.len().min(q.limit)];
                 let outcomes: Vec<_> = stream::iter(page.iter())
                     // A job moved out of the selection since the index listed it is spared.
                     .map(|j| self.cancel_copy(j, |now| q.selects(now)))
@@ -67,12 +66,7 @@ where
                 for o in outcomes {
                     counts.add(o?);
                 }
-                let next = if page.len() < jobs.len() {
-                    page.last().map(position)
-                } else {
-                    bound
-                };
-                (q.queue.clone(), next.map(|p| q.cursor_at(&p)))
+                (q.queue.clone(), selection.cursor_after(&q, page.len()))
             }
         };
         info!(queue = %queue, cancelled = counts.cancelled, dispatching = counts.dispatching, not_found = counts.not_found, "cancel_many");

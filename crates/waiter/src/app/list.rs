@@ -1,34 +1,67 @@
 //! `list`: a queue's jobs in `perform_at` order across every shard, paged with a cursor; its
 //! selection also serves `cancel_many`.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use futures::future::try_join_all;
 use futures::StreamExt;
+use serde::{Deserialize, Serialize};
 
 use crate::app::Waiter;
 use crate::cursor;
 use crate::error::HandlerError;
 use crate::error::{InvalidRequest, PortError};
-use crate::ports::{Clock, JobStore, MessageQueue, Partition, StoredJob};
+use crate::ports::{Clock, IndexPosition, JobStore, MessageQueue, Partition, StoredJob, View};
 use crate::time::{format_epoch, max_time, parse_epoch_decimal};
 use crate::wire::reply::describe;
 use crate::wire::{ListQuery, ListStatus};
 use sqs_waiter_contract::{JobReply, ListReply};
 
 /// Items one `list` call reads per partition beyond the page it returns (prefix filters skip
-/// items), so a call does bounded work; a group of jobs sharing one `perform_at` in a shard is
-/// always read whole, so that the cursor can point between groups.
+/// items), so a call does bounded work, however many jobs share one `perform_at`.
 const LIST_SCAN_BUDGET: usize = 2_000;
 /// The reply of one `list` call stays below this many bytes (Lambda allows 6 MB).
 const LIST_REPLY_BUDGET: usize = 4 * 1024 * 1024;
-/// Above every character a job id may hold: a position after every id at one instant.
-const AFTER_EVERY_ID: &str = "~";
+/// The cursor's mark of a partition read to the end.
+const DONE: &str = "done";
 
-/// A place in a listing: jobs are ordered by `perform_at`, then `job_id`.
-pub(crate) type Position = (DateTime<Utc>, String);
-
-pub(crate) fn position(j: &StoredJob) -> Position {
+pub(crate) fn position(j: &StoredJob) -> IndexPosition {
     (j.job.perform_at, j.job.job_id.clone())
+}
+
+/// Where each partition of a listing stands between calls: past a job (resumed just after it
+/// in the index's order, inside a group of equal `perform_at` too), or done. A partition not
+/// named starts from the beginning.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct Standing(BTreeMap<String, String>);
+
+impl Standing {
+    fn label(p: &Partition) -> String {
+        match p {
+            Partition::Shard(n) => n.to_string(),
+            Partition::Parked => "parked".to_owned(),
+        }
+    }
+
+    /// `None`: the partition is done; `Some(None)`: from the start.
+    fn of(&self, p: &Partition) -> Result<Option<Option<IndexPosition>>, InvalidRequest> {
+        let corrupted = || InvalidRequest::new("cursor", "is not a cursor this function returned (corrupted)");
+        match self.0.get(&Self::label(p)).map(String::as_str) {
+            None => Ok(Some(None)),
+            Some(DONE) => Ok(None),
+            Some(place) => {
+                let (at, id) = place.split_once('|').ok_or_else(corrupted)?;
+                let at = parse_epoch_decimal(at).ok_or_else(corrupted)?;
+                Ok(Some(Some((at, id.to_owned()))))
+            }
+        }
+    }
+
+    fn set(&mut self, p: &Partition, place: Option<&IndexPosition>) {
+        let value = place.map_or_else(|| DONE.to_owned(), |(at, id)| format!("{}|{id}", format_epoch(*at)));
+        self.0.insert(Self::label(p), value);
+    }
 }
 
 impl ListQuery {
@@ -45,13 +78,17 @@ impl ListQuery {
         )
     }
 
-    fn after(&self) -> Result<Option<Position>, InvalidRequest> {
-        let Some(c) = &self.cursor else { return Ok(None) };
-        let after = cursor::decode(&self.queue, &self.listing(), c)?;
-        let corrupted = || InvalidRequest::new("cursor", "is not a cursor this function returned (corrupted)");
-        let (at, id) = after.split_once('|').ok_or_else(corrupted)?;
-        let at = parse_epoch_decimal(at).ok_or_else(corrupted)?;
-        Ok(Some((at, id.to_owned())))
+    fn standing(&self) -> Result<Standing, InvalidRequest> {
+        let Some(c) = &self.cursor else {
+            return Ok(Standing::default());
+        };
+        let payload = cursor::decode(&self.queue, &self.listing(), c)?;
+        serde_json::from_str(&payload).map_err(|_| {
+            InvalidRequest::new(
+                "cursor",
+                "was made by an earlier version of this function, or corrupted; start the listing again without it",
+            )
+        })
     }
 
     /// Whether a job, as it is now, is in the selection (its time and id; the cursor aside).
@@ -61,17 +98,69 @@ impl ListQuery {
             && self.to.is_none_or(|t| at <= t)
             && self.prefix.as_deref().is_none_or(|p| j.job.job_id.starts_with(p))
     }
-
-    pub(crate) fn cursor_at(&self, p: &Position) -> String {
-        cursor::encode(&self.queue, &self.listing(), &format!("{}|{}", format_epoch(p.0), p.1))
-    }
 }
 
-/// What one partition contributed to a `list` page.
+/// What one call read of one partition.
 struct PartitionRead {
+    partition: Partition,
+    /// Where the read started: after this job, or from the start.
+    after: Option<IndexPosition>,
+    /// Every item read, in the index's order, and whether the query's prefix selects it.
+    read: Vec<(IndexPosition, bool)>,
+    /// The selected jobs among them, in the same order.
     jobs: Vec<StoredJob>,
-    /// Every job of the partition up to this position has been read; `None`: all of them.
-    complete_through: Option<Position>,
+    /// Read to the end of the range.
+    finished: bool,
+}
+
+/// One call's selection: the jobs, in `perform_at` order, up to what every partition has read
+/// through, and where each partition stands.
+pub(crate) struct Selection {
+    pub(crate) jobs: Vec<StoredJob>,
+    /// For each of `jobs`, the index of its partition in `reads`.
+    from_read: Vec<usize>,
+    reads: Vec<PartitionRead>,
+    /// No job after this `perform_at` is in `jobs`: a partition not read to the end may hold
+    /// more up to it. `None`: every partition was read to the end.
+    bound: Option<DateTime<Utc>>,
+    standing: Standing,
+}
+
+impl Selection {
+    /// The cursor after the first `taken` of `jobs`; `None` when nothing is left. Each
+    /// partition resumes after the last item it read that is settled: neither past the bound
+    /// nor a selected job not yet taken.
+    pub(crate) fn cursor_after(&self, q: &ListQuery, taken: usize) -> Option<String> {
+        let mut standing = self.standing.clone();
+        for (i, r) in self.reads.iter().enumerate() {
+            let mut left = self.from_read[..taken].iter().filter(|&&from| from == i).count();
+            let mut place = r.after.clone();
+            let mut whole = true;
+            for (pos, selected) in &r.read {
+                if self.bound.is_some_and(|b| pos.0 > b) || (*selected && left == 0) {
+                    whole = false;
+                    break;
+                }
+                if *selected {
+                    left -= 1;
+                }
+                place = Some(pos.clone());
+            }
+            if whole && r.finished {
+                standing.set(&r.partition, None);
+            } else if let Some(place) = &place {
+                standing.set(&r.partition, Some(place));
+            }
+        }
+        let every_partition_done = self.reads.iter().all(|r| standing.of(&r.partition).ok() == Some(None));
+        (!every_partition_done).then(|| {
+            cursor::encode(
+                &q.queue,
+                &q.listing(),
+                &serde_json::to_string(&standing).unwrap_or_default(),
+            )
+        })
+    }
 }
 
 impl<S, Q, C> Waiter<S, Q, C>
@@ -80,43 +169,56 @@ where
     Q: MessageQueue + Clone,
     C: Clock + Clone,
 {
-    /// The selected jobs after the query's cursor that every shard has been read through, in
-    /// `perform_at` (then `job_id`) order, and that position (`None`: the end).
-    pub(crate) async fn select(&self, q: &ListQuery) -> Result<(Vec<StoredJob>, Option<Position>), HandlerError> {
-        let after = q.after()?;
+    /// The selected jobs past the query's cursor, in `perform_at` order (equal `perform_at` in
+    /// no promised order), up to what every partition has been read through.
+    pub(crate) async fn select(&self, q: &ListQuery, view: View) -> Result<Selection, HandlerError> {
+        let standing = q.standing()?;
         let partitions: Vec<Partition> = match q.status {
             ListStatus::Parked => vec![Partition::Parked],
             ListStatus::Scheduled => self.shards_in_use(&q.queue).await?,
         };
-        let from = q
-            .from
-            .unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
-            .max(after.as_ref().map_or(DateTime::<Utc>::UNIX_EPOCH, |a| a.0));
-        let to = q.to.unwrap_or_else(max_time);
+        let mut todo = Vec::new();
+        for p in partitions {
+            if let Some(after) = standing.of(&p)? {
+                todo.push((p, after));
+            }
+        }
         let reads = try_join_all(
-            partitions
-                .into_iter()
-                .map(|p| self.read_partition(q, p, from, to, after.as_ref())),
+            todo.into_iter()
+                .map(|(p, after)| self.read_partition(q, p, after, view)),
         )
         .await?;
         // Only what every partition has read through is certain to be in order.
-        let bound = reads.iter().filter_map(|r| r.complete_through.clone()).min();
-        let mut jobs: Vec<StoredJob> = reads
-            .into_iter()
-            .flat_map(|r| r.jobs)
-            .filter(|j| bound.as_ref().is_none_or(|b| position(j) <= *b))
+        let bound = reads
+            .iter()
+            .filter(|r| !r.finished)
+            .map(|r| r.read.last().map_or(DateTime::<Utc>::UNIX_EPOCH, |(pos, _)| pos.0))
+            .min();
+        let mut tagged: Vec<(usize, StoredJob)> = reads
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| r.jobs.iter().map(move |j| (i, j.clone())))
+            .filter(|(_, j)| bound.is_none_or(|b| j.job.perform_at <= b))
             .collect();
-        jobs.sort_by_key(position);
-        Ok((jobs, bound))
+        // Stable: equal `perform_at` keep each partition's index order.
+        tagged.sort_by_key(|(_, j)| j.job.perform_at);
+        let (from_read, jobs) = tagged.into_iter().unzip();
+        Ok(Selection {
+            jobs,
+            from_read,
+            reads,
+            bound,
+            standing,
+        })
     }
 
     /// One page of the queue's jobs in `perform_at` order across every shard.
     pub(crate) async fn list(&self, q: ListQuery) -> Result<ListReply, HandlerError> {
-        let (jobs, bound) = self.select(&q).await?;
+        let view = if q.with_body { View::Whole } else { View::WithoutMessage };
+        let selection = self.select(&q, view).await?;
         let mut page = Vec::new();
         let mut bytes = 0;
-        let mut last = None;
-        for j in &jobs {
+        for j in &selection.jobs {
             let view = list_view(j, q.with_body);
             let size = serde_json::to_string(&view).map_or(0, |t| t.len()) + 1;
             if page.len() == q.limit || (bytes + size > LIST_REPLY_BUDGET && !page.is_empty()) {
@@ -124,54 +226,48 @@ where
             }
             bytes += size;
             page.push(view);
-            last = Some(position(j));
         }
-        // Nothing left among what was read: continue after what every partition read.
-        let next = if page.len() < jobs.len() { last } else { bound };
         Ok(ListReply {
             queue: q.queue.as_str().to_owned(),
+            cursor: selection.cursor_after(&q, page.len()),
             jobs: page,
-            cursor: next.map(|p| q.cursor_at(&p)),
         })
     }
 
-    /// A partition's jobs after `after`, enough for a page, stopping only between groups of
-    /// jobs that share a `perform_at`.
+    /// A partition's items after `after`: until the page is full or the scan budget is spent.
     async fn read_partition(
         &self,
         q: &ListQuery,
         partition: Partition,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-        after: Option<&Position>,
+        after: Option<IndexPosition>,
+        view: View,
     ) -> Result<PartitionRead, PortError> {
-        let mut pages = self.store.by_time(&q.queue, partition, from, to);
-        let mut jobs = Vec::new();
-        let mut read = 0usize;
-        let mut last_at: Option<DateTime<Utc>> = None;
+        let from = q.from.unwrap_or(DateTime::<Utc>::UNIX_EPOCH);
+        let to = q.to.unwrap_or_else(max_time);
+        let mut pages = self
+            .store
+            .by_time_after(&q.queue, partition.clone(), from, to, after.clone(), view);
+        let mut r = PartitionRead {
+            partition,
+            after,
+            read: Vec::new(),
+            jobs: Vec::new(),
+            finished: false,
+        };
         while let Some(page) = pages.next().await {
             for j in page? {
-                if last_at.is_some_and(|t| j.job.perform_at != t) && (jobs.len() >= q.limit || read >= LIST_SCAN_BUDGET)
-                {
-                    let through = last_at.map(|t| (t, AFTER_EVERY_ID.to_owned()));
-                    return Ok(PartitionRead {
-                        jobs,
-                        complete_through: through,
-                    });
+                if r.jobs.len() >= q.limit || r.read.len() >= LIST_SCAN_BUDGET {
+                    return Ok(r);
                 }
-                read += 1;
-                last_at = Some(j.job.perform_at);
-                let keep = after.is_none_or(|a| position(&j) > *a)
-                    && q.prefix.as_deref().is_none_or(|p| j.job.job_id.starts_with(p));
-                if keep {
-                    jobs.push(j);
+                let selected = q.prefix.as_deref().is_none_or(|p| j.job.job_id.starts_with(p));
+                r.read.push((position(&j), selected));
+                if selected {
+                    r.jobs.push(j);
                 }
             }
         }
-        Ok(PartitionRead {
-            jobs,
-            complete_through: None,
-        })
+        r.finished = true;
+        Ok(r)
     }
 }
 
@@ -216,6 +312,24 @@ mod tests {
         jobs.iter().map(|j| j["job_id"].as_str().unwrap().to_owned()).collect()
     }
 
+    /// `got` lists exactly the `(perform_at, id)` of `want`, each once, in `perform_at` order
+    /// (equal `perform_at` in no promised order).
+    fn assert_listed(got: &[Value], want: &[(chrono::DateTime<Utc>, String)], context: &str) {
+        let times: Vec<f64> = got.iter().map(|j| j["perform_at_epoch"].as_f64().unwrap()).collect();
+        assert!(
+            times.windows(2).all(|w| w[0] <= w[1]),
+            "{context}: not in perform_at order"
+        );
+        let mut got: Vec<(f64, String)> = times.into_iter().zip(ids(got)).collect();
+        let mut want: Vec<(f64, String)> = want
+            .iter()
+            .map(|(at, id)| (crate::time::format_epoch(*at).parse::<f64>().unwrap(), id.clone()))
+            .collect();
+        got.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        want.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        assert_eq!(got, want, "{context}");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn list_pages_every_shard_in_time_order_with_ties_and_filters() {
         let (w, _, clock) = waiter_with(MemStore::default(), &[("WAITER_SHARDS", "4")]);
@@ -233,10 +347,9 @@ mod tests {
             expected.push((at, id));
         }
         expected.sort();
-        let want: Vec<String> = expected.iter().map(|(_, id)| id.clone()).collect();
         for limit in [1, 7, 10, 1000] {
             let got = list_all(&w, json!({"action": "list", "queue": "orders", "limit": limit})).await;
-            assert_eq!(ids(&got), want, "limit {limit}");
+            assert_listed(&got, &expected, &format!("limit {limit}"));
         }
         let first = call(&w, json!({"action": "list", "queue": "orders", "limit": 3})).await;
         let j = &first["jobs"][0];
@@ -255,8 +368,12 @@ mod tests {
             json!({"action": "list", "queue": "orders", "prefix": "a-", "limit": 4}),
         )
         .await;
-        let want_a: Vec<String> = want.iter().filter(|id| id.starts_with("a-")).cloned().collect();
-        assert_eq!(ids(&a), want_a);
+        let want_a: Vec<_> = expected
+            .iter()
+            .filter(|(_, id)| id.starts_with("a-"))
+            .cloned()
+            .collect();
+        assert_listed(&a, &want_a, "prefix a-");
 
         let from = base + TimeDelta::minutes(2);
         let to = base + TimeDelta::minutes(3);
@@ -265,12 +382,12 @@ mod tests {
             json!({"action": "list", "queue": "orders", "from": format_rfc3339(from), "to": format_rfc3339(to), "limit": 6}),
         )
         .await;
-        let want_w: Vec<String> = expected
+        let want_w: Vec<_> = expected
             .iter()
             .filter(|(at, _)| (from..=to).contains(at))
-            .map(|(_, id)| id.clone())
+            .cloned()
             .collect();
-        assert_eq!(ids(&window), want_w);
+        assert_listed(&window, &want_w, "from..to");
         assert_eq!(want_w.len(), 20);
 
         let parked = call(&w, json!({"action": "list", "queue": "orders", "status": "parked"})).await;
@@ -339,6 +456,72 @@ mod tests {
         assert!(
             calls >= 3,
             "each call reads at most about {LIST_SCAN_BUDGET} items a shard: {calls} calls"
+        );
+    }
+
+    /// Defect 4 of issue 23: a cursor used to resume at the start of a group of jobs sharing one
+    /// `perform_at`, so a group larger than the scan budget was read whole on every call, and
+    /// behind a prefix that skips it the same cursor came back forever.
+    #[tokio::test(start_paused = true)]
+    async fn cursors_get_through_a_tie_group_larger_than_the_scan_budget_with_bounded_reads() {
+        let store = MemStore {
+            page_size: 500,
+            ..MemStore::default()
+        };
+        // One shard holds the whole group.
+        let (w, _, clock) = waiter_with(store.clone(), &[("WAITER_SHARDS", "1")]);
+        let at = clock.now() + TimeDelta::hours(2);
+        let group = LIST_SCAN_BUDGET * 2 + 500;
+        let mut expected = Vec::new();
+        for i in 0..group {
+            let id = format!("tie-{i:05}");
+            call(
+                &w,
+                json!({"queue": "orders", "job_id": id, "message_body": "x", "perform_at": format_rfc3339(at)}),
+            )
+            .await;
+            expected.push((at, id));
+        }
+        let later = at + TimeDelta::seconds(1);
+        call(
+            &w,
+            json!({"queue": "orders", "job_id": "needle", "message_body": "x", "perform_at": format_rfc3339(later)}),
+        )
+        .await;
+        let read = || store.index_items_read.load(std::sync::atomic::Ordering::SeqCst);
+
+        // Behind a prefix that skips the whole group: a few calls, each within its budget.
+        let mut request = json!({"action": "list", "queue": "orders", "prefix": "needle"});
+        let mut found = Vec::new();
+        let mut calls = 0;
+        loop {
+            calls += 1;
+            assert!(calls <= 10, "the cursor does not get past the group");
+            let before = read();
+            let r = call(&w, request.clone()).await;
+            assert!(
+                read() - before <= LIST_SCAN_BUDGET + 500,
+                "one call read {}",
+                read() - before
+            );
+            found.extend(ids(r["jobs"].as_array().unwrap()));
+            match &r["cursor"] {
+                Value::Null => break,
+                c => request["cursor"] = c.clone(),
+            }
+        }
+        assert_eq!(found, ["needle"]);
+
+        // Paged through whole: every job once, and the reads stay about one pass.
+        let before = read();
+        let all = list_all(&w, json!({"action": "list", "queue": "orders", "limit": 1000})).await;
+        expected.push((later, "needle".to_owned()));
+        assert_listed(&all, &expected, "the whole group");
+        let total = read() - before;
+        assert!(
+            total <= 2 * (group + 1),
+            "{total} items read to list {} jobs",
+            group + 1
         );
     }
 

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 
 use crate::config::QueueName;
 use crate::job::{AttributeData, Attributes, Job, MessageAttribute};
-use crate::ports::{Found, History, HistoryStatus, JobKey, Lease, ParkInfo, Partition, StoredJob};
+use crate::ports::{Found, History, HistoryStatus, JobKey, Lease, ParkInfo, Partition, StoredJob, View};
 use crate::time::{format_epoch, parse_epoch_decimal};
 
 pub type Item = HashMap<String, AttributeValue>;
@@ -149,8 +149,30 @@ pub fn encode(s: &StoredJob) -> Item {
     item
 }
 
+/// Every attribute of a job's item but its message: what `View::WithoutMessage` reads.
+pub const ATTRIBUTES_WITHOUT_MESSAGE: &[&str] = &[
+    A_SCHEDULER,
+    A_JOB_ID,
+    A_PERFORM_AT,
+    A_EXPIRES_AT,
+    A_GROUP_ID,
+    A_DEDUP_ID,
+    A_ENQUEUED_AT,
+    A_PARKED_AT,
+    A_PARK_CODE,
+    A_PARK_MESSAGE,
+    A_VERSION,
+    A_WINDOWS,
+    A_TIME_ZONE,
+];
+
 /// The one item codec: item to job. Errors name the attribute.
 pub fn decode(queue: &QueueName, item: &Item) -> Result<StoredJob, String> {
+    decode_view(queue, item, View::Whole)
+}
+
+/// `decode` of an item read in `view`: without its message, the body reads as empty.
+pub fn decode_view(queue: &QueueName, item: &Item, view: View) -> Result<StoredJob, String> {
     let s = |name: &str| -> Result<Option<String>, String> {
         match item.get(name) {
             None => Ok(None),
@@ -204,7 +226,11 @@ pub fn decode(queue: &QueueName, item: &Item) -> Result<StoredJob, String> {
             queue: queue.clone(),
             job_id: s(A_JOB_ID)?.ok_or("job_id is missing")?,
             job_id_given: true,
-            message_body: s(A_MESSAGE_BODY)?.ok_or("message_body is missing")?,
+            message_body: match (s(A_MESSAGE_BODY)?, view) {
+                (Some(body), _) => body,
+                (None, View::WithoutMessage) => String::new(),
+                (None, View::Whole) => return Err("message_body is missing".into()),
+            },
             message_attributes,
             perform_at,
             expires_at: t(A_EXPIRES_AT)?,

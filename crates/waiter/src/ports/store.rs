@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 use futures::stream::BoxStream;
 
 use super::{
-    Found, History, JobKey, Lease, LeaseOutcome, Page, ParkInfo, Partition, PutOutcome, RemoveOutcome, ReplaceOutcome,
-    Retired, StoredJob,
+    Found, History, IndexPosition, JobKey, Lease, LeaseOutcome, Page, ParkInfo, Partition, PutOutcome, RemoveOutcome,
+    ReplaceOutcome, Retired, StoredJob,
 };
 use crate::config::QueueName;
 use crate::error::PortError;
@@ -101,16 +101,32 @@ pub trait Jobs: Send + Sync + 'static {
 /// The due index: jobs of a partition in `perform_at` order, eventually consistent.
 #[async_trait]
 pub trait DueIndex: Send + Sync + 'static {
-    /// Jobs of a partition with `from <= perform_at <= to`, in `perform_at` order, one page at
-    /// a time, read from the due index (eventually consistent). Pages are read as the stream is
-    /// polled, so a caller that stops early reads no more.
+    /// Jobs of a partition with `from <= perform_at <= to`, in the index's order (`perform_at`
+    /// first; among equal `perform_at`, an order of the index's own, the same on every read),
+    /// one page at a time, read from the due index (eventually consistent). With `after`, the
+    /// read resumes just past that job (`perform_at`, `job_id`) in that order, as DynamoDB's
+    /// `ExclusiveStartKey` does. Pages are read as the stream is polled, so a caller that stops
+    /// early reads no more.
+    fn by_time_after<'a>(
+        &'a self,
+        queue: &'a QueueName,
+        partition: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        after: Option<IndexPosition>,
+        view: View,
+    ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>>;
+
+    /// `by_time_after` from the start of the range, whole jobs.
     fn by_time<'a>(
         &'a self,
         queue: &'a QueueName,
         partition: Partition,
         from: DateTime<Utc>,
         to: DateTime<Utc>,
-    ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>>;
+    ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
+        self.by_time_after(queue, partition, from, to, None, View::Whole)
+    }
 
     /// How many jobs of a partition have `from <= perform_at <= to`, counted on the due index
     /// without returning them.
@@ -153,6 +169,15 @@ pub trait DueIndex: Send + Sync + 'static {
     /// Every `WAITER_SHARDS` value this queue's table has been written with, `current` included
     /// (recorded first if it is new). Items may sit in any shard any of them maps to.
     async fn shard_counts(&self, queue: &QueueName, current: u32) -> Result<Vec<u32>, PortError>;
+}
+
+/// Which attributes an index read returns. DynamoDB counts read units by the whole item either
+/// way; a narrower view saves bytes on the wire and in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    Whole,
+    /// Everything but `message_body` (read as empty) and `message_attributes` (read as none).
+    WithoutMessage,
 }
 
 /// The parked partition: jobs SQS rejected permanently.

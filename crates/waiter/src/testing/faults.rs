@@ -168,15 +168,17 @@ impl<S: JobStore> Jobs for FaultyStore<S> {
 
 #[async_trait]
 impl<S: JobStore> DueIndex for FaultyStore<S> {
-    fn by_time<'a>(
+    fn by_time_after<'a>(
         &'a self,
         q: &'a QueueName,
         partition: Partition,
         from: DateTime<Utc>,
         to: DateTime<Utc>,
+        after: Option<IndexPosition>,
+        view: View,
     ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
         if self.faults.roll() == Fault::None {
-            self.inner.by_time(q, partition, from, to)
+            self.inner.by_time_after(q, partition, from, to, after, view)
         } else {
             stream::once(async { Err(injected("Query")) }).boxed()
         }

@@ -40,6 +40,8 @@ pub struct MemStore {
     /// while the reply was lost), then the call fails: a call applied and answered with an
     /// error, which the caller retries.
     pub retire_applied_then_fails: Arc<Mutex<Option<AfterApplied>>>,
+    /// Items the due index has handed out, page by page as they are read.
+    pub index_items_read: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// DynamoDB refuses an item over 400 KB (a `ValidationException`).
@@ -66,6 +68,7 @@ impl Default for MemStore {
             fail_deletes: Arc::default(),
             hang_reads: Arc::default(),
             retire_applied_then_fails: Arc::default(),
+            index_items_read: Arc::default(),
         }
     }
 }
@@ -290,31 +293,52 @@ impl Jobs for MemStore {
 
 #[async_trait]
 impl DueIndex for MemStore {
-    fn by_time<'a>(
+    fn by_time_after<'a>(
         &'a self,
         queue: &'a QueueName,
         partition: Partition,
         from: DateTime<Utc>,
         to: DateTime<Utc>,
+        after: Option<IndexPosition>,
+        view: View,
     ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
         if self.hang_reads.load(std::sync::atomic::Ordering::SeqCst) {
             return stream::pending().boxed();
         }
+        // A GSI promises no order among equal sort keys: this one keeps ties in reverse id
+        // order, so that code relying on id order fails here.
+        let order = |t: DateTime<Utc>, id: &str| (t, std::cmp::Reverse(id.to_owned()));
+        let start = after.map(|(t, id)| order(t, &id));
         let mut due: Vec<StoredJob> = {
             let mut s = self.state.lock().unwrap();
             s.catch_up_index();
             s.index
                 .values()
                 .filter(|j| {
-                    &j.job.queue == queue && j.partition == partition && (from..=to).contains(&j.job.perform_at)
+                    &j.job.queue == queue
+                        && j.partition == partition
+                        && (from..=to).contains(&j.job.perform_at)
+                        && start
+                            .as_ref()
+                            .is_none_or(|st| order(j.job.perform_at, &j.job.job_id) > *st)
                 })
                 .cloned()
                 .collect()
         };
-        // A GSI keeps no order among equal sort keys: neither does this.
-        due.sort_by_key(|j| (j.job.perform_at, std::cmp::Reverse(j.job.job_id.clone())));
+        due.sort_by_key(|j| order(j.job.perform_at, &j.job.job_id));
+        if view == View::WithoutMessage {
+            for j in &mut due {
+                j.job.message_body.clear();
+                j.job.message_attributes.clear();
+            }
+        }
         let pages: Vec<_> = due.chunks(self.page_size.max(1)).map(|c| Ok(c.to_vec())).collect();
-        stream::iter(pages).boxed()
+        let read = self.index_items_read.clone();
+        stream::iter(pages)
+            .inspect(move |page: &Result<Vec<StoredJob>, PortError>| {
+                read.fetch_add(page.as_ref().map_or(0, Vec::len), std::sync::atomic::Ordering::SeqCst);
+            })
+            .boxed()
     }
 
     async fn count(

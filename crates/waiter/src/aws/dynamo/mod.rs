@@ -25,8 +25,8 @@ use crate::config::{Config, QueueName};
 use crate::error::PortError;
 use crate::limits::DDB_MAX_BATCH_GET_KEYS;
 use crate::ports::{
-    DueIndex, Found, History, JobKey, Jobs, Lease, LeaseOutcome, Leases, Page, Parking, Partition, PutOutcome,
-    RemoveOutcome, ReplaceOutcome, Retired, StoredJob,
+    DueIndex, Found, History, IndexPosition, JobKey, Jobs, Lease, LeaseOutcome, Leases, Page, Parking, Partition,
+    PutOutcome, RemoveOutcome, ReplaceOutcome, Retired, StoredJob, View,
 };
 
 mod calls;
@@ -313,20 +313,43 @@ impl DynamoStore {
 
 #[async_trait]
 impl DueIndex for DynamoStore {
-    fn by_time<'a>(
+    fn by_time_after<'a>(
         &'a self,
         queue: &'a QueueName,
         partition: Partition,
         from: DateTime<Utc>,
         to: DateTime<Utc>,
+        after: Option<IndexPosition>,
+        view: View,
     ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
-        // Pages of at most DUE_PAGE_ITEMS rather than DynamoDB's 1 MB: a reader holds a page
-        // at a time, so memory stays the same however deep the backlog.
-        let pages = self
+        // An index's LastEvaluatedKey is the last item's index and table keys: built from a
+        // job's place, it resumes just past that job, inside a group of equal `perform_at` too.
+        let start = after.map(|(t, id)| {
+            HashMap::from([
+                (
+                    A_SCHEDULER.to_owned(),
+                    AttributeValue::S(partition_key(queue, &partition)),
+                ),
+                (A_PERFORM_AT.to_owned(), n(t)),
+                (A_JOB_ID.to_owned(), AttributeValue::S(id)),
+            ])
+        });
+        let mut query = self
             .index_query(queue, &partition, from, to)
-            .limit(DUE_PAGE_ITEMS)
-            .into_paginator()
-            .send();
+            .set_exclusive_start_key(start)
+            // Pages of at most DUE_PAGE_ITEMS rather than DynamoDB's 1 MB: a reader holds a
+            // page at a time, so memory stays the same however deep the backlog.
+            .limit(DUE_PAGE_ITEMS);
+        if view == View::WithoutMessage {
+            let mut names = Vec::with_capacity(ATTRIBUTES_WITHOUT_MESSAGE.len());
+            for (i, name) in ATTRIBUTES_WITHOUT_MESSAGE.iter().enumerate() {
+                let alias = format!("#v{i}");
+                query = query.expression_attribute_names(&alias, *name);
+                names.push(alias);
+            }
+            query = query.projection_expression(names.join(","));
+        }
+        let pages = query.into_paginator().send();
         futures::stream::unfold(pages, |mut pages| async move {
             pages.next().await.map(|page| (page, pages))
         })
@@ -336,7 +359,7 @@ impl DueIndex for DynamoStore {
                 .items
                 .unwrap_or_default()
                 .iter()
-                .filter_map(|item| match decode(queue, item) {
+                .filter_map(|item| match decode_view(queue, item, view) {
                     Ok(j) => Some(j),
                     Err(reason) => {
                         error!(queue = %queue, partition = ?partition, reason, "unreadable item skipped");
