@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use e2e::rig::{histogram_counts, in_secs, parse_time, setup};
 use serde_json::{json, Value};
 
@@ -204,6 +205,36 @@ async fn history_answers_get_and_idempotency_after_dispatch_and_ttl_removes_it()
         .expect("whole seconds");
     let week = chrono::Utc::now().timestamp() + 7 * 86_400;
     assert!((purge - week).abs() < 60, "purge_at {purge}, expected about {week}");
+
+    // Past its time, and not yet removed by TTL (which takes up to days): the id takes a new
+    // job, whose versions follow the last life's (issue 23, 11d).
+    let mut past = record.clone();
+    past.insert(
+        "purge_at".into(),
+        AttributeValue::N((chrono::Utc::now().timestamp() - 60).to_string()),
+    );
+    past.insert("version".into(), AttributeValue::N("4".into()));
+    s.emu
+        .dynamodb
+        .put_item()
+        .table_name("waiter-orders")
+        .set_item(Some(past))
+        .send()
+        .await
+        .expect("PutItem");
+    let later = json!({"queue": "orders", "job_id": "h-1", "message_body": "next life", "delay_seconds": 3600});
+    assert_eq!(s.enqueue_ok(later).await["status"], "scheduled");
+    let got = s
+        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "h-1"}))
+        .await;
+    assert_eq!(got["status"], "scheduled", "{got}");
+    assert_eq!(got["version"], 5, "the new life follows the last one's versions: {got}");
+    let stale = s
+        .enqueue_ok(
+            json!({"action": "reschedule", "queue": "orders", "job_id": "h-1", "delay_seconds": 60, "if_version": 1}),
+        )
+        .await;
+    assert_eq!(stale["status"], "conflict", "{stale}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -110,10 +110,10 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                     }
                 }
                 match self.store.put_new(&stored).await? {
-                    PutOutcome::Created => {
+                    PutOutcome::Created { version } => {
                         let delay_s = (stored.job.perform_at - now).num_seconds();
-                        info!(queue = %stored.job.queue, job_id = %stored.job.job_id, delay_s, "scheduled");
-                        Ok(reply(&stored, JobStatus::Scheduled, false))
+                        info!(queue = %stored.job.queue, job_id = %stored.job.job_id, delay_s, version, "scheduled");
+                        Ok(reply(&StoredJob { version, ..stored }, JobStatus::Scheduled, false))
                     }
                     PutOutcome::Duplicate(existing) => {
                         info!(queue = %existing.job.queue, job_id = %existing.job.job_id, "duplicate");

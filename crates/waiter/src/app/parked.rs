@@ -134,9 +134,9 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             version: parked.version + 1,
         };
         match self.store.unpark(&parked, &into).await? {
-            PutOutcome::Created => {
-                info!(queue = %queue, job_id, "re-driven");
-                Ok(reply(&into, JobStatus::Scheduled, false))
+            PutOutcome::Created { version } => {
+                info!(queue = %queue, job_id, version, "re-driven");
+                Ok(reply(&StoredJob { version, ..into }, JobStatus::Scheduled, false))
             }
             PutOutcome::Duplicate(active) => Ok(reply(&active, JobStatus::Scheduled, true)),
             PutOutcome::Done(history) => Ok(duplicate(&Found::History(*history))),

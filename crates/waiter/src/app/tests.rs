@@ -404,3 +404,38 @@ async fn every_action_answers_a_retryable_error_before_the_deadline_when_the_sto
         assert!(clock.now() < deadline, "{request}: answered after the deadline");
     }
 }
+
+/// Defect 11d of issue 23: `version` restarted at 1 when an id was enqueued again over its last
+/// life's history record (past its time, not yet removed by TTL), so a caller still holding the
+/// first life's version 1 could reschedule the new job with `if_version: 1`.
+#[tokio::test(start_paused = true)]
+async fn versions_keep_growing_across_lives_of_an_id_while_history_knows_it() {
+    let (w, store, _, clock) = waiter(&[("WAITER_HISTORY_DAYS", "1")]);
+    let enqueue = json!({"queue": "orders", "message_body": "x", "delay_seconds": 5000, "job_id": "j"});
+    assert_eq!(call(&w, enqueue.clone()).await["status"], "scheduled");
+    let r = call(
+        &w,
+        json!({"action": "reschedule", "queue": "orders", "job_id": "j", "delay_seconds": 6000}),
+    )
+    .await;
+    assert_eq!(r["version"], 2);
+    assert_eq!(
+        call(&w, json!({"action": "cancel", "queue": "orders", "job_id": "j"})).await["status"],
+        "cancelled"
+    );
+    // Past the record's time; TTL has not removed it yet.
+    clock.advance(TimeDelta::days(2));
+    assert_eq!(store.state.lock().unwrap().history.len(), 1);
+    let again = call(&w, enqueue).await;
+    assert_eq!(again["status"], "scheduled", "{again}");
+    let got = call(&w, json!({"action": "get", "queue": "orders", "job_id": "j"})).await;
+    assert_eq!(got["version"], 3, "the new life follows the last one's versions");
+    for stale in [1, 2] {
+        let r = call(
+            &w,
+            json!({"action": "reschedule", "queue": "orders", "job_id": "j", "delay_seconds": 7000, "if_version": stale}),
+        )
+        .await;
+        assert_eq!(r["status"], "conflict", "a version of the last life: {r}");
+    }
+}

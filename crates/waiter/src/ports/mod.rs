@@ -179,7 +179,9 @@ pub struct Retired {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum PutOutcome {
-    Created,
+    /// Stored, with this `version`: the job's own, or one more than the last life's under this
+    /// id when the key held that life's history record, past its time (TTL removes it late).
+    Created { version: u64 },
     /// An item with this `job_id` is already stored; nothing was changed.
     Duplicate(Box<StoredJob>),
     /// The job was sent, cancelled or expired already (a live history record); nothing changed.

@@ -22,7 +22,9 @@ pub trait Jobs: Send + Sync + 'static {
     fn item_bytes(&self, job: &StoredJob) -> usize;
 
     /// Stores a new job unless its key holds a job or a history record live at
-    /// `job.enqueued_at` (a conditional put).
+    /// `job.enqueued_at` (a conditional put). Over a history record past its time, the job is
+    /// stored with a `version` one more than that record's (if its own is not higher), so that
+    /// versions keep growing across lives of an id while history knows the id.
     async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError>;
 
     /// Writes the job at its key if the key is free or holds this same edition (a retry of the
@@ -218,7 +220,7 @@ pub trait Parking: Jobs {
     /// taken (then nothing moves). Copy first, then remove, as in `park`.
     async fn unpark(&self, parked: &StoredJob, into: &StoredJob) -> Result<PutOutcome, PortError> {
         let outcome = self.put_new(into).await?;
-        if outcome == PutOutcome::Created {
+        if matches!(outcome, PutOutcome::Created { .. }) {
             self.remove(parked).await?;
         }
         Ok(outcome)

@@ -154,11 +154,16 @@ impl Jobs for MemStore {
         if let Some(existing) = s.items.get(&k) {
             return Ok(PutOutcome::Duplicate(Box::new(existing.clone())));
         }
-        if let Some(done) = s.history.get(&k).filter(|h| h.is_live(job.enqueued_at)) {
-            return Ok(PutOutcome::Done(Box::new(done.clone())));
+        let mut job = job.clone();
+        if let Some(h) = s.history.get(&k) {
+            if h.is_live(job.enqueued_at) {
+                return Ok(PutOutcome::Done(Box::new(h.clone())));
+            }
+            job.version = job.version.max(h.version + 1);
         }
-        s.write(k, Some(job.clone()), self.index_lag);
-        Ok(PutOutcome::Created)
+        let version = job.version;
+        s.write(k, Some(job), self.index_lag);
+        Ok(PutOutcome::Created { version })
     }
 
     async fn place(&self, job: &StoredJob) -> Result<bool, PortError> {

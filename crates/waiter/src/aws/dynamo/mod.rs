@@ -49,41 +49,58 @@ impl Jobs for DynamoStore {
 
     async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError> {
         let queue = &job.job.queue;
-        let res = self
-            .client
-            .put_item()
-            .table_name(self.table(queue))
-            .set_item(Some(encode(job)))
-            // Free, or a history record past its time that TTL has not removed yet.
-            .condition_expression("attribute_not_exists(job_id) OR #purge < :now")
-            .expression_attribute_names("#purge", A_PURGE_AT)
-            .expression_attribute_values(":now", AttributeValue::N(job.enqueued_at.timestamp().to_string()))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
-        match res {
-            Ok(_) => Ok(PutOutcome::Created),
-            Err(e) if is_condition_failed(&e) => {
-                let old = e.into_service_error();
-                let existing = match &old {
-                    aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(c) => {
-                        c.item.as_ref().and_then(|i| decode_any(queue, i).ok())
-                    }
-                    _ => None,
-                };
-                let existing = match existing {
-                    Some(x) => Some(x),
-                    // Emulators may not return the old item; read it.
-                    None => self.read_any(queue, &[job.key()]).await?.into_iter().next(),
-                };
-                Ok(match existing {
-                    Some(Found::History(h)) => PutOutcome::Done(Box::new(h)),
-                    Some(Found::Job(j)) => PutOutcome::Duplicate(Box::new(j)),
-                    None => PutOutcome::Duplicate(Box::new(job.clone())),
-                })
+        let mut job = job.clone();
+        // Into a free key; then, if it held a history record past its time (TTL removes it
+        // late), over exactly that record, with the next version after its life's. A few
+        // rounds at most: each lost race is to another enqueue or a record's own expiry.
+        let mut over: Option<u64> = None;
+        for _ in 0..3 {
+            let put = self
+                .client
+                .put_item()
+                .table_name(self.table(queue))
+                .set_item(Some(encode(&job)))
+                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+            let put = match over {
+                None => put.condition_expression("attribute_not_exists(job_id)"),
+                Some(version) => put
+                    .condition_expression("#purge < :now AND #ver = :ver")
+                    .expression_attribute_names("#purge", A_PURGE_AT)
+                    .expression_attribute_names("#ver", A_VERSION)
+                    .expression_attribute_values(":now", AttributeValue::N(job.enqueued_at.timestamp().to_string()))
+                    .expression_attribute_values(":ver", AttributeValue::N(version.to_string())),
+            };
+            let e = match put.send().await {
+                Ok(_) => return Ok(PutOutcome::Created { version: job.version }),
+                Err(e) if is_condition_failed(&e) => e,
+                Err(e) => return Err(classify("PutItem", &self.resource(queue), e)),
+            };
+            let returned = match e.into_service_error() {
+                aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(c) => {
+                    c.item.as_ref().and_then(|i| decode_any(queue, i).ok())
+                }
+                _ => None,
+            };
+            let existing = match returned {
+                Some(x) => Some(x),
+                // Emulators may not return the old item; read it.
+                None => self.read_any(queue, &[job.key()]).await?.into_iter().next(),
+            };
+            match existing {
+                Some(Found::History(h)) if !h.is_live(job.enqueued_at) => {
+                    over = Some(h.version);
+                    job.version = job.version.max(h.version + 1);
+                }
+                Some(Found::History(h)) => return Ok(PutOutcome::Done(Box::new(h))),
+                Some(Found::Job(j)) => return Ok(PutOutcome::Duplicate(Box::new(j))),
+                // Gone meanwhile (TTL): the key is free again.
+                None => over = None,
             }
-            Err(e) => Err(classify("PutItem", &self.resource(queue), e)),
         }
+        Err(PortError::Transient {
+            operation: "PutItem",
+            source: "the key kept changing while the job was stored; try again".into(),
+        })
     }
 
     async fn place(&self, job: &StoredJob) -> Result<bool, PortError> {
