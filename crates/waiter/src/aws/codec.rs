@@ -10,7 +10,9 @@ use chrono::{DateTime, Utc};
 
 use crate::config::QueueName;
 use crate::job::{AttributeData, Attributes, Job, MessageAttribute};
-use crate::ports::{Found, History, HistoryStatus, JobKey, Lease, ParkInfo, Partition, StoredJob, View};
+use crate::ports::{
+    Edition, Found, History, HistoryStatus, JobKey, Lease, ParkInfo, Partition, Retired, StoredJob, View,
+};
 use crate::time::{format_epoch, parse_epoch_decimal};
 
 pub type Item = HashMap<String, AttributeValue>;
@@ -48,6 +50,10 @@ pub(crate) const A_LEASE_OWNER: &str = "lease_owner";
 pub(crate) const A_LEASE_UNTIL: &str = "lease_until";
 pub(crate) const A_LEASE_HORIZON: &str = "lease_horizon";
 pub(crate) const LEASE_SORT_KEY: &str = "lease";
+/// On a lease item handed on: the jobs SQS accepted that its holder could not remove.
+pub(crate) const A_LEASE_DEBTS: &str = "lease_debts";
+/// In a debt: the history record to leave in the job's place.
+const A_DEBT_RECORD: &str = "record";
 
 pub fn partition_key(queue: &QueueName, partition: &Partition) -> String {
     match partition {
@@ -86,6 +92,72 @@ pub(crate) fn decode_lease(item: &Item) -> Option<Lease> {
         until: t(A_LEASE_UNTIL)?,
         horizon: t(A_LEASE_HORIZON)?,
     })
+}
+
+/// Jobs handed on with a lease, for the lease item: each its key and edition, and its history
+/// record when it has one.
+pub(crate) fn encode_debts(queue: &QueueName, debts: &[Retired]) -> AttributeValue {
+    AttributeValue::L(
+        debts
+            .iter()
+            .map(|r| {
+                let mut m = key(queue, &r.key);
+                m.insert(A_ENQUEUED_AT.into(), n(r.edition.enqueued_at));
+                m.insert(A_VERSION.into(), AttributeValue::N(r.edition.version.to_string()));
+                if let Some(h) = &r.record {
+                    m.insert(A_DEBT_RECORD.into(), AttributeValue::M(encode_history(h)));
+                }
+                AttributeValue::M(m)
+            })
+            .collect(),
+    )
+}
+
+/// The debts on a lease item (none when it has none). Errors name the attribute.
+pub(crate) fn decode_debts(queue: &QueueName, item: &Item) -> Result<Vec<Retired>, String> {
+    let Some(list) = item.get(A_LEASE_DEBTS) else {
+        return Ok(Vec::new());
+    };
+    let AttributeValue::L(list) = list else {
+        return Err(format!("{A_LEASE_DEBTS} is not a list"));
+    };
+    list.iter()
+        .map(|d| {
+            let AttributeValue::M(m) = d else {
+                return Err(format!("{A_LEASE_DEBTS} holds a non-map"));
+            };
+            let job_id = match m.get(A_JOB_ID) {
+                Some(AttributeValue::S(id)) => id.clone(),
+                _ => return Err(format!("{A_LEASE_DEBTS}.job_id is missing")),
+            };
+            let enqueued_at = match m.get(A_ENQUEUED_AT) {
+                Some(AttributeValue::N(v)) => parse_epoch_decimal(v),
+                _ => None,
+            }
+            .ok_or_else(|| format!("{A_LEASE_DEBTS}.enqueued_at is missing"))?;
+            let version = match m.get(A_VERSION) {
+                Some(AttributeValue::N(v)) => v.parse().ok(),
+                _ => None,
+            }
+            .ok_or_else(|| format!("{A_LEASE_DEBTS}.version is missing"))?;
+            let record = match m.get(A_DEBT_RECORD) {
+                None => None,
+                Some(AttributeValue::M(r)) => match decode_any(queue, r)? {
+                    Found::History(h) => Some(h),
+                    Found::Job(_) => return Err(format!("{A_LEASE_DEBTS}.record is not a history record")),
+                },
+                Some(_) => return Err(format!("{A_LEASE_DEBTS}.record is not a map")),
+            };
+            Ok(Retired {
+                key: JobKey {
+                    partition: decode_partition(queue, m)?,
+                    job_id,
+                },
+                edition: Edition { enqueued_at, version },
+                record,
+            })
+        })
+        .collect()
 }
 
 pub(crate) fn key(queue: &QueueName, k: &JobKey) -> Item {
@@ -342,5 +414,45 @@ pub(crate) fn value_size(v: &AttributeValue) -> usize {
         AttributeValue::M(m) => 3 + m.iter().map(|(k, v)| k.len() + value_size(v) + 1).sum::<usize>(),
         AttributeValue::L(l) => 3 + l.iter().map(|v| value_size(v) + 1).sum::<usize>(),
         _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::stored;
+    use chrono::TimeDelta;
+
+    #[test]
+    fn debts_on_a_lease_item_round_trip_with_and_without_history_records() {
+        let at = DateTime::from_timestamp(1_800_000_000, 250_000_000).unwrap();
+        let a = stored("orders", "a", at, 4);
+        let mut b = stored("orders", "b|with~odd:chars", at + TimeDelta::seconds(3), 4);
+        b.version = 7;
+        let debts = vec![
+            Retired {
+                key: a.key(),
+                edition: a.edition(),
+                record: None,
+            },
+            Retired {
+                key: b.key(),
+                edition: b.edition(),
+                record: Some(History::of(
+                    &b,
+                    HistoryStatus::Dispatched,
+                    // Whole seconds: `purge_at` is stored as TTL reads it.
+                    DateTime::from_timestamp(1_800_000_001, 0).unwrap(),
+                    Some("m-1".into()),
+                    TimeDelta::days(7),
+                )),
+            },
+        ];
+        let q = a.job.queue.clone();
+        let item = HashMap::from([(A_LEASE_DEBTS.to_owned(), encode_debts(&q, &debts))]);
+        assert_eq!(decode_debts(&q, &item).unwrap(), debts);
+        assert_eq!(decode_debts(&q, &HashMap::new()).unwrap(), Vec::new());
+        let bad = HashMap::from([(A_LEASE_DEBTS.to_owned(), AttributeValue::S("x".into()))]);
+        assert!(decode_debts(&q, &bad).unwrap_err().contains(A_LEASE_DEBTS));
     }
 }

@@ -4,12 +4,12 @@
 use std::collections::{HashSet, VecDeque};
 
 use chrono::{DateTime, TimeDelta, Utc};
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use super::*;
 use crate::config::QueueName;
 use crate::error::display_chain;
-use crate::ports::{Clock, JobStore, Lease, LeaseOutcome, MessageQueue};
+use crate::ports::{Clock, JobStore, Lease, LeaseOutcome, MessageQueue, Retired};
 
 impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
     pub(super) async fn run_partition(
@@ -39,7 +39,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             horizon: now + window,
         };
         let mut handover_until: Option<DateTime<Utc>> = None;
-        let (horizon, inherited) = loop {
+        let (horizon, inherited, debts) = loop {
             let attempt = self
                 .within(
                     deadline - DRAIN_CUT,
@@ -47,7 +47,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
                 )
                 .await;
             match attempt {
-                Some(Ok(LeaseOutcome::Acquired { horizon, inherited })) => break (horizon, inherited),
+                Some(Ok(LeaseOutcome::Acquired {
+                    horizon,
+                    inherited,
+                    debts,
+                })) => break (horizon, inherited, debts),
                 Some(Ok(LeaseOutcome::Held(other))) => {
                     // A previous run about to finish its window (a FIFO hold, typically): take
                     // over when it ends rather than skip the partition for a whole interval.
@@ -95,13 +99,20 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             blocked_groups: HashSet::new(),
             summary: sum,
         };
-        let drained = match self.within(deadline - DRAIN_CUT, run.drain()).await {
-            Some(Ok(drained)) => drained,
-            Some(Err(e)) => {
+        // What the previous holder sent and could not remove goes first, and is not sent again.
+        let settled = debts.is_empty() || self.settle_debts(&mut run, debts, deadline).await;
+        let worked = match settled {
+            true => Some(self.within(deadline - DRAIN_CUT, run.drain()).await),
+            false => None,
+        };
+        let drained = match worked {
+            None => false,
+            Some(Some(Ok(drained))) => drained,
+            Some(Some(Err(e))) => {
                 report_error(&mut run.summary, queue, Some(shard), &e);
                 false
             }
-            None => {
+            Some(None) => {
                 // Cut in the middle of a call: a send may have reached SQS.
                 warn!(queue = %queue, shard, "run cut at its deadline: a call did not answer in time");
                 run.summary.errors.push(format!(
@@ -130,6 +141,28 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
                 }
                 None => false,
             };
+        if !removed && !run.uncertain {
+            // Only removals are left, and `deletes` names them all: hand them on with the lease,
+            // so that the next run removes them and works the partition on time, instead of
+            // waiting for this lease to lapse.
+            let undeleted = run.deletes.len();
+            match self
+                .within(
+                    deadline - RELEASE_CUT,
+                    self.store.hand_on(queue, shard, owner, &run.deletes, self.clock.now()),
+                )
+                .await
+            {
+                Some(Ok(true)) => {
+                    warn!(queue = %queue, shard, undeleted, "removals failed: lease handed on with the jobs to remove");
+                    run.summary.drained = false;
+                    return run.summary;
+                }
+                Some(Ok(false)) => {}
+                Some(Err(e)) => warn!(queue = %queue, shard, error = %display_chain(&e), "handing the lease on failed"),
+                None => warn!(queue = %queue, shard, "handing the lease on timed out"),
+            }
+        }
         if removed && !run.uncertain {
             match self
                 .within(deadline - RELEASE_CUT, self.store.release_lease(queue, shard, owner))
@@ -148,5 +181,34 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             run.summary.drained = false;
         }
         run.summary
+    }
+
+    /// Removes the jobs a lease was handed on with (each only if it still holds the edition
+    /// that was sent). `false` when that failed: they are then this run's removals, kept out of
+    /// its sends, and the run does nothing else.
+    async fn settle_debts(
+        &self,
+        run: &mut PartitionRun<'_, S, Q, C>,
+        debts: Vec<Retired>,
+        deadline: DateTime<Utc>,
+    ) -> bool {
+        let (queue, shard) = (run.queue, run.shard);
+        match self
+            .within(deadline - DRAIN_CUT, self.store.retire(queue, &debts))
+            .await
+        {
+            Some(Ok(())) => {
+                info!(queue = %queue, shard, removed = debts.len(), "removed the jobs the lease was handed on with");
+                true
+            }
+            failed => {
+                if let Some(Err(e)) = &failed {
+                    report_error(&mut run.summary, queue, Some(shard), e);
+                }
+                run.seen.extend(debts.iter().map(|r| r.key.job_id.clone()));
+                run.deletes = debts;
+                false
+            }
+        }
     }
 }

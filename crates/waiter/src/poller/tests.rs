@@ -142,6 +142,68 @@ async fn queue_level_errors_park_nothing_and_the_next_run_retries() {
     }
 }
 
+/// Defect 12 of issue 23: after a failed removal the run kept its lease until it lapsed
+/// (deadline + 5 s), so the next run found the partition busy and every other job of the
+/// partition waited that long. The lease is now handed on with the jobs to remove.
+#[tokio::test(start_paused = true)]
+async fn a_failed_removal_hands_the_lease_on_and_the_partition_is_worked_on_time() {
+    let (d, store, queue, clock) = dispatcher(&[
+        ("WAITER_SHARDS", "1"),
+        ("WAITER_QUEUES", "orders"),
+        ("WAITER_LOOKAHEAD", "5"),
+    ]);
+    let start = clock.now();
+    store.insert(stored("orders", "sent", start, 1));
+    let due_next = start + TimeDelta::seconds(10);
+    store.insert(stored("orders", "next", due_next, 1));
+    store.fail_deletes.store(true, std::sync::atomic::Ordering::SeqCst);
+    // "next" is past this run's horizon; the run's lease would last until 35 s from now.
+    let s = d.run(start + TimeDelta::seconds(30)).await;
+    assert_eq!((s.dispatched, s.drained), (1, false), "{s:?}");
+    store.fail_deletes.store(false, std::sync::atomic::Ordering::SeqCst);
+    // The next run, when "next" falls due, well before the first run's lease would lapse.
+    clock.advance(due_next - clock.now() - TimeDelta::seconds(1));
+    let s = d.run(clock.now() + TimeDelta::seconds(30)).await;
+    assert_eq!(s.busy_partitions, 0, "the partition is not left busy: {s:?}");
+    assert_eq!((s.dispatched, s.drained), (1, true), "{s:?}");
+    let sent = queue.sent();
+    assert_eq!(sent.len(), 2, "each job once: {sent:?}");
+    let s1 = &sent[1];
+    let lateness = s1.at + TimeDelta::seconds(i64::from(s1.message.delay_seconds.unwrap_or(0))) - due_next;
+    assert!(lateness < TimeDelta::seconds(1), "late by {lateness}");
+    println!(
+        "defect 12: the partition's next job arrived {} ms after its time",
+        lateness.num_milliseconds()
+    );
+    assert_eq!(store.len(), 0);
+}
+
+/// A run handed a lease whose removals fail again sends nothing (it would send those jobs a
+/// second time) and hands the lease on again; a later run removes them.
+#[tokio::test(start_paused = true)]
+async fn debts_that_cannot_be_removed_are_handed_on_again_and_never_sent_twice() {
+    let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1"), ("WAITER_QUEUES", "orders")]);
+    let now = clock.now();
+    store.insert(stored("orders", "sent", now, 1));
+    store.fail_deletes.store(true, std::sync::atomic::Ordering::SeqCst);
+    for _ in 0..3 {
+        let s = d.run(clock.now() + TimeDelta::seconds(30)).await;
+        assert!(!s.drained && s.busy_partitions == 0, "{s:?}");
+        assert_eq!(queue.sent().len(), 1, "never sent again");
+        let q = QueueName::parse("orders").unwrap();
+        let sent = store.get(&q, Partition::Shard(0), "sent").unwrap();
+        assert_eq!(
+            store.cancel(&sent, None).await.unwrap(),
+            crate::ports::RemoveOutcome::Dispatching
+        );
+        clock.advance(TimeDelta::seconds(60));
+    }
+    store.fail_deletes.store(false, std::sync::atomic::Ordering::SeqCst);
+    let s = d.run(clock.now() + TimeDelta::seconds(30)).await;
+    assert!(s.drained, "{s:?}");
+    assert_eq!((store.len(), queue.sent().len()), (0, 1));
+}
+
 #[tokio::test(start_paused = true)]
 async fn after_a_failed_delete_cancel_never_answers_cancelled_for_a_sent_job() {
     let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1"), ("WAITER_QUEUES", "orders")]);
@@ -159,12 +221,13 @@ async fn after_a_failed_delete_cancel_never_answers_cancelled_for_a_sent_job() {
         store.cancel(&sent, None).await.unwrap(),
         crate::ports::RemoveOutcome::Dispatching
     );
-    // The next run re-sends (at least once), removes it and releases the lease.
+    // The run handed its lease on with the job to remove: the next run removes it without
+    // sending it again, and releases the lease.
     store.fail_deletes.store(false, std::sync::atomic::Ordering::SeqCst);
     let s = d.run(clock.now() + TimeDelta::seconds(30)).await;
-    assert_eq!((s.dispatched, s.drained), (1, true));
+    assert_eq!((s.dispatched, s.drained), (0, true));
     assert_eq!(store.len(), 0);
-    assert_eq!(queue.sent().len(), 2);
+    assert_eq!(queue.sent().len(), 1, "sent once");
     assert_eq!(
         store.cancel(&sent, None).await.unwrap(),
         crate::ports::RemoveOutcome::Changed,

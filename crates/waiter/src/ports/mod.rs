@@ -240,7 +240,13 @@ pub enum LeaseOutcome {
     /// Ours now, with this horizon (the lapsed lease's, when that reached further).
     /// `inherited`: it was taken over from another run's lapsed lease, whose sends may not all
     /// have been removed.
-    Acquired { horizon: DateTime<Utc>, inherited: bool },
+    /// `debts`: jobs SQS accepted that the lease's previous holder could not remove, handed on
+    /// with the lease (`Leases::hand_on`); remove them before anything else.
+    Acquired {
+        horizon: DateTime<Utc>,
+        inherited: bool,
+        debts: Vec<Retired>,
+    },
     /// Another poller holds it; its lease when the store could tell.
     Held(Option<Lease>),
 }

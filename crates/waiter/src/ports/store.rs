@@ -260,6 +260,19 @@ pub trait Leases: Send + Sync + 'static {
 
     /// Removes the lease item. Call only once every job the run handed to SQS has been removed.
     async fn release_lease(&self, queue: &QueueName, shard: u32, owner: &str) -> Result<(), PortError>;
+
+    /// Hands the lease on to the next run, with the jobs SQS accepted that this run could not
+    /// remove (`debts`): the lease item keeps covering its horizon, so `cancel` answers
+    /// `dispatching` for them, but lapses at `now`, so the next run takes it at once, removes
+    /// them first and works the partition on time. `false` when the lease is no longer ours.
+    async fn hand_on(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        owner: &str,
+        debts: &[Retired],
+        now: DateTime<Utc>,
+    ) -> Result<bool, PortError>;
 }
 
 /// A whole store: every capability. Implemented for anything that has them all.

@@ -229,6 +229,21 @@ impl<S: JobStore> Leases for FaultyStore<S> {
             self.inner.release_lease(q, shard, owner).await
         )
     }
+
+    async fn hand_on(
+        &self,
+        q: &QueueName,
+        shard: u32,
+        owner: &str,
+        debts: &[Retired],
+        now: DateTime<Utc>,
+    ) -> Result<bool, PortError> {
+        faulty!(
+            self.faults,
+            "UpdateItem",
+            self.inner.hand_on(q, shard, owner, debts, now).await
+        )
+    }
 }
 
 /// A queue whose calls may fail before or after sending, and whose batch entries may fail alone.

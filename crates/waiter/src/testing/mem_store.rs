@@ -19,6 +19,8 @@ pub struct MemState {
     /// History records, each in place of the job it was (never in the index).
     pub history: BTreeMap<Key, History>,
     pub leases: HashMap<(QueueName, u32), Lease>,
+    /// Jobs handed on with a lease (`hand_on`), until the next holder takes them.
+    pub lease_debts: HashMap<(QueueName, u32), Vec<Retired>>,
     pub shard_counts: HashMap<QueueName, Vec<u32>>,
     /// What the due index shows: `items` as it was `index_lag` ago (a GSI is eventually
     /// consistent), fed by `index_log`.
@@ -412,11 +414,15 @@ impl Leases for MemStore {
     ) -> Result<LeaseOutcome, PortError> {
         let mut s = self.state.lock().unwrap();
         let k = (queue.clone(), shard);
-        match s.leases.get(&k) {
-            Some(l) if l.until >= now && l.owner != lease.owner => Ok(LeaseOutcome::Held(Some(l.clone()))),
+        match s.leases.get(&k).cloned() {
+            Some(l) if l.until >= now && l.owner != lease.owner => Ok(LeaseOutcome::Held(Some(l))),
             previous => {
-                let horizon = previous.map_or(lease.horizon, |p| p.horizon.max(lease.horizon));
-                let inherited = previous.is_some_and(|p| p.owner != lease.owner);
+                let horizon = previous
+                    .as_ref()
+                    .map_or(lease.horizon, |p| p.horizon.max(lease.horizon));
+                let debts = s.lease_debts.remove(&k).unwrap_or_default();
+                // A lease handed on names all that its holder left unsettled: nothing inherited.
+                let inherited = debts.is_empty() && previous.is_some_and(|p| p.owner != lease.owner);
                 s.leases.insert(
                     k,
                     Lease {
@@ -424,7 +430,11 @@ impl Leases for MemStore {
                         ..lease.clone()
                     },
                 );
-                Ok(LeaseOutcome::Acquired { horizon, inherited })
+                Ok(LeaseOutcome::Acquired {
+                    horizon,
+                    inherited,
+                    debts,
+                })
             }
         }
     }
@@ -434,7 +444,29 @@ impl Leases for MemStore {
         let k = (queue.clone(), shard);
         if s.leases.get(&k).is_some_and(|l| l.owner == owner) {
             s.leases.remove(&k);
+            s.lease_debts.remove(&k);
         }
         Ok(())
+    }
+
+    async fn hand_on(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        owner: &str,
+        debts: &[Retired],
+        now: DateTime<Utc>,
+    ) -> Result<bool, PortError> {
+        let mut s = self.state.lock().unwrap();
+        let k = (queue.clone(), shard);
+        match s.leases.get_mut(&k) {
+            Some(l) if l.owner == owner => {
+                // Lapsed already: the next run takes it at once.
+                l.until = now - chrono::TimeDelta::milliseconds(1);
+                s.lease_debts.insert(k, debts.to_vec());
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 }

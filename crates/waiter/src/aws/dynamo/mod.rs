@@ -524,11 +524,13 @@ impl Leases for DynamoStore {
                 .update_item()
                 .table_name(self.table(queue))
                 .set_key(Some(lease_key(queue, shard)))
-                .update_expression("SET #owner = :owner, #until = :until, #horizon = :horizon")
+                // Debts handed on come back in the old item, and are ours to settle now.
+                .update_expression("SET #owner = :owner, #until = :until, #horizon = :horizon REMOVE #debts")
                 .condition_expression("attribute_not_exists(#until) OR #until < :now OR #owner = :owner")
                 .expression_attribute_names("#owner", A_LEASE_OWNER)
                 .expression_attribute_names("#until", A_LEASE_UNTIL)
                 .expression_attribute_names("#horizon", A_LEASE_HORIZON)
+                .expression_attribute_names("#debts", A_LEASE_DEBTS)
                 .expression_attribute_values(":owner", AttributeValue::S(lease.owner.clone()))
                 .expression_attribute_values(":until", n(lease.until))
                 .expression_attribute_values(":horizon", n(horizon))
@@ -539,21 +541,30 @@ impl Leases for DynamoStore {
         };
         match update(lease.horizon).await {
             Ok(out) => {
-                // A lapsed lease left by a run that could not clean up: keep covering its horizon.
-                let previous = out.attributes.as_ref().and_then(decode_lease);
-                let inherited = previous.as_ref().is_some_and(|l| l.owner != lease.owner);
-                match previous.map(|l| l.horizon) {
+                let old = out.attributes.unwrap_or_default();
+                let debts = decode_debts(queue, &old).unwrap_or_else(|reason| {
+                    // The next run re-reads and re-sends what its index shows, as after a crash.
+                    error!(queue = %queue, shard, reason, "unreadable lease debts ignored");
+                    Vec::new()
+                });
+                // A lapsed lease left by a run that could not clean up: keep covering its
+                // horizon. One handed on names all its holder left unsettled: nothing inherited.
+                let previous = decode_lease(&old);
+                let inherited = debts.is_empty() && previous.as_ref().is_some_and(|l| l.owner != lease.owner);
+                let horizon = match previous.map(|l| l.horizon) {
                     Some(h) if h > lease.horizon => {
                         update(h)
                             .await
                             .map_err(|e| classify("UpdateItem", &self.resource(queue), e))?;
-                        Ok(LeaseOutcome::Acquired { horizon: h, inherited })
+                        h
                     }
-                    _ => Ok(LeaseOutcome::Acquired {
-                        horizon: lease.horizon,
-                        inherited,
-                    }),
-                }
+                    _ => lease.horizon,
+                };
+                Ok(LeaseOutcome::Acquired {
+                    horizon,
+                    inherited,
+                    debts,
+                })
             }
             Err(e) if is_condition_failed(&e) => {
                 let held = match e.into_service_error() {
@@ -584,6 +595,37 @@ impl Leases for DynamoStore {
             // Someone took over a lapsed lease: theirs now.
             Err(e) if is_condition_failed(&e) => Ok(()),
             Err(e) => Err(classify("DeleteItem", &self.resource(queue), e)),
+        }
+    }
+
+    async fn hand_on(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        owner: &str,
+        debts: &[Retired],
+        now: DateTime<Utc>,
+    ) -> Result<bool, PortError> {
+        let res = self
+            .client
+            .update_item()
+            .table_name(self.table(queue))
+            .set_key(Some(lease_key(queue, shard)))
+            .update_expression("SET #until = :until, #debts = :debts")
+            .condition_expression("#owner = :owner")
+            .expression_attribute_names("#owner", A_LEASE_OWNER)
+            .expression_attribute_names("#until", A_LEASE_UNTIL)
+            .expression_attribute_names("#debts", A_LEASE_DEBTS)
+            .expression_attribute_values(":owner", AttributeValue::S(owner.to_owned()))
+            // Lapsed already: the next run takes it at once.
+            .expression_attribute_values(":until", n(now - chrono::TimeDelta::milliseconds(1)))
+            .expression_attribute_values(":debts", encode_debts(queue, debts))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(true),
+            Err(e) if is_condition_failed(&e) => Ok(false),
+            Err(e) => Err(classify("UpdateItem", &self.resource(queue), e)),
         }
     }
 }
