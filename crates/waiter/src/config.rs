@@ -101,6 +101,17 @@ pub struct Config {
 }
 
 impl Config {
+    /// How many shards new jobs of this queue are written to. A FIFO queue has one: jobs are
+    /// sharded by id, which would split a message group over runs working in parallel, and
+    /// then a group's later message could be sent while an earlier one waits in another shard.
+    pub fn shards_for(&self, queue: &QueueName) -> u32 {
+        if queue.is_fifo() {
+            1
+        } else {
+            self.shards
+        }
+    }
+
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }

@@ -20,7 +20,7 @@ use sqs_waiter_contract::{JobReply, JobStatus};
 impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q, C> {
     pub(super) async fn enqueue(&self, job: Job, precise_at: Option<DateTime<Utc>>) -> Result<JobReply, HandlerError> {
         let now = self.clock.now();
-        let home = Partition::Shard(shard_for(&job.job_id, self.config.shards));
+        let home = Partition::Shard(shard_for(&job.job_id, self.config.shards_for(&job.queue)));
         match route(&job, now, self.config.direct_max_delay) {
             Route::Direct { delay_seconds } => {
                 // A caller-chosen id may name a job that is still stored; sending it again would

@@ -77,7 +77,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             Ok(mut m) => m.entry(queue.clone()).or_default().clone(),
             Err(_) => Arc::new(OnceCell::new()),
         };
-        cell.get_or_try_init(|| self.store.shard_counts(queue, self.config.shards))
+        cell.get_or_try_init(|| self.store.shard_counts(queue, self.config.shards_for(queue)))
             .await
             .cloned()
     }
@@ -86,7 +86,9 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
     /// count it was ever written with (and of the current one).
     pub(crate) async fn shards_in_use(&self, queue: &QueueName) -> Result<Vec<Partition>, PortError> {
         let largest = self.shard_counts(queue).await?.into_iter().max().unwrap_or(0);
-        Ok((0..largest.max(self.config.shards)).map(Partition::Shard).collect())
+        Ok((0..largest.max(self.config.shards_for(queue)))
+            .map(Partition::Shard)
+            .collect())
     }
 
     /// Every shard a job id may be stored in: its shard under each shard count ever used.
@@ -99,7 +101,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             .shard_counts(queue)
             .await?
             .into_iter()
-            .chain([self.config.shards])
+            .chain([self.config.shards_for(queue)])
             .map(|n| shard_for(job_id, n))
             .collect();
         shards.sort_unstable();

@@ -127,7 +127,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             return Ok(reply(&active, JobStatus::Scheduled, true));
         }
         let into = StoredJob {
-            partition: Partition::Shard(shard_for(job_id, self.config.shards)),
+            partition: Partition::Shard(shard_for(job_id, self.config.shards_for(queue))),
             job,
             enqueued_at: now,
             parked: None,

@@ -200,3 +200,47 @@ async fn a_fifo_group_whose_message_failed_sends_nothing_later_in_that_run() {
     let s = d.run(clock.now() + TimeDelta::seconds(60)).await;
     assert_eq!(bodies(&queue), ["body-other", "body-a", "body-b", "body-c"], "{s:?}");
 }
+
+/// Defect 8 of issue 23, across shards: jobs were sharded by id, so a group's messages sat in
+/// several partitions, worked by runs in parallel, and a failure in one could not hold back
+/// the group's later messages in another. A FIFO queue now has one shard.
+#[tokio::test(start_paused = true)]
+async fn a_fifo_groups_later_message_waits_for_an_earlier_one_that_failed_whatever_the_shards() {
+    use crate::testing::{call, dispatcher_for, test_waiter};
+    let (w, store, queue, clock) = test_waiter(
+        "billing.fifo",
+        &[
+            ("WAITER_SHARDS", "4"),
+            ("WAITER_FIFO_HOLD", "10"),
+            ("WAITER_DIRECT_MAX_DELAY", "0"),
+        ],
+    );
+    let d = dispatcher_for(&w);
+    let now = clock.now();
+    // Under 4 shards by id, "g-1" and "g-2" would sit in different shards.
+    assert_ne!(crate::routing::shard_for("g-1", 4), crate::routing::shard_for("g-2", 4));
+    for (i, id) in ["g-1", "g-2"].into_iter().enumerate() {
+        let at = crate::time::format_rfc3339(now + TimeDelta::seconds(2 + i as i64));
+        let r = call(
+            &w,
+            serde_json::json!({"queue": "billing.fifo", "job_id": id, "message_body": id,
+                               "message_group_id": "g", "perform_at": at}),
+        )
+        .await;
+        assert_eq!(r["status"], "scheduled", "{r}");
+    }
+    *queue.entry_fault.lock().unwrap() = Some(Box::new(|m: &OutgoingMessage| {
+        (m.body == "g-1").then(|| EntryOutcome::Failed {
+            code: "InternalError".into(),
+            message: "try again".into(),
+            sender_fault: false,
+        })
+    }));
+    let s = d.run(now + TimeDelta::seconds(30)).await;
+    assert!(queue.sent().is_empty(), "g-2 must wait for g-1: {s:?}");
+    assert_eq!(store.len(), 2);
+    *queue.entry_fault.lock().unwrap() = None;
+    d.run(clock.now() + TimeDelta::seconds(30)).await;
+    let bodies: Vec<String> = queue.sent().iter().map(|m| m.message.body.clone()).collect();
+    assert_eq!(bodies, ["g-1", "g-2"]);
+}

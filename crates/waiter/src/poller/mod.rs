@@ -174,13 +174,16 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         for q in &self.config.queues {
             // Every shard any past WAITER_SHARDS value maps to, so that no shard is left unread.
             let shards = match self
-                .within(deadline - DRAIN_CUT, self.store.shard_counts(q, self.config.shards))
+                .within(
+                    deadline - DRAIN_CUT,
+                    self.store.shard_counts(q, self.config.shards_for(q)),
+                )
                 .await
             {
-                Some(Ok(counts)) => counts.into_iter().max().unwrap_or(self.config.shards),
+                Some(Ok(counts)) => counts.into_iter().max().unwrap_or(self.config.shards_for(q)),
                 Some(Err(e)) => {
                     report_error(&mut total, q, None, &e);
-                    self.config.shards
+                    self.config.shards_for(q)
                 }
                 None => {
                     total.errors.push(format!("{q}: reading the shard counts timed out"));
