@@ -113,6 +113,204 @@ fn parse_time(v: &Value) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
+type SimWaiter = Waiter<FaultyStore<MemStore>, FaultyQueue<FakeQueue>, FakeClock>;
+
+/// One seed's world: the functions over the fakes, and what the simulation expects of them.
+struct World {
+    rng: StdRng,
+    waiter: SimWaiter,
+    mem: MemStore,
+    clock: FakeClock,
+    windows_on: bool,
+    window_close: DateTime<Utc>,
+    out: Outcome,
+    expected: HashMap<String, Expected>,
+    next_id: usize,
+    version: u64,
+    queue_of: HashMap<String, bool>,
+}
+
+impl World {
+    /// A caller's batch of 1–5 jobs, mostly new ids, sometimes one used before; the caller may
+    /// crash mid-batch and retry it once.
+    async fn enqueue(&mut self) {
+        let mut jobs = Vec::new();
+        for _ in 0..self.rng.random_range(1..=5) {
+            // Mostly new ids; sometimes an id used before (cancelled, sent or stored).
+            let id = if self.next_id > 0 && self.rng.random_bool(0.2) {
+                format!("j{}", self.rng.random_range(0..self.next_id))
+            } else {
+                self.next_id += 1;
+                format!("j{}", self.next_id - 1)
+            };
+            self.version += 1;
+            let body = format!("{id}@{}", self.version);
+            let windowed = self.windows_on && self.rng.random_bool(0.5);
+            // Windowed jobs crowd the window's close, where a rate limit spreads them.
+            let at = if windowed {
+                self.window_close - TimeDelta::milliseconds(self.rng.random_range(0..15_000))
+            } else {
+                self.clock.now() + TimeDelta::milliseconds(self.rng.random_range(-2_000..30_000))
+            };
+            let mut job = json!({"job_id": id, "message_body": body, "perform_at": format_rfc3339(at)});
+            let fifo = self
+                .queue_of
+                .get(&id)
+                .copied()
+                .unwrap_or_else(|| self.rng.random_bool(0.3));
+            self.queue_of.insert(id.clone(), fifo);
+            if fifo {
+                job["queue"] = json!("f.fifo");
+                job["message_group_id"] = json!(format!("g{}", self.rng.random_range(0..3)));
+            } else {
+                job["queue"] = json!("q");
+            }
+            if self.rng.random_bool(0.3) {
+                let e = at.max(self.clock.now()) + TimeDelta::milliseconds(self.rng.random_range(1..8_000));
+                job["expires_at"] = json!(format_rfc3339(e));
+            }
+            if windowed {
+                job["windows"] = json!([{"from": WINDOW.0, "to": WINDOW.1}]);
+                job["time_zone"] = json!("UTC");
+            }
+            self.expected.entry(body).or_default().windows = windowed.then(window);
+            jobs.push(job);
+        }
+        let request = json!({"jobs": jobs});
+        let attempts = if self.rng.random_bool(0.5) { 2 } else { 1 };
+        for attempt in 0..attempts {
+            // The caller may crash mid-batch (and retry the same batch once).
+            let crash_after = Duration::from_millis(self.rng.random_range(0..3));
+            let reply = if attempt == 0 && self.rng.random_bool(0.2) {
+                self.out.crashes += 1;
+                tokio::time::timeout(crash_after, self.waiter.handle(&request))
+                    .await
+                    .ok()
+            } else {
+                Some(self.waiter.handle(&request).await)
+            };
+            let Some(Ok(reply)) = reply else { continue };
+            let results = reply["results"].as_array().cloned().unwrap_or_default();
+            for (j, r) in request["jobs"].as_array().into_iter().flatten().zip(results) {
+                let fresh = r["duplicate"] == false;
+                if fresh && matches!(r["status"].as_str(), Some("scheduled" | "sent")) {
+                    let e = self
+                        .expected
+                        .get_mut(j["message_body"].as_str().unwrap_or_default())
+                        .expect("known body");
+                    e.acknowledged = true;
+                    // A past time means "now" at parse, so a retried request's reply
+                    // names a later instant than the first attempt, which may have been
+                    // sent: early is measured against the time asked for.
+                    e.perform_at = match (parse_time(&r["perform_at"]), parse_time(&j["perform_at"])) {
+                        (Some(replied), Some(asked)) => Some(replied.min(asked)),
+                        (replied, _) => replied,
+                    };
+                }
+            }
+        }
+        for j in request["jobs"].as_array().into_iter().flatten() {
+            if let Some(e) = self.expected.get_mut(j["message_body"].as_str().unwrap_or_default()) {
+                e.expires_at = e.expires_at.or_else(|| parse_time(&j["expires_at"]));
+                // Unacknowledged jobs may still have been stored; they keep the time asked for.
+                e.perform_at = e.perform_at.or_else(|| parse_time(&j["perform_at"]));
+            }
+        }
+    }
+
+    /// A caller cancels a random id.
+    async fn cancel(&mut self) {
+        let id = format!("j{}", self.rng.random_range(0..self.next_id));
+        let queue = queue_for(&self.queue_of, &id);
+        let stored_body = stored_body(&self.mem, &id);
+        match self
+            .waiter
+            .handle(&json!({"action": "cancel", "queue": queue, "job_id": id}))
+            .await
+        {
+            Ok(r) if r["status"] == "cancelled" => {
+                if let Some(e) = stored_body.and_then(|b| self.expected.get_mut(&b)) {
+                    e.cancelled = true;
+                }
+            }
+            Ok(_) => {}
+            Err(_) => {
+                if let Some(e) = stored_body.and_then(|b| self.expected.get_mut(&b)) {
+                    e.cancel_unknown = true;
+                }
+            }
+        }
+    }
+
+    /// A caller reschedules a random id with a new body and time (the caller may crash).
+    async fn reschedule(&mut self) {
+        let id = format!("j{}", self.rng.random_range(0..self.next_id));
+        let queue = queue_for(&self.queue_of, &id);
+        let stored_body = stored_body(&self.mem, &id);
+        self.version += 1;
+        let body = format!("{id}@{}", self.version);
+        let at = self.clock.now() + TimeDelta::milliseconds(self.rng.random_range(-2_000..30_000));
+        let mut request = json!({"action": "reschedule", "queue": queue, "job_id": id,
+                                 "perform_at": format_rfc3339(at), "message_body": body});
+        let clears_expiry = self.rng.random_bool(0.5);
+        if clears_expiry {
+            request["expires_at"] = Value::Null;
+        }
+        let inherited = stored_body.as_ref().and_then(|b| self.expected.get(b));
+        let windows = inherited.and_then(|e| e.windows.clone());
+        let inherited = inherited.and_then(|e| e.expires_at);
+        self.expected.insert(
+            body.clone(),
+            Expected {
+                perform_at: Some(at.max(self.clock.now())),
+                expires_at: if clears_expiry { None } else { inherited },
+                windows,
+                ..Expected::default()
+            },
+        );
+        let reply = if self.rng.random_bool(0.2) {
+            self.out.crashes += 1;
+            let crash_after = Duration::from_millis(self.rng.random_range(0..3));
+            tokio::time::timeout(crash_after, self.waiter.handle(&request))
+                .await
+                .ok()
+        } else {
+            Some(self.waiter.handle(&request).await)
+        };
+        match reply {
+            Some(Ok(r)) if r["status"] == "rescheduled" => {
+                let e = self.expected.get_mut(&body).expect("inserted above");
+                e.acknowledged = true;
+                e.perform_at = parse_time(&r["perform_at"]);
+                self.out.rescheduled += 1;
+                if let Some(e) = stored_body.and_then(|b| self.expected.get_mut(&b)) {
+                    e.replaced = true;
+                }
+            }
+            // A definite refusal: the new self.version was never stored.
+            Some(Ok(_)) | Some(Err(crate::error::HandlerError::Invalid(_))) => {
+                self.expected.remove(&body);
+            }
+            // Unknown: the old self.version may have been replaced.
+            _ => {
+                if let Some(e) = stored_body.and_then(|b| self.expected.get_mut(&b)) {
+                    e.cancel_unknown = true;
+                }
+            }
+        }
+    }
+
+    /// One caller action, as it would arrive while a poller run is under way.
+    async fn call_beside(&mut self) {
+        match self.rng.random_range(0..3) {
+            0 => self.enqueue().await,
+            1 if self.next_id > 0 => self.cancel().await,
+            2 if self.next_id > 0 => self.reschedule().await,
+            _ => {}
+        }
+    }
+}
+
 async fn simulate(seed: u64) -> Outcome {
     let mut rng = StdRng::seed_from_u64(seed);
     let clock = FakeClock::default();
@@ -162,176 +360,56 @@ async fn simulate(seed: u64) -> Outcome {
     let waiter = Waiter::new(cfg.clone(), store.clone(), queue.clone(), clock.clone());
     let dispatcher = Dispatcher::new(cfg, store.clone(), queue.clone(), clock.clone());
 
-    let mut out = Outcome::default();
-    let mut expected: HashMap<String, Expected> = HashMap::new();
-    let mut next_id = 0;
-    let mut version = 0u64;
-    let mut queue_of: HashMap<String, bool> = HashMap::new();
-    for _ in 0..rng.random_range(20..60) {
-        match rng.random_range(0..12) {
-            0..=2 => {
-                let mut jobs = Vec::new();
-                for _ in 0..rng.random_range(1..=5) {
-                    // Mostly new ids; sometimes an id used before (cancelled, sent or stored).
-                    let id = if next_id > 0 && rng.random_bool(0.2) {
-                        format!("j{}", rng.random_range(0..next_id))
-                    } else {
-                        next_id += 1;
-                        format!("j{}", next_id - 1)
-                    };
-                    version += 1;
-                    let body = format!("{id}@{version}");
-                    let windowed = windows_on && rng.random_bool(0.5);
-                    // Windowed jobs crowd the window's close, where a rate limit spreads them.
-                    let at = if windowed {
-                        window_close - TimeDelta::milliseconds(rng.random_range(0..15_000))
-                    } else {
-                        clock.now() + TimeDelta::milliseconds(rng.random_range(-2_000..30_000))
-                    };
-                    let mut job = json!({"job_id": id, "message_body": body, "perform_at": format_rfc3339(at)});
-                    let fifo = queue_of.get(&id).copied().unwrap_or_else(|| rng.random_bool(0.3));
-                    queue_of.insert(id.clone(), fifo);
-                    if fifo {
-                        job["queue"] = json!("f.fifo");
-                        job["message_group_id"] = json!(format!("g{}", rng.random_range(0..3)));
-                    } else {
-                        job["queue"] = json!("q");
-                    }
-                    if rng.random_bool(0.3) {
-                        let e = at.max(clock.now()) + TimeDelta::milliseconds(rng.random_range(1..8_000));
-                        job["expires_at"] = json!(format_rfc3339(e));
-                    }
-                    if windowed {
-                        job["windows"] = json!([{"from": WINDOW.0, "to": WINDOW.1}]);
-                        job["time_zone"] = json!("UTC");
-                    }
-                    expected.entry(body).or_default().windows = windowed.then(window);
-                    jobs.push(job);
-                }
-                let request = json!({"jobs": jobs});
-                let attempts = if rng.random_bool(0.5) { 2 } else { 1 };
-                for attempt in 0..attempts {
-                    // The caller may crash mid-batch (and retry the same batch once).
-                    let crash_after = Duration::from_millis(rng.random_range(0..3));
-                    let reply = if attempt == 0 && rng.random_bool(0.2) {
-                        out.crashes += 1;
-                        tokio::time::timeout(crash_after, waiter.handle(&request)).await.ok()
-                    } else {
-                        Some(waiter.handle(&request).await)
-                    };
-                    let Some(Ok(reply)) = reply else { continue };
-                    let results = reply["results"].as_array().cloned().unwrap_or_default();
-                    for (j, r) in request["jobs"].as_array().into_iter().flatten().zip(results) {
-                        let fresh = r["duplicate"] == false;
-                        if fresh && matches!(r["status"].as_str(), Some("scheduled" | "sent")) {
-                            let e = expected
-                                .get_mut(j["message_body"].as_str().unwrap_or_default())
-                                .expect("known body");
-                            e.acknowledged = true;
-                            // A past time means "now" at parse, so a retried request's reply
-                            // names a later instant than the first attempt, which may have been
-                            // sent: early is measured against the time asked for.
-                            e.perform_at = match (parse_time(&r["perform_at"]), parse_time(&j["perform_at"])) {
-                                (Some(replied), Some(asked)) => Some(replied.min(asked)),
-                                (replied, _) => replied,
-                            };
-                        }
-                    }
-                }
-                for j in request["jobs"].as_array().into_iter().flatten() {
-                    if let Some(e) = expected.get_mut(j["message_body"].as_str().unwrap_or_default()) {
-                        e.expires_at = e.expires_at.or_else(|| parse_time(&j["expires_at"]));
-                        // Unacknowledged jobs may still have been stored; they keep the time asked for.
-                        e.perform_at = e.perform_at.or_else(|| parse_time(&j["perform_at"]));
-                    }
-                }
-            }
+    let mut w = World {
+        rng,
+        waiter,
+        mem: mem.clone(),
+        clock: clock.clone(),
+        windows_on,
+        window_close,
+        out: Outcome::default(),
+        expected: HashMap::new(),
+        next_id: 0,
+        version: 0,
+        queue_of: HashMap::new(),
+    };
+    for _ in 0..w.rng.random_range(20..60) {
+        match w.rng.random_range(0..12) {
+            0..=2 => w.enqueue().await,
             3..=5 => {
-                let deadline = clock.now() + TimeDelta::seconds(rng.random_range(5..30));
-                if rng.random_bool(0.25) {
-                    out.crashes += 1;
-                    let crash_after = Duration::from_millis(rng.random_range(0..3_000));
-                    let _ = tokio::time::timeout(crash_after, dispatcher.run(deadline)).await;
-                } else {
-                    dispatcher.run(deadline).await;
-                }
-            }
-            6 | 7 if next_id > 0 => {
-                let id = format!("j{}", rng.random_range(0..next_id));
-                let queue = queue_for(&queue_of, &id);
-                let stored_body = stored_body(&mem, &id);
-                match waiter
-                    .handle(&json!({"action": "cancel", "queue": queue, "job_id": id}))
-                    .await
-                {
-                    Ok(r) if r["status"] == "cancelled" => {
-                        if let Some(e) = stored_body.and_then(|b| expected.get_mut(&b)) {
-                            e.cancelled = true;
+                let deadline = w.clock.now() + TimeDelta::seconds(w.rng.random_range(5..30));
+                let crash_after = w
+                    .rng
+                    .random_bool(0.25)
+                    .then(|| Duration::from_millis(w.rng.random_range(0..3_000)));
+                let run = async {
+                    match crash_after {
+                        Some(after) => {
+                            let _ = tokio::time::timeout(after, dispatcher.run(deadline)).await;
+                        }
+                        None => {
+                            dispatcher.run(deadline).await;
                         }
                     }
-                    Ok(_) => {}
-                    Err(_) => {
-                        if let Some(e) = stored_body.and_then(|b| expected.get_mut(&b)) {
-                            e.cancel_unknown = true;
-                        }
-                    }
-                }
-            }
-            8 if next_id > 0 => {
-                let id = format!("j{}", rng.random_range(0..next_id));
-                let queue = queue_for(&queue_of, &id);
-                let stored_body = stored_body(&mem, &id);
-                version += 1;
-                let body = format!("{id}@{version}");
-                let at = clock.now() + TimeDelta::milliseconds(rng.random_range(-2_000..30_000));
-                let mut request = json!({"action": "reschedule", "queue": queue, "job_id": id,
-                                         "perform_at": format_rfc3339(at), "message_body": body});
-                let clears_expiry = rng.random_bool(0.5);
-                if clears_expiry {
-                    request["expires_at"] = Value::Null;
-                }
-                let inherited = stored_body.as_ref().and_then(|b| expected.get(b));
-                let windows = inherited.and_then(|e| e.windows.clone());
-                let inherited = inherited.and_then(|e| e.expires_at);
-                expected.insert(
-                    body.clone(),
-                    Expected {
-                        perform_at: Some(at.max(clock.now())),
-                        expires_at: if clears_expiry { None } else { inherited },
-                        windows,
-                        ..Expected::default()
-                    },
-                );
-                let reply = if rng.random_bool(0.2) {
-                    out.crashes += 1;
-                    let crash_after = Duration::from_millis(rng.random_range(0..3));
-                    tokio::time::timeout(crash_after, waiter.handle(&request)).await.ok()
-                } else {
-                    Some(waiter.handle(&request).await)
                 };
-                match reply {
-                    Some(Ok(r)) if r["status"] == "rescheduled" => {
-                        let e = expected.get_mut(&body).expect("inserted above");
-                        e.acknowledged = true;
-                        e.perform_at = parse_time(&r["perform_at"]);
-                        out.rescheduled += 1;
-                        if let Some(e) = stored_body.and_then(|b| expected.get_mut(&b)) {
-                            e.replaced = true;
-                        }
-                    }
-                    // A definite refusal: the new version was never stored.
-                    Some(Ok(_)) | Some(Err(crate::error::HandlerError::Invalid(_))) => {
-                        expected.remove(&body);
-                    }
-                    // Unknown: the old version may have been replaced.
-                    _ => {
-                        if let Some(e) = stored_body.and_then(|b| expected.get_mut(&b)) {
-                            e.cancel_unknown = true;
-                        }
-                    }
+                // Half the runs have a caller acting at one of their await points.
+                if w.rng.random_bool(0.5) {
+                    let at = Duration::from_millis(w.rng.random_range(0..200));
+                    let beside = async {
+                        tokio::time::sleep(at).await;
+                        w.call_beside().await;
+                    };
+                    tokio::join!(run, beside);
+                } else {
+                    run.await;
+                }
+                if crash_after.is_some() {
+                    w.out.crashes += 1;
                 }
             }
-            _ => tokio::time::sleep(Duration::from_millis(rng.random_range(0..2_000))).await,
+            6 | 7 if w.next_id > 0 => w.cancel().await,
+            8 if w.next_id > 0 => w.reschedule().await,
+            _ => tokio::time::sleep(Duration::from_millis(w.rng.random_range(0..2_000))).await,
         }
     }
 
@@ -358,6 +436,7 @@ async fn simulate(seed: u64) -> Outcome {
         }
     }
 
+    let World { mut out, expected, .. } = w;
     let sent = sink.sent();
     let mut deliveries: HashMap<&str, usize> = HashMap::new();
     for s in &sent {
