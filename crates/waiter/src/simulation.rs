@@ -32,6 +32,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
 use crate::app::Waiter;
+use crate::error::HandlerError;
 use crate::poller::Dispatcher;
 use crate::ports::{Clock, Partition};
 use crate::testing::{config, FakeClock, FakeQueue, Faults, FaultyQueue, FaultyStore, MemStore};
@@ -114,6 +115,20 @@ fn parse_time(v: &Value) -> Option<DateTime<Utc>> {
 }
 
 type SimWaiter = Waiter<FaultyStore<MemStore>, FaultyQueue<FakeQueue>, FakeClock>;
+
+struct CancelCall {
+    request: Value,
+    /// The body stored when the caller sent it: the version a `cancelled` answer is about.
+    stored_body: Option<String>,
+}
+
+struct RescheduleCall {
+    request: Value,
+    /// The new version's body.
+    body: String,
+    /// The body stored when the caller sent it: the version `rescheduled` replaces.
+    stored_body: Option<String>,
+}
 
 /// One seed's world: the functions over the fakes, and what the simulation expects of them.
 struct World {
@@ -220,22 +235,31 @@ impl World {
 
     /// A caller cancels a random id.
     async fn cancel(&mut self) {
-        let id = format!("j{}", self.rng.random_range(0..self.next_id));
+        let call = self.cancel_call(None);
+        let reply = self.waiter.handle(&call.request).await;
+        self.cancel_answered(call, reply);
+    }
+
+    /// A cancel of `id` (a random one if not given), as the caller makes it.
+    fn cancel_call(&mut self, id: Option<String>) -> CancelCall {
+        let id = id.unwrap_or_else(|| format!("j{}", self.rng.random_range(0..self.next_id)));
         let queue = queue_for(&self.queue_of, &id);
-        let stored_body = stored_body(&self.mem, &id);
-        match self
-            .waiter
-            .handle(&json!({"action": "cancel", "queue": queue, "job_id": id}))
-            .await
-        {
+        CancelCall {
+            request: json!({"action": "cancel", "queue": queue, "job_id": id}),
+            stored_body: stored_body(&self.mem, &id),
+        }
+    }
+
+    fn cancel_answered(&mut self, call: CancelCall, reply: Result<Value, HandlerError>) {
+        match reply {
             Ok(r) if r["status"] == "cancelled" => {
-                if let Some(e) = stored_body.and_then(|b| self.expected.get_mut(&b)) {
+                if let Some(e) = call.stored_body.and_then(|b| self.expected.get_mut(&b)) {
                     e.cancelled = true;
                 }
             }
             Ok(_) => {}
             Err(_) => {
-                if let Some(e) = stored_body.and_then(|b| self.expected.get_mut(&b)) {
+                if let Some(e) = call.stored_body.and_then(|b| self.expected.get_mut(&b)) {
                     e.cancel_unknown = true;
                 }
             }
@@ -244,12 +268,28 @@ impl World {
 
     /// A caller reschedules a random id with a new body and time (the caller may crash).
     async fn reschedule(&mut self) {
-        let id = format!("j{}", self.rng.random_range(0..self.next_id));
+        let call = self.reschedule_call(None, 30_000);
+        let reply = if self.rng.random_bool(0.2) {
+            self.out.crashes += 1;
+            let crash_after = Duration::from_millis(self.rng.random_range(0..3));
+            tokio::time::timeout(crash_after, self.waiter.handle(&call.request))
+                .await
+                .ok()
+        } else {
+            Some(self.waiter.handle(&call.request).await)
+        };
+        self.reschedule_answered(call, reply);
+    }
+
+    /// A reschedule of `id` (a random one if not given) to a new body and a time up to
+    /// `within_ms` from now, as the caller makes it; its new version is expected from here on.
+    fn reschedule_call(&mut self, id: Option<String>, within_ms: i64) -> RescheduleCall {
+        let id = id.unwrap_or_else(|| format!("j{}", self.rng.random_range(0..self.next_id)));
         let queue = queue_for(&self.queue_of, &id);
         let stored_body = stored_body(&self.mem, &id);
         self.version += 1;
         let body = format!("{id}@{}", self.version);
-        let at = self.clock.now() + TimeDelta::milliseconds(self.rng.random_range(-2_000..30_000));
+        let at = self.clock.now() + TimeDelta::milliseconds(self.rng.random_range(-2_000..within_ms));
         let mut request = json!({"action": "reschedule", "queue": queue, "job_id": id,
                                  "perform_at": format_rfc3339(at), "message_body": body});
         let clears_expiry = self.rng.random_bool(0.5);
@@ -268,35 +308,63 @@ impl World {
                 ..Expected::default()
             },
         );
-        let reply = if self.rng.random_bool(0.2) {
-            self.out.crashes += 1;
-            let crash_after = Duration::from_millis(self.rng.random_range(0..3));
-            tokio::time::timeout(crash_after, self.waiter.handle(&request))
-                .await
-                .ok()
-        } else {
-            Some(self.waiter.handle(&request).await)
-        };
+        RescheduleCall {
+            request,
+            body,
+            stored_body,
+        }
+    }
+
+    /// `reply` is `None` when the caller crashed before it.
+    fn reschedule_answered(&mut self, call: RescheduleCall, reply: Option<Result<Value, HandlerError>>) {
         match reply {
             Some(Ok(r)) if r["status"] == "rescheduled" => {
-                let e = self.expected.get_mut(&body).expect("inserted above");
+                let e = self.expected.get_mut(&call.body).expect("expected since the call");
                 e.acknowledged = true;
                 e.perform_at = parse_time(&r["perform_at"]);
                 self.out.rescheduled += 1;
-                if let Some(e) = stored_body.and_then(|b| self.expected.get_mut(&b)) {
+                if let Some(e) = call.stored_body.and_then(|b| self.expected.get_mut(&b)) {
                     e.replaced = true;
                 }
             }
-            // A definite refusal: the new self.version was never stored.
-            Some(Ok(_)) | Some(Err(crate::error::HandlerError::Invalid(_))) => {
-                self.expected.remove(&body);
+            // A definite refusal: the new version was never stored.
+            Some(Ok(_)) | Some(Err(HandlerError::Invalid(_))) => {
+                self.expected.remove(&call.body);
             }
-            // Unknown: the old self.version may have been replaced.
+            // Unknown: the old version may have been replaced.
             _ => {
-                if let Some(e) = stored_body.and_then(|b| self.expected.get_mut(&b)) {
+                if let Some(e) = call.stored_body.and_then(|b| self.expected.get_mut(&b)) {
                     e.cancel_unknown = true;
                 }
             }
+        }
+    }
+
+    /// Two callers at once: one cancels an id while another reschedules it.
+    async fn cancel_beside_reschedule(&mut self) {
+        let id = format!("j{}", self.rng.random_range(0..self.next_id));
+        let cancel = self.cancel_call(Some(id.clone()));
+        // Moved near, so that `reschedule` hands it to SQS itself while the cancel is under way.
+        let reschedule = self.reschedule_call(Some(id), 2_000);
+        let lag = Duration::from_millis(self.rng.random_range(0..40));
+        let (cancelled, rescheduled) = tokio::join!(
+            async {
+                tokio::time::sleep(lag).await;
+                self.waiter.handle(&cancel.request).await
+            },
+            self.waiter.handle(&reschedule.request)
+        );
+        let new_stored = matches!(&rescheduled, Ok(r) if r["status"] == "rescheduled");
+        let removed = matches!(&cancelled, Ok(r) if r["status"] == "cancelled");
+        let unknown = cancelled.is_err();
+        let new_body = reschedule.body.clone();
+        self.reschedule_answered(reschedule, Some(rescheduled));
+        self.cancel_answered(cancel, cancelled);
+        // Both succeeded: the reschedule came first (else it found nothing), so the cancel
+        // removed the new version; a failed cancel may have.
+        if let Some(e) = self.expected.get_mut(&new_body).filter(|_| new_stored) {
+            e.cancelled |= removed;
+            e.cancel_unknown |= unknown;
         }
     }
 
@@ -409,6 +477,7 @@ async fn simulate(seed: u64) -> Outcome {
             }
             6 | 7 if w.next_id > 0 => w.cancel().await,
             8 if w.next_id > 0 => w.reschedule().await,
+            9 if w.next_id > 0 => w.cancel_beside_reschedule().await,
             _ => tokio::time::sleep(Duration::from_millis(w.rng.random_range(0..2_000))).await,
         }
     }
