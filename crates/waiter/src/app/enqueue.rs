@@ -21,20 +21,27 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
     pub(super) async fn enqueue(&self, job: Job, precise_at: Option<DateTime<Utc>>) -> Result<JobReply, HandlerError> {
         let now = self.clock.now();
         let home = Partition::Shard(shard_for(&job.job_id, self.config.shards_for(&job.queue)));
-        match route(&job, now, self.config.direct_max_delay) {
+        let mut routed = route(&job, now, self.config.direct_max_delay);
+        if matches!(routed, Route::Direct { .. }) {
+            // A caller-chosen id may name a job that is still stored; sending it again would
+            // break the idempotency promise.
+            if job.job_id_given {
+                let candidates = self.candidate_partitions(&job.queue, &job.job_id).await?;
+                if let Some(existing) = self.existing(&job.queue, &job.job_id, &candidates, now).await? {
+                    info!(queue = %job.queue, job_id = %job.job_id, "duplicate");
+                    return Ok(duplicate(&existing));
+                }
+            }
+            if let Some(at) = precise_at {
+                self.clock.sleep_until(at).await;
+            }
+            // Routed again at the send's own instant: the reads above may have taken a while
+            // (the SDK's retries), and a job that would now arrive after its expiry is stored
+            // instead, for the poller to drop or send exactly.
+            routed = route(&job, self.clock.now(), self.config.direct_max_delay);
+        }
+        match routed {
             Route::Direct { delay_seconds } => {
-                // A caller-chosen id may name a job that is still stored; sending it again would
-                // break the idempotency promise.
-                if job.job_id_given {
-                    let candidates = self.candidate_partitions(&job.queue, &job.job_id).await?;
-                    if let Some(existing) = self.existing(&job.queue, &job.job_id, &candidates, now).await? {
-                        info!(queue = %job.queue, job_id = %job.job_id, "duplicate");
-                        return Ok(duplicate(&existing));
-                    }
-                }
-                if let Some(at) = precise_at {
-                    self.clock.sleep_until(at).await;
-                }
                 let delay_seconds = match delay_seconds {
                     Some(_) if self.config.direct_precise => Some(delay_for(job.perform_at, self.clock.now())),
                     other => other,

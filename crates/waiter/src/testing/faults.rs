@@ -16,6 +16,9 @@ pub enum Fault {
     None,
     Before,
     After,
+    /// After, and the SDK retries the call a while later (what others did meanwhile included):
+    /// the caller sees the retry's answer.
+    Retried,
 }
 
 /// Seeded fault injection shared by the fakes; off unless seeded. It can also make each call
@@ -65,13 +68,22 @@ impl Faults {
         let Some((rng, rate)) = plan.as_mut() else {
             return Fault::None;
         };
-        if !rng.random_bool(*rate) {
-            Fault::None
-        } else if rng.random_bool(0.5) {
-            Fault::Before
-        } else {
-            Fault::After
+        match rng.random_range(0..3) {
+            _ if !rng.random_bool(*rate) => Fault::None,
+            0 => Fault::Before,
+            1 => Fault::After,
+            _ => Fault::Retried,
         }
+    }
+
+    /// The SDK's backoff before a retry: up to a second, from the seeded schedule.
+    pub async fn backoff(&self) {
+        use rand::Rng;
+        let ms = match self.plan.lock().unwrap().as_mut() {
+            Some((rng, _)) => rng.random_range(0..1_000),
+            None => 0,
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
 
     /// Whether one batch entry fails on its own (not sent).
@@ -92,8 +104,41 @@ fn injected(operation: &'static str) -> PortError {
     }
 }
 
-/// Runs `op` under the fault plan: it may fail before taking effect or after.
+/// Runs `op` under the fault plan: it may fail before taking effect or after, or be applied
+/// and then applied again by the SDK's retry a while later (`op` is evaluated twice).
 macro_rules! faulty {
+    // Sends: a retry re-sends with the delay first planned, which the real adapter retimes
+    // (`aws::retime`); the fakes do not model that, so a retried send is a lost reply only.
+    (once: $faults:expr, $name:literal, $op:expr) => {{
+        $faults.pause().await;
+        let fault = $faults.roll();
+        if fault == Fault::Before {
+            return Err(injected($name));
+        }
+        let out = $op;
+        if matches!(fault, Fault::After | Fault::Retried) {
+            return Err(injected($name));
+        }
+        out
+    }};
+    // Transactions: the SDK fills in `ClientRequestToken`, so DynamoDB answers a retry of an
+    // applied call as it answered the call (within 10 minutes), without applying it again.
+    (token: $faults:expr, $name:literal, $op:expr) => {{
+        $faults.pause().await;
+        let fault = $faults.roll();
+        if fault == Fault::Before {
+            return Err(injected($name));
+        }
+        let out = $op;
+        match fault {
+            Fault::After => return Err(injected($name)),
+            Fault::Retried => {
+                $faults.backoff().await;
+                out
+            }
+            _ => out,
+        }
+    }};
     ($faults:expr, $name:literal, $op:expr) => {{
         $faults.pause().await;
         let fault = $faults.roll();
@@ -101,10 +146,15 @@ macro_rules! faulty {
             return Err(injected($name));
         }
         let out = $op;
-        if fault == Fault::After {
-            return Err(injected($name));
+        match fault {
+            Fault::After => return Err(injected($name)),
+            Fault::Retried => {
+                let _lost = out;
+                $faults.backoff().await;
+                $op
+            }
+            _ => out,
         }
-        out
     }};
 }
 
@@ -143,7 +193,7 @@ impl<S: JobStore> Jobs for FaultyStore<S> {
 
     async fn cancel(&self, current: &StoredJob, record: Option<&History>) -> Result<RemoveOutcome, PortError> {
         faulty!(
-            self.faults,
+            token: self.faults,
             "TransactWriteItems",
             self.inner.cancel(current, record).await
         )
@@ -151,7 +201,7 @@ impl<S: JobStore> Jobs for FaultyStore<S> {
 
     async fn replace(&self, current: &StoredJob, next: &StoredJob) -> Result<ReplaceOutcome, PortError> {
         faulty!(
-            self.faults,
+            token: self.faults,
             "TransactWriteItems",
             self.inner.replace(current, next).await
         )
@@ -191,7 +241,7 @@ impl<S: JobStore> DueIndex for FaultyStore<S> {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
     ) -> Result<u64, PortError> {
-        faulty!(self.faults, "Query", self.inner.count(q, p, from, to).await)
+        faulty!(self.faults, "Query", self.inner.count(q, p.clone(), from, to).await)
     }
 
     async fn shard_counts(&self, q: &QueueName, current: u32) -> Result<Vec<u32>, PortError> {
@@ -256,7 +306,7 @@ pub struct FaultyQueue<Q> {
 #[async_trait]
 impl<Q: MessageQueue> MessageQueue for FaultyQueue<Q> {
     async fn send(&self, queue: &QueueName, m: &OutgoingMessage) -> Result<String, PortError> {
-        faulty!(self.faults, "SendMessage", self.inner.send(queue, m).await)
+        faulty!(once: self.faults, "SendMessage", self.inner.send(queue, m).await)
     }
 
     async fn send_batch(
@@ -264,7 +314,7 @@ impl<Q: MessageQueue> MessageQueue for FaultyQueue<Q> {
         queue: &QueueName,
         messages: &[OutgoingMessage],
     ) -> Result<Vec<EntryOutcome>, PortError> {
-        faulty!(self.faults, "SendMessageBatch", {
+        faulty!(once: self.faults, "SendMessageBatch", {
             let fails: Vec<bool> = messages.iter().map(|_| self.faults.entry_fails()).collect();
             let passing: Vec<OutgoingMessage> = messages
                 .iter()
