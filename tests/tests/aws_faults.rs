@@ -312,3 +312,41 @@ async fn a_send_retried_by_the_sdk_is_retimed_and_never_arrives_after_expires_at
     assert_eq!(next["expired"], 1, "the next run drops it as expired: {next}");
     assert_eq!(r.stored().await, 0);
 }
+
+/// The lease taken over is read from the old item the `UpdateItem` returns. When that call is
+/// applied and its reply lost, the SDK's retry returns our own lease instead: the jobs handed on
+/// with the lease must still be read (they stay on the item until it is released), or the run
+/// sends them a second time.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lease_taken_by_an_sdk_retry_still_settles_what_it_was_handed_on_with() {
+    let mut r = rig(&[("WAITER_LOOKAHEAD", "60")]).await;
+    r.call(json!({"queue": "orders", "message_body": "a", "delay_seconds": 2, "job_id": "a"}))
+        .await;
+    // The first run sends "a" and cannot remove it (history on: the record's PutItem fails):
+    // it hands its lease on with "a".
+    r.proxy.force("PutItem", error(500, "InternalServerError", None, None));
+    let _ = r.poller.invoke_raw(b"{}".to_vec(), Duration::from_secs(6)).await;
+    r.proxy.clear_forced();
+    assert_eq!(r.emu.receive_for(&r.url, Duration::from_secs(6), 1).await.len(), 1);
+    assert_eq!(r.stored().await, 1, "sent, not removed");
+
+    r.proxy.lose_reply_then_hold("UpdateItem");
+    let Rig { proxy, poller, .. } = &mut r;
+    let release = async {
+        let until = Instant::now() + Duration::from_secs(20);
+        while proxy.held() == 0 && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(proxy.held(), 1, "the SDK retried the lease's UpdateItem");
+        proxy.release_held();
+    };
+    let run = json!({});
+    let (summary, ()) = tokio::join!(poller.invoke(&run), release);
+    let summary = summary.expect("poller");
+    assert_eq!(summary["dispatched"], 0, "removed, not sent again: {summary}");
+    assert_eq!(r.stored().await, 0);
+    assert!(
+        r.emu.receive_for(&r.url, Duration::from_secs(3), 1).await.is_empty(),
+        "not sent again"
+    );
+}

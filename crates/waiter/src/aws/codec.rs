@@ -50,8 +50,10 @@ pub(crate) const A_LEASE_OWNER: &str = "lease_owner";
 pub(crate) const A_LEASE_UNTIL: &str = "lease_until";
 pub(crate) const A_LEASE_HORIZON: &str = "lease_horizon";
 pub(crate) const LEASE_SORT_KEY: &str = "lease";
-/// On a lease item handed on: the jobs SQS accepted that its holder could not remove.
+/// On a lease item handed on: the jobs SQS accepted that its holder could not remove, and
+/// who handed them on (debts left from an earlier holder do not say the last one settled).
 pub(crate) const A_LEASE_DEBTS: &str = "lease_debts";
+pub(crate) const A_LEASE_HANDED_ON_BY: &str = "lease_handed_on_by";
 /// In a debt: the history record to leave in the job's place.
 const A_DEBT_RECORD: &str = "record";
 

@@ -19,8 +19,9 @@ pub struct MemState {
     /// History records, each in place of the job it was (never in the index).
     pub history: BTreeMap<Key, History>,
     pub leases: HashMap<(QueueName, u32), Lease>,
-    /// Jobs handed on with a lease (`hand_on`), until the next holder takes them.
-    pub lease_debts: HashMap<(QueueName, u32), Vec<Retired>>,
+    /// Jobs handed on with a lease (`hand_on`), and who handed them on; kept until the lease
+    /// item is released or handed on again, as on the lease item.
+    pub lease_debts: HashMap<(QueueName, u32), (Vec<Retired>, String)>,
     pub shard_counts: HashMap<QueueName, Vec<u32>>,
     /// What the due index shows: `items` as it was `index_lag` ago (a GSI is eventually
     /// consistent), fed by `index_log`.
@@ -420,9 +421,11 @@ impl Leases for MemStore {
                 let horizon = previous
                     .as_ref()
                     .map_or(lease.horizon, |p| p.horizon.max(lease.horizon));
-                let debts = s.lease_debts.remove(&k).unwrap_or_default();
-                // A lease handed on names all that its holder left unsettled: nothing inherited.
-                let inherited = debts.is_empty() && previous.is_some_and(|p| p.owner != lease.owner);
+                let (debts, handed_on_by) = s.lease_debts.get(&k).cloned().unwrap_or_default();
+                // A lease its holder handed on names all it left unsettled: nothing inherited.
+                // Any other lease item left behind is a run that did not clean up (or our own,
+                // taken by an SDK retry of this call, which hides what it replaced).
+                let inherited = previous.as_ref().is_some_and(|p| p.owner != handed_on_by);
                 s.leases.insert(
                     k,
                     Lease {
@@ -463,7 +466,7 @@ impl Leases for MemStore {
             Some(l) if l.owner == owner => {
                 // Lapsed already: the next run takes it at once.
                 l.until = now - chrono::TimeDelta::milliseconds(1);
-                s.lease_debts.insert(k, debts.to_vec());
+                s.lease_debts.insert(k, (debts.to_vec(), owner.to_owned()));
                 Ok(true)
             }
             _ => Ok(false),

@@ -524,13 +524,13 @@ impl Leases for DynamoStore {
                 .update_item()
                 .table_name(self.table(queue))
                 .set_key(Some(lease_key(queue, shard)))
-                // Debts handed on come back in the old item, and are ours to settle now.
-                .update_expression("SET #owner = :owner, #until = :until, #horizon = :horizon REMOVE #debts")
+                // Debts stay on the item until it is released or handed on again, so that an
+                // SDK retry of this call (whose first attempt was applied) still reads them.
+                .update_expression("SET #owner = :owner, #until = :until, #horizon = :horizon")
                 .condition_expression("attribute_not_exists(#until) OR #until < :now OR #owner = :owner")
                 .expression_attribute_names("#owner", A_LEASE_OWNER)
                 .expression_attribute_names("#until", A_LEASE_UNTIL)
                 .expression_attribute_names("#horizon", A_LEASE_HORIZON)
-                .expression_attribute_names("#debts", A_LEASE_DEBTS)
                 .expression_attribute_values(":owner", AttributeValue::S(lease.owner.clone()))
                 .expression_attribute_values(":until", n(lease.until))
                 .expression_attribute_values(":horizon", n(horizon))
@@ -548,9 +548,17 @@ impl Leases for DynamoStore {
                     Vec::new()
                 });
                 // A lapsed lease left by a run that could not clean up: keep covering its
-                // horizon. One handed on names all its holder left unsettled: nothing inherited.
+                // horizon. One its holder handed on names all it left unsettled: nothing
+                // inherited. Our own (an SDK retry of this call, whose first attempt was
+                // applied) hides what it replaced: inherited, to be safe.
                 let previous = decode_lease(&old);
-                let inherited = debts.is_empty() && previous.as_ref().is_some_and(|l| l.owner != lease.owner);
+                let handed_on_by = match old.get(A_LEASE_HANDED_ON_BY) {
+                    Some(AttributeValue::S(o)) => Some(o.as_str()),
+                    _ => None,
+                };
+                let inherited = previous
+                    .as_ref()
+                    .is_some_and(|l| Some(l.owner.as_str()) != handed_on_by);
                 let horizon = match previous.map(|l| l.horizon) {
                     Some(h) if h > lease.horizon => {
                         update(h)
@@ -611,11 +619,12 @@ impl Leases for DynamoStore {
             .update_item()
             .table_name(self.table(queue))
             .set_key(Some(lease_key(queue, shard)))
-            .update_expression("SET #until = :until, #debts = :debts")
+            .update_expression("SET #until = :until, #debts = :debts, #by = :owner")
             .condition_expression("#owner = :owner")
             .expression_attribute_names("#owner", A_LEASE_OWNER)
             .expression_attribute_names("#until", A_LEASE_UNTIL)
             .expression_attribute_names("#debts", A_LEASE_DEBTS)
+            .expression_attribute_names("#by", A_LEASE_HANDED_ON_BY)
             .expression_attribute_values(":owner", AttributeValue::S(owner.to_owned()))
             // Lapsed already: the next run takes it at once.
             .expression_attribute_values(":until", n(now - chrono::TimeDelta::milliseconds(1)))
