@@ -70,6 +70,9 @@ struct Expected {
     /// When the cancel or reschedule that answered for this version began: with two copies, a
     /// delivery before then was of the other copy.
     acted_on_at: Option<DateTime<Utc>>,
+    /// A FIFO job's message group, and when its enqueue began.
+    group: Option<String>,
+    enqueued_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Default)]
@@ -80,6 +83,8 @@ struct Outcome {
     duplicates: usize,
     crashes: usize,
     rescheduled: usize,
+    /// Pairs of one FIFO group the order check compared.
+    fifo_pairs: usize,
 }
 
 /// Jobs still waiting in a shard (parked ones excluded).
@@ -113,6 +118,10 @@ fn queue_for(queue_of: &HashMap<String, bool>, id: &str) -> &'static str {
         "q"
     }
 }
+
+/// How long before a FIFO job falls due it must have been stored for the order check: the
+/// index's lag (up to 2 s), a FIFO run's re-read interval (1 s) and call latency.
+const FIFO_SETTLE: TimeDelta = TimeDelta::seconds(4);
 
 fn parse_time(v: &Value) -> Option<DateTime<Utc>> {
     v.as_str()
@@ -196,7 +205,10 @@ impl World {
                 job["windows"] = json!([{"from": WINDOW.0, "to": WINDOW.1}]);
                 job["time_zone"] = json!("UTC");
             }
-            self.expected.entry(body).or_default().windows = windowed.then(window);
+            let e = self.expected.entry(body).or_default();
+            e.windows = windowed.then(window);
+            e.group = job["message_group_id"].as_str().map(str::to_owned);
+            e.enqueued_at = Some(self.clock.now());
             jobs.push(job);
         }
         let request = json!({"jobs": jobs});
@@ -557,6 +569,40 @@ async fn simulate(seed: u64) -> Outcome {
                 .push(format!("{id}: arrives at {arrival}, outside its window"));
         }
     }
+    // FIFO order per group: of two jobs of a group stored well before the earlier one fell due
+    // (so that the index shows both by then), the earlier is delivered first.
+    let mut first: HashMap<&str, DateTime<Utc>> = HashMap::new();
+    for s in &sent {
+        first.entry(s.message.body.as_str()).or_insert(s.at);
+    }
+    let ordered: Vec<(&String, &Expected, DateTime<Utc>, DateTime<Utc>)> = expected
+        .iter()
+        .filter(|(_, e)| {
+            e.acknowledged
+                && e.group.is_some()
+                && !(e.cancelled || e.cancel_unknown || e.replaced || e.two_copies)
+                && e.expires_at.is_none()
+                && e.windows.is_none()
+        })
+        .filter_map(|(b, e)| Some((b, e, e.perform_at?, *first.get(b.as_str())?)))
+        .collect();
+    for (b1, e1, due1, at1) in &ordered {
+        for (b2, e2, due2, at2) in &ordered {
+            let visible_in_time = e1
+                .enqueued_at
+                .max(e2.enqueued_at)
+                .is_some_and(|t| t + FIFO_SETTLE <= *due1);
+            if e1.group != e2.group || due1 >= due2 || !visible_in_time {
+                continue;
+            }
+            out.fifo_pairs += 1;
+            if at2 < at1 {
+                out.violations.push(format!(
+                    "{b2} (due {due2}) delivered at {at2}, before {b1} of its group (due {due1}) at {at1}"
+                ));
+            }
+        }
+    }
     for (id, e) in &expected {
         let may_be_gone = e.cancelled || e.cancel_unknown || e.replaced || e.expires_at.is_some();
         if e.acknowledged && !may_be_gone && !deliveries.contains_key(id.as_str()) {
@@ -598,15 +644,17 @@ async fn random_interleavings_of_enqueue_dispatch_crash_cancel_and_reschedule_ke
         total.duplicates += o.duplicates;
         total.crashes += o.crashes;
         total.rescheduled += o.rescheduled;
+        total.fifo_pairs += o.fifo_pairs;
     }
     println!(
-        "simulation: {} seeds, {} jobs, {} deliveries, {} duplicates, {} crashes, {} reschedules, 0 violations",
+        "simulation: {} seeds, {} jobs, {} deliveries, {} duplicates, {} crashes, {} reschedules, {} FIFO pairs in order, 0 violations",
         seeds.len(),
         total.jobs,
         total.deliveries,
         total.duplicates,
         total.crashes,
-        total.rescheduled
+        total.rescheduled,
+        total.fifo_pairs
     );
     assert!(
         total.crashes > 0 && total.jobs > 0 && total.rescheduled > 0,
