@@ -1,0 +1,310 @@
+//! Deterministic simulation: random interleavings of enqueue, dispatch, crash, cancel and
+//! reschedule over the
+//! in-memory fakes, with store and queue calls failing on a seeded schedule (before or after they
+//! take effect). A crash is a run dropped at a random await point, as when Lambda kills the
+//! process; whatever the store holds survives, everything else is lost.
+//!
+//! The due index lags the table by a random delay per seed (a GSI is eventually consistent), and
+//! ids are cancelled and enqueued again with a new body and time, so a stale index entry can
+//! name an old version of a job. Half the seeds keep history (`WAITER_HISTORY_DAYS`), so such an
+//! enqueue is a duplicate of the finished job there.
+//!
+//! Invariants, per seed (a job version is one body under one id):
+//! - no loss: every version whose enqueue was acknowledged, that was not cancelled and has no
+//!   expiry, is delivered at least once;
+//! - never early: no delivery arrives before its `perform_at`;
+//! - a version `cancel` answered `cancelled` for is never accepted by SQS, before or after;
+//! - a version a `reschedule` answered `rescheduled` for replaced is never accepted by SQS, and
+//!   the new version is delivered (no earlier than its new time);
+//! - an expired job is never sent (no delivery arrives after `expires_at`);
+//! - a job with windows never arrives outside them (a third of the seeds give half their jobs
+//!   the window 09:00–09:01 UTC, which the simulation's clock starts inside of; jobs moved to
+//!   the next opening fall due a day later, which the final drain reaches).
+//!
+//! `SIM_SEEDS=n` runs n seeds (default 3000); `SIM_SEED=s` replays one.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+
+use crate::app::Waiter;
+use crate::error::HandlerError;
+use crate::poller::Dispatcher;
+use crate::ports::{Clock, Partition};
+use crate::testing::{config, FakeClock, FakeQueue, Faults, FaultyQueue, FaultyStore, MemStore};
+use crate::time::format_rfc3339;
+use crate::windows::Windows;
+
+mod callers;
+mod checks;
+
+use callers::World;
+
+/// The window of the seeds that use windows: the first minute of the simulation's clock (which
+/// starts at 09:00:00.123 UTC), so that jobs fall inside it, after it, and at its close.
+const WINDOW: (&str, &str) = ("09:00", "09:01");
+
+fn window() -> Windows {
+    let w = sqs_waiter_contract::Window {
+        from: WINDOW.0.into(),
+        to: WINDOW.1.into(),
+    };
+    Windows::parse(&[w], Some("UTC")).expect("a valid window")
+}
+
+#[derive(Debug, Default)]
+struct Expected {
+    perform_at: Option<DateTime<Utc>>,
+    expires_at: Option<DateTime<Utc>>,
+    /// The job's windows: it must arrive inside one.
+    windows: Option<Windows>,
+    acknowledged: bool,
+    /// `cancel` answered `cancelled` while this version was the stored one.
+    cancelled: bool,
+    /// A cancel or reschedule failed: it may have taken effect before its reply was lost.
+    cancel_unknown: bool,
+    /// `reschedule` answered `rescheduled` with a newer version in its place.
+    replaced: bool,
+    /// A caller sent its enqueue twice: the first attempt may have sent it straight to SQS and
+    /// the retry stored it (no history to tell), so two copies of this version may exist.
+    two_copies: bool,
+    /// When the cancel or reschedule that answered for this version began: with two copies, a
+    /// delivery before then was of the other copy.
+    acted_on_at: Option<DateTime<Utc>>,
+    /// A FIFO job's message group, and when its enqueue began.
+    group: Option<String>,
+    enqueued_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Default)]
+struct Outcome {
+    violations: Vec<String>,
+    jobs: usize,
+    deliveries: usize,
+    duplicates: usize,
+    crashes: usize,
+    rescheduled: usize,
+    /// Pairs of one FIFO group the order check compared.
+    fifo_pairs: usize,
+}
+
+/// Jobs still waiting in a shard (parked ones excluded).
+fn active_jobs(mem: &MemStore) -> usize {
+    mem.state
+        .lock()
+        .unwrap()
+        .items
+        .keys()
+        .filter(|(_, p, _)| *p != Partition::Parked)
+        .count()
+}
+
+/// The body of the version of `id` stored now (the one a `cancelled` or `rescheduled` answer is
+/// about).
+fn stored_body(mem: &MemStore, id: &str) -> Option<String> {
+    mem.state
+        .lock()
+        .unwrap()
+        .items
+        .iter()
+        .find(|((_, p, j), _)| j == id && *p != Partition::Parked)
+        .map(|(_, job)| job.job.message_body.clone())
+}
+
+/// The queue an id was first enqueued on.
+fn queue_for(queue_of: &HashMap<String, bool>, id: &str) -> &'static str {
+    if queue_of.get(id).copied().unwrap_or(false) {
+        "f.fifo"
+    } else {
+        "q"
+    }
+}
+
+/// How long before a FIFO job falls due it must have been stored for the order check: the
+/// index's lag (up to 2 s), a FIFO run's re-read interval (1 s) and call latency.
+const FIFO_SETTLE: TimeDelta = TimeDelta::seconds(4);
+
+fn parse_time(v: &Value) -> Option<DateTime<Utc>> {
+    v.as_str()
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|t| t.with_timezone(&Utc))
+}
+async fn simulate(seed: u64) -> Outcome {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let clock = FakeClock::default();
+    // Calls take up to 30 ms, so a partition's sends and deletes in flight finish in any order.
+    let faults = Faults::seeded(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15), rng.random_range(0.0..0.2))
+        .with_latency(rng.random_range(0..30));
+    let mem = MemStore {
+        page_size: rng.random_range(1..8),
+        index_lag: Duration::from_millis(rng.random_range(0..2_000)),
+        ..MemStore::default()
+    };
+    let sink = FakeQueue::new(clock.clone());
+    let store = FaultyStore {
+        inner: mem.clone(),
+        faults: faults.clone(),
+    };
+    let queue = FaultyQueue {
+        inner: sink.clone(),
+        faults: faults.clone(),
+    };
+    let settings = [
+        ("WAITER_SHARDS", rng.random_range(1..=4).to_string()),
+        ("WAITER_LOOKAHEAD", rng.random_range(0..=20).to_string()),
+        ("WAITER_DIRECT_MAX_DELAY", rng.random_range(0..=3).to_string()),
+        ("WAITER_FIFO_HOLD", rng.random_range(0..=5).to_string()),
+        // Without history, ids are enqueued again after they left, so stale index entries name
+        // old versions; with it, those enqueues are duplicates of the finished job.
+        (
+            "WAITER_HISTORY_DAYS",
+            if rng.random_bool(0.5) { "7" } else { "0" }.to_string(),
+        ),
+        // A third of the seeds limit arrivals, moving jobs to later seconds (and a third give
+        // some jobs a window, so that the two meet in a ninth).
+        (
+            "WAITER_MAX_RATE",
+            if rng.random_bool(0.33) {
+                rng.random_range(1..=5).to_string()
+            } else {
+                String::new()
+            },
+        ),
+    ];
+    let windows_on = rng.random_bool(0.33);
+    let window_close = clock.now().date_naive().and_hms_opt(9, 1, 0).expect("a time").and_utc();
+    let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let cfg = config("q,f.fifo", &settings);
+    let waiter = Waiter::new(cfg.clone(), store.clone(), queue.clone(), clock.clone());
+    let dispatcher = Dispatcher::new(cfg, store.clone(), queue.clone(), clock.clone());
+
+    let mut w = World {
+        rng,
+        waiter,
+        mem: mem.clone(),
+        clock: clock.clone(),
+        windows_on,
+        window_close,
+        out: Outcome::default(),
+        expected: HashMap::new(),
+        next_id: 0,
+        version: 0,
+        queue_of: HashMap::new(),
+    };
+    for _ in 0..w.rng.random_range(20..60) {
+        match w.rng.random_range(0..12) {
+            0..=2 => w.enqueue().await,
+            3..=5 => {
+                let deadline = w.clock.now() + TimeDelta::seconds(w.rng.random_range(5..30));
+                let crash_after = w
+                    .rng
+                    .random_bool(0.25)
+                    .then(|| Duration::from_millis(w.rng.random_range(0..3_000)));
+                let run = async {
+                    match crash_after {
+                        Some(after) => {
+                            let _ = tokio::time::timeout(after, dispatcher.run(deadline)).await;
+                        }
+                        None => {
+                            dispatcher.run(deadline).await;
+                        }
+                    }
+                };
+                // Half the runs have a caller acting at one of their await points.
+                if w.rng.random_bool(0.5) {
+                    let at = Duration::from_millis(w.rng.random_range(0..200));
+                    let beside = async {
+                        tokio::time::sleep(at).await;
+                        w.call_beside().await;
+                    };
+                    tokio::join!(run, beside);
+                } else {
+                    run.await;
+                }
+                if crash_after.is_some() {
+                    w.out.crashes += 1;
+                }
+            }
+            6 | 7 if w.next_id > 0 => w.cancel().await,
+            8 if w.next_id > 0 => w.reschedule().await,
+            9 if w.next_id > 0 => w.cancel_beside_reschedule().await,
+            _ => tokio::time::sleep(Duration::from_millis(w.rng.random_range(0..2_000))).await,
+        }
+    }
+
+    // Calm: no more faults; let leases lapse and everything fall due, then drain. Jobs moved to
+    // the next opening of their window fall due a day later.
+    faults.off();
+    tokio::time::sleep(Duration::from_secs(70)).await;
+    for day in 0..6 {
+        if day > 0 {
+            if active_jobs(&mem) == 0 {
+                break;
+            }
+            // To the window's next opening, where the moved jobs fall due.
+            let opening = window().next_open(clock.now());
+            clock.advance(opening - clock.now());
+        }
+        for _ in 0..10 {
+            dispatcher.run(clock.now() + TimeDelta::seconds(60)).await;
+            let left = active_jobs(&mem);
+            if left == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+
+    let World { mut out, expected, .. } = w;
+    let sent = sink.sent();
+    let duplicates = checks::check(&mut out, &expected, &sent, &mem);
+    out.jobs = expected.len();
+    out.deliveries = sent.len();
+    out.duplicates = duplicates;
+    out
+}
+
+#[tokio::test(start_paused = true)]
+async fn random_interleavings_of_enqueue_dispatch_crash_cancel_and_reschedule_keep_the_invariants() {
+    let seeds: Vec<u64> = match std::env::var("SIM_SEED") {
+        Ok(s) => vec![s.parse().expect("SIM_SEED is a number")],
+        Err(_) => (0..std::env::var("SIM_SEEDS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(3000))
+            .collect(),
+    };
+    let mut total = Outcome::default();
+    for seed in &seeds {
+        let o = simulate(*seed).await;
+        assert!(
+            o.violations.is_empty(),
+            "seed {seed} broke an invariant (replay with SIM_SEED={seed}):\n{}",
+            o.violations.join("\n")
+        );
+        total.jobs += o.jobs;
+        total.deliveries += o.deliveries;
+        total.duplicates += o.duplicates;
+        total.crashes += o.crashes;
+        total.rescheduled += o.rescheduled;
+        total.fifo_pairs += o.fifo_pairs;
+    }
+    println!(
+        "simulation: {} seeds, {} jobs, {} deliveries, {} duplicates, {} crashes, {} reschedules, {} FIFO pairs in order, 0 violations",
+        seeds.len(),
+        total.jobs,
+        total.deliveries,
+        total.duplicates,
+        total.crashes,
+        total.rescheduled,
+        total.fifo_pairs
+    );
+    assert!(
+        total.crashes > 0 && total.jobs > 0 && total.rescheduled > 0,
+        "the simulation exercised nothing"
+    );
+}
