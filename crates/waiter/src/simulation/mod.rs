@@ -1,8 +1,13 @@
 //! Deterministic simulation: random interleavings of enqueue, dispatch, crash, cancel and
-//! reschedule over the
-//! in-memory fakes, with store and queue calls failing on a seeded schedule (before or after they
-//! take effect). A crash is a run dropped at a random await point, as when Lambda kills the
-//! process; whatever the store holds survives, everything else is lost.
+//! reschedule over the in-memory fakes. A crash is a run dropped at a random await point, as
+//! when Lambda kills the process; whatever the store holds survives, everything else is lost.
+//!
+//! Store and queue calls fail on a seeded schedule: before they take effect, after (the reply
+//! is lost), or, for store calls, after and then retried by the SDK up to a second later, with
+//! whatever other callers did meanwhile (an attempt timed out after it was applied; a
+//! transaction's retry is answered by its token, as DynamoDB does). Half the poller runs have a
+//! caller enqueueing, cancelling or rescheduling beside them, and some cancels race a
+//! reschedule of the same id moved near (which hands it to SQS itself).
 //!
 //! The due index lags the table by a random delay per seed (a GSI is eventually consistent), and
 //! ids are cancelled and enqueued again with a new body and time, so a stale index entry can
@@ -19,7 +24,9 @@
 //! - an expired job is never sent (no delivery arrives after `expires_at`);
 //! - a job with windows never arrives outside them (a third of the seeds give half their jobs
 //!   the window 09:00–09:01 UTC, which the simulation's clock starts inside of; jobs moved to
-//!   the next opening fall due a day later, which the final drain reaches).
+//!   the next opening fall due a day later, which the final drain reaches);
+//! - FIFO order per group: of two jobs of a group stored well before the earlier one fell due,
+//!   the earlier is delivered first.
 //!
 //! `SIM_SEEDS=n` runs n seeds (default 3000); `SIM_SEED=s` replays one.
 
