@@ -105,25 +105,23 @@ fn injected(operation: &'static str) -> PortError {
 }
 
 /// Runs `op` under the fault plan: it may fail before taking effect or after, or be applied
-/// and then applied again by the SDK's retry a while later (`op` is evaluated twice).
+/// and then retried by the SDK a while later. What a retry answers depends on the call:
+/// - by default the call is applied again (`op` is evaluated twice) and its answer returned;
+/// - `token:` transactions: the SDK fills in `ClientRequestToken`, so DynamoDB answers a retry
+///   of an applied call as it answered the call (within 10 minutes), without applying it again;
+/// - `once:` sends: a retry re-sends with the delay first planned, which the real adapter
+///   retimes (`aws::retime`); the fakes do not model that, so a retried send is a lost reply.
 macro_rules! faulty {
-    // Sends: a retry re-sends with the delay first planned, which the real adapter retimes
-    // (`aws::retime`); the fakes do not model that, so a retried send is a lost reply only.
-    (once: $faults:expr, $name:literal, $op:expr) => {{
-        $faults.pause().await;
-        let fault = $faults.roll();
-        if fault == Fault::Before {
-            return Err(injected($name));
-        }
-        let out = $op;
-        if matches!(fault, Fault::After | Fault::Retried) {
-            return Err(injected($name));
-        }
-        out
-    }};
-    // Transactions: the SDK fills in `ClientRequestToken`, so DynamoDB answers a retry of an
-    // applied call as it answered the call (within 10 minutes), without applying it again.
-    (token: $faults:expr, $name:literal, $op:expr) => {{
+    (once: $faults:expr, $name:literal, $op:expr) => {
+        faulty!(@ $faults, $name, $op, lost)
+    };
+    (token: $faults:expr, $name:literal, $op:expr) => {
+        faulty!(@ $faults, $name, $op, first)
+    };
+    ($faults:expr, $name:literal, $op:expr) => {
+        faulty!(@ $faults, $name, $op, again)
+    };
+    (@ $faults:expr, $name:literal, $op:expr, $retry:ident) => {{
         $faults.pause().await;
         let fault = $faults.roll();
         if fault == Fault::Before {
@@ -132,29 +130,21 @@ macro_rules! faulty {
         let out = $op;
         match fault {
             Fault::After => return Err(injected($name)),
-            Fault::Retried => {
-                $faults.backoff().await;
-                out
-            }
+            Fault::Retried => faulty!(@retry $retry, $faults, $name, $op, out),
             _ => out,
         }
     }};
-    ($faults:expr, $name:literal, $op:expr) => {{
-        $faults.pause().await;
-        let fault = $faults.roll();
-        if fault == Fault::Before {
-            return Err(injected($name));
-        }
-        let out = $op;
-        match fault {
-            Fault::After => return Err(injected($name)),
-            Fault::Retried => {
-                let _lost = out;
-                $faults.backoff().await;
-                $op
-            }
-            _ => out,
-        }
+    (@retry lost, $faults:expr, $name:literal, $op:expr, $out:ident) => {
+        return Err(injected($name))
+    };
+    (@retry first, $faults:expr, $name:literal, $op:expr, $out:ident) => {{
+        $faults.backoff().await;
+        $out
+    }};
+    (@retry again, $faults:expr, $name:literal, $op:expr, $out:ident) => {{
+        let _lost = $out;
+        $faults.backoff().await;
+        $op
     }};
 }
 
