@@ -30,6 +30,15 @@ pub(crate) fn position(j: &StoredJob) -> IndexPosition {
     (j.job.perform_at, j.job.job_id.clone())
 }
 
+/// Where one partition of a listing stands.
+#[derive(Debug, Clone, PartialEq)]
+enum Place {
+    Start,
+    /// Just past this job, in the index's order.
+    After(IndexPosition),
+    Done,
+}
+
 /// Where each partition of a listing stands between calls: past a job (resumed just after it
 /// in the index's order, inside a group of equal `perform_at` too), or done. A partition not
 /// named starts from the beginning.
@@ -44,16 +53,15 @@ impl Standing {
         }
     }
 
-    /// `None`: the partition is done; `Some(None)`: from the start.
-    fn of(&self, p: &Partition) -> Result<Option<Option<IndexPosition>>, InvalidRequest> {
+    fn of(&self, p: &Partition) -> Result<Place, InvalidRequest> {
         let corrupted = || InvalidRequest::new("cursor", "is not a cursor this function returned (corrupted)");
         match self.0.get(&Self::label(p)).map(String::as_str) {
-            None => Ok(Some(None)),
-            Some(DONE) => Ok(None),
+            None => Ok(Place::Start),
+            Some(DONE) => Ok(Place::Done),
             Some(place) => {
                 let (at, id) = place.split_once('|').ok_or_else(corrupted)?;
                 let at = parse_epoch_decimal(at).ok_or_else(corrupted)?;
-                Ok(Some(Some((at, id.to_owned()))))
+                Ok(Place::After((at, id.to_owned())))
             }
         }
     }
@@ -152,7 +160,10 @@ impl Selection {
                 standing.set(&r.partition, Some(place));
             }
         }
-        let every_partition_done = self.reads.iter().all(|r| standing.of(&r.partition).ok() == Some(None));
+        let every_partition_done = self
+            .reads
+            .iter()
+            .all(|r| standing.of(&r.partition).ok() == Some(Place::Done));
         (!every_partition_done).then(|| {
             cursor::encode(
                 &q.queue,
@@ -179,8 +190,10 @@ where
         };
         let mut todo = Vec::new();
         for p in partitions {
-            if let Some(after) = standing.of(&p)? {
-                todo.push((p, after));
+            match standing.of(&p)? {
+                Place::Start => todo.push((p, None)),
+                Place::After(after) => todo.push((p, Some(after))),
+                Place::Done => {}
             }
         }
         let reads = try_join_all(

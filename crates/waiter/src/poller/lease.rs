@@ -101,9 +101,10 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         };
         // What the previous holder sent and could not remove goes first, and is not sent again.
         let settled = debts.is_empty() || self.settle_debts(&mut run, debts, deadline).await;
-        let worked = match settled {
-            true => Some(self.within(deadline - DRAIN_CUT, run.drain()).await),
-            false => None,
+        let worked = if settled {
+            Some(self.within(deadline - DRAIN_CUT, run.drain()).await)
+        } else {
+            None
         };
         let drained = match worked {
             None => false,
