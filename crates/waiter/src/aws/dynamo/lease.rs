@@ -1,0 +1,144 @@
+//! The pollers' leases on DynamoDB: one lease item per shard, taken and handed on by
+//! conditional `UpdateItem`s, released by a conditional `DeleteItem`.
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use chrono::{DateTime, Utc};
+use tracing::error;
+
+use super::super::classify;
+use super::super::codec::*;
+use super::conditions::is_condition_failed;
+use super::DynamoStore;
+use crate::config::QueueName;
+use crate::error::PortError;
+use crate::ports::{Lease, LeaseOutcome, Leases, Retired};
+
+#[async_trait]
+impl Leases for DynamoStore {
+    async fn acquire_lease(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        lease: &Lease,
+        now: DateTime<Utc>,
+    ) -> Result<LeaseOutcome, PortError> {
+        let update = |horizon: DateTime<Utc>| {
+            self.client
+                .update_item()
+                .table_name(self.table(queue))
+                .set_key(Some(lease_key(queue, shard)))
+                // Debts stay on the item until it is released or handed on again, so that an
+                // SDK retry of this call (whose first attempt was applied) still reads them.
+                .update_expression("SET #owner = :owner, #until = :until, #horizon = :horizon")
+                .condition_expression("attribute_not_exists(#until) OR #until < :now OR #owner = :owner")
+                .expression_attribute_names("#owner", A_LEASE_OWNER)
+                .expression_attribute_names("#until", A_LEASE_UNTIL)
+                .expression_attribute_names("#horizon", A_LEASE_HORIZON)
+                .expression_attribute_values(":owner", AttributeValue::S(lease.owner.clone()))
+                .expression_attribute_values(":until", n(lease.until))
+                .expression_attribute_values(":horizon", n(horizon))
+                .expression_attribute_values(":now", n(now))
+                .return_values(ReturnValue::AllOld)
+                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+                .send()
+        };
+        match update(lease.horizon).await {
+            Ok(out) => {
+                let old = out.attributes.unwrap_or_default();
+                let debts = decode_debts(queue, &old).unwrap_or_else(|reason| {
+                    // The next run re-reads and re-sends what its index shows, as after a crash.
+                    error!(queue = %queue, shard, reason, "unreadable lease debts ignored");
+                    Vec::new()
+                });
+                // A lapsed lease left by a run that could not clean up: keep covering its
+                // horizon. One its holder handed on names all it left unsettled: nothing
+                // inherited. Our own (an SDK retry of this call, whose first attempt was
+                // applied) hides what it replaced: inherited, to be safe.
+                let previous = decode_lease(&old);
+                let handed_on_by = match old.get(A_LEASE_HANDED_ON_BY) {
+                    Some(AttributeValue::S(o)) => Some(o.as_str()),
+                    _ => None,
+                };
+                let inherited = previous
+                    .as_ref()
+                    .is_some_and(|l| Some(l.owner.as_str()) != handed_on_by);
+                let horizon = match previous.map(|l| l.horizon) {
+                    Some(h) if h > lease.horizon => {
+                        update(h)
+                            .await
+                            .map_err(|e| classify("UpdateItem", &self.resource(queue), e))?;
+                        h
+                    }
+                    _ => lease.horizon,
+                };
+                Ok(LeaseOutcome::Acquired {
+                    horizon,
+                    inherited,
+                    debts,
+                })
+            }
+            Err(e) if is_condition_failed(&e) => {
+                let held = match e.into_service_error() {
+                    aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c) => {
+                        c.item.as_ref().and_then(decode_lease)
+                    }
+                    _ => None,
+                };
+                Ok(LeaseOutcome::Held(held))
+            }
+            Err(e) => Err(classify("UpdateItem", &self.resource(queue), e)),
+        }
+    }
+
+    async fn release_lease(&self, queue: &QueueName, shard: u32, owner: &str) -> Result<(), PortError> {
+        let res = self
+            .client
+            .delete_item()
+            .table_name(self.table(queue))
+            .set_key(Some(lease_key(queue, shard)))
+            .condition_expression("#owner = :owner")
+            .expression_attribute_names("#owner", A_LEASE_OWNER)
+            .expression_attribute_values(":owner", AttributeValue::S(owner.to_owned()))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(()),
+            // Someone took over a lapsed lease: theirs now.
+            Err(e) if is_condition_failed(&e) => Ok(()),
+            Err(e) => Err(classify("DeleteItem", &self.resource(queue), e)),
+        }
+    }
+
+    async fn hand_on(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        owner: &str,
+        debts: &[Retired],
+        now: DateTime<Utc>,
+    ) -> Result<bool, PortError> {
+        let res = self
+            .client
+            .update_item()
+            .table_name(self.table(queue))
+            .set_key(Some(lease_key(queue, shard)))
+            .update_expression("SET #until = :until, #debts = :debts, #by = :owner")
+            .condition_expression("#owner = :owner")
+            .expression_attribute_names("#owner", A_LEASE_OWNER)
+            .expression_attribute_names("#until", A_LEASE_UNTIL)
+            .expression_attribute_names("#debts", A_LEASE_DEBTS)
+            .expression_attribute_names("#by", A_LEASE_HANDED_ON_BY)
+            .expression_attribute_values(":owner", AttributeValue::S(owner.to_owned()))
+            // Lapsed already: the next run takes it at once.
+            .expression_attribute_values(":until", n(now - chrono::TimeDelta::milliseconds(1)))
+            .expression_attribute_values(":debts", encode_debts(queue, debts))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(true),
+            Err(e) if is_condition_failed(&e) => Ok(false),
+            Err(e) => Err(classify("UpdateItem", &self.resource(queue), e)),
+        }
+    }
+}
