@@ -58,6 +58,36 @@ use serde_json::Value;
 pub use error::Error;
 pub use sqs_waiter_contract::*;
 
+/// The jobs of one `enqueue_many` invocation stay below this many bytes of JSON: Lambda's
+/// 6 MB, less room for the request envelope and some headroom.
+const ENQUEUE_REQUEST_BYTES: usize = MAX_INVOKE_PAYLOAD_BYTES * 5 / 6;
+
+/// Splits `jobs` into requests of at most `MAX_JOBS_PER_REQUEST` jobs and `budget` bytes of
+/// JSON each, in order. A job over the budget on its own goes alone (and the function refuses
+/// it by its size).
+fn requests(jobs: &[Job], budget: usize) -> Result<Vec<&[Job]>, Error> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, job) in jobs.iter().enumerate() {
+        let size = serde_json::to_vec(job)
+            .map_err(|source| Error::Encode {
+                action: EnqueueMany::NAME,
+                source,
+            })?
+            .len()
+            + 1;
+        if i > start && (i - start == MAX_JOBS_PER_REQUEST || bytes + size > budget) {
+            out.push(&jobs[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += size;
+    }
+    if start < jobs.len() {
+        out.push(&jobs[start..]);
+    }
+    Ok(out)
+}
+
 /// Calls one deployment's `enqueue` function.
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -113,12 +143,13 @@ impl Client {
         self.call(job).await
     }
 
-    /// Schedules many jobs, 1000 per invocation, and gives one result per job in input order:
-    /// a bad job fails alone. An `Err` of the whole call means an invocation failed; the jobs
-    /// of earlier invocations were then scheduled (send them again with the same ids).
+    /// Schedules many jobs, at most 1000 and about 5 MB of them per invocation (Lambda refuses
+    /// a request over 6 MB), and gives one result per job in input order: a bad job fails
+    /// alone. An `Err` of the whole call means an invocation failed; the jobs of earlier
+    /// invocations were then scheduled (send them again with the same ids).
     pub async fn enqueue_many(&self, jobs: &[Job]) -> Result<Vec<Result<JobReply, Failure>>, Error> {
         let mut results = Vec::with_capacity(jobs.len());
-        for chunk in jobs.chunks(MAX_JOBS_PER_REQUEST) {
+        for chunk in requests(jobs, ENQUEUE_REQUEST_BYTES)? {
             let reply = self.call(&EnqueueMany { jobs: chunk.to_vec() }).await?;
             results.extend(reply.into_results());
         }
@@ -192,5 +223,56 @@ impl Client {
     /// Counts and a due-time histogram.
     pub async fn stats(&self, request: &Stats) -> Result<StatsReply, Error> {
         self.call(request).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jobs(n: usize, body_bytes: usize) -> Vec<Job> {
+        (0..n)
+            .map(|i| Job::new("orders", "x".repeat(body_bytes)).id(format!("job-{i}")))
+            .collect()
+    }
+
+    #[test]
+    fn requests_split_by_count_and_by_bytes_and_keep_order() {
+        // Small jobs: 1000 a request.
+        let small = jobs(2_500, 10);
+        let sizes: Vec<usize> = requests(&small, ENQUEUE_REQUEST_BYTES)
+            .unwrap()
+            .iter()
+            .map(|r| r.len())
+            .collect();
+        assert_eq!(sizes, [1000, 1000, 500]);
+        // 7 KB bodies: 1000 of them (about 7 MB) would be refused by Lambda.
+        let big = jobs(1_000, 7 * 1024);
+        let chunks = requests(&big, ENQUEUE_REQUEST_BYTES).unwrap();
+        assert!(chunks.len() >= 2, "{} requests", chunks.len());
+        for c in &chunks {
+            let payload = serde_json::to_vec(&EnqueueMany { jobs: c.to_vec() }.tagged()).unwrap();
+            assert!(
+                payload.len() < MAX_INVOKE_PAYLOAD_BYTES,
+                "a request of {} bytes",
+                payload.len()
+            );
+        }
+        let ids: Vec<&str> = chunks
+            .iter()
+            .flat_map(|c| c.iter())
+            .map(|j| j.job_id.as_deref().unwrap())
+            .collect();
+        let want: Vec<String> = (0..1_000).map(|i| format!("job-{i}")).collect();
+        assert_eq!(ids, want, "every job once, in order");
+    }
+
+    #[test]
+    fn a_job_over_the_budget_goes_alone() {
+        let mut list = jobs(3, 10);
+        list.insert(1, Job::new("orders", "y".repeat(300)));
+        let sizes: Vec<usize> = requests(&list, 200).unwrap().iter().map(|r| r.len()).collect();
+        assert_eq!(sizes, [1, 1, 2]);
+        assert!(requests(&[], ENQUEUE_REQUEST_BYTES).unwrap().is_empty());
     }
 }

@@ -43,6 +43,10 @@ pub use reply::{
 /// The most jobs one `enqueue` request (or one `job_ids` list) may hold.
 pub const MAX_JOBS_PER_REQUEST: usize = 1000;
 
+/// Lambda refuses a synchronous invocation whose request payload is over 6 MB
+/// (<https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html>).
+pub const MAX_INVOKE_PAYLOAD_BYTES: usize = 6 * 1024 * 1024;
+
 /// The `limit` of one page of `list`, `list_parked`, `cancel_many` or `redrive` (`all`) when the
 /// request gives none.
 pub const DEFAULT_PAGE_LIMIT: usize = 100;
