@@ -26,7 +26,7 @@ const LIST_REPLY_BUDGET: usize = 4 * 1024 * 1024;
 /// The cursor's mark of a partition read to the end.
 const DONE: &str = "done";
 
-pub(crate) fn position(j: &StoredJob) -> IndexPosition {
+fn position(j: &StoredJob) -> IndexPosition {
     (j.job.perform_at, j.job.job_id.clone())
 }
 
@@ -66,9 +66,13 @@ impl Standing {
         }
     }
 
-    fn set(&mut self, p: &Partition, place: Option<&IndexPosition>) {
-        let value = place.map_or_else(|| DONE.to_owned(), |(at, id)| format!("{}|{id}", format_epoch(*at)));
-        self.0.insert(Self::label(p), value);
+    fn set(&mut self, p: &Partition, place: Place) {
+        let label = Self::label(p);
+        match place {
+            Place::Start => self.0.remove(&label),
+            Place::After((at, id)) => self.0.insert(label, format!("{}|{id}", format_epoch(at))),
+            Place::Done => self.0.insert(label, DONE.to_owned()),
+        };
     }
 }
 
@@ -111,8 +115,8 @@ impl ListQuery {
 /// What one call read of one partition.
 struct PartitionRead {
     partition: Partition,
-    /// Where the read started: after this job, or from the start.
-    after: Option<IndexPosition>,
+    /// Where the read started (never `Done`).
+    from: Place,
     /// Every item read, in the index's order, and whether the query's prefix selects it.
     read: Vec<(IndexPosition, bool)>,
     /// The selected jobs among them, in the same order.
@@ -140,9 +144,11 @@ impl Selection {
     /// nor a selected job not yet taken.
     pub(crate) fn cursor_after(&self, q: &ListQuery, taken: usize) -> Option<String> {
         let mut standing = self.standing.clone();
+        // Partitions not read in this call were done already.
+        let mut every_partition_done = true;
         for (i, r) in self.reads.iter().enumerate() {
             let mut left = self.from_read[..taken].iter().filter(|&&from| from == i).count();
-            let mut place = r.after.clone();
+            let mut place = r.from.clone();
             let mut whole = true;
             for (pos, selected) in &r.read {
                 if self.bound.is_some_and(|b| pos.0 > b) || (*selected && left == 0) {
@@ -152,18 +158,15 @@ impl Selection {
                 if *selected {
                     left -= 1;
                 }
-                place = Some(pos.clone());
+                place = Place::After(pos.clone());
             }
             if whole && r.finished {
-                standing.set(&r.partition, None);
-            } else if let Some(place) = &place {
-                standing.set(&r.partition, Some(place));
+                place = Place::Done;
+            } else {
+                every_partition_done = false;
             }
+            standing.set(&r.partition, place);
         }
-        let every_partition_done = self
-            .reads
-            .iter()
-            .all(|r| standing.of(&r.partition).ok() == Some(Place::Done));
         (!every_partition_done).then(|| {
             cursor::encode(
                 &q.queue,
@@ -191,16 +194,11 @@ where
         let mut todo = Vec::new();
         for p in partitions {
             match standing.of(&p)? {
-                Place::Start => todo.push((p, None)),
-                Place::After(after) => todo.push((p, Some(after))),
                 Place::Done => {}
+                from => todo.push((p, from)),
             }
         }
-        let reads = try_join_all(
-            todo.into_iter()
-                .map(|(p, after)| self.read_partition(q, p, after, view)),
-        )
-        .await?;
+        let reads = try_join_all(todo.into_iter().map(|(p, from)| self.read_partition(q, p, from, view))).await?;
         // Only what every partition has read through is certain to be in order.
         let bound = reads
             .iter()
@@ -247,22 +245,29 @@ where
         })
     }
 
-    /// A partition's items after `after`: until the page is full or the scan budget is spent.
+    /// A partition's items from `from` on: until the page is full or the scan budget is spent.
     async fn read_partition(
         &self,
         q: &ListQuery,
         partition: Partition,
-        after: Option<IndexPosition>,
+        from: Place,
         view: View,
     ) -> Result<PartitionRead, PortError> {
-        let from = q.from.unwrap_or(DateTime::<Utc>::UNIX_EPOCH);
-        let to = q.to.unwrap_or_else(max_time);
-        let mut pages = self
-            .store
-            .by_time_after(&q.queue, partition.clone(), from, to, after.clone(), view);
+        let after = match &from {
+            Place::After(after) => Some(after.clone()),
+            Place::Start | Place::Done => None,
+        };
+        let mut pages = self.store.by_time_after(
+            &q.queue,
+            partition.clone(),
+            q.from.unwrap_or(DateTime::<Utc>::UNIX_EPOCH),
+            q.to.unwrap_or_else(max_time),
+            after,
+            view,
+        );
         let mut r = PartitionRead {
             partition,
-            after,
+            from,
             read: Vec::new(),
             jobs: Vec::new(),
             finished: false,
@@ -272,7 +277,8 @@ where
                 if r.jobs.len() >= q.limit || r.read.len() >= LIST_SCAN_BUDGET {
                     return Ok(r);
                 }
-                let selected = q.prefix.as_deref().is_none_or(|p| j.job.job_id.starts_with(p));
+                // The index read keeps to `from`..`to`: this is the prefix rule.
+                let selected = q.selects(&j);
                 r.read.push((position(&j), selected));
                 if selected {
                     r.jobs.push(j);

@@ -147,10 +147,12 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             // so that the next run removes them and works the partition on time, instead of
             // waiting for this lease to lapse.
             let undeleted = run.deletes.len();
+            // Lapsed already, so that the next run takes it at once.
+            let until = self.clock.now() - TimeDelta::milliseconds(1);
             match self
                 .within(
                     deadline - RELEASE_CUT,
-                    self.store.hand_on(queue, shard, owner, &run.deletes, self.clock.now()),
+                    self.store.hand_on(queue, shard, owner, &run.deletes, until),
                 )
                 .await
             {

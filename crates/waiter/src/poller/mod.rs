@@ -173,17 +173,15 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         let (mut standard, mut fifo) = (Vec::new(), Vec::new());
         for q in &self.config.queues {
             // Every shard any past WAITER_SHARDS value maps to, so that no shard is left unread.
+            let current = self.config.shards_for(q);
             let shards = match self
-                .within(
-                    deadline - DRAIN_CUT,
-                    self.store.shard_counts(q, self.config.shards_for(q)),
-                )
+                .within(deadline - DRAIN_CUT, self.store.shard_counts(q, current))
                 .await
             {
-                Some(Ok(counts)) => counts.into_iter().max().unwrap_or(self.config.shards_for(q)),
+                Some(Ok(counts)) => counts.into_iter().max().unwrap_or(current),
                 Some(Err(e)) => {
                     report_error(&mut total, q, None, &e);
-                    self.config.shards_for(q)
+                    current
                 }
                 None => {
                     total.errors.push(format!("{q}: reading the shard counts timed out"));

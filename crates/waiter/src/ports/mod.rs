@@ -235,6 +235,16 @@ pub struct Lease {
     pub horizon: DateTime<Utc>,
 }
 
+impl Lease {
+    /// Whether this lease item, found when taking the lease, was left by a run that did not
+    /// clean up. One its holder handed on (`handed_on_by` is its owner) names all that run
+    /// left unsettled; any other was left by a crash, a run unsure of what SQS accepted, or is
+    /// our own, taken by an SDK retry of the same call, which hides what it replaced.
+    pub fn left_unsettled(&self, handed_on_by: Option<&str>) -> bool {
+        handed_on_by != Some(self.owner.as_str())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum LeaseOutcome {
     /// Ours now, with this horizon (the lapsed lease's, when that reached further).

@@ -263,15 +263,16 @@ pub trait Leases: Send + Sync + 'static {
 
     /// Hands the lease on to the next run, with the jobs SQS accepted that this run could not
     /// remove (`debts`): the lease item keeps covering its horizon, so `cancel` answers
-    /// `dispatching` for them, but lapses at `now`, so the next run takes it at once, removes
-    /// them first and works the partition on time. `false` when the lease is no longer ours.
+    /// `dispatching` for them, but its `until` becomes `until`, so that the next run can take
+    /// it from then on, remove them first and work the partition on time. `false` when the
+    /// lease is no longer ours.
     async fn hand_on(
         &self,
         queue: &QueueName,
         shard: u32,
         owner: &str,
         debts: &[Retired],
-        now: DateTime<Utc>,
+        until: DateTime<Utc>,
     ) -> Result<bool, PortError>;
 }
 

@@ -276,12 +276,12 @@ impl<S: JobStore> Leases for FaultyStore<S> {
         shard: u32,
         owner: &str,
         debts: &[Retired],
-        now: DateTime<Utc>,
+        until: DateTime<Utc>,
     ) -> Result<bool, PortError> {
         faulty!(
             self.faults,
             "UpdateItem",
-            self.inner.hand_on(q, shard, owner, debts, now).await
+            self.inner.hand_on(q, shard, owner, debts, until).await
         )
     }
 }

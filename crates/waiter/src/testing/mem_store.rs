@@ -421,11 +421,11 @@ impl Leases for MemStore {
                 let horizon = previous
                     .as_ref()
                     .map_or(lease.horizon, |p| p.horizon.max(lease.horizon));
-                let (debts, handed_on_by) = s.lease_debts.get(&k).cloned().unwrap_or_default();
-                // A lease its holder handed on names all it left unsettled: nothing inherited.
-                // Any other lease item left behind is a run that did not clean up (or our own,
-                // taken by an SDK retry of this call, which hides what it replaced).
-                let inherited = previous.as_ref().is_some_and(|p| p.owner != handed_on_by);
+                let (debts, handed_on_by) = match s.lease_debts.get(&k) {
+                    Some((debts, by)) => (debts.clone(), Some(by.as_str())),
+                    None => (Vec::new(), None),
+                };
+                let inherited = previous.as_ref().is_some_and(|p| p.left_unsettled(handed_on_by));
                 s.leases.insert(
                     k,
                     Lease {
@@ -458,14 +458,13 @@ impl Leases for MemStore {
         shard: u32,
         owner: &str,
         debts: &[Retired],
-        now: DateTime<Utc>,
+        until: DateTime<Utc>,
     ) -> Result<bool, PortError> {
         let mut s = self.state.lock().unwrap();
         let k = (queue.clone(), shard);
         match s.leases.get_mut(&k) {
             Some(l) if l.owner == owner => {
-                // Lapsed already: the next run takes it at once.
-                l.until = now - chrono::TimeDelta::milliseconds(1);
+                l.until = until;
                 s.lease_debts.insert(k, (debts.to_vec(), owner.to_owned()));
                 Ok(true)
             }

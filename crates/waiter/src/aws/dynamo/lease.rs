@@ -52,17 +52,13 @@ impl Leases for DynamoStore {
                     Vec::new()
                 });
                 // A lapsed lease left by a run that could not clean up: keep covering its
-                // horizon. One its holder handed on names all it left unsettled: nothing
-                // inherited. Our own (an SDK retry of this call, whose first attempt was
-                // applied) hides what it replaced: inherited, to be safe.
+                // horizon.
                 let previous = decode_lease(&old);
                 let handed_on_by = match old.get(A_LEASE_HANDED_ON_BY) {
                     Some(AttributeValue::S(o)) => Some(o.as_str()),
                     _ => None,
                 };
-                let inherited = previous
-                    .as_ref()
-                    .is_some_and(|l| Some(l.owner.as_str()) != handed_on_by);
+                let inherited = previous.as_ref().is_some_and(|l| l.left_unsettled(handed_on_by));
                 let horizon = match previous.map(|l| l.horizon) {
                     Some(h) if h > lease.horizon => {
                         update(h)
@@ -116,7 +112,7 @@ impl Leases for DynamoStore {
         shard: u32,
         owner: &str,
         debts: &[Retired],
-        now: DateTime<Utc>,
+        until: DateTime<Utc>,
     ) -> Result<bool, PortError> {
         let res = self
             .client
@@ -130,8 +126,7 @@ impl Leases for DynamoStore {
             .expression_attribute_names("#debts", A_LEASE_DEBTS)
             .expression_attribute_names("#by", A_LEASE_HANDED_ON_BY)
             .expression_attribute_values(":owner", AttributeValue::S(owner.to_owned()))
-            // Lapsed already: the next run takes it at once.
-            .expression_attribute_values(":until", n(now - chrono::TimeDelta::milliseconds(1)))
+            .expression_attribute_values(":until", n(until))
             .expression_attribute_values(":debts", encode_debts(queue, debts))
             .send()
             .await;
