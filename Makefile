@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export MOTO_SERVER := $(CURDIR)/$(VENV)/bin/moto_server
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help venv venv-infra demo test unit e2e e2e-localstack localstack localstack-install lint lint-rust lint-template template-test rehearse infra-test fmt build synth sam-build deploy clean
+.PHONY: help venv venv-infra demo test build-for-tests unit e2e e2e-localstack localstack localstack-install lint lint-rust lint-template template-test rehearse infra-test fmt build synth sam-build deploy clean
 
 help:
 	@echo "make demo   run both functions under cargo lambda watch against moto, end to end (BACKEND=localstack for LocalStack)"
@@ -16,7 +16,7 @@ help:
 	@echo "make localstack  LocalStack (SQS, DynamoDB) in the foreground on 127.0.0.1:\$${LOCALSTACK_PORT:-4566}, no Docker"
 	@echo "make lint   fmt check, clippy, cfn-lint and sam validate"
 	@echo "make build  release bootstraps for arm64 and x86_64 (target/lambda-<arch>/)"
-	@echo "make deploy QUEUES=q1,q2 [ARCH=arm64|x86_64] [STACK=name]  sam build && sam deploy, same parameters"
+	@echo "make deploy QUEUES=q1,q2 [ADOPT=q3] [ARCH=arm64|x86_64] [STACK=name]  sam build && sam deploy, same parameters"
 	@echo "make rehearse  the template deployed, updated and deleted on LocalStack's CloudFormation (part of make test)"
 	@echo "make synth  cdk synth of the example stack (needs make build)"
 	@echo "make bench  precision figures (target/bench/); make bench-quick for a short run"
@@ -95,10 +95,12 @@ e2e-localstack: venv localstack-install
 # nothing again. (`cargo build -p enqueue -p poller -p sqs-waiter` resolves fewer features and
 # made `cargo test` rebuild the AWS SDK stack, about 8 minutes on 2 cores.)
 BUILD_FOR_TESTS := cargo build --workspace --all-targets
-
-# The e2e suite runs twice: on moto (with the unit tests), then on LocalStack.
-test: venv ddb-local localstack-install lint-rust lint-template template-test rehearse infra-test
+build-for-tests:
 	$(BUILD_FOR_TESTS)
+
+# The e2e suite runs twice: on moto (with the unit tests), then on LocalStack. The rehearsal
+# runs the same debug build as the deployed functions' code.
+test: venv ddb-local localstack-install lint-rust lint-template template-test build-for-tests rehearse infra-test
 	cargo test --workspace --no-fail-fast
 	E2E_BACKEND=localstack cargo test --workspace --no-fail-fast --test '*'
 
@@ -110,15 +112,18 @@ build: venv
 synth: $(INFRA_DEPS)
 	cd infra && npx cdk synth
 
-# make deploy QUEUES=orders,billing [ARCH=arm64|x86_64] [STACK=sqs-waiter] [PARAMS="Shards=8 ..."]
+# make deploy QUEUES=orders,billing [ADOPT=refunds] [ARCH=arm64|x86_64] [STACK=sqs-waiter] [PARAMS="Shards=8 ..."]
 # The same parameter overrides go to `sam build` and `sam deploy`, so the architecture built is
-# the one deployed; samconfig.toml turns on language extensions (Fn::ForEach) for both.
+# the one deployed; samconfig.toml turns on language extensions (Fn::ForEach) for both. ADOPT
+# names queues whose tables exist already, kept by an earlier deploy (docs/deploy.md).
 STACK ?= sqs-waiter
 ARCH ?= arm64
-SAM_OVERRIDES = QueueNames=$(QUEUES) Architecture=$(ARCH) $(PARAMS)
+# (SAM CLI refuses an empty override: a list left out keeps its default, empty.)
+SAM_OVERRIDES = $(if $(QUEUES),QueueNames=$(QUEUES)) $(if $(ADOPT),AdoptedQueueNames=$(ADOPT)) Architecture=$(ARCH) $(PARAMS)
 SAM_BUILD_DIR ?= .aws-sam/build
 sam-build: venv-infra
-	@test -n "$(QUEUES)" || { echo "make deploy: QUEUES is required, e.g. make deploy QUEUES=orders,billing [ARCH=arm64|x86_64] [STACK=name]" >&2; exit 2; }
+	@test -n "$(QUEUES)$(ADOPT)" || { echo "make deploy: QUEUES is required, e.g. make deploy QUEUES=orders,billing [ADOPT=q1,q2] [ARCH=arm64|x86_64] [STACK=name]" >&2; exit 2; }
+	@$(VENV)/bin/python scripts/check_queues.py "$(QUEUES)" "$(ADOPT)"
 	@case "$(ARCH)" in arm64|x86_64) ;; *) echo "make deploy: ARCH must be arm64 or x86_64, not '$(ARCH)'" >&2; exit 2;; esac
 	sam build --build-dir $(SAM_BUILD_DIR) --parameter-overrides $(SAM_OVERRIDES)
 
@@ -132,13 +137,14 @@ template-test: venv-infra
 
 # The template through LocalStack's CloudFormation: two stacks side by side, an update that adds
 # a queue, a delete and a failed first create (tests/rehearsal/rehearse.py says what LocalStack
-# stands in for). Its Lambda runs nothing: a runtime executor of ours registers the functions.
-REHEARSAL_EXECUTOR := .tools/localstack/venv/.installed-rehearsal-executor
-rehearse: venv-infra localstack-install $(REHEARSAL_EXECUTOR)
+# stands in for). Jobs go through the deployed functions: a runtime executor of ours
+# (tests/rehearsal/host_executor) runs each function's bootstrap, the host build, as a process.
+REHEARSAL_EXECUTOR := .tools/localstack/venv/.installed-host-executor
+rehearse: venv-infra localstack-install $(REHEARSAL_EXECUTOR) build-for-tests
 	$(VENV)/bin/python tests/rehearsal/rehearse.py
 
-$(REHEARSAL_EXECUTOR): tests/rehearsal/noop_executor/pyproject.toml tests/rehearsal/noop_executor/sqs_waiter_rehearsal_executor.py
-	.tools/localstack/venv/bin/pip install --quiet --disable-pip-version-check ./tests/rehearsal/noop_executor
+$(REHEARSAL_EXECUTOR): tests/rehearsal/host_executor/pyproject.toml tests/rehearsal/host_executor/sqs_waiter_host_executor.py
+	.tools/localstack/venv/bin/pip install --quiet --disable-pip-version-check ./tests/rehearsal/host_executor
 	touch $@
 
 clean:

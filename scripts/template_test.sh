@@ -32,13 +32,29 @@ if out=$(make -s deploy 2>&1); then fail "make deploy without QUEUES succeeded";
 grep -q "QUEUES is required" <<<"$out" || fail "make deploy without QUEUES said: $out"
 if out=$(make -s deploy QUEUES=orders ARCH=sparc 2>&1); then fail "ARCH=sparc accepted"; fi
 grep -q "ARCH must be arm64 or x86_64" <<<"$out" || fail "make deploy ARCH=sparc said: $out"
+dry=$(make -s -n deploy QUEUES=orders ADOPT=billing.fifo,refunds)
+grep -q -- 'QueueNames=orders AdoptedQueueNames=billing.fifo,refunds' <<<"$dry" || fail "ADOPT not passed: $dry"
+# Queue lists the template cannot deploy are refused before sam build, naming the queues.
+refused() {
+  local want=$1; shift
+  if out=$(make -s deploy "$@" 2>&1); then fail "make deploy $* succeeded"; fi
+  grep -q -- "$want" <<<"$out" || fail "make deploy $* said: $out"
+}
+refused "'jobs.fifo' and 'jobs-fifo' become the same resource ids" QUEUES=jobs-fifo,jobs.fifo
+refused "'orders_eu' and 'orders-eu' become the same resource ids" QUEUES=orders-eu ADOPT=orders_eu
+refused "'orders' is named twice (also in QUEUES)" QUEUES=orders,billing ADOPT=orders
+refused "'bad name' is not an SQS queue name" QUEUES="bad name"
+refused "'x.fifo.fifo' is not an SQS queue name" QUEUES=x.fifo.fifo
+python scripts/check_queues.py "$(python -c 'print("q" * 80)')" "$(python -c 'print("f" * 75 + ".fifo")')" \
+  || fail "80-character names refused"
+if python scripts/check_queues.py "$(python -c 'print("q" * 81)')" 2>/dev/null; then fail "an 81-character name accepted"; fi
 
 echo "template-test: sam validate --language-extensions"
 # sam validate takes no parameter overrides, so a copy gives QueueNames a default to expand.
 python - "$work/template.yaml" <<'PY'
 import re, sys
 src = open("template.yaml").read()
-out, n = re.subn(r"(\n  QueueNames:\n    Type: CommaDelimitedList\n)", r'\1    Default: "orders,billing.fifo"\n', src)
+out, n = re.subn(r"(\n  QueueNames:\n    Type: CommaDelimitedList\n)    Default: \"\"\n", r'\1    Default: "orders,billing.fifo"\n', src)
 assert n == 1, "QueueNames parameter not found"
 open(sys.argv[1], "w").write(out)
 PY

@@ -1,0 +1,143 @@
+"""Jobs through a deployed stack's own functions, as a user would send them (tests/rehearsal).
+
+A caller invokes the stack's `enqueue` through LocalStack's Lambda API, with boto3 and with the
+`sqs-waiter` CLI (its client does Lambda Invoke). The poller runs as the stack's schedule would
+run it: LocalStack's EventBridge Scheduler stores schedules but never fires them, so the
+rehearsal reads the schedule back and invokes its target with exactly the schedule's input (or,
+without one, `{}`). Every message is then received from the stack's queue and checked to arrive
+on time and never early.
+"""
+
+import json
+import os
+import subprocess
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = ROOT / "target/debug/sqs-waiter"
+# LocalStack's SQS makes a delayed message visible within about a second of its delay; the
+# poller hands a stored job over before it is due. A message later than this is not on time.
+ON_TIME_S = 5.0
+RECEIVE_TIMEOUT_S = 60
+
+
+def epoch(rfc3339):
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
+
+
+class Deliveries:
+    """Jobs sent through deployed functions, and how many of them arrived as the contract says."""
+
+    def __init__(self, check):
+        self.check = check
+        self.expected = 0
+        self.delivered = 0
+
+
+class RoundTrip:
+    def __init__(self, ls, deliveries):
+        self.ls = ls
+        self.lam = ls.client("lambda")
+        self.sqs = ls.client("sqs")
+        self.sched = ls.client("scheduler")
+        self.deliveries = deliveries
+        self.check = deliveries.check
+
+    def ensure_queue(self, name):
+        return self.sqs.create_queue(QueueName=name)["QueueUrl"]
+
+    def invoke(self, function, payload):
+        out = self.lam.invoke(FunctionName=function, Payload=json.dumps(payload).encode())
+        body = out["Payload"].read()
+        try:
+            reply = json.loads(body)
+        except ValueError:
+            reply = {"unparsed": body.decode(errors="replace")}
+        return out.get("FunctionError"), reply
+
+    def enqueue_boto3(self, function, queue, body, delay_s):
+        error, reply = self.invoke(function, {"queue": queue, "message_body": body, "delay_seconds": delay_s})
+        self.check(error is None and reply.get("status") in ("sent", "scheduled"),
+                   f"{function}: boto3 Invoke enqueues on {queue} in {delay_s} s (got {error}: {reply})")
+        return reply
+
+    def enqueue_cli(self, function, queue, body, delay_s):
+        env = dict(os.environ, AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test",
+                   AWS_ENDPOINT_URL=self.ls.endpoint)
+        env.pop("AWS_PROFILE", None)
+        run = subprocess.run([str(CLI), "--function", function, "--region", "us-east-1", "--json",
+                              "enqueue", queue, body, "--delay", f"{delay_s}s"],
+                             env=env, capture_output=True, text=True, timeout=60)
+        try:
+            reply = json.loads(run.stdout)
+        except ValueError:
+            reply = {}
+        self.check(run.returncode == 0 and reply.get("status") in ("sent", "scheduled"),
+                   f"{function}: the sqs-waiter CLI enqueues on {queue} in {delay_s} s "
+                   f"(exit {run.returncode}: {json.dumps(reply) if reply else run.stdout.strip()} {run.stderr.strip()[-500:]})")
+        return reply
+
+    def fire_schedule(self, schedule_name):
+        """What EventBridge Scheduler would do on the schedule's next minute."""
+        target = self.sched.get_schedule(Name=schedule_name)["Target"]
+        payload = json.loads(target["Input"]) if target.get("Input") else {}
+        error, reply = self.invoke(target["Arn"], payload)
+        self.check(error is None and isinstance(reply, dict) and "dispatched" in reply and not reply.get("errors"),
+                   f"schedule {schedule_name}: its target (the poller) runs without errors (got {error}: {reply})")
+        return reply
+
+    def send_jobs(self, function, queue, label, stored_delay_s):
+        """A direct and a stored job by each caller; returns {body: (perform_at, how)}."""
+        expected = {}
+        for how, enqueue in (("boto3", self.enqueue_boto3), ("cli", self.enqueue_cli)):
+            for kind, delay in (("direct", 0), ("stored", stored_delay_s)):
+                body = f"{label}/{how}/{kind}/{uuid.uuid4()}"
+                reply = enqueue(function, queue, body, delay)
+                if "perform_at" in reply:
+                    expected[body] = (epoch(reply["perform_at"]), f"{label} {how} {kind} ({reply.get('status')})")
+                    if kind == "stored":
+                        self.check(reply.get("status") == "scheduled", f"{label}: the {how} job in {delay} s is stored")
+        return expected
+
+    def hold_job(self, function, queue, label, delay_s):
+        """One stored job, left for a later poller run; returns {body: (perform_at, what)}."""
+        body = f"{label}/{uuid.uuid4()}"
+        reply = self.enqueue_boto3(function, queue, body, delay_s)
+        self.check(reply.get("status") == "scheduled", f"{label}: stored")
+        return {body: (epoch(reply["perform_at"]), label)} if "perform_at" in reply else {}
+
+    @staticmethod
+    def stored(ddb, table):
+        """Jobs stored in a table (items with a perform_at), by a consistent scan."""
+        out = ddb.scan(TableName=table, ConsistentRead=True, FilterExpression="attribute_exists(perform_at)", Select="COUNT")
+        return out["Count"]
+
+    def receive(self, queue, expected, on_time=True):
+        """Receives until every expected body has arrived (or the timeout); checks each arrival."""
+        self.deliveries.expected += len(expected)
+        url = self.ensure_queue(queue)
+        arrived = {}
+        duplicates = []
+        deadline = time.time() + max([RECEIVE_TIMEOUT_S] + [p - time.time() + RECEIVE_TIMEOUT_S for p, _ in expected.values()])
+        while len(arrived) < len(expected) and time.time() < deadline:
+            for m in self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", []):
+                seen = time.time()
+                if m["Body"] in arrived:
+                    duplicates.append(m["Body"])
+                elif m["Body"] in expected:
+                    arrived[m["Body"]] = seen
+                self.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+        for body, (perform_at, what) in expected.items():
+            seen = arrived.get(body)
+            if not self.check(seen is not None, f"{what}: delivered to {queue}"):
+                continue
+            late = seen - perform_at
+            good = self.check(late >= 0, f"{what}: never early (arrived {late:+.2f} s from perform_at)")
+            if on_time:
+                good = self.check(late <= ON_TIME_S, f"{what}: on time (at most {ON_TIME_S:.0f} s late; {late:.2f} s)") and good
+            if good:
+                self.deliveries.delivered += 1
+        self.check(not duplicates, f"{queue}: no message delivered twice (got {duplicates})")
