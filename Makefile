@@ -140,7 +140,7 @@ template-test: venv-infra
 # stands in for). Jobs go through the deployed functions: a runtime executor of ours
 # (tests/rehearsal/host_executor) runs each function's bootstrap, the host build, as a process.
 REHEARSAL_EXECUTOR := .tools/localstack/venv/.installed-host-executor
-rehearse: venv-infra localstack-install $(REHEARSAL_EXECUTOR) build-for-tests
+rehearse: venv-infra localstack-install $(REHEARSAL_EXECUTOR) build-for-tests $(INFRA_DEPS)
 	$(VENV)/bin/python tests/rehearsal/rehearse.py
 
 $(REHEARSAL_EXECUTOR): tests/rehearsal/host_executor/pyproject.toml tests/rehearsal/host_executor/sqs_waiter_host_executor.py

@@ -1,4 +1,4 @@
-import { Stack, type StackProps } from "aws-cdk-lib";
+import { type Duration, Stack, type StackProps } from "aws-cdk-lib";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
@@ -8,6 +8,8 @@ export interface ExampleStackProps extends StackProps {
   readonly enqueueCode: lambda.Code;
   readonly pollerCode: lambda.Code;
   readonly architecture?: lambda.Architecture;
+  /** Passed to the waiter; the deploy rehearsal sets 0 so that jobs seconds ahead are stored. */
+  readonly directMaxDelay?: Duration;
 }
 
 /** An example: two queues of your own, managed by one sqs-waiter. */
@@ -42,6 +44,7 @@ export class ExampleStack extends Stack {
       enqueueCode: props.enqueueCode,
       pollerCode: props.pollerCode,
       architecture: props.architecture,
+      directMaxDelay: props.directMaxDelay,
     });
   }
 }

@@ -44,10 +44,11 @@ from botocore.config import Config
 from cfnlint.decode import cfn_yaml
 from samtranslator.translator.transform import transform as sam_transform
 
+import cdk_stack
 from roundtrip import Deliveries, RoundTrip
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVICES = "sqs,dynamodb,cloudformation,iam,lambda,scheduler,logs,cloudwatch,sts,s3,kms"
+SERVICES = "sqs,dynamodb,cloudformation,iam,lambda,scheduler,logs,cloudwatch,sts,s3,kms,ssm"
 REGION = "us-east-1"
 BUCKET = "sqs-waiter-rehearsal"
 STACK_TIMEOUT_S = 300
@@ -55,6 +56,7 @@ STACK_TIMEOUT_S = 300
 # for its architecture, with the binaries `make test` builds once for every test.
 ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}[os.uname().machine]
 BINARIES = ("enqueue", "poller")
+ARCH_CDK = {"x86_64": "x86_64", "arm64": "arm64"}  # the example app's `architecture` context
 # Jobs due in more than DIRECT_MAX_DELAY seconds are stored (the deployed default is 900): the
 # rehearsal stores jobs a few seconds ahead and has the poller hand them over.
 DIRECT_MAX_DELAY = 0
@@ -171,6 +173,14 @@ def derived_template(queues, adopted=()):
     return json.dumps(template)
 
 
+def stripped_bootstrap(binary, dest):
+    """The host build of `binary` without its debug sections (a debug binary is about 120 MB)."""
+    built = ROOT / "target/debug" / binary
+    if not built.is_file():
+        sys.exit(f"rehearse: {built} is missing; run `cargo build --workspace --all-targets` first (make rehearse does)")
+    subprocess.run(["strip", "--strip-debug", "-o", str(dest), str(built)], check=True)
+
+
 class NoManagedPolicies:
     """The template names no AWS managed policies (its roles are its own)."""
 
@@ -246,16 +256,12 @@ class Rehearsal:
         self.sqs = ls.client("sqs")
 
     def upload_code(self):
-        """Each function's bootstrap, as `sam build` would package it: the host build without
-        its debug sections (a debug binary is about 120 MB)."""
+        """Each function's bootstrap, as `sam build` would package it."""
         self.s3.create_bucket(Bucket=BUCKET)
         for binary in BINARIES:
-            built = ROOT / "target/debug" / binary
-            if not built.is_file():
-                sys.exit(f"rehearse: {built} is missing; run `cargo build --workspace --all-targets` first (make rehearse does)")
             with tempfile.TemporaryDirectory() as tmp:
                 stripped = Path(tmp) / "bootstrap"
-                subprocess.run(["strip", "--strip-debug", "-o", str(stripped), str(built)], check=True)
+                stripped_bootstrap(binary, stripped)
                 buf = io.BytesIO()
                 with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
                     info = zipfile.ZipInfo("bootstrap")
@@ -511,6 +517,18 @@ def main():
         r.upload_code()
         deliveries = Deliveries(check)
         rt = RoundTrip(ls, deliveries)
+
+        # 0. The CDK construct: the example stack synthesized with the host's bootstraps and
+        #    deployed through CloudFormation (first: it creates the queue `orders` itself).
+        if cdk_stack.deploy(r, ls, check, ARCH_CDK[ARCH], DIRECT_MAX_DELAY, stripped_bootstrap):
+            enqueue, schedule = cdk_stack.functions_and_schedule(r)
+            if check(enqueue and schedule, f"cdk: {cdk_stack.STACK} has an enqueue function and a schedule"):
+                expected = rt.send_jobs(enqueue, "orders", f"{cdk_stack.STACK}/orders", STORED_DELAY_S)
+                stored = sum(1 for _, what in expected.values() if "(scheduled)" in what)
+                run = rt.fire_schedule(schedule)
+                check(run.get("dispatched") == stored, f"cdk: the poller run hands over the {stored} stored jobs (got {run.get('dispatched')})")
+                rt.receive("orders", expected)
+
         for q in ("orders", "billing", "refunds", "fresh"):
             rt.ensure_queue(q)
 

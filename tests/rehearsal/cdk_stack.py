@@ -1,0 +1,87 @@
+"""The CDK construct's round trip for the deploy rehearsal (tests/rehearsal/rehearse.py).
+
+`cdk synth` of the example stack (infra/bin/app.ts) with the host's bootstraps as its function
+code, its assets published as `cdk deploy` would (zipped into the bootstrap bucket, under the
+keys the asset manifest names), the bootstrap version parameter `cdk bootstrap` would leave,
+and the synthesized template deployed through LocalStack's CloudFormation. Then jobs through
+its functions, as for the SAM stacks.
+"""
+
+import io
+import json
+import os
+import subprocess
+import tempfile
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+STACK = "SqsWaiterExample"
+ACCOUNT = "000000000000"
+QUALIFIER = "hnb659fds"  # the default synthesizer's
+
+
+def zipped_dir(directory):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        for path in sorted(Path(directory).rglob("*")):
+            if path.is_file():
+                info = zipfile.ZipInfo(str(path.relative_to(directory)))
+                info.external_attr = (path.stat().st_mode & 0o777) << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                z.writestr(info, path.read_bytes())
+    return buf.getvalue()
+
+
+def synth(tmp, arch, direct_max_delay, stripped_bootstrap):
+    """`cdk synth` of the example stack with these bootstraps; returns cdk.out's path."""
+    lambda_dir = Path(tmp) / "lambda"
+    for binary in ("enqueue", "poller"):
+        (lambda_dir / binary).mkdir(parents=True)
+        stripped_bootstrap(binary, lambda_dir / binary / "bootstrap")
+    out = Path(tmp) / "cdk.out"
+    run = subprocess.run(
+        ["npx", "cdk", "synth", "--quiet", "-c", f"lambdaDir={lambda_dir}", "-c", f"architecture={arch}",
+         "-c", f"directMaxDelay={direct_max_delay}", "-o", str(out)],
+        cwd=ROOT / "infra", capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, CDK_DISABLE_VERSION_CHECK="1"),
+    )
+    if run.returncode != 0:
+        raise RuntimeError(f"cdk synth failed: {run.stdout[-2000:]} {run.stderr[-2000:]}")
+    return out
+
+
+def deploy(r, ls, check, arch, direct_max_delay, stripped_bootstrap):
+    """Synthesizes and deploys the example stack; returns True when it is up."""
+    region = "us-east-1"
+    with tempfile.TemporaryDirectory(prefix="sqs-waiter-cdk-") as tmp:
+        try:
+            out = synth(tmp, arch, direct_max_delay, stripped_bootstrap)
+        except RuntimeError as e:
+            check(False, f"cdk: {e}")
+            return False
+        check(True, f"cdk: synth of {STACK} with the host's bootstraps ({arch}, directMaxDelay {direct_max_delay})")
+        bucket = f"cdk-{QUALIFIER}-assets-{ACCOUNT}-{region}"
+        r.s3.create_bucket(Bucket=bucket)
+        manifest = json.loads((out / f"{STACK}.assets.json").read_text())
+        for asset in manifest["files"].values():
+            source = out / asset["source"]["path"]
+            for dest in asset["destinations"].values():
+                name = dest["bucketName"].replace("${AWS::AccountId}", ACCOUNT).replace("${AWS::Region}", region)
+                body = zipped_dir(source) if asset["source"].get("packaging") == "zip" else source.read_bytes()
+                r.s3.put_object(Bucket=name, Key=dest["objectKey"], Body=body)
+        ls.client("ssm").put_parameter(Name=f"/cdk-bootstrap/{QUALIFIER}/version", Value="30", Type="String", Overwrite=True)
+        template = (out / f"{STACK}.template.json").read_text()
+    r.cfn.create_stack(StackName=STACK, TemplateBody=template, Capabilities=r.CAPS)
+    status = r.wait(STACK, "CREATE_COMPLETE")
+    return check(status == "CREATE_COMPLETE", f"cdk: {STACK} deployed through CloudFormation (got {status})")
+
+
+def functions_and_schedule(r):
+    res = r.resources(STACK)
+    by_type = {}
+    for logical, summary in res.items():
+        by_type.setdefault(summary["ResourceType"], []).append((logical, summary["PhysicalResourceId"]))
+    enqueue = [p for logical, p in by_type.get("AWS::Lambda::Function", []) if logical.startswith("WaiterEnqueue")]
+    schedules = [p for _, p in by_type.get("AWS::Scheduler::Schedule", [])]
+    return (enqueue[0] if enqueue else None), (schedules[0] if schedules else None)
