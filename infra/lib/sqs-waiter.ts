@@ -13,6 +13,7 @@ import * as sqs from "aws-cdk-lib/aws-sqs";
 import * as path from "node:path";
 import { RustFunction } from "cargo-lambda-cdk";
 import { Construct } from "constructs";
+import { inRange } from "./ranges.ts";
 
 /**
  * A queue's key for its table: its name when the app knows it (an imported queue, or a queue
@@ -32,6 +33,13 @@ export const INDEX_NAME = "scheduler-perform_at-index";
 export interface SqsWaiterProps {
   /** The queues this deployment manages (the allow-list). Each gets its own table. */
   readonly queues: sqs.IQueue[];
+  /**
+   * Queues it also manages whose table (`${tablePrefix}${name}`) exists already, kept by an
+   * earlier deployment: a queue taken out of `queues`, a destroyed stack. The construct uses and
+   * grants that table but neither creates nor owns it, so the jobs stored in it are delivered
+   * again. A queue is in `queues` or here, once. @default none
+   */
+  readonly adoptedQueues?: sqs.IQueue[];
   /**
    * Built `bootstrap` of the enqueue function, e.g. from CI. @default a `RustFunction`
    * (cargo-lambda-cdk) that builds the `enqueue` binary of `manifestPath` for `architecture`.
@@ -102,8 +110,12 @@ export interface SqsWaiterProps {
  * least-privilege roles, a one-minute EventBridge schedule, a failure queue and three alarms.
  */
 export class SqsWaiter extends Construct {
+  /** The tables this construct creates, one per queue of `queues`. */
   readonly tables: dynamodb.Table[];
-  private readonly tablesByQueue = new Map<string, dynamodb.Table>();
+  /** The existing tables of `adoptedQueues`. */
+  readonly adoptedTables: dynamodb.ITable[];
+  private readonly tablesByQueue = new Map<string, dynamodb.ITable>();
+  private readonly claimed = new Set<string>();
   readonly enqueueFunction: lambda.Function;
   readonly pollerFunction: lambda.Function;
   readonly pollerFailures: sqs.Queue;
@@ -112,24 +124,25 @@ export class SqsWaiter extends Construct {
 
   constructor(scope: Construct, id: string, props: SqsWaiterProps) {
     super(scope, id);
-    if (props.queues.length === 0) {
-      throw new Error("SqsWaiter: queues must name at least one queue");
+    const adoptedQueues = props.adoptedQueues ?? [];
+    if (props.queues.length + adoptedQueues.length === 0) {
+      throw new Error("SqsWaiter: queues must name at least one queue (or adoptedQueues one whose table exists)");
     }
     const prefix = props.tablePrefix ?? "sqs-waiter-";
     const billingMode = props.billingMode ?? dynamodb.BillingMode.PAY_PER_REQUEST;
     const provisioned = billingMode === dynamodb.BillingMode.PROVISIONED;
     const capacity = provisioned
-      ? { readCapacity: props.readCapacity ?? 5, writeCapacity: props.writeCapacity ?? 5 }
+      ? {
+          readCapacity: inRange("readCapacity", props.readCapacity, 5),
+          writeCapacity: inRange("writeCapacity", props.writeCapacity, 5),
+        }
       : {};
 
     this.tables = props.queues.map((queue) => {
       // Keyed by the queue, not its position, so that reordering or removing a queue never
       // replaces another queue's table. An unnamed queue's name is a token: its construct id
       // is stable instead.
-      const key = queueKey(queue);
-      if (this.tablesByQueue.has(key)) {
-        throw new Error(`SqsWaiter: queue ${key} is listed twice`);
-      }
+      const key = this.claim(queue);
       const table = new dynamodb.Table(this, `Table-${key}`, {
         tableName: `${prefix}${queue.queueName}`,
         partitionKey: { name: "scheduler", type: dynamodb.AttributeType.STRING },
@@ -152,16 +165,26 @@ export class SqsWaiter extends Construct {
       });
       return table;
     });
+    this.adoptedTables = adoptedQueues.map((queue) => {
+      const key = this.claim(queue);
+      const table = dynamodb.Table.fromTableName(this, `Adopted-${key}`, `${prefix}${queue.queueName}`);
+      this.tablesByQueue.set(key, table);
+      return table;
+    });
+    const managed: [sqs.IQueue, dynamodb.ITable][] = [
+      ...props.queues.map((q, i): [sqs.IQueue, dynamodb.ITable] => [q, this.tables[i]]),
+      ...adoptedQueues.map((q, i): [sqs.IQueue, dynamodb.ITable] => [q, this.adoptedTables[i]]),
+    ];
 
     const environment: Record<string, string> = {
-      WAITER_QUEUES: props.queues.map((q) => q.queueName).join(","),
+      WAITER_QUEUES: managed.map(([q]) => q.queueName).join(","),
       WAITER_TABLE_PREFIX: prefix,
-      WAITER_SHARDS: String(props.shards ?? 4),
-      WAITER_LOOKAHEAD: String((props.lookahead ?? Duration.seconds(120)).toSeconds()),
-      WAITER_DIRECT_MAX_DELAY: String((props.directMaxDelay ?? Duration.seconds(900)).toSeconds()),
-      WAITER_FIFO_HOLD: String((props.fifoHold ?? Duration.seconds(0)).toSeconds()),
-      WAITER_HISTORY_DAYS: String(historyDays(props.historyDays)),
-      WAITER_MAX_RATE: String(maxRate(props.maxRate)),
+      WAITER_SHARDS: String(inRange("shards", props.shards, 4)),
+      WAITER_LOOKAHEAD: String(inRange("lookahead", props.lookahead, 120)),
+      WAITER_DIRECT_MAX_DELAY: String(inRange("directMaxDelay", props.directMaxDelay, 900)),
+      WAITER_FIFO_HOLD: String(inRange("fifoHold", props.fifoHold, 0)),
+      WAITER_HISTORY_DAYS: String(inRange("historyDays", props.historyDays, 7)),
+      WAITER_MAX_RATE: String(inRange("maxRate", props.maxRate, 0)),
       RUST_LOG: props.logLevel ?? lambda.ApplicationLogLevel.INFO,
     };
     const common = {
@@ -203,9 +226,12 @@ export class SqsWaiter extends Construct {
       description: "sqs-waiter poller (hands due jobs to SQS)",
       role: pollerRole.role,
       logGroup: pollerRole.logGroup,
-      timeout: props.pollerTimeout ?? Duration.seconds(70),
+      timeout: Duration.seconds(inRange("pollerTimeout", props.pollerTimeout, 70)),
       // Opt-in: partitions are leased, so concurrent runs are safe without a reservation.
-      reservedConcurrentExecutions: props.pollerReservedConcurrency,
+      reservedConcurrentExecutions:
+        props.pollerReservedConcurrency === undefined
+          ? undefined
+          : inRange("pollerReservedConcurrency", props.pollerReservedConcurrency, 0),
       // A failed run is not retried: the next starts within a minute and resumes from the table.
       retryAttempts: 0,
       maxEventAge: Duration.seconds(60),
@@ -213,8 +239,7 @@ export class SqsWaiter extends Construct {
     });
 
     // Least privilege: exact table, index and queue ARNs for each managed queue.
-    props.queues.forEach((queue, i) => {
-      const table = this.tables[i];
+    for (const [queue, table] of managed) {
       enqueueRole.role.addToPrincipalPolicy(
         new iam.PolicyStatement({
           // PutItem: schedule and reschedule. BatchGetItem: get and the idempotency check.
@@ -261,10 +286,10 @@ export class SqsWaiter extends Construct {
           new iam.PolicyStatement({ actions: ["sqs:SendMessage", "sqs:GetQueueUrl"], resources: [queue.queueArn] }),
         );
       }
-    });
+    }
     // Queues encrypted with a customer key need the key: the app's own queues name theirs, and
     // queueKmsKeys covers imported ones.
-    const queueKeys = [...props.queues.flatMap((q) => q.encryptionMasterKey ?? []), ...(props.queueKmsKeys ?? [])];
+    const queueKeys = [...managed.flatMap(([q]) => q.encryptionMasterKey ?? []), ...(props.queueKmsKeys ?? [])];
     for (const key of queueKeys) {
       for (const role of [enqueueRole.role, pollerRole.role]) {
         key.grant(role, "kms:GenerateDataKey", "kms:Decrypt");
@@ -378,10 +403,23 @@ export class SqsWaiter extends Construct {
         metric("SqsWaiter", "PartitionErrors", "Sum", fiveMinutes),
         2,
       ),
+      // A refused request is a function error (the contract), so Lambda's Errors alone would
+      // page on callers' mistakes: the function counts those as Refused, and its own failures
+      // (also failed jobs of a batch) as Failures. Crashes and timeouts print no line and stay
+      // in Errors.
       atLeastOne(
         "EnqueueErrors",
-        "The sqs-waiter enqueue function failed invocations.",
-        metric("AWS/Lambda", "Errors", "Sum", fiveMinutes, this.enqueueFunction),
+        "The sqs-waiter enqueue function failed on its side (dependencies, internal errors, crashes, timeouts); refused requests are not counted.",
+        new cloudwatch.MathExpression({
+          expression: "FILL(errors, 0) - FILL(refused, 0) + FILL(failures, 0)",
+          label: "enqueue failures on our side",
+          period: fiveMinutes,
+          usingMetrics: {
+            errors: metric("AWS/Lambda", "Errors", "Sum", fiveMinutes, this.enqueueFunction),
+            refused: metric("SqsWaiter", "Refused", "Sum", fiveMinutes, this.enqueueFunction),
+            failures: metric("SqsWaiter", "Failures", "Sum", fiveMinutes, this.enqueueFunction),
+          },
+        }),
       ),
     ];
     if (props.alarmTopic) {
@@ -406,13 +444,23 @@ export class SqsWaiter extends Construct {
   }
 
   /** The table that stores `queue`'s jobs. Throws if this waiter does not manage the queue. */
-  tableFor(queue: sqs.IQueue | string): dynamodb.Table {
+  tableFor(queue: sqs.IQueue | string): dynamodb.ITable {
     const key = typeof queue === "string" ? queue : queueKey(queue);
     const table = this.tablesByQueue.get(key);
     if (!table) {
       throw new Error(`SqsWaiter: ${key} is not one of the managed queues (${[...this.tablesByQueue.keys()].join(", ")})`);
     }
     return table;
+  }
+
+  /** The queue's key among the managed queues, refusing a queue named twice (in either list). */
+  private claim(queue: sqs.IQueue): string {
+    const key = queueKey(queue);
+    if (this.claimed.has(key)) {
+      throw new Error(`SqsWaiter: queue ${key} is listed twice (a queue is in queues or in adoptedQueues, once)`);
+    }
+    this.claimed.add(key);
+    return key;
   }
 
   /** A role with logging rights on the function's own log group only, instead of the AWS managed policy. */
@@ -431,22 +479,4 @@ export class SqsWaiter extends Construct {
     );
     return { role, logGroup };
   }
-}
-
-/** `maxRate` as the functions read it: a whole number of messages a second, 0 to 1 000 000. */
-function maxRate(rate: number | undefined): number {
-  const r = rate ?? 0;
-  if (!Number.isInteger(r) || r < 0 || r > 1_000_000) {
-    throw new Error(`SqsWaiter: maxRate must be a whole number from 0 (unlimited) to 1000000, got ${r}`);
-  }
-  return r;
-}
-
-/** `historyDays` as the functions read it: a whole number of days, 0 to 365. */
-function historyDays(days: number | undefined): number {
-  const d = days ?? 7;
-  if (!Number.isInteger(d) || d < 0 || d > 365) {
-    throw new Error(`SqsWaiter: historyDays must be a whole number from 0 to 365, got ${d}`);
-  }
-  return d;
 }

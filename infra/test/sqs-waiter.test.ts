@@ -3,14 +3,16 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
-import { App, Stack } from "aws-cdk-lib";
+import { App, Duration, Stack } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import * as cxapi from "aws-cdk-lib/cx-api";
+import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { ExampleStack } from "../lib/example-stack.ts";
+import { RANGES } from "../lib/ranges.ts";
 import { INDEX_NAME, SqsWaiter } from "../lib/sqs-waiter.ts";
 import { nagFindings } from "./nag.ts";
 
@@ -212,7 +214,7 @@ test("silence alarms: heartbeat, throttles, failure queues, failed entries, part
   );
   template.hasResourceProperties("AWS::CloudWatch::Alarm", { Namespace: "SqsWaiter", MetricName: "FailedEntries" });
   template.hasResourceProperties("AWS::CloudWatch::Alarm", { Namespace: "SqsWaiter", MetricName: "PartitionErrors" });
-  template.resourcePropertiesCountIs("AWS::CloudWatch::Alarm", { Namespace: "AWS/Lambda", MetricName: "Errors" }, 2);
+  template.resourcePropertiesCountIs("AWS::CloudWatch::Alarm", { Namespace: "AWS/Lambda", MetricName: "Errors" }, 1);
   template.hasResourceProperties("AWS::Scheduler::Schedule", {
     Target: Match.objectLike({ DeadLetterConfig: { Arn: Match.anyValue() } }),
   });
@@ -343,5 +345,160 @@ test("without code, both functions are RustFunctions built by cargo lambda for t
       { Runtime: "provided.al2023", Handler: "bootstrap", Architectures: [expected] },
       2,
     );
+  }
+});
+
+test("adopted queues: no table created, the existing table granted exactly, the queue managed", () => {
+  const stack = new Stack(newApp(), "Adopting", { env: { account: "111111111111", region: "us-east-1" } });
+  const orders = sqs.Queue.fromQueueArn(stack, "orders", "arn:aws:sqs:us-east-1:111111111111:orders");
+  const billing = sqs.Queue.fromQueueArn(stack, "billing", "arn:aws:sqs:us-east-1:111111111111:billing");
+  const waiter = new SqsWaiter(stack, "W", { queues: [orders], adoptedQueues: [billing], enqueueCode: fakeCode(), pollerCode: fakeCode() });
+  const template = Template.fromStack(stack);
+  template.resourceCountIs("AWS::DynamoDB::Table", 1);
+  template.hasResourceProperties("AWS::DynamoDB::Table", { TableName: "sqs-waiter-orders" });
+  template.resourcePropertiesCountIs(
+    "AWS::Lambda::Function",
+    { Environment: { Variables: Match.objectLike({ WAITER_QUEUES: "orders,billing" }) } },
+    2,
+  );
+  const resources = JSON.stringify(
+    Object.values(template.findResources("AWS::IAM::Policy")).flatMap((p: any) => p.Properties.PolicyDocument.Statement),
+  );
+  for (const arn of [
+    "arn:aws:dynamodb:us-east-1:111111111111:table/sqs-waiter-billing",
+    `arn:aws:dynamodb:us-east-1:111111111111:table/sqs-waiter-billing/index/${INDEX_NAME}`,
+    "arn:aws:sqs:us-east-1:111111111111:billing",
+  ]) {
+    assert.ok(resources.includes(`"${arn}"`), `${arn} granted`);
+  }
+  assert.equal(stack.resolve(waiter.tableFor("billing").tableName), "sqs-waiter-billing");
+  // Only adopted queues is enough (a stack re-created after a destroy).
+  const again = new Stack(newApp(), "Readopting");
+  const q = sqs.Queue.fromQueueArn(again, "q", "arn:aws:sqs:us-east-1:111111111111:orders");
+  new SqsWaiter(again, "W", { queues: [], adoptedQueues: [q], enqueueCode: fakeCode(), pollerCode: fakeCode() });
+  Template.fromStack(again).resourceCountIs("AWS::DynamoDB::Table", 0);
+});
+
+test("a queue in both queues and adoptedQueues is refused, naming it", () => {
+  const stack = new Stack(newApp(), "Both");
+  const q = sqs.Queue.fromQueueArn(stack, "q", "arn:aws:sqs:us-east-1:111111111111:orders");
+  assert.throws(
+    () => new SqsWaiter(stack, "W", { queues: [q], adoptedQueues: [q], enqueueCode: fakeCode(), pollerCode: fakeCode() }),
+    /queue orders is listed twice \(a queue is in queues or in adoptedQueues, once\)/,
+  );
+});
+
+test("names that differ only in punctuation get their own tables and logical ids", () => {
+  const stack = new Stack(newApp(), "Punctuation");
+  const names = ["jobs-fifo", "jobs_fifo", "orders-eu", "orders.eu"];
+  const queues = names.map((n) => sqs.Queue.fromQueueArn(stack, n, `arn:aws:sqs:us-east-1:111111111111:${n}`));
+  new SqsWaiter(stack, "W", { queues, enqueueCode: fakeCode(), pollerCode: fakeCode() });
+  const tables = Template.fromStack(stack).findResources("AWS::DynamoDB::Table");
+  assert.deepEqual(Object.values(tables).map((t: any) => t.Properties.TableName).sort(), names.map((n) => `sqs-waiter-${n}`).sort());
+  assert.equal(new Set(Object.keys(tables)).size, names.length);
+});
+
+test("every prop in ranges.json is checked at synth, naming the prop and its range", () => {
+  const build = (prop: string, value: number) => {
+    const stack = new Stack(newApp(), "Ranged");
+    const queue = new sqs.Queue(stack, "Q");
+    const range = RANGES[prop];
+    const given = range.unit === "s" ? Duration.seconds(value) : value;
+    const extra = prop === "readCapacity" || prop === "writeCapacity" ? { billingMode: dynamodb.BillingMode.PROVISIONED } : {};
+    return new SqsWaiter(stack, "W", { queues: [queue], enqueueCode: fakeCode(), pollerCode: fakeCode(), ...extra, [prop]: given });
+  };
+  assert.ok(Object.keys(RANGES).length >= 10);
+  for (const [prop, range] of Object.entries(RANGES)) {
+    const bounds = range.max === null ? `at least ${range.min}` : `from ${range.min} to ${range.max}`;
+    const refused = (v: number) =>
+      assert.throws(() => build(prop, v), (e: Error) => e.message.startsWith(`SqsWaiter: ${prop} must be a whole number`) && e.message.includes(bounds) && e.message.includes(`got ${v}`), `${prop} = ${v}`);
+    build(prop, range.min);
+    if (range.unit !== "s" || range.min > 0) {
+      refused(range.min - 1); // (a negative Duration cannot even be made)
+    }
+    refused(range.min + 0.5);
+    if (range.max !== null) {
+      build(prop, range.max);
+      refused(range.max + 1);
+    }
+  }
+  // 0 would be ReservedConcurrentExecutions: 0, a poller throttled for good (SAM's 0 means none).
+  assert.throws(() => build("pollerReservedConcurrency", 0), /leave it out for none/);
+});
+
+test("ranges.json: the SAM parameters and the docs' table say the same", () => {
+  const template = fs.readFileSync(path.join(import.meta.dirname, "..", "..", "template.yaml"), "utf8");
+  const docs = fs.readFileSync(path.join(import.meta.dirname, "..", "..", "docs", "deploy.md"), "utf8");
+  for (const [prop, range] of Object.entries(RANGES)) {
+    const param = template.match(new RegExp(`\\n  ${range.sam}:\\n((?:    .*\\n)+)`));
+    assert.ok(param, `template.yaml has a parameter ${range.sam}`);
+    const min = param[1].match(/MinValue: (\d+)/)?.[1];
+    const max = param[1].match(/MaxValue: (\d+)/)?.[1];
+    assert.equal(Number(min), range.samNone ?? range.min, `${range.sam} MinValue`);
+    assert.equal(max === undefined ? null : Number(max), range.max, `${range.sam} MaxValue`);
+    const unit = range.unit === "s" ? " s" : "";
+    const span = range.max === null ? `≥ ${range.min}` : `${range.min}–${range.max}`;
+    const row = `| \`${prop}\` | \`${range.sam}\` | ${range.env ? `\`${range.env}\`` : "–"} | ${span}${unit} |`;
+    assert.ok(docs.includes(row), `docs/deploy.md lists ${row}`);
+  }
+});
+
+test("the enqueue alarm leaves out refused requests: Errors - Refused + Failures", () => {
+  const { stack, template } = example();
+  const fn = stack.resolve(stack.waiter.enqueueFunction.functionName);
+  const alarm = Object.values(template.findResources("AWS::CloudWatch::Alarm")).find((a: any) =>
+    (a.Properties.Metrics ?? []).some((m: any) => m.Expression),
+  ) as any;
+  assert.ok(alarm, "a metric-math alarm");
+  const metrics = Object.fromEntries(alarm.Properties.Metrics.map((m: any) => [m.Id, m]));
+  assert.equal(metrics[alarm.Properties.Metrics.find((m: any) => m.Expression).Id].Expression, "FILL(errors, 0) - FILL(refused, 0) + FILL(failures, 0)");
+  for (const [id, ns, name] of [
+    ["errors", "AWS/Lambda", "Errors"],
+    ["refused", "SqsWaiter", "Refused"],
+    ["failures", "SqsWaiter", "Failures"],
+  ]) {
+    assert.deepEqual(metrics[id].MetricStat.Metric, { Namespace: ns, MetricName: name, Dimensions: [{ Name: "FunctionName", Value: fn }] }, id);
+    assert.equal(metrics[id].MetricStat.Stat, "Sum", id);
+  }
+  assert.equal(alarm.Properties.Threshold, 1);
+});
+
+test("100 queues of 80 characters, in every partition: each role within IAM's size and count limits", () => {
+  for (const [partition, region] of [
+    ["aws", "ap-southeast-2"],
+    ["aws-cn", "cn-northwest-1"],
+    ["aws-us-gov", "us-gov-west-1"],
+  ]) {
+    const app = newApp();
+    const stack = new Stack(app, "S", { env: { account: "111111111111", region } });
+    const queues = Array.from({ length: 100 }, (_, i) =>
+      sqs.Queue.fromQueueArn(stack, `q${i}`, `arn:${partition}:sqs:${region}:111111111111:${"q".repeat(74)}${String(i).padStart(6, "0")}`),
+    );
+    assert.equal(queues[0].queueName.length, 80);
+    new SqsWaiter(stack, "Waiter", { queues, enqueueCode: fakeCode(), pollerCode: fakeCode() });
+    const resources = Template.fromStack(stack).toJSON().Resources as Record<string, any>;
+    // As IAM counts (no whitespace), with the partition, region and account the stack resolves to.
+    const size = (doc: unknown): number =>
+      JSON.stringify(stack.resolve(doc), (_k, v) => {
+        if (v && typeof v === "object" && !Array.isArray(v) && Object.keys(v).some((k) => k === "Ref" || k.startsWith("Fn::"))) {
+          return `arn:${partition}:dynamodb:${region}:111111111111:table/${"x".repeat(91)}`;
+        }
+        return v;
+      }).length;
+    for (const role of ["EnqueueRole", "PollerRole"]) {
+      const roleId = Object.keys(resources).find((id) => id.startsWith(`Waiter${role}`) && resources[id].Type === "AWS::IAM::Role");
+      assert.ok(roleId, role);
+      const attached = (r: any) => JSON.stringify(r.Properties.Roles ?? []).includes(`"${roleId}"`);
+      const inline = Object.values(resources).filter((r) => r.Type === "AWS::IAM::Policy" && attached(r));
+      const managed = Object.values(resources).filter((r) => r.Type === "AWS::IAM::ManagedPolicy" && attached(r));
+      const inlineChars = inline.reduce((n, r) => n + size(r.Properties.PolicyDocument), 0);
+      assert.ok(inlineChars <= 10_240, `${partition} ${role}: ${inlineChars} inline policy characters`);
+      assert.ok(managed.length <= 10, `${partition} ${role}: ${managed.length} managed policies (default quota 10)`);
+      for (const m of managed) {
+        const chars = size(m.Properties.PolicyDocument);
+        assert.ok(chars <= 6_144, `${partition} ${role}: a managed policy of ${chars} characters`);
+      }
+      console.log(`${partition} ${role}: ${inlineChars} inline characters, ${managed.length} managed policies`);
+    }
   }
 });

@@ -113,7 +113,7 @@ class FirstAndSecondDeploy(unittest.TestCase):
         alarms = {
             (r["Properties"]["Namespace"], r["Properties"]["MetricName"], r["Properties"]["Dimensions"][0]["Value"].get("Ref")): r["Properties"]
             for r in RESOURCES.values()
-            if isinstance(r, dict) and r.get("Type") == "AWS::CloudWatch::Alarm"
+            if isinstance(r, dict) and r.get("Type") == "AWS::CloudWatch::Alarm" and "Metrics" not in r["Properties"]
         }
         heartbeat = alarms[("AWS/Lambda", "Invocations", "PollerFunction")]
         self.assertEqual(heartbeat["ComparisonOperator"], "LessThanThreshold")
@@ -123,7 +123,6 @@ class FirstAndSecondDeploy(unittest.TestCase):
         for key in [
             ("AWS/Lambda", "Throttles", "PollerFunction"),
             ("AWS/Lambda", "Errors", "PollerFunction"),
-            ("AWS/Lambda", "Errors", "EnqueueFunction"),
             ("SqsWaiter", "FailedEntries", "PollerFunction"),
             ("SqsWaiter", "PartitionErrors", "PollerFunction"),
             ("SqsWaiter", "BacklogAge", "PollerFunction"),
@@ -131,8 +130,24 @@ class FirstAndSecondDeploy(unittest.TestCase):
             ("AWS/SQS", "ApproximateNumberOfMessagesVisible", None),
         ]:
             self.assertIn(key, alarms)
-        for props in alarms.values():
-            self.assertIn("AlarmActions", props, "every alarm notifies AlarmTopicArn when given")
+        for r in RESOURCES.values():
+            if isinstance(r, dict) and r.get("Type") == "AWS::CloudWatch::Alarm":
+                self.assertIn("AlarmActions", r["Properties"], "every alarm notifies AlarmTopicArn when given")
+
+    def test_the_enqueue_alarm_leaves_out_refused_requests(self):
+        # A refused request is a Lambda error by contract; one must not page (issue 24, 2d).
+        props = RESOURCES["EnqueueErrorsAlarm"]["Properties"]
+        metrics = {m["Id"]: m for m in props["Metrics"]}
+        stat = {i: (m["MetricStat"]["Metric"]["Namespace"], m["MetricStat"]["Metric"]["MetricName"],
+                    m["MetricStat"]["Metric"]["Dimensions"], m["MetricStat"]["Stat"])
+                for i, m in metrics.items() if "MetricStat" in m}
+        fn = [{"Name": "FunctionName", "Value": {"Ref": "EnqueueFunction"}}]
+        self.assertEqual(stat, {"errors": ("AWS/Lambda", "Errors", fn, "Sum"),
+                                "refused": ("SqsWaiter", "Refused", fn, "Sum"),
+                                "failures": ("SqsWaiter", "Failures", fn, "Sum")})
+        returned = [m for m in props["Metrics"] if m.get("ReturnData", True)]
+        self.assertEqual([m["Expression"] for m in returned], ["FILL(errors, 0) - FILL(refused, 0) + FILL(failures, 0)"])
+        self.assertEqual((props["Threshold"], props["ComparisonOperator"]), (1, "GreaterThanOrEqualToThreshold"))
 
 
 
@@ -162,6 +177,13 @@ class LeastPrivilege(unittest.TestCase):
         self.assertEqual(len(trust), 1)
         self.assertEqual(trust[0]["Principal"], {"Service": "scheduler.amazonaws.com"})
         self.assertEqual(trust[0]["Condition"], {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}})
+
+    def test_the_table_prefix_may_not_be_empty(self):
+        # Table rights are by table/{TablePrefix}*: empty would be table/*, every table.
+        pattern = TEMPLATE["Parameters"]["TablePrefix"]["AllowedPattern"]
+        self.assertIsNone(re.fullmatch(pattern, ""))
+        self.assertIsNotNone(re.fullmatch(pattern, "sqs-waiter-"))
+        self.assertIsNone(re.fullmatch(pattern, "a b"))
 
     def test_kms_queue_keys_are_granted_exactly_when_given(self):
         self.assertEqual(TEMPLATE["Parameters"]["QueueKmsKeyArns"]["Default"], "")

@@ -98,3 +98,58 @@ async fn json_logs_and_emf_metrics_never_carry_message_bodies() {
     );
     assert_eq!(emf[0]["_aws"]["CloudWatchMetrics"][0]["Namespace"], "SqsWaiter");
 }
+
+/// The enqueue alarm watches Lambda's `Errors` minus `Refused` plus `Failures` (template.yaml
+/// `EnqueueFailuresAlarm`): a caller's mistake must move `Refused` only, our own failure
+/// `Failures` only.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_request_never_counts_as_a_failure_and_our_own_failure_does() {
+    let mut s = setup(&["orders"], &[("AWS_LAMBDA_LOG_FORMAT", "JSON")]).await;
+    let sums = |log: String| {
+        let emf: Vec<serde_json::Value> = log
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|l| l.get("_aws").is_some())
+            .collect();
+        let sum = |name: &str| emf.iter().map(|l| l[name].as_f64().unwrap_or(0.0)).sum::<f64>();
+        (emf.len(), sum("Refused"), sum("Failures"))
+    };
+
+    // Two callers' mistakes, an enqueue and a cancel: both Lambda errors.
+    for bad in [
+        json!({"queue": "orders", "message_body": "x", "delay_seconds": -1}),
+        json!({"action": "cancel", "queue": "orders"}),
+    ] {
+        let e = s.enqueue.invoke(&bad).await.expect_err("refused");
+        assert_eq!(e.error_type, "InvalidRequest", "{bad}");
+    }
+    assert_eq!(sums(s.enqueue.log()), (2, 2.0, 0.0), "refused, never failures");
+
+    // Our own failure: the queue's table is gone.
+    s.emu
+        .dynamodb
+        .delete_table()
+        .table_name("waiter-orders")
+        .send()
+        .await
+        .expect("delete table");
+    let e = s
+        .enqueue
+        .invoke(&json!({"queue": "orders", "message_body": "x", "delay_seconds": 3600}))
+        .await
+        .expect_err("no table");
+    assert_ne!(e.error_type, "InvalidRequest");
+    let batch = s
+        .enqueue_ok(json!({"jobs": [
+            {"queue": "orders", "message_body": "x", "delay_seconds": 3600},
+            {"queue": "orders", "message_body": "", "delay_seconds": 3600}
+        ]}))
+        .await;
+    assert_eq!(batch["results"][1]["error"]["type"], "InvalidRequest", "{batch}");
+    assert_ne!(batch["results"][0]["error"]["type"], "InvalidRequest", "{batch}");
+    assert_eq!(
+        sums(s.enqueue.log()),
+        (4, 2.0, 2.0),
+        "the failed invocation and the batch's failed job are failures; the batch's invalid job is not"
+    );
+}

@@ -28,13 +28,19 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Reply, Diagno
         }
         Err(invalid) => (Err(invalid.into()), true),
     };
-    if is_enqueue {
-        let reply = result.as_ref().ok();
-        println!(
-            "{}",
-            metrics::enqueue_line(&event.context.env_config.function_name, reply, chrono::Utc::now())
-        );
-    }
+    // Every invocation prints its line: the enqueue alarm subtracts `Refused` from Lambda's
+    // `Errors`, whatever the action.
+    let invocation = match &result {
+        Ok(reply) => metrics::Invocation::Replied { reply, is_enqueue },
+        Err(e) => metrics::Invocation::Failed {
+            error_type: e.kind(),
+            is_enqueue,
+        },
+    };
+    println!(
+        "{}",
+        metrics::enqueue_line(&event.context.env_config.function_name, invocation, chrono::Utc::now())
+    );
     result.map_err(|e| {
         tracing::warn!(error_type = e.error_type(), retryable = e.is_retryable(), error = %e.message(), "request failed");
         Diagnostic {

@@ -307,4 +307,42 @@ mod tests {
         assert!(QueueName::parse(&"a".repeat(81)).is_err());
         assert!(QueueName::parse(&"a".repeat(80)).is_ok());
     }
+
+    #[test]
+    fn the_variables_take_exactly_the_ranges_the_deployments_validate() {
+        // infra/lib/ranges.json is the one table: the CDK construct checks its props by it and
+        // template.yaml's parameters carry it (docs/deploy.md "Parameter ranges").
+        let table: serde_json::Value =
+            serde_json::from_str(include_str!("../../../infra/lib/ranges.json")).expect("ranges.json");
+        let mut checked = Vec::new();
+        for (prop, range) in table.as_object().expect("an object") {
+            let Some(env) = range.get("env").and_then(|e| e.as_str()) else {
+                continue;
+            };
+            let (min, max) = (range["min"].as_i64().expect("min"), range["max"].as_i64().expect("max"));
+            for ok in [min, max] {
+                assert!(
+                    cfg(&[(ENV_QUEUES, "a"), (env, &ok.to_string())]).is_ok(),
+                    "{prop}: {env}={ok}"
+                );
+            }
+            for bad in [min - 1, max + 1] {
+                let e = cfg(&[(ENV_QUEUES, "a"), (env, &bad.to_string())]).expect_err(env);
+                assert_eq!(e.variable, env, "{prop}: {env}={bad}");
+            }
+            checked.push(env.to_string());
+        }
+        checked.sort();
+        assert_eq!(
+            checked,
+            [
+                ENV_DIRECT_MAX_DELAY,
+                ENV_FIFO_HOLD,
+                ENV_HISTORY_DAYS,
+                ENV_LOOKAHEAD,
+                ENV_MAX_RATE,
+                ENV_SHARDS
+            ]
+        );
+    }
 }

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 
-use sqs_waiter_contract::{BatchResult, JobReply, JobStatus};
+use sqs_waiter_contract::{BatchResult, ErrorType, JobReply, JobStatus};
 
 use crate::poller::RunSummary;
 use crate::wire::reply::Reply;
@@ -74,21 +74,40 @@ pub fn poller_line(function_name: &str, s: &RunSummary, at: DateTime<Utc>) -> St
     emf_line(function_name, &metrics, at)
 }
 
-/// The enqueue function's metrics for one invocation, counted from its reply; `None` when the
-/// invocation failed as a whole (one rejected request).
-pub fn enqueue_line(function_name: &str, reply: Option<&Reply>, at: DateTime<Utc>) -> String {
-    let results: Vec<Option<&JobReply>> = match reply {
-        None => vec![None],
-        Some(Reply::Job(r)) => vec![Some(r)],
-        Some(Reply::Batch(b)) => b
+/// How one invocation of the enqueue function ended, for its metrics line.
+#[derive(Debug, Clone, Copy)]
+pub enum Invocation<'a> {
+    /// It replied: an enqueue (`is_enqueue`), a batch, or another action.
+    Replied { reply: &'a Reply, is_enqueue: bool },
+    /// It failed as a whole, with this `errorType`.
+    Failed { error_type: ErrorType, is_enqueue: bool },
+}
+
+/// The enqueue function's metrics for one invocation.
+///
+/// For enqueue requests: `Scheduled`, `SentDirect` and `Rejected` (invalid requests and failed
+/// jobs). For every action: `Refused`, invocations refused as `InvalidRequest` (the caller's
+/// mistake, which Lambda still counts in `Errors`), and `Failures`, invocations or batch jobs
+/// that failed on our side (every other error type). The enqueue alarm watches
+/// `Errors - Refused + Failures`, so a caller's mistake never pages, while a crash or timeout
+/// (which prints no line) still does.
+pub fn enqueue_line(function_name: &str, invocation: Invocation<'_>, at: DateTime<Utc>) -> String {
+    let (reply, failed, is_enqueue) = match invocation {
+        Invocation::Replied { reply, is_enqueue } => (Some(reply), None, is_enqueue),
+        Invocation::Failed { error_type, is_enqueue } => (None, Some(error_type), is_enqueue),
+    };
+    let results: Vec<Result<&JobReply, ErrorType>> = match (reply, failed) {
+        (_, Some(error_type)) => vec![Err(error_type)],
+        (Some(Reply::Job(r)), _) => vec![Ok(r)],
+        (Some(Reply::Batch(b)), _) => b
             .results
             .iter()
             .map(|r| match r {
-                BatchResult::Done(r) => Some(&**r),
-                BatchResult::Failed { .. } => None,
+                BatchResult::Done(r) => Ok(&**r),
+                BatchResult::Failed { error, .. } => Err(error.error_type),
             })
             .collect(),
-        Some(_) => Vec::new(),
+        _ => Vec::new(),
     };
     let count = |status: JobStatus| {
         results
@@ -97,16 +116,23 @@ pub fn enqueue_line(function_name: &str, reply: Option<&Reply>, at: DateTime<Utc
             .filter(|r| r.status == status && r.duplicate != Some(true))
             .count() as f64
     };
-    let rejected = results.iter().filter(|r| r.is_none()).count() as f64;
-    emf_line(
-        function_name,
-        &[
+    let ours = |e: &&ErrorType| **e != ErrorType::InvalidRequest;
+    let failures = results.iter().filter_map(|r| r.as_ref().err()).filter(ours).count() as f64;
+    let refused = f64::from(u8::from(failed == Some(ErrorType::InvalidRequest)));
+    let mut metrics = Vec::new();
+    if is_enqueue {
+        let rejected = results.iter().filter(|r| r.is_err()).count() as f64;
+        metrics.extend([
             ("Scheduled", vec![count(JobStatus::Scheduled)], Unit::Count),
             ("SentDirect", vec![count(JobStatus::Sent)], Unit::Count),
             ("Rejected", vec![rejected], Unit::Count),
-        ],
-        at,
-    )
+        ]);
+    }
+    metrics.extend([
+        ("Refused", vec![refused], Unit::Count),
+        ("Failures", vec![failures], Unit::Count),
+    ]);
+    emf_line(function_name, &metrics, at)
 }
 
 #[cfg(test)]
@@ -150,14 +176,79 @@ mod tests {
         ]}))
         .unwrap();
         let reply = Reply::Batch(reply);
-        let v: Value = serde_json::from_str(&enqueue_line("enqueue-fn", Some(&reply), Utc::now())).unwrap();
+        let line = enqueue_line(
+            "enqueue-fn",
+            Invocation::Replied {
+                reply: &reply,
+                is_enqueue: true,
+            },
+            Utc::now(),
+        );
+        let v: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(
             (
                 v["Scheduled"].as_f64(),
                 v["SentDirect"].as_f64(),
-                v["Rejected"].as_f64()
+                v["Rejected"].as_f64(),
+                v["Failures"].as_f64()
             ),
-            (Some(1.0), Some(1.0), Some(1.0))
+            (Some(1.0), Some(1.0), Some(1.0), Some(1.0))
+        );
+    }
+
+    fn failed(error_type: ErrorType, is_enqueue: bool) -> Value {
+        let line = enqueue_line("f", Invocation::Failed { error_type, is_enqueue }, Utc::now());
+        serde_json::from_str(&line).unwrap()
+    }
+
+    #[test]
+    fn a_refused_request_counts_as_refused_never_as_a_failure_whatever_the_action() {
+        for is_enqueue in [true, false] {
+            let v = failed(ErrorType::InvalidRequest, is_enqueue);
+            assert_eq!((v["Refused"].as_f64(), v["Failures"].as_f64()), (Some(1.0), Some(0.0)));
+            assert_eq!(
+                v.get("Scheduled").is_some(),
+                is_enqueue,
+                "enqueue counts only for enqueue"
+            );
+        }
+    }
+
+    #[test]
+    fn every_error_on_our_side_is_a_failure_and_not_refused() {
+        for error_type in ErrorType::ALL.into_iter().filter(|t| *t != ErrorType::InvalidRequest) {
+            for is_enqueue in [true, false] {
+                let v = failed(error_type, is_enqueue);
+                assert_eq!(
+                    (v["Refused"].as_f64(), v["Failures"].as_f64()),
+                    (Some(0.0), Some(1.0)),
+                    "{error_type:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_batch_counts_only_its_failed_jobs_on_our_side_as_failures() {
+        let reply: sqs_waiter_contract::BatchReply = serde_json::from_value(json!({"results": [
+            {"status": "error", "error": {"type": "InvalidRequest", "message": "m", "retryable": false}},
+            {"status": "error", "error": {"type": "DependencyFailure", "message": "m", "retryable": true}},
+            {"status": "scheduled", "job_id": "a", "queue": "q", "duplicate": false}
+        ]}))
+        .unwrap();
+        let reply = Reply::Batch(reply);
+        let line = enqueue_line(
+            "f",
+            Invocation::Replied {
+                reply: &reply,
+                is_enqueue: true,
+            },
+            Utc::now(),
+        );
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            (v["Refused"].as_f64(), v["Failures"].as_f64(), v["Rejected"].as_f64()),
+            (Some(0.0), Some(1.0), Some(2.0))
         );
     }
 }
