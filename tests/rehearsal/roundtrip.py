@@ -80,8 +80,14 @@ class RoundTrip:
                    f"(exit {run.returncode}: {json.dumps(reply) if reply else run.stdout.strip()} {run.stderr.strip()[-500:]})")
         return reply
 
+    said_so = False
+
     def fire_schedule(self, schedule_name):
         """What EventBridge Scheduler would do on the schedule's next minute."""
+        if not RoundTrip.said_so:
+            print("note LocalStack's EventBridge Scheduler stores schedules but never fires them: the rehearsal "
+                  "invokes each schedule's target with the schedule's input, as the scheduler would", flush=True)
+            RoundTrip.said_so = True
         target = self.sched.get_schedule(Name=schedule_name)["Target"]
         payload = json.loads(target["Input"]) if target.get("Input") else {}
         error, reply = self.invoke(target["Arn"], payload)
