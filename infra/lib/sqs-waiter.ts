@@ -66,6 +66,11 @@ export interface SqsWaiterProps {
    */
   readonly historyDays?: number;
   /**
+   * History records also keep each job's message, so that the `replay` action can send it
+   * again. Costs storage only. @default false
+   */
+  readonly historyBody?: boolean;
+  /**
    * Messages per second per queue the poller lets arrive (`WAITER_MAX_RATE`); jobs over it
    * arrive in the next seconds with room. 0 is unlimited.
    * @default 0
@@ -184,6 +189,7 @@ export class SqsWaiter extends Construct {
       WAITER_DIRECT_MAX_DELAY: String(inRange("directMaxDelay", props.directMaxDelay, 900)),
       WAITER_FIFO_HOLD: String(inRange("fifoHold", props.fifoHold, 0)),
       WAITER_HISTORY_DAYS: String(inRange("historyDays", props.historyDays, 7)),
+      WAITER_HISTORY_BODY: String(props.historyBody ?? false),
       WAITER_MAX_RATE: String(inRange("maxRate", props.maxRate, 0)),
       RUST_LOG: props.logLevel ?? lambda.ApplicationLogLevel.INFO,
     };

@@ -110,6 +110,7 @@ test("both functions run the Rust bootstrap on arm64 with the waiter configurati
         WAITER_DIRECT_MAX_DELAY: "900",
         WAITER_FIFO_HOLD: "0",
         WAITER_HISTORY_DAYS: "7",
+        WAITER_HISTORY_BODY: "false",
         WAITER_MAX_RATE: "0",
         // The process filters its own logs; Lambda filters nothing, so the EMF line (which
         // Lambda would count as INFO) survives any level.

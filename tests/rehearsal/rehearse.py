@@ -410,6 +410,7 @@ class Rehearsal:
                   f"{stack}: {logical} on provided.al2023")
             check(env.get("WAITER_QUEUES") == ",".join(managed) and env.get("WAITER_TABLE_PREFIX") == prefix
                   and env.get("RUST_LOG") == "INFO" and env.get("WAITER_HISTORY_DAYS") == "7"
+                  and env.get("WAITER_HISTORY_BODY") == "false"
                   and env.get("WAITER_DIRECT_MAX_DELAY") == str(DIRECT_MAX_DELAY),
                   f"{stack}: {logical} environment WAITER_QUEUES={','.join(managed)}, WAITER_TABLE_PREFIX={prefix}, RUST_LOG=INFO, WAITER_HISTORY_DAYS=7, WAITER_DIRECT_MAX_DELAY={DIRECT_MAX_DELAY}")
             lc = c.get("LoggingConfig", {})

@@ -136,6 +136,15 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
     assert_eq!(gone, "sqs-waiter: job_id: no job cli-c on queue orders");
     let history = ok(&watch, &["get", "orders", "cli-c"]);
     assert!(history.contains("cancelled_at"), "{history}");
+    // This deployment keeps no message in history (WAITER_HISTORY_BODY is off by default).
+    assert_eq!(
+        refused(&watch, &["replay", "orders", "cli-c"], 1),
+        "sqs-waiter: job_id: history keeps no message of cli-c on orders (WAITER_HISTORY_BODY was off when it left the table, or history no longer knows it)"
+    );
+    assert_eq!(
+        refused(&watch, &["replay", "orders", "cli-a", "--delay", "1h"], 1),
+        "sqs-waiter: job_id: cli-a is still stored on orders: nothing to replay until it leaves the table"
+    );
 
     assert_eq!(ok(&watch, &["parked", "orders"]).trim(), "no jobs");
     assert_eq!(ok(&watch, &["redrive", "orders", "--all"]).trim(), "orders: redriven 0");

@@ -89,6 +89,25 @@ pub enum Command {
         #[arg(long, value_name = "N")]
         if_version: Option<u64>,
     },
+    /// Send again a job that left the table (dispatched, cancelled or expired), as a new job.
+    ///
+    /// Needs the deployment's WAITER_HISTORY_BODY=true when the job left; due now unless a time
+    /// is given; the copy's id is ID:rVERSION unless --new-id names it.
+    #[command(after_help = "Examples:\n  sqs-waiter replay orders invoice-42\n  \
+                            sqs-waiter replay orders invoice-42 --at 2026-12-02T09:00:00Z --new-id invoice-42-again")]
+    Replay {
+        queue: String,
+        id: String,
+        /// When the copy is due (RFC 3339 or epoch seconds); now when absent.
+        #[arg(long, value_name = "TIME", value_parser = parse_time, conflicts_with = "delay")]
+        at: Option<DateTime<Utc>>,
+        /// Seconds from now (or a duration: 90s, 15m, 3h, 2d).
+        #[arg(long, value_name = "S", value_parser = parse_delay)]
+        delay: Option<u64>,
+        /// The copy's job id.
+        #[arg(long, value_name = "ID")]
+        new_id: Option<String>,
+    },
     /// List jobs in due order.
     #[command(after_help = "Examples:\n  sqs-waiter list orders --limit 20\n  \
                             sqs-waiter list orders --from 2026-12-01T18:00:00Z --to 2026-12-02T06:00:00Z --prefix invoice-")]

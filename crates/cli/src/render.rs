@@ -53,6 +53,13 @@ pub fn outcome(r: &JobReply) -> String {
             r.version.unwrap_or(0)
         ),
         JobStatus::Cancelled => format!("cancelled {} on {}", r.job_id, r.queue),
+        _ if r.replay_of.is_some() && r.duplicate != Some(true) => format!(
+            "replayed {} as {} on {}: {} for {at}",
+            r.replay_of.as_deref().unwrap_or("?"),
+            r.job_id,
+            r.queue,
+            r.status
+        ),
         _ if r.duplicate == Some(true) => format!(
             "duplicate: {} on {} is already {}; nothing changed",
             r.job_id, r.queue, r.status
@@ -70,10 +77,18 @@ pub fn not_done(r: &JobReply) -> Option<String> {
             "job_id: {} is being handed to SQS by a poller: not changed, it may be delivered; try again in a minute",
             r.job_id
         )),
+        JobStatus::Conflict if r.version.is_none() => Some(format!(
+            "job_id: {} is still stored on {}: nothing to replay until it leaves the table",
+            r.job_id, r.queue
+        )),
         JobStatus::Conflict => Some(format!(
             "if_version: {} is at version {}: not changed",
             r.job_id,
             r.version.unwrap_or(0)
+        )),
+        JobStatus::NotReplayable => Some(format!(
+            "job_id: history keeps no message of {} on {} (WAITER_HISTORY_BODY was off when it left the table, or history no longer knows it)",
+            r.job_id, r.queue
         )),
         _ => None,
     }

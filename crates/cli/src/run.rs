@@ -9,7 +9,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use sqs_waiter_client::{
     BatchReply, BatchResult, CancelMany, CancelManyReply, Client, Error, Job, JobReply, List, ListParked, ListReply,
-    ParkedReply, RedriveAll, RedriveAllReply, RedriveMany, Reschedule, Stats, MAX_JOBS_PER_REQUEST, MAX_PAGE_LIMIT,
+    ParkedReply, RedriveAll, RedriveAllReply, RedriveMany, Replay, Reschedule, Stats, MAX_JOBS_PER_REQUEST,
+    MAX_PAGE_LIMIT,
 };
 
 use crate::args::{Cli, Command, When};
@@ -186,6 +187,22 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
             (request.delay_seconds, request.perform_at) = when(w);
             request.if_version = *if_version;
             let reply = client.reschedule(&request).await?;
+            Ok(job_reply(cli, &reply, render::outcome))
+        }
+        Command::Replay {
+            queue,
+            id,
+            at,
+            delay,
+            new_id,
+        } => {
+            let request = Replay {
+                new_job_id: new_id.clone(),
+                delay_seconds: *delay,
+                perform_at: *at,
+                ..Replay::now(queue, id)
+            };
+            let reply = client.replay(&request).await?;
             Ok(job_reply(cli, &reply, render::outcome))
         }
         Command::List {

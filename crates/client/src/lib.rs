@@ -180,6 +180,13 @@ impl Client {
         self.call(request).await
     }
 
+    /// A copy of a job that left the table, from what history kept of its message
+    /// (`WAITER_HISTORY_BODY=true`): the copy's reply with `replay_of`, or `not_replayable`, or
+    /// `conflict` while the job is still stored.
+    pub async fn replay(&self, request: &Replay) -> Result<JobReply, Error> {
+        self.call(request).await
+    }
+
     /// One page of jobs in `perform_at` order.
     pub async fn list(&self, request: &List) -> Result<ListReply, Error> {
         self.call(request).await

@@ -59,6 +59,7 @@ action!(Redrive, "redrive", JobReply);
 action!(RedriveMany, "redrive", BatchReply);
 action!(RedriveAll, "redrive", RedriveAllReply);
 action!(Stats, "stats", StatsReply);
+action!(Replay, "replay", JobReply);
 
 /// Up to 1000 jobs in one request; each succeeds or fails on its own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,6 +87,39 @@ pub struct Cancel {
     pub queue: String,
     /// The job's id, its idempotency key.
     pub job_id: String,
+}
+
+/// Schedules a copy of a job that has left the table (dispatched, cancelled or expired), from
+/// what history kept of its message (`WAITER_HISTORY_BODY=true`), under a new id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Replay {
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
+    pub queue: String,
+    /// The id of the job to copy.
+    pub job_id: String,
+    /// The copy's id; `{job_id}~{version}` when absent, so that replaying twice is a duplicate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_job_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Whole seconds from now; give this or `perform_at`, or neither for now.
+    pub delay_seconds: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// When the copy is due.
+    pub perform_at: Option<DateTime<Utc>>,
+}
+
+impl Replay {
+    /// A copy of `job_id`, due now, under the default new id.
+    pub fn now(queue: impl Into<String>, job_id: impl Into<String>) -> Self {
+        Self {
+            queue: queue.into(),
+            job_id: job_id.into(),
+            new_job_id: None,
+            delay_seconds: None,
+            perform_at: None,
+        }
+    }
 }
 
 /// Moves a stored job and may change what it carries. A field left `None` keeps its value.
@@ -408,6 +442,19 @@ mod tests {
             )
             .unwrap(),
             json!({"action": "list", "queue": "q", "status": "parked"})
+        );
+        assert_eq!(
+            serde_json::to_value(Replay::now("q", "j").tagged()).unwrap(),
+            json!({"action": "replay", "queue": "q", "job_id": "j"})
+        );
+        let later = Replay {
+            new_job_id: Some("j2".into()),
+            delay_seconds: Some(60),
+            ..Replay::now("q", "j")
+        };
+        assert_eq!(
+            serde_json::to_value(later.tagged()).unwrap(),
+            json!({"action": "replay", "queue": "q", "job_id": "j", "new_job_id": "j2", "delay_seconds": 60})
         );
     }
 }

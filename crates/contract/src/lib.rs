@@ -31,7 +31,7 @@ mod reply;
 
 pub use actions::{
     Action, Cancel, CancelMany, EnqueueMany, Get, List, ListParked, ListStatus, Redrive, RedriveAll, RedriveMany,
-    RedriveRequest, Reschedule, Stats, Tagged,
+    RedriveRequest, Replay, Reschedule, Stats, Tagged,
 };
 pub use error::{ErrorType, Failure};
 pub use job::{Job, MessageAttribute, Window};

@@ -32,8 +32,12 @@ pub enum JobStatus {
     Dispatching,
     /// Moved (`perform_at`, `version`).
     Rescheduled,
-    /// `if_version` did not match; `version` is the stored one.
+    /// `if_version` did not match; `version` is the stored one. For `replay`: the job is
+    /// still stored (active), so there is nothing to replay yet.
     Conflict,
+    /// `replay`: history keeps no message for this job (`WAITER_HISTORY_BODY` was off when it
+    /// left the table, or history no longer knows it).
+    NotReplayable,
     /// A status this contract does not know (a newer function).
     #[serde(other)]
     Unknown,
@@ -53,6 +57,7 @@ impl JobStatus {
             Self::Dispatching => "dispatching",
             Self::Rescheduled => "rescheduled",
             Self::Conflict => "conflict",
+            Self::NotReplayable => "not_replayable",
             Self::Unknown => "unknown",
         }
     }
@@ -130,6 +135,9 @@ pub struct JobReply {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// History: when the job was found expired and dropped.
     pub expired_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `replay`: the job this one is a copy of.
+    pub replay_of: Option<String>,
 }
 
 /// SQS's code and message for a parked job.
@@ -296,6 +304,7 @@ mod tests {
             Dispatching,
             Rescheduled,
             Conflict,
+            NotReplayable,
         ] {
             assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
         }

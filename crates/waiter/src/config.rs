@@ -16,6 +16,7 @@ pub const ENV_DIRECT_PRECISE: &str = "WAITER_DIRECT_PRECISE";
 pub const ENV_HISTORY_DAYS: &str = "WAITER_HISTORY_DAYS";
 pub const ENV_DIRECT_HISTORY: &str = "WAITER_DIRECT_HISTORY";
 pub const ENV_MAX_RATE: &str = "WAITER_MAX_RATE";
+pub const ENV_HISTORY_BODY: &str = "WAITER_HISTORY_BODY";
 
 pub const DEFAULT_LOOKAHEAD: u32 = 120;
 pub const DEFAULT_SHARDS: u32 = 4;
@@ -98,6 +99,9 @@ pub struct Config {
     pub direct_history: bool,
     /// The most messages per second per queue the poller lets arrive (`None`: unlimited).
     pub max_rate: Option<u32>,
+    /// History records keep the job's message (body, attributes, group), so that `replay` can
+    /// send a copy. Off by default: it stores every message a second time for `history_days`.
+    pub history_body: bool,
 }
 
 impl Config {
@@ -178,6 +182,7 @@ impl Config {
             direct_history: bool_var(&get, ENV_DIRECT_HISTORY, true)?,
             // 0 (the templates' default) or unset: unlimited.
             max_rate: Some(int_var(&get, ENV_MAX_RATE, 0, 0, MAX_RATE)?).filter(|r| *r > 0),
+            history_body: bool_var(&get, ENV_HISTORY_BODY, false)?,
         })
     }
 

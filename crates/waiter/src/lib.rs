@@ -31,6 +31,8 @@ mod history_tests;
 #[cfg(test)]
 mod pipeline_tests;
 #[cfg(test)]
+mod replay_tests;
+#[cfg(test)]
 mod simulation;
 #[cfg(test)]
 mod testing;

@@ -47,6 +47,12 @@ pub const PARK_RESERVE_BYTES: usize = 256;
 /// The largest item a job may be stored as.
 pub const MAX_STORED_ITEM_BYTES: usize = DDB_MAX_ITEM_BYTES - PARK_RESERVE_BYTES;
 
+/// The largest message (body, attributes and group id, as `Job::message_bytes` counts) a history
+/// record keeps for `replay` with `WAITER_HISTORY_BODY`: room is left for the record's key and
+/// own attributes and the attribute map's names. A larger one (only the direct path sends
+/// messages up to `SQS_MAX_MESSAGE_BYTES`) is recorded without it. Ours, from the item codec.
+pub const MAX_HISTORY_MESSAGE_BYTES: usize = MAX_STORED_ITEM_BYTES - 2048;
+
 /// Longest DynamoDB table name.
 /// <https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html#limits-naming-rules>
 pub const DDB_MAX_TABLE_NAME_CHARS: usize = 255;

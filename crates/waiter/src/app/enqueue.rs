@@ -80,7 +80,8 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                         sent_at,
                         Some(message_id.clone()),
                         keep,
-                    );
+                    )
+                    .keeping_message(&sent.job, self.config.history_body);
                     if let Err(e) = self.store.record(&record).await {
                         warn!(queue = %job.queue, job_id = %job.job_id, error = %display_chain(&e), "history record of a direct send failed");
                     }

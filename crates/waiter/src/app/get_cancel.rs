@@ -84,13 +84,10 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         let mut current = found.clone();
         for _ in 0..CANCEL_ATTEMPTS {
             let record = match (&current.partition, self.config.history_keep()) {
-                (Partition::Shard(_), Some(keep)) => Some(History::of(
-                    &current,
-                    HistoryStatus::Cancelled,
-                    self.clock.now(),
-                    None,
-                    keep,
-                )),
+                (Partition::Shard(_), Some(keep)) => Some(
+                    History::of(&current, HistoryStatus::Cancelled, self.clock.now(), None, keep)
+                        .keeping_message(&current.job, self.config.history_body),
+                ),
                 _ => None,
             };
             match self.store.cancel(&current, record.as_ref()).await? {

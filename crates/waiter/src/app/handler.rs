@@ -99,6 +99,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 .bounded(cut, "stats", self.stats(q))
                 .await
                 .map(|s| Reply::Stats(Box::new(s))),
+            Request::Replay(r) => self.bounded(cut, "replay", self.replay(*r)).await.map(Reply::from),
         }
     }
 
@@ -120,7 +121,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
 
     /// With `WAITER_DIRECT_PRECISE`, the instant a direct job should be sent at so that its
     /// `DelaySeconds` is exact.
-    fn precise_instant(&self, job: &Job) -> Option<DateTime<Utc>> {
+    pub(super) fn precise_instant(&self, job: &Job) -> Option<DateTime<Utc>> {
         let now = self.clock.now();
         match route(job, now, self.config.direct_max_delay) {
             Route::Direct { delay_seconds: Some(_) } if self.config.direct_precise => {

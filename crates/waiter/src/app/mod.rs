@@ -20,6 +20,7 @@ mod get_cancel;
 mod handler;
 mod list;
 mod parked;
+mod replay;
 mod reschedule;
 mod stats;
 #[cfg(test)]

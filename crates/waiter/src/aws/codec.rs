@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use crate::config::QueueName;
 use crate::job::{AttributeData, Attributes, Job, MessageAttribute};
 use crate::ports::{
-    Edition, Found, History, HistoryStatus, JobKey, Lease, ParkInfo, Partition, Retired, StoredJob, View,
+    Edition, Found, History, HistoryStatus, JobKey, KeptMessage, Lease, ParkInfo, Partition, Retired, StoredJob, View,
 };
 use crate::time::{format_epoch, parse_epoch_decimal};
 
@@ -107,7 +107,13 @@ pub(crate) fn encode_debts(queue: &QueueName, debts: &[Retired]) -> AttributeVal
                 m.insert(A_ENQUEUED_AT.into(), n(r.edition.enqueued_at));
                 m.insert(A_VERSION.into(), AttributeValue::N(r.edition.version.to_string()));
                 if let Some(h) = &r.record {
-                    m.insert(A_DEBT_RECORD.into(), AttributeValue::M(encode_history(h)));
+                    // Without the message: a lease item holds many debts within one item's
+                    // 400 KB, so a job retired through a debt is not replayable.
+                    let bare = History {
+                        message: None,
+                        ..h.clone()
+                    };
+                    m.insert(A_DEBT_RECORD.into(), AttributeValue::M(encode_history(&bare)));
                 }
                 AttributeValue::M(m)
             })
@@ -184,22 +190,8 @@ pub fn encode(s: &StoredJob) -> Item {
     item.insert(A_MESSAGE_BODY.into(), AttributeValue::S(job.message_body.clone()));
     item.insert(A_ENQUEUED_AT.into(), n(s.enqueued_at));
     item.insert(A_VERSION.into(), AttributeValue::N(s.version.to_string()));
-    if !job.message_attributes.is_empty() {
-        let attrs = job
-            .message_attributes
-            .iter()
-            .map(|(name, a)| {
-                let mut m = HashMap::from([(A_DATA_TYPE.to_owned(), AttributeValue::S(a.data_type.clone()))]);
-                match &a.data {
-                    AttributeData::String(v) => m.insert(A_STRING_VALUE.into(), AttributeValue::S(v.clone())),
-                    AttributeData::Binary(v) => {
-                        m.insert(A_BINARY_VALUE.into(), AttributeValue::B(Blob::new(v.clone())))
-                    }
-                };
-                (name.clone(), AttributeValue::M(m))
-            })
-            .collect();
-        item.insert(A_MESSAGE_ATTRIBUTES.into(), AttributeValue::M(attrs));
+    if let Some(attrs) = encode_attributes(&job.message_attributes) {
+        item.insert(A_MESSAGE_ATTRIBUTES.into(), attrs);
     }
     if let Some(e) = job.expires_at {
         item.insert(A_EXPIRES_AT.into(), n(e));
@@ -221,6 +213,54 @@ pub fn encode(s: &StoredJob) -> Item {
         item.insert(A_PARK_MESSAGE.into(), AttributeValue::S(p.message.clone()));
     }
     item
+}
+
+/// Message attributes as one map attribute; `None` when there are none.
+fn encode_attributes(attributes: &Attributes) -> Option<AttributeValue> {
+    (!attributes.is_empty()).then(|| {
+        AttributeValue::M(
+            attributes
+                .iter()
+                .map(|(name, a)| {
+                    let mut m = HashMap::from([(A_DATA_TYPE.to_owned(), AttributeValue::S(a.data_type.clone()))]);
+                    match &a.data {
+                        AttributeData::String(v) => m.insert(A_STRING_VALUE.into(), AttributeValue::S(v.clone())),
+                        AttributeData::Binary(v) => {
+                            m.insert(A_BINARY_VALUE.into(), AttributeValue::B(Blob::new(v.clone())))
+                        }
+                    };
+                    (name.clone(), AttributeValue::M(m))
+                })
+                .collect(),
+        )
+    })
+}
+
+/// The item's message attributes (none when it has none). Errors name the attribute.
+fn decode_attributes(item: &Item) -> Result<Attributes, String> {
+    let mut message_attributes = Attributes::new();
+    match item.get(A_MESSAGE_ATTRIBUTES) {
+        None => {}
+        Some(AttributeValue::M(m)) => {
+            for (name, v) in m {
+                let AttributeValue::M(a) = v else {
+                    return Err(format!("message_attributes.{name} is not a map"));
+                };
+                let data_type = match a.get(A_DATA_TYPE) {
+                    Some(AttributeValue::S(d)) => d.clone(),
+                    _ => return Err(format!("message_attributes.{name}.data_type is missing")),
+                };
+                let data = match (a.get(A_STRING_VALUE), a.get(A_BINARY_VALUE)) {
+                    (Some(AttributeValue::S(v)), None) => AttributeData::String(v.clone()),
+                    (None, Some(AttributeValue::B(b))) => AttributeData::Binary(b.clone().into_inner()),
+                    _ => return Err(format!("message_attributes.{name} holds no single value")),
+                };
+                message_attributes.insert(name.clone(), MessageAttribute { data_type, data });
+            }
+        }
+        Some(_) => return Err("message_attributes is not a map".into()),
+    }
+    Ok(message_attributes)
 }
 
 /// Every attribute of a job's item but its message: what `View::WithoutMessage` reads.
@@ -264,28 +304,7 @@ pub fn decode_view(queue: &QueueName, item: &Item, view: View) -> Result<StoredJ
         }
     };
     let partition = decode_partition(queue, item)?;
-    let mut message_attributes = Attributes::new();
-    match item.get(A_MESSAGE_ATTRIBUTES) {
-        None => {}
-        Some(AttributeValue::M(m)) => {
-            for (name, v) in m {
-                let AttributeValue::M(a) = v else {
-                    return Err(format!("message_attributes.{name} is not a map"));
-                };
-                let data_type = match a.get(A_DATA_TYPE) {
-                    Some(AttributeValue::S(d)) => d.clone(),
-                    _ => return Err(format!("message_attributes.{name}.data_type is missing")),
-                };
-                let data = match (a.get(A_STRING_VALUE), a.get(A_BINARY_VALUE)) {
-                    (Some(AttributeValue::S(v)), None) => AttributeData::String(v.clone()),
-                    (None, Some(AttributeValue::B(b))) => AttributeData::Binary(b.clone().into_inner()),
-                    _ => return Err(format!("message_attributes.{name} holds no single value")),
-                };
-                message_attributes.insert(name.clone(), MessageAttribute { data_type, data });
-            }
-        }
-        Some(_) => return Err("message_attributes is not a map".into()),
-    }
+    let message_attributes = decode_attributes(item)?;
     let parked = match t(A_PARKED_AT)? {
         Some(parked_at) => Some(ParkInfo {
             parked_at,
@@ -327,7 +346,8 @@ pub fn decode_view(queue: &QueueName, item: &Item, view: View) -> Result<StoredJ
     })
 }
 
-/// History record to item: the job's key, no message, and `purge_at` for DynamoDB's TTL.
+/// History record to item: the job's key, `purge_at` for DynamoDB's TTL, and the message only
+/// when it was kept (`WAITER_HISTORY_BODY`).
 pub fn encode_history(h: &History) -> Item {
     let mut item = key(
         &h.queue,
@@ -344,6 +364,15 @@ pub fn encode_history(h: &History) -> Item {
     item.insert(A_PURGE_AT.into(), AttributeValue::N(h.purge_at.timestamp().to_string()));
     if let Some(m) = &h.message_id {
         item.insert(A_MESSAGE_ID.into(), AttributeValue::S(m.clone()));
+    }
+    if let Some(kept) = &h.message {
+        item.insert(A_MESSAGE_BODY.into(), AttributeValue::S(kept.body.clone()));
+        if let Some(attrs) = encode_attributes(&kept.attributes) {
+            item.insert(A_MESSAGE_ATTRIBUTES.into(), attrs);
+        }
+        if let Some(g) = &kept.group_id {
+            item.insert(A_GROUP_ID.into(), AttributeValue::S(g.clone()));
+        }
     }
     item
 }
@@ -382,6 +411,19 @@ pub fn decode_any(queue: &QueueName, item: &Item) -> Result<Found, String> {
             _ => 1,
         },
         purge_at: t(A_PURGE_AT)?,
+        message: match item.get(A_MESSAGE_BODY) {
+            None => None,
+            Some(AttributeValue::S(body)) => Some(Box::new(KeptMessage {
+                body: body.clone(),
+                attributes: decode_attributes(item)?,
+                group_id: match item.get(A_GROUP_ID) {
+                    Some(AttributeValue::S(g)) => Some(g.clone()),
+                    None => None,
+                    Some(_) => return Err("message_group_id is not a string".into()),
+                },
+            })),
+            Some(_) => return Err("message_body is not a string".into()),
+        },
     }))
 }
 
@@ -456,5 +498,68 @@ mod tests {
         assert_eq!(decode_debts(&q, &HashMap::new()).unwrap(), Vec::new());
         let bad = HashMap::from([(A_LEASE_DEBTS.to_owned(), AttributeValue::S("x".into()))]);
         assert!(decode_debts(&q, &bad).unwrap_err().contains(A_LEASE_DEBTS));
+    }
+
+    fn record_of(job: &StoredJob, keep: bool) -> History {
+        History::of(
+            job,
+            HistoryStatus::Cancelled,
+            DateTime::from_timestamp(1_800_000_001, 0).unwrap(),
+            None,
+            TimeDelta::days(7),
+        )
+        .keeping_message(&job.job, keep)
+    }
+
+    #[test]
+    fn a_history_record_keeps_the_message_only_when_asked_and_round_trips() {
+        let mut j = stored("jobs.fifo", "j", DateTime::from_timestamp(1_800_000_000, 0).unwrap(), 1);
+        j.job.message_group_id = Some("g".into());
+        j.job.message_deduplication_id = Some("d".into());
+        j.job.message_attributes.insert(
+            "blob".into(),
+            crate::job::MessageAttribute {
+                data_type: "Binary".into(),
+                data: AttributeData::Binary(vec![0, 1, 255]),
+            },
+        );
+        for keep in [false, true] {
+            let h = record_of(&j, keep);
+            assert_eq!(h.message.is_some(), keep);
+            let Found::History(back) = decode_any(&j.job.queue, &encode_history(&h)).unwrap() else {
+                panic!("not a history record")
+            };
+            assert_eq!(back, h);
+        }
+        let kept = record_of(&j, true).message.unwrap();
+        assert_eq!(
+            (kept.body.as_str(), kept.group_id.as_deref()),
+            (j.job.message_body.as_str(), Some("g"))
+        );
+        // A message a record has no room for (only a direct send can be that large) is left out.
+        j.job.message_body = "x".repeat(crate::limits::MAX_HISTORY_MESSAGE_BYTES);
+        assert!(record_of(&j, true).message.is_none());
+    }
+
+    #[test]
+    fn a_debt_carries_its_record_without_the_message() {
+        let j = stored("orders", "j", DateTime::from_timestamp(1_800_000_000, 0).unwrap(), 1);
+        let with_message = record_of(&j, true);
+        assert!(with_message.message.is_some());
+        let debts = vec![Retired {
+            key: j.key(),
+            edition: j.edition(),
+            record: Some(with_message.clone()),
+        }];
+        let item = HashMap::from([(A_LEASE_DEBTS.to_owned(), encode_debts(&j.job.queue, &debts))]);
+        let back = decode_debts(&j.job.queue, &item).unwrap();
+        assert_eq!(
+            back[0].record,
+            Some(History {
+                message: None,
+                ..with_message
+            }),
+            "a lease item holds many debts within one item's 400 KB"
+        );
     }
 }

@@ -125,6 +125,31 @@ pub struct History {
     pub perform_at: DateTime<Utc>,
     pub version: u64,
     pub purge_at: DateTime<Utc>,
+    /// The job's message, kept for `replay` only with `WAITER_HISTORY_BODY=true`.
+    pub message: Option<Box<KeptMessage>>,
+}
+
+/// What a history record keeps of its job's message (`WAITER_HISTORY_BODY`): enough to send a
+/// copy. Not the deduplication id: a copy is a new message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeptMessage {
+    pub body: String,
+    pub attributes: crate::job::Attributes,
+    pub group_id: Option<String>,
+}
+
+impl KeptMessage {
+    /// The job's message, if a history record has room for it.
+    pub fn of(job: &Job) -> Option<Box<Self>> {
+        let bytes = job.message_bytes() + job.message_group_id.as_ref().map_or(0, String::len);
+        (bytes <= crate::limits::MAX_HISTORY_MESSAGE_BYTES).then(|| {
+            Box::new(Self {
+                body: job.message_body.clone(),
+                attributes: job.message_attributes.clone(),
+                group_id: job.message_group_id.clone(),
+            })
+        })
+    }
 }
 
 impl History {
@@ -145,6 +170,15 @@ impl History {
             perform_at: job.job.perform_at,
             version: job.version,
             purge_at: at + keep,
+            message: None,
+        }
+    }
+
+    /// The record with its job's message kept (`WAITER_HISTORY_BODY`), when it has room.
+    pub fn keeping_message(self, job: &Job, keep: bool) -> Self {
+        Self {
+            message: if keep { KeptMessage::of(job) } else { None },
+            ..self
         }
     }
 

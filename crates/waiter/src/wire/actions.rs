@@ -183,6 +183,34 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Reschedule>> for Reschedule {
     }
 }
 
+/// `{"action": "replay", ...}`.
+#[derive(Debug, PartialEq)]
+pub struct Replay {
+    pub queue: QueueName,
+    pub job_id: String,
+    /// `None`: the default, `{job_id}:r{version}` of the record replayed.
+    pub new_job_id: Option<String>,
+    /// `None`: now.
+    pub perform_at: Option<DateTime<Utc>>,
+}
+
+impl TryFrom<Decoded<'_, sqs_waiter_contract::Replay>> for Replay {
+    type Error = InvalidRequest;
+
+    fn try_from(d: Decoded<'_, sqs_waiter_contract::Replay>) -> Result<Self, InvalidRequest> {
+        let (r, given, now) = (d.request, d.given, d.now);
+        Ok(Replay {
+            queue: check_queue(&given, &r.queue, d.config)?,
+            job_id: check_job_id(&given.name("job_id"), r.job_id)?,
+            new_job_id: r
+                .new_job_id
+                .map(|id| check_job_id(&given.name("new_job_id"), id))
+                .transpose()?,
+            perform_at: when(&given, r.delay_seconds, r.perform_at, now)?,
+        })
+    }
+}
+
 pub const DEFAULT_BUCKETS: u32 = 24;
 pub const MAX_BUCKETS: u32 = 100;
 pub const DEFAULT_BUCKET_S: u32 = 3600;

@@ -81,6 +81,7 @@ pub(crate) fn status_only(status: JobStatus, queue: &QueueName, job_id: &str) ->
         sent_at: None,
         cancelled_at: None,
         expired_at: None,
+        replay_of: None,
     }
 }
 

@@ -10,7 +10,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use sqs_waiter_contract::{
     Action, Cancel, CancelMany as CancelManyRequest, Get, Job as JobRequest, List as ListRequest, ListParked,
-    Redrive as RedriveOne, RedriveRequest, Reschedule as RescheduleRequest, Stats as StatsRequest,
+    Redrive as RedriveOne, RedriveRequest, Replay as ReplayRequest, Reschedule as RescheduleRequest,
+    Stats as StatsRequest,
 };
 
 use super::decode::Decoded;
@@ -74,6 +75,7 @@ pub enum Request {
     List(Box<super::actions::ListQuery>),
     CancelMany(Box<super::actions::CancelMany>),
     Stats(super::actions::StatsQuery),
+    Replay(Box<super::actions::Replay>),
 }
 
 /// Which parked jobs a `redrive` moves back.
@@ -156,10 +158,13 @@ pub fn parse_request(event: &Value, config: &Config, now: DateTime<Utc>) -> Resu
             read::<CancelManyRequest, _>(object, config, now).map(|r| Request::CancelMany(Box::new(r)))
         }
         a if a == StatsRequest::NAME => read::<StatsRequest, _>(object, config, now).map(Request::Stats),
+        a if a == ReplayRequest::NAME => {
+            read::<ReplayRequest, _>(object, config, now).map(|r| Request::Replay(Box::new(r)))
+        }
         other => Err(InvalidRequest::new(
             ACTION,
             format!(
-                "must be one of enqueue, get, cancel, cancel_many, reschedule, list, stats, list_parked, redrive; got {other:?}"
+                "must be one of enqueue, get, cancel, cancel_many, reschedule, list, stats, list_parked, redrive, replay; got {other:?}"
             ),
         )),
     }

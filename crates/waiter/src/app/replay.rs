@@ -1,0 +1,69 @@
+//! `replay`: a copy of a job that has left the table, sent from what history kept of its message.
+
+use crate::error::{HandlerError, InvalidRequest};
+use crate::job::{Job, MAX_JOB_ID_CHARS};
+use crate::ports::{Clock, Found, JobStore, MessageQueue, Partition};
+use crate::wire::actions::Replay;
+use crate::wire::reply::status_only;
+
+use super::*;
+use sqs_waiter_contract::{JobReply, JobStatus};
+
+/// The copy's id when none is given: the same replay twice is then a duplicate, not a second
+/// copy. (Not DESIGN's `{job_id}~{version}`: `~` is not allowed in a `job_id`, so the copy
+/// could never be read, cancelled or rescheduled by id.)
+pub(crate) fn default_replay_id(job_id: &str, version: u64) -> String {
+    format!("{job_id}:r{version}")
+}
+
+impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q, C> {
+    pub(super) async fn replay(&self, r: Replay) -> Result<JobReply, HandlerError> {
+        let now = self.clock.now();
+        let mut partitions = self.candidate_partitions(&r.queue, &r.job_id).await?;
+        partitions.push(Partition::Parked);
+        let record = match self.existing(&r.queue, &r.job_id, &partitions, now).await? {
+            // Still stored (or parked): nothing has left the table to be replayed.
+            Some(Found::Job(_)) => return Ok(status_only(JobStatus::Conflict, &r.queue, &r.job_id)),
+            Some(Found::History(h)) => h,
+            None => return Ok(status_only(JobStatus::NotReplayable, &r.queue, &r.job_id)),
+        };
+        let Some(kept) = record.message else {
+            return Ok(status_only(JobStatus::NotReplayable, &r.queue, &r.job_id));
+        };
+        let new_job_id = match r.new_job_id {
+            Some(id) => id,
+            None => {
+                let id = default_replay_id(&r.job_id, record.version);
+                if id.chars().count() > MAX_JOB_ID_CHARS {
+                    return Err(InvalidRequest::new(
+                        "new_job_id",
+                        format!("is required here: the default, {id}, is longer than {MAX_JOB_ID_CHARS} characters"),
+                    )
+                    .into());
+                }
+                id
+            }
+        };
+        let copy = Job {
+            queue: r.queue,
+            job_id: new_job_id,
+            job_id_given: true,
+            message_body: kept.body,
+            message_attributes: kept.attributes,
+            perform_at: r
+                .perform_at
+                .unwrap_or_else(|| crate::time::ceil_to_micros(now).unwrap_or(now)),
+            expires_at: None,
+            message_group_id: kept.group_id,
+            message_deduplication_id: None,
+            windows: None,
+        };
+        let precise_at = self.precise_instant(&copy);
+        let reply = self.enqueue(copy, precise_at).await?;
+        tracing::info!(queue = %reply.queue, job_id = %reply.job_id, replay_of = %r.job_id, status = %reply.status, "replayed");
+        Ok(JobReply {
+            replay_of: Some(r.job_id),
+            ..reply
+        })
+    }
+}
