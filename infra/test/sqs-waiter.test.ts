@@ -277,6 +277,42 @@ test("KMS-encrypted imported queues: both roles get exactly the given keys", () 
   }
 });
 
+/**
+ * Each function role's IAM budget as IAM counts it (no whitespace): inline characters, and the
+ * sizes of its managed policies, with every unresolved reference replaced by `placeholder`.
+ */
+function roleBudgets(stack: Stack, placeholder: string): { role: string; inlineChars: number; managed: number[] }[] {
+  const resources = Template.fromStack(stack).toJSON().Resources as Record<string, any>;
+  const size = (doc: unknown): number =>
+    JSON.stringify(stack.resolve(doc), (_k, v) =>
+      v && typeof v === "object" && !Array.isArray(v) && Object.keys(v).some((k) => k === "Ref" || k.startsWith("Fn::"))
+        ? placeholder
+        : v,
+    ).length;
+  return ["EnqueueRole", "PollerRole"].map((role) => {
+    const roleId = Object.keys(resources).find((id) => id.startsWith(`Waiter${role}`) && resources[id].Type === "AWS::IAM::Role");
+    assert.ok(roleId, role);
+    const attached = (r: any) => JSON.stringify(r.Properties.Roles ?? []).includes(`"${roleId}"`);
+    const of = (type: string) => Object.values(resources).filter((r) => r.Type === type && attached(r));
+    return {
+      role,
+      inlineChars: of("AWS::IAM::Policy").reduce((n, r) => n + size(r.Properties.PolicyDocument), 0),
+      managed: of("AWS::IAM::ManagedPolicy").map((m) => size(m.Properties.PolicyDocument)),
+    };
+  });
+}
+
+/** IAM's limits: 10,240 inline characters per role, 10 managed policies (default quota) of 6,144. */
+function assertWithinIamLimits(budgets: ReturnType<typeof roleBudgets>, what: string): void {
+  for (const { role, inlineChars, managed } of budgets) {
+    assert.ok(inlineChars <= 10_240, `${what} ${role}: ${inlineChars} inline policy characters`);
+    assert.ok(managed.length <= 10, `${what} ${role}: ${managed.length} managed policies (default quota 10)`);
+    for (const chars of managed) {
+      assert.ok(chars <= 6_144, `${what} ${role}: a managed policy of ${chars} characters`);
+    }
+  }
+}
+
 test("50 queues: each role stays within IAM's policy size and count limits", () => {
   const app = newApp();
   const stack = new Stack(app, "S", { env: { account: "111111111111", region: "ap-southeast-2" } });
@@ -284,27 +320,7 @@ test("50 queues: each role stays within IAM's policy size and count limits", () 
     sqs.Queue.fromQueueArn(stack, `q${i}`, `arn:aws:sqs:ap-southeast-2:111111111111:queue-with-a-forty-character-name-${String(i).padStart(6, "0")}`),
   );
   new SqsWaiter(stack, "Waiter", { queues, enqueueCode: fakeCode(), pollerCode: fakeCode() });
-  const resources = Template.fromStack(stack).toJSON().Resources as Record<string, any>;
-  // Sizes as IAM counts them (no whitespace), with every unresolved reference as a long ARN.
-  const size = (doc: unknown): number =>
-    JSON.stringify(doc, (_k, v) =>
-      v && typeof v === "object" && !Array.isArray(v) && Object.keys(v).some((k) => k === "Ref" || k.startsWith("Fn::"))
-        ? "x".repeat(90)
-        : v,
-    ).length;
-  for (const role of ["EnqueueRole", "PollerRole"]) {
-    const roleId = Object.keys(resources).find((id) => id.startsWith(`Waiter${role}`) && resources[id].Type === "AWS::IAM::Role");
-    assert.ok(roleId, role);
-    const attached = (r: any) => JSON.stringify(r.Properties.Roles ?? []).includes(`"${roleId}"`);
-    const inline = Object.values(resources).filter((r) => r.Type === "AWS::IAM::Policy" && attached(r));
-    const managed = Object.values(resources).filter((r) => r.Type === "AWS::IAM::ManagedPolicy" && attached(r));
-    const inlineChars = inline.reduce((n, r) => n + size(r.Properties.PolicyDocument), 0);
-    assert.ok(inlineChars <= 10_240, `${role}: ${inlineChars} inline policy characters`);
-    assert.ok(managed.length <= 10, `${role}: ${managed.length} managed policies (default quota 10)`);
-    for (const m of managed) {
-      assert.ok(size(m.Properties.PolicyDocument) <= 6_144, `${role}: a managed policy over 6,144 characters`);
-    }
-  }
+  assertWithinIamLimits(roleBudgets(stack, "x".repeat(90)), "50 queues");
 });
 
 test("grantEnqueue lets a role invoke enqueue; tableFor finds a queue's table or names the problem", () => {
@@ -477,28 +493,10 @@ test("100 queues of 80 characters, in every partition: each role within IAM's si
     );
     assert.equal(queues[0].queueName.length, 80);
     new SqsWaiter(stack, "Waiter", { queues, enqueueCode: fakeCode(), pollerCode: fakeCode() });
-    const resources = Template.fromStack(stack).toJSON().Resources as Record<string, any>;
-    // As IAM counts (no whitespace), with the partition, region and account the stack resolves to.
-    const size = (doc: unknown): number =>
-      JSON.stringify(stack.resolve(doc), (_k, v) => {
-        if (v && typeof v === "object" && !Array.isArray(v) && Object.keys(v).some((k) => k === "Ref" || k.startsWith("Fn::"))) {
-          return `arn:${partition}:dynamodb:${region}:111111111111:table/${"x".repeat(91)}`;
-        }
-        return v;
-      }).length;
-    for (const role of ["EnqueueRole", "PollerRole"]) {
-      const roleId = Object.keys(resources).find((id) => id.startsWith(`Waiter${role}`) && resources[id].Type === "AWS::IAM::Role");
-      assert.ok(roleId, role);
-      const attached = (r: any) => JSON.stringify(r.Properties.Roles ?? []).includes(`"${roleId}"`);
-      const inline = Object.values(resources).filter((r) => r.Type === "AWS::IAM::Policy" && attached(r));
-      const managed = Object.values(resources).filter((r) => r.Type === "AWS::IAM::ManagedPolicy" && attached(r));
-      const inlineChars = inline.reduce((n, r) => n + size(r.Properties.PolicyDocument), 0);
-      assert.ok(inlineChars <= 10_240, `${partition} ${role}: ${inlineChars} inline policy characters`);
-      assert.ok(managed.length <= 10, `${partition} ${role}: ${managed.length} managed policies (default quota 10)`);
-      for (const m of managed) {
-        const chars = size(m.Properties.PolicyDocument);
-        assert.ok(chars <= 6_144, `${partition} ${role}: a managed policy of ${chars} characters`);
-      }
+    // An unresolved reference stands for the longest ARN the policies hold, in this partition.
+    const budgets = roleBudgets(stack, `arn:${partition}:dynamodb:${region}:111111111111:table/${"x".repeat(91)}`);
+    assertWithinIamLimits(budgets, partition);
+    for (const { role, inlineChars, managed } of budgets) {
       console.log(`${partition} ${role}: ${inlineChars} inline characters, ${managed.length} managed policies`);
     }
   }

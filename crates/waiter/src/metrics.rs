@@ -168,23 +168,12 @@ mod tests {
 
     #[test]
     fn enqueue_counts_statuses_but_not_duplicates() {
-        let reply: sqs_waiter_contract::BatchReply = serde_json::from_value(json!({"results": [
+        let v = batch_line(json!([
             {"status": "scheduled", "job_id": "a", "queue": "q", "duplicate": false},
             {"status": "scheduled", "job_id": "b", "queue": "q", "duplicate": true},
             {"status": "sent", "job_id": "c", "queue": "q", "duplicate": false},
             {"status": "error", "error": {"type": "Throttled", "message": "m", "retryable": true}}
-        ]}))
-        .unwrap();
-        let reply = Reply::Batch(reply);
-        let line = enqueue_line(
-            "enqueue-fn",
-            Invocation::Replied {
-                reply: &reply,
-                is_enqueue: true,
-            },
-            Utc::now(),
-        );
-        let v: Value = serde_json::from_str(&line).unwrap();
+        ]));
         assert_eq!(
             (
                 v["Scheduled"].as_f64(),
@@ -194,6 +183,17 @@ mod tests {
             ),
             (Some(1.0), Some(1.0), Some(1.0), Some(1.0))
         );
+    }
+
+    /// The metrics line of an enqueue invocation that replied with these batch results.
+    fn batch_line(results: Value) -> Value {
+        let reply: sqs_waiter_contract::BatchReply = serde_json::from_value(json!({ "results": results })).unwrap();
+        let reply = Reply::Batch(reply);
+        let invocation = Invocation::Replied {
+            reply: &reply,
+            is_enqueue: true,
+        };
+        serde_json::from_str(&enqueue_line("enqueue-fn", invocation, Utc::now())).unwrap()
     }
 
     fn failed(error_type: ErrorType, is_enqueue: bool) -> Value {
@@ -230,22 +230,11 @@ mod tests {
 
     #[test]
     fn a_batch_counts_only_its_failed_jobs_on_our_side_as_failures() {
-        let reply: sqs_waiter_contract::BatchReply = serde_json::from_value(json!({"results": [
+        let v = batch_line(json!([
             {"status": "error", "error": {"type": "InvalidRequest", "message": "m", "retryable": false}},
             {"status": "error", "error": {"type": "DependencyFailure", "message": "m", "retryable": true}},
             {"status": "scheduled", "job_id": "a", "queue": "q", "duplicate": false}
-        ]}))
-        .unwrap();
-        let reply = Reply::Batch(reply);
-        let line = enqueue_line(
-            "f",
-            Invocation::Replied {
-                reply: &reply,
-                is_enqueue: true,
-            },
-            Utc::now(),
-        );
-        let v: Value = serde_json::from_str(&line).unwrap();
+        ]));
         assert_eq!(
             (v["Refused"].as_f64(), v["Failures"].as_f64(), v["Rejected"].as_f64()),
             (Some(0.0), Some(1.0), Some(2.0))
