@@ -120,7 +120,6 @@ export class SqsWaiter extends Construct {
   /** The existing tables of `adoptedQueues`. */
   readonly adoptedTables: dynamodb.ITable[];
   private readonly tablesByQueue = new Map<string, dynamodb.ITable>();
-  private readonly claimed = new Set<string>();
   readonly enqueueFunction: lambda.Function;
   readonly pollerFunction: lambda.Function;
   readonly pollerFailures: sqs.Queue;
@@ -459,13 +458,15 @@ export class SqsWaiter extends Construct {
     return table;
   }
 
-  /** The queue's key among the managed queues, refusing a queue named twice (in either list). */
+  /**
+   * The queue's key among the managed queues, refusing a queue named twice (in either list):
+   * each queue's table is registered before the next queue is claimed.
+   */
   private claim(queue: sqs.IQueue): string {
     const key = queueKey(queue);
-    if (this.claimed.has(key)) {
+    if (this.tablesByQueue.has(key)) {
       throw new Error(`SqsWaiter: queue ${key} is listed twice (a queue is in queues or in adoptedQueues, once)`);
     }
-    this.claimed.add(key);
     return key;
   }
 

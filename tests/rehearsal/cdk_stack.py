@@ -7,13 +7,13 @@ and the synthesized template deployed through LocalStack's CloudFormation. Then 
 its functions, as for the SAM stacks.
 """
 
-import io
 import json
 import os
 import subprocess
 import tempfile
-import zipfile
 from pathlib import Path
+
+from derive import stripped_bootstrap, zipped_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 STACK = "SqsWaiterExample"
@@ -21,19 +21,7 @@ ACCOUNT = "000000000000"
 QUALIFIER = "hnb659fds"  # the default synthesizer's
 
 
-def zipped_dir(directory):
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
-        for path in sorted(Path(directory).rglob("*")):
-            if path.is_file():
-                info = zipfile.ZipInfo(str(path.relative_to(directory)))
-                info.external_attr = (path.stat().st_mode & 0o777) << 16
-                info.compress_type = zipfile.ZIP_DEFLATED
-                z.writestr(info, path.read_bytes())
-    return buf.getvalue()
-
-
-def synth(tmp, arch, direct_max_delay, stripped_bootstrap):
+def synth(tmp, arch, direct_max_delay):
     """`cdk synth` of the example stack with these bootstraps; returns cdk.out's path."""
     lambda_dir = Path(tmp) / "lambda"
     for binary in ("enqueue", "poller"):
@@ -51,12 +39,12 @@ def synth(tmp, arch, direct_max_delay, stripped_bootstrap):
     return out
 
 
-def deploy(r, ls, check, arch, direct_max_delay, stripped_bootstrap):
+def deploy(r, ls, check, arch, direct_max_delay):
     """Synthesizes and deploys the example stack; returns True when it is up."""
     region = "us-east-1"
     with tempfile.TemporaryDirectory(prefix="sqs-waiter-cdk-") as tmp:
         try:
-            out = synth(tmp, arch, direct_max_delay, stripped_bootstrap)
+            out = synth(tmp, arch, direct_max_delay)
         except RuntimeError as e:
             check(False, f"cdk: {e}")
             return False

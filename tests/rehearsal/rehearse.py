@@ -17,14 +17,13 @@ What LocalStack cannot do here is replaced, and only that (docs/deploy.md says w
 - its `Fn::ForEach` refuses `&{}` in logical ids and, inside a loop body, turns every string
   `Fn::Sub` into a plain string (so `arn:${AWS::Partition}:...` reaches IAM unresolved), and
   its engine recurses without end when it updates a stack that carries the SAM transform: the
-  rehearsal expands the loops itself, per AWS's documented semantics, for each deploy's queue
+  rehearsal expands the loops itself (derive.py), per AWS's documented semantics, for each deploy's queue
   lists, and applies the SAM transform with aws-sam-translator (the library behind AWS's own
   transform); LocalStack's CloudFormation gets the plain template and does everything after.
 
 Exit status 0 when every check holds; otherwise each failed check is printed.
 """
 
-import io
 import json
 import logging
 import os
@@ -36,27 +35,22 @@ import sys
 import tempfile
 import time
 import urllib.request
-import zipfile
 from pathlib import Path
 
 import boto3
 from botocore.config import Config
-from cfnlint.decode import cfn_yaml
-from samtranslator.translator.transform import transform as sam_transform
 
 import cdk_stack
+from derive import BINARIES, BUCKET, REGION, derived_template, stripped_bootstrap, zipped_dir
 from roundtrip import Deliveries, RoundTrip
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = "sqs,dynamodb,cloudformation,iam,lambda,scheduler,logs,cloudwatch,sts,s3,kms,ssm"
-REGION = "us-east-1"
-BUCKET = "sqs-waiter-rehearsal"
 STACK_TIMEOUT_S = 300
 # The functions run on this host (tests/rehearsal/host_executor), so the stacks are deployed
-# for its architecture, with the binaries `make test` builds once for every test.
+# for its architecture (also the example CDK app's `architecture` context), with the binaries
+# `make test` builds once for every test.
 ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}[os.uname().machine]
-BINARIES = ("enqueue", "poller")
-ARCH_CDK = {"x86_64": "x86_64", "arm64": "arm64"}  # the example app's `architecture` context
 # Jobs due in more than DIRECT_MAX_DELAY seconds are stored (the deployed default is 900): the
 # rehearsal stores jobs a few seconds ahead and has the poller hand them over.
 DIRECT_MAX_DELAY = 0
@@ -89,103 +83,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def alphanumeric(value):
-    return "".join(c for c in value if c.isalnum())
-
-
-def inline_queue_list(obj, lists):
-    """`!Join [sep, !Ref QueueNames]` (or AdoptedQueueNames) as the string it stands for
-    (LocalStack's engine reads a CommaDelimitedList parameter as a string when it updates a
-    stack, and refuses the Join)."""
-    if isinstance(obj, list):
-        return [inline_queue_list(o, lists) for o in obj]
-    if not isinstance(obj, dict):
-        return obj
-    join = obj.get("Fn::Join")
-    if len(obj) == 1 and isinstance(join, list) and len(join) == 2 and isinstance(join[1], dict) \
-            and join[1].get("Ref") in lists:
-        return join[0].join(lists[join[1]["Ref"]])
-    return {k: inline_queue_list(v, lists) for k, v in obj.items()}
-
-
-def substitute(obj, name, value):
-    """The body of one Fn::ForEach iteration, as AWS::LanguageExtensions documents it."""
-    if isinstance(obj, list):
-        return [substitute(o, name, value) for o in obj]
-    if not isinstance(obj, dict):
-        return obj
-    if obj == {"Ref": name}:
-        return value
-    if set(obj) == {"Fn::Sub"}:
-        sub = obj["Fn::Sub"]
-        if isinstance(sub, str):
-            return {"Fn::Sub": sub.replace("${" + name + "}", value)}
-        return {"Fn::Sub": [sub[0].replace("${" + name + "}", value), substitute(sub[1], name, value)]}
-    return {k: substitute(v, name, value) for k, v in obj.items()}
-
-
-def derived_template(queues, adopted=()):
-    """template.yaml with its Fn::ForEach expanded for these queues (and adopted queues, whose
-    tables exist), and the code in S3."""
-    # A CommaDelimitedList given "" is [""]: the loops' resources then carry a false condition.
-    lists = {"QueueNames": list(queues) or [""], "AdoptedQueueNames": list(adopted) or [""]}
-    template = json.loads(json.dumps(cfn_yaml.loads((ROOT / "template.yaml").read_text())))
-    # Loud when the template changes under the rehearsal, rather than rehearsing less.
-    if template.get("Transform") != ["AWS::LanguageExtensions", "AWS::Serverless-2016-10-31"]:
-        sys.exit("rehearse: template.yaml's Transform changed; update tests/rehearsal/rehearse.py")
-    if template["Globals"]["Function"].get("CodeUri") != ".":
-        sys.exit("rehearse: template.yaml's CodeUri changed; update tests/rehearsal/rehearse.py")
-    template["Transform"] = ["AWS::Serverless-2016-10-31"]
-    del template["Globals"]["Function"]["CodeUri"]
-    for binary in BINARIES:
-        function = template["Resources"][f"{binary.capitalize()}Function"]
-        if function["Metadata"]["BuildProperties"]["Binary"] != binary:
-            sys.exit(f"rehearse: {binary.capitalize()}Function no longer builds {binary}; update tests/rehearsal/rehearse.py")
-        function["Properties"]["CodeUri"] = f"s3://{BUCKET}/{binary}.zip"
-    resources = {}
-    loops = 0
-    for key, body in template["Resources"].items():
-        if not key.startswith("Fn::ForEach::"):
-            resources[key] = body
-            continue
-        name, collection, bodies = body
-        if collection.get("Ref") not in lists:
-            sys.exit(f"rehearse: {key} loops over {collection}; only {', '.join(lists)} are expanded here")
-        loops += 1
-        for queue in lists[collection["Ref"]]:
-            for logical_id, resource in bodies.items():
-                expanded = logical_id.replace("${" + name + "}", queue).replace("&{" + name + "}", alphanumeric(queue))
-                if expanded in resources or expanded == logical_id:
-                    sys.exit(f"rehearse: {key} expands {logical_id} to a duplicate or fixed id {expanded}")
-                resources[expanded] = substitute(resource, name, queue)
-    if loops == 0:
-        sys.exit("rehearse: template.yaml has no Fn::ForEach left; update tests/rehearsal/rehearse.py")
-    template["Resources"] = inline_queue_list(resources, lists)
-    template["Globals"] = inline_queue_list(template["Globals"], lists)
-    template["Conditions"] = inline_queue_list(template["Conditions"], lists)
-    # The SAM transform, by the library AWS's own transform is built on (LocalStack's engine
-    # recurses without end when it updates a stack that carries the transform).
-    params = {"QueueNames": ",".join(queues), "AdoptedQueueNames": ",".join(adopted),
-              "AWS::Region": REGION, "AWS::AccountId": "000000000000", "AWS::Partition": "aws"}
-    template = sam_transform(template, params, NoManagedPolicies())
-    return json.dumps(template)
-
-
-def stripped_bootstrap(binary, dest):
-    """The host build of `binary` without its debug sections (a debug binary is about 120 MB)."""
-    built = ROOT / "target/debug" / binary
-    if not built.is_file():
-        sys.exit(f"rehearse: {built} is missing; run `cargo build --workspace --all-targets` first (make rehearse does)")
-    subprocess.run(["strip", "--strip-debug", "-o", str(dest), str(built)], check=True)
-
-
-class NoManagedPolicies:
-    """The template names no AWS managed policies (its roles are its own)."""
-
-    def load(self):
-        return {}
 
 
 class LocalStack:
@@ -260,15 +157,8 @@ class Rehearsal:
         self.s3.create_bucket(Bucket=BUCKET)
         for binary in BINARIES:
             with tempfile.TemporaryDirectory() as tmp:
-                stripped = Path(tmp) / "bootstrap"
-                stripped_bootstrap(binary, stripped)
-                buf = io.BytesIO()
-                with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
-                    info = zipfile.ZipInfo("bootstrap")
-                    info.external_attr = 0o755 << 16
-                    info.compress_type = zipfile.ZIP_DEFLATED
-                    z.writestr(info, stripped.read_bytes())
-            self.s3.put_object(Bucket=BUCKET, Key=f"{binary}.zip", Body=buf.getvalue())
+                stripped_bootstrap(binary, Path(tmp) / "bootstrap")
+                self.s3.put_object(Bucket=BUCKET, Key=f"{binary}.zip", Body=zipped_dir(tmp))
 
     def params(self, queues, prefix, adopted=()):
         return [
@@ -456,28 +346,24 @@ class Rehearsal:
         check(len(found) == expected_alarms, f"{stack}: {expected_alarms} alarms (found {len(found)})")
         return res
 
+    def schedule(self, stack, res):
+        """The stack's one schedule, or None (a failed check)."""
+        schedules = [r["PhysicalResourceId"] for r in res.values() if r["ResourceType"] == "AWS::Scheduler::Schedule"]
+        return schedules[0] if check(len(schedules) == 1, f"{stack}: a schedule to run") else None
+
     def deliver(self, rt, stack, queue):
         """A direct and a stored job, by boto3 and by the CLI, through this stack's functions."""
         res = self.resources(stack)
-        schedules = [r["PhysicalResourceId"] for r in res.values() if r["ResourceType"] == "AWS::Scheduler::Schedule"]
-        if not check(len(schedules) == 1 and self.physical(res, "EnqueueFunction"), f"{stack}: a schedule and an enqueue function to run"):
-            return
-        expected = rt.send_jobs(self.physical(res, "EnqueueFunction"), queue, f"{stack}/{queue}", STORED_DELAY_S)
-        stored = sum(1 for _, what in expected.values() if "(scheduled)" in what)
-        run = rt.fire_schedule(schedules[0])
-        check(run.get("dispatched") == stored, f"{stack}: the poller run hands over the {stored} stored jobs (got {run.get('dispatched')})")
-        rt.receive(queue, expected)
+        schedule, enqueue = self.schedule(stack, res), self.physical(res, "EnqueueFunction")
+        if schedule and check(enqueue, f"{stack}: an enqueue function to run"):
+            rt.round_trip(stack, enqueue, schedule, queue, STORED_DELAY_S)
 
     def deliver_held(self, rt, stack, queue, held):
         """Jobs stored before the stack changed, delivered by the stack's next poller run (late,
         since they fell due meanwhile, but never early)."""
-        res = self.resources(stack)
-        schedules = [r["PhysicalResourceId"] for r in res.values() if r["ResourceType"] == "AWS::Scheduler::Schedule"]
-        if not check(len(schedules) == 1, f"{stack}: a schedule to run"):
-            return
-        run = rt.fire_schedule(schedules[0])
-        check(run.get("dispatched") == len(held), f"{stack}: the poller run hands over the {len(held)} kept job(s) (got {run.get('dispatched')})")
-        rt.receive(queue, held, on_time=False)
+        schedule = self.schedule(stack, self.resources(stack))
+        if schedule:
+            rt.hand_over_and_receive(stack, schedule, queue, held, len(held), on_time=False)
 
     def queue_arn(self, url):
         return self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
@@ -521,14 +407,10 @@ def main():
 
         # 0. The CDK construct: the example stack synthesized with the host's bootstraps and
         #    deployed through CloudFormation (first: it creates the queue `orders` itself).
-        if cdk_stack.deploy(r, ls, check, ARCH_CDK[ARCH], DIRECT_MAX_DELAY, stripped_bootstrap):
+        if cdk_stack.deploy(r, ls, check, ARCH, DIRECT_MAX_DELAY):
             enqueue, schedule = cdk_stack.functions_and_schedule(r)
             if check(enqueue and schedule, f"cdk: {cdk_stack.STACK} has an enqueue function and a schedule"):
-                expected = rt.send_jobs(enqueue, "orders", f"{cdk_stack.STACK}/orders", STORED_DELAY_S)
-                stored = sum(1 for _, what in expected.values() if "(scheduled)" in what)
-                run = rt.fire_schedule(schedule)
-                check(run.get("dispatched") == stored, f"cdk: the poller run hands over the {stored} stored jobs (got {run.get('dispatched')})")
-                rt.receive("orders", expected)
+                rt.round_trip(cdk_stack.STACK, enqueue, schedule, "orders", STORED_DELAY_S)
 
         for q in ("orders", "billing", "refunds", "fresh"):
             rt.ensure_queue(q)

@@ -96,17 +96,33 @@ class RoundTrip:
         return reply
 
     def send_jobs(self, function, queue, label, stored_delay_s):
-        """A direct and a stored job by each caller; returns {body: (perform_at, how)}."""
+        """A direct and a stored job by each caller; returns ({body: (perform_at, what)}, how
+        many of them were stored)."""
         expected = {}
+        stored = 0
         for how, enqueue in (("boto3", self.enqueue_boto3), ("cli", self.enqueue_cli)):
             for kind, delay in (("direct", 0), ("stored", stored_delay_s)):
                 body = f"{label}/{how}/{kind}/{uuid.uuid4()}"
                 reply = enqueue(function, queue, body, delay)
                 if "perform_at" in reply:
                     expected[body] = (epoch(reply["perform_at"]), f"{label} {how} {kind} ({reply.get('status')})")
+                    stored += reply.get("status") == "scheduled"
                     if kind == "stored":
                         self.check(reply.get("status") == "scheduled", f"{label}: the {how} job in {delay} s is stored")
-        return expected
+        return expected, stored
+
+    def round_trip(self, label, function, schedule_name, queue, stored_delay_s):
+        """Jobs through a deployed stack: `send_jobs`, its poller run, every job received."""
+        expected, stored = self.send_jobs(function, queue, f"{label}/{queue}", stored_delay_s)
+        self.hand_over_and_receive(label, schedule_name, queue, expected, stored)
+
+    def hand_over_and_receive(self, label, schedule_name, queue, expected, stored, on_time=True):
+        """The poller run as the schedule would run it, handing over the `stored` jobs, then
+        every expected job received."""
+        run = self.fire_schedule(schedule_name)
+        self.check(run.get("dispatched") == stored,
+                   f"{label}: the poller run hands over the {stored} stored job(s) (got {run.get('dispatched')})")
+        self.receive(queue, expected, on_time=on_time)
 
     def hold_job(self, function, queue, label, delay_s):
         """One stored job, left for a later poller run; returns {body: (perform_at, what)}."""

@@ -92,22 +92,27 @@ pub enum Invocation<'a> {
 /// `Errors - Refused + Failures`, so a caller's mistake never pages, while a crash or timeout
 /// (which prints no line) still does.
 pub fn enqueue_line(function_name: &str, invocation: Invocation<'_>, at: DateTime<Utc>) -> String {
-    let (reply, failed, is_enqueue) = match invocation {
-        Invocation::Replied { reply, is_enqueue } => (Some(reply), None, is_enqueue),
-        Invocation::Failed { error_type, is_enqueue } => (None, Some(error_type), is_enqueue),
-    };
-    let results: Vec<Result<&JobReply, ErrorType>> = match (reply, failed) {
-        (_, Some(error_type)) => vec![Err(error_type)],
-        (Some(Reply::Job(r)), _) => vec![Ok(r)],
-        (Some(Reply::Batch(b)), _) => b
-            .results
-            .iter()
-            .map(|r| match r {
-                BatchResult::Done(r) => Ok(&**r),
-                BatchResult::Failed { error, .. } => Err(error.error_type),
-            })
-            .collect(),
-        _ => Vec::new(),
+    let (results, refused, is_enqueue) = match invocation {
+        Invocation::Failed { error_type, is_enqueue } => (
+            vec![Err(error_type)],
+            error_type == ErrorType::InvalidRequest,
+            is_enqueue,
+        ),
+        Invocation::Replied { reply, is_enqueue } => {
+            let results: Vec<Result<&JobReply, ErrorType>> = match reply {
+                Reply::Job(r) => vec![Ok(r)],
+                Reply::Batch(b) => b
+                    .results
+                    .iter()
+                    .map(|r| match r {
+                        BatchResult::Done(r) => Ok(&**r),
+                        BatchResult::Failed { error, .. } => Err(error.error_type),
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            (results, false, is_enqueue)
+        }
     };
     let count = |status: JobStatus| {
         results
@@ -118,7 +123,7 @@ pub fn enqueue_line(function_name: &str, invocation: Invocation<'_>, at: DateTim
     };
     let ours = |e: &&ErrorType| **e != ErrorType::InvalidRequest;
     let failures = results.iter().filter_map(|r| r.as_ref().err()).filter(ours).count() as f64;
-    let refused = f64::from(u8::from(failed == Some(ErrorType::InvalidRequest)));
+    let refused = f64::from(u8::from(refused));
     let mut metrics = Vec::new();
     if is_enqueue {
         let rejected = results.iter().filter(|r| r.is_err()).count() as f64;

@@ -12,7 +12,7 @@ use sqs_waiter_contract::{JobReply, JobStatus};
 /// The copy's id when none is given: the same replay twice is then a duplicate, not a second
 /// copy. (Not DESIGN's `{job_id}~{version}`: `~` is not allowed in a `job_id`, so the copy
 /// could never be read, cancelled or rescheduled by id.)
-pub(crate) fn default_replay_id(job_id: &str, version: u64) -> String {
+fn default_replay_id(job_id: &str, version: u64) -> String {
     format!("{job_id}:r{version}")
 }
 

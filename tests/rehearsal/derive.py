@@ -1,0 +1,134 @@
+"""What the deploy rehearsal (tests/rehearsal/rehearse.py) gives LocalStack: template.yaml, and
+the functions' code (the host's debug build of each binary, zipped as `bootstrap`).
+
+LocalStack's `Fn::ForEach` refuses `&{}` in logical ids and, inside a loop body, turns every
+string `Fn::Sub` into a plain string; its engine recurses without end when it updates a stack
+that carries the SAM transform, and reads a CommaDelimitedList parameter as a string on update.
+So the rehearsal expands the loops itself, per AWS's documented semantics, inlines the joins of
+the queue lists, points the functions' code at the bootstraps in LocalStack's S3, and applies
+the SAM transform with aws-sam-translator (the library behind AWS's own transform).
+"""
+
+import io
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from cfnlint.decode import cfn_yaml
+from samtranslator.translator.transform import transform as sam_transform
+
+ROOT = Path(__file__).resolve().parents[2]
+REGION = "us-east-1"
+BUCKET = "sqs-waiter-rehearsal"
+BINARIES = ("enqueue", "poller")
+
+
+def alphanumeric(value):
+    return "".join(c for c in value if c.isalnum())
+
+
+def inline_queue_list(obj, lists):
+    """`!Join [sep, !Ref QueueNames]` (or AdoptedQueueNames) as the string it stands for
+    (LocalStack's engine reads a CommaDelimitedList parameter as a string when it updates a
+    stack, and refuses the Join)."""
+    if isinstance(obj, list):
+        return [inline_queue_list(o, lists) for o in obj]
+    if not isinstance(obj, dict):
+        return obj
+    join = obj.get("Fn::Join")
+    if len(obj) == 1 and isinstance(join, list) and len(join) == 2 and isinstance(join[1], dict) \
+            and join[1].get("Ref") in lists:
+        return join[0].join(lists[join[1]["Ref"]])
+    return {k: inline_queue_list(v, lists) for k, v in obj.items()}
+
+
+def substitute(obj, name, value):
+    """The body of one Fn::ForEach iteration, as AWS::LanguageExtensions documents it."""
+    if isinstance(obj, list):
+        return [substitute(o, name, value) for o in obj]
+    if not isinstance(obj, dict):
+        return obj
+    if obj == {"Ref": name}:
+        return value
+    if set(obj) == {"Fn::Sub"}:
+        sub = obj["Fn::Sub"]
+        if isinstance(sub, str):
+            return {"Fn::Sub": sub.replace("${" + name + "}", value)}
+        return {"Fn::Sub": [sub[0].replace("${" + name + "}", value), substitute(sub[1], name, value)]}
+    return {k: substitute(v, name, value) for k, v in obj.items()}
+
+
+def derived_template(queues, adopted=()):
+    """template.yaml with its Fn::ForEach expanded for these queues (and adopted queues, whose
+    tables exist), and the code in S3."""
+    # A CommaDelimitedList given "" is [""]: the loops' resources then carry a false condition.
+    lists = {"QueueNames": list(queues) or [""], "AdoptedQueueNames": list(adopted) or [""]}
+    template = json.loads(json.dumps(cfn_yaml.loads((ROOT / "template.yaml").read_text())))
+    # Loud when the template changes under the rehearsal, rather than rehearsing less.
+    if template.get("Transform") != ["AWS::LanguageExtensions", "AWS::Serverless-2016-10-31"]:
+        sys.exit("rehearse: template.yaml's Transform changed; update tests/rehearsal/derive.py")
+    if template["Globals"]["Function"].get("CodeUri") != ".":
+        sys.exit("rehearse: template.yaml's CodeUri changed; update tests/rehearsal/derive.py")
+    template["Transform"] = ["AWS::Serverless-2016-10-31"]
+    del template["Globals"]["Function"]["CodeUri"]
+    for binary in BINARIES:
+        function = template["Resources"][f"{binary.capitalize()}Function"]
+        if function["Metadata"]["BuildProperties"]["Binary"] != binary:
+            sys.exit(f"rehearse: {binary.capitalize()}Function no longer builds {binary}; update tests/rehearsal/derive.py")
+        function["Properties"]["CodeUri"] = f"s3://{BUCKET}/{binary}.zip"
+    resources = {}
+    loops = 0
+    for key, body in template["Resources"].items():
+        if not key.startswith("Fn::ForEach::"):
+            resources[key] = body
+            continue
+        name, collection, bodies = body
+        if collection.get("Ref") not in lists:
+            sys.exit(f"rehearse: {key} loops over {collection}; only {', '.join(lists)} are expanded here")
+        loops += 1
+        for queue in lists[collection["Ref"]]:
+            for logical_id, resource in bodies.items():
+                expanded = logical_id.replace("${" + name + "}", queue).replace("&{" + name + "}", alphanumeric(queue))
+                if expanded in resources or expanded == logical_id:
+                    sys.exit(f"rehearse: {key} expands {logical_id} to a duplicate or fixed id {expanded}")
+                resources[expanded] = substitute(resource, name, queue)
+    if loops == 0:
+        sys.exit("rehearse: template.yaml has no Fn::ForEach left; update tests/rehearsal/derive.py")
+    template["Resources"] = inline_queue_list(resources, lists)
+    template["Globals"] = inline_queue_list(template["Globals"], lists)
+    template["Conditions"] = inline_queue_list(template["Conditions"], lists)
+    # The SAM transform, by the library AWS's own transform is built on (LocalStack's engine
+    # recurses without end when it updates a stack that carries the transform).
+    params = {"QueueNames": ",".join(queues), "AdoptedQueueNames": ",".join(adopted),
+              "AWS::Region": REGION, "AWS::AccountId": "000000000000", "AWS::Partition": "aws"}
+    template = sam_transform(template, params, NoManagedPolicies())
+    return json.dumps(template)
+
+
+class NoManagedPolicies:
+    """The template names no AWS managed policies (its roles are its own)."""
+
+    def load(self):
+        return {}
+
+
+def stripped_bootstrap(binary, dest):
+    """The host build of `binary` without its debug sections (a debug binary is about 120 MB)."""
+    built = ROOT / "target/debug" / binary
+    if not built.is_file():
+        sys.exit(f"rehearse: {built} is missing; run `cargo build --workspace --all-targets` first (make rehearse does)")
+    subprocess.run(["strip", "--strip-debug", "-o", str(dest), str(built)], check=True)
+
+
+def zipped_dir(directory):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        for path in sorted(Path(directory).rglob("*")):
+            if path.is_file():
+                info = zipfile.ZipInfo(str(path.relative_to(directory)))
+                info.external_attr = (path.stat().st_mode & 0o777) << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                z.writestr(info, path.read_bytes())
+    return buf.getvalue()
