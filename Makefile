@@ -98,11 +98,11 @@ BUILD_FOR_TESTS := cargo build --workspace --all-targets
 build-for-tests:
 	$(BUILD_FOR_TESTS)
 
-# The e2e suite runs twice: on moto (with the unit tests), then on LocalStack. The rehearsal
-# runs the same debug build as the deployed functions' code.
+# The e2e suite runs twice, on moto (with the unit tests) and on LocalStack, both at once
+# (scripts/test_both_backends.sh). The rehearsal runs the same debug build as the deployed
+# functions' code.
 test: venv ddb-local localstack-install lint-rust lint-template template-test build-for-tests rehearse infra-test
-	cargo test --workspace --no-fail-fast
-	E2E_BACKEND=localstack cargo test --workspace --no-fail-fast --test '*'
+	bash scripts/test_both_backends.sh
 
 # Both architectures, kept apart: each build writes <lambda-dir>/<name>/bootstrap.
 build: venv

@@ -127,6 +127,11 @@ pub fn details(r: &JobReply) -> String {
     row("cancelled_at", opt_time(r.cancelled_at));
     row("expired_at", opt_time(r.expired_at));
     row("parked_at", opt_time(r.parked_at));
+    let number = |n: Option<u32>| n.map(|n| n.to_string()).unwrap_or_default();
+    row("attempt", number(r.attempt));
+    row("attempt_job_id", r.attempt_job_id.clone().unwrap_or_default());
+    row("attempts", number(r.attempts));
+    row("reason", r.reason.clone().unwrap_or_default());
     if let Some(e) = &r.error {
         row("error", format!("{}: {}", e.code, e.message));
     }
@@ -151,8 +156,13 @@ pub fn jobs(jobs: &[JobReply], more: bool) -> String {
     let mut t = Table::new();
     t.load_preset(presets::NOTHING);
     let mut header = vec!["JOB ID", "DUE (UTC)", "STATUS", "VERSION"];
+    // Jobs parked because their attempts ran out (`retry`) show how many were made.
+    let retried = jobs.iter().any(|j| j.attempts.is_some());
     if parked {
         header.extend(["PARKED AT", "ERROR"]);
+    }
+    if retried {
+        header.push("ATTEMPTS");
     }
     t.set_header(header);
     for j in jobs {
@@ -170,6 +180,9 @@ pub fn jobs(jobs: &[JobReply], more: bool) -> String {
                     .map(|e| format!("{}: {}", e.code, e.message))
                     .unwrap_or_default(),
             );
+        }
+        if retried {
+            row.push(j.attempts.map(|n| n.to_string()).unwrap_or_default());
         }
         t.add_row(row);
     }

@@ -65,6 +65,16 @@ fn list_and_parked_tables() {
     ]))
     .unwrap();
     insta::assert_snapshot!("parked", render::jobs(&parked, false));
+    let exhausted: Vec<JobReply> = serde_json::from_value(json!([
+        {"job_id": "order-7:a4", "queue": "orders", "status": "parked", "perform_at": "2026-11-30T09:00:00Z",
+         "version": 1, "parked_at": "2026-11-30T09:00:00Z", "attempt": 4, "attempts": 3,
+         "reason": "attempts_exhausted", "error": {"code": "attempts_exhausted", "message": "payment API timed out"}},
+        {"job_id": "bad-1", "queue": "orders", "status": "parked", "perform_at": "2026-11-30T09:00:00Z",
+         "version": 1, "parked_at": "2026-11-30T09:00:02Z",
+         "error": {"code": "InvalidParameterValue", "message": "Message must be shorter than 262144 bytes."}}
+    ]))
+    .unwrap();
+    insta::assert_snapshot!("parked_retried", render::jobs(&exhausted, false));
     assert_eq!(render::jobs(&[], false), "no jobs");
 }
 

@@ -51,11 +51,15 @@
 #![warn(missing_docs)]
 
 mod error;
+#[cfg(feature = "sqs")]
+mod received;
 
 use aws_sdk_lambda::primitives::Blob;
 use serde_json::Value;
 
 pub use error::Error;
+#[cfg(feature = "sqs")]
+pub use received::retry_of;
 pub use sqs_waiter_contract::*;
 
 /// The jobs of one `enqueue_many` invocation stay below this many bytes of JSON: Lambda's
@@ -185,6 +189,26 @@ impl Client {
     /// `conflict` while the job is still stored.
     pub async fn replay(&self, request: &Replay) -> Result<JobReply, Error> {
         self.call(request).await
+    }
+
+    /// Hands back a message the consumer failed on: the next attempt at the request's backoff
+    /// (`scheduled`, with `attempt`), `duplicate: true` for an attempt handed back already,
+    /// `conflict` for an older one, or `parked` when `max_attempts` is reached.
+    pub async fn retry_request(&self, request: &Retry) -> Result<JobReply, Error> {
+        self.call(request).await
+    }
+
+    /// `retry_request` for a message received with the AWS SDK for SQS: its body, attributes,
+    /// attempt (`waiter.attempt`) and FIFO group (see [`retry_of`]).
+    #[cfg(feature = "sqs")]
+    pub async fn retry(
+        &self,
+        queue: &str,
+        job_id: &str,
+        message: &aws_sdk_sqs::types::Message,
+        policy: &RetryPolicy,
+    ) -> Result<JobReply, Error> {
+        self.retry_request(&retry_of(queue, job_id, message, policy)).await
     }
 
     /// One page of jobs in `perform_at` order.

@@ -60,6 +60,7 @@ action!(RedriveMany, "redrive", BatchReply);
 action!(RedriveAll, "redrive", RedriveAllReply);
 action!(Stats, "stats", StatsReply);
 action!(Replay, "replay", JobReply);
+action!(crate::retry::Retry, "retry", JobReply);
 
 /// Up to 1000 jobs in one request; each succeeds or fails on its own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

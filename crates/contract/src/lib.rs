@@ -28,6 +28,7 @@ mod actions;
 mod error;
 mod job;
 mod reply;
+mod retry;
 
 pub use actions::{
     Action, Cancel, CancelMany, EnqueueMany, Get, List, ListParked, ListStatus, Redrive, RedriveAll, RedriveMany,
@@ -38,6 +39,11 @@ pub use job::{Job, MessageAttribute, Window};
 pub use reply::{
     BatchReply, BatchResult, Bucket, CancelManyReply, FailedStatus, JobReply, JobStatus, ListReply, ParkedError,
     ParkedReply, RedriveAllReply, StatsReply,
+};
+pub use retry::{
+    attempt_of, Backoff, Retry, RetryPolicy, ATTEMPTS_EXHAUSTED, ATTEMPT_ATTRIBUTE, DEFAULT_BASE_S, DEFAULT_FACTOR,
+    DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_S, MAX_ATTEMPT, MAX_BASE_S, MAX_ERROR_CHARS, MAX_FACTOR, MAX_MAX_S,
+    RESERVED_ATTRIBUTE_PREFIX,
 };
 
 /// The most jobs one `enqueue` request (or one `job_ids` list) may hold.

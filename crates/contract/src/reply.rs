@@ -138,6 +138,20 @@ pub struct JobReply {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// `replay`: the job this one is a copy of.
     pub replay_of: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `retry`: the attempt scheduled (for `conflict`, the job's latest). A stored or parked
+    /// job of a retried job: the attempt its message is (`waiter.attempt`).
+    pub attempt: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `retry`: the id the scheduled attempt is stored under (`{job_id}:a{attempt}`), for
+    /// `get`, `cancel` and `reschedule`.
+    pub attempt_job_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Parked because its attempts ran out: how many were made.
+    pub attempts: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Why the job was parked without a send: `attempts_exhausted`.
+    pub reason: Option<String>,
 }
 
 /// SQS's code and message for a parked job.

@@ -13,9 +13,10 @@ type App = Waiter<DynamoStore, SqsQueue, SystemClock>;
 const FALLBACK_BUDGET: chrono::TimeDelta = chrono::TimeDelta::seconds(30);
 
 async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Reply, Diagnostic> {
-    let (result, is_enqueue) = match event.payload.into_value() {
+    let (result, is_enqueue, is_retry) = match event.payload.into_value() {
         Ok(request) => {
             let is_enqueue = request.get("action").is_none_or(|a| a == "enqueue");
+            let is_retry = request.get("action").is_some_and(|a| a == "retry");
             let now = chrono::Utc::now();
             let deadline = chrono::DateTime::<chrono::Utc>::from(event.context.deadline());
             // Local emulators may send no usable deadline (cargo-lambda sends one near 1970).
@@ -24,9 +25,9 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Reply, Diagno
             } else {
                 now + FALLBACK_BUDGET
             };
-            (app.respond(&request, deadline).await, is_enqueue)
+            (app.respond(&request, deadline).await, is_enqueue, is_retry)
         }
-        Err(invalid) => (Err(invalid.into()), true),
+        Err(invalid) => (Err(invalid.into()), true, false),
     };
     // Every invocation prints its line: the enqueue alarm subtracts `Refused` from Lambda's
     // `Errors`, whatever the action.
@@ -37,10 +38,14 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Reply, Diagno
             is_enqueue,
         },
     };
+    let function_name = &event.context.env_config.function_name;
     println!(
         "{}",
-        metrics::enqueue_line(&event.context.env_config.function_name, invocation, chrono::Utc::now())
+        metrics::enqueue_line(function_name, invocation, chrono::Utc::now())
     );
+    if let (true, Ok(Reply::Job(reply))) = (is_retry, &result) {
+        println!("{}", metrics::retry_line(function_name, reply, chrono::Utc::now()));
+    }
     result.map_err(|e| {
         tracing::warn!(error_type = e.error_type(), retryable = e.is_retryable(), error = %e.message(), "request failed");
         Diagnostic {

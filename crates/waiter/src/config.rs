@@ -5,6 +5,11 @@ use std::fmt;
 
 use crate::limits::{DDB_MAX_TABLE_NAME_CHARS, SQS_MAX_DELAY_SECONDS, SQS_MAX_QUEUE_NAME_CHARS};
 
+/// How long the record of a retried job's attempt is kept with history off: a consumer's
+/// repeated `retry` of one attempt comes within seconds or minutes, and a day also covers SQS
+/// redelivering the failed message after its visibility timeout (at most 12 hours).
+pub const RETRY_RECORD_KEEP: chrono::TimeDelta = chrono::TimeDelta::days(1);
+
 pub const ENV_QUEUES: &str = "WAITER_QUEUES";
 pub const ENV_TABLE_PREFIX: &str = "WAITER_TABLE_PREFIX";
 pub const ENV_DIRECT_MAX_DELAY: &str = "WAITER_DIRECT_MAX_DELAY";
@@ -197,6 +202,17 @@ impl Config {
     /// How long history records are kept; `None` when history is off.
     pub fn history_keep(&self) -> Option<chrono::TimeDelta> {
         (self.history_days > 0).then(|| chrono::TimeDelta::days(i64::from(self.history_days)))
+    }
+
+    /// How long the record of this job is kept when it leaves the table: `history_keep`, but
+    /// an attempt of a retried job (`waiter.attempt`) is always recorded, for at least
+    /// `RETRY_RECORD_KEEP`, since its record is what makes a repeated `retry` a duplicate.
+    pub fn history_keep_for(&self, job: &crate::job::Job) -> Option<chrono::TimeDelta> {
+        match (self.history_keep(), job.attempt()) {
+            (Some(keep), _) => Some(keep),
+            (None, Some(_)) => Some(RETRY_RECORD_KEEP),
+            (None, None) => None,
+        }
     }
 }
 

@@ -61,6 +61,18 @@ pub struct Job {
 }
 
 impl Job {
+    /// The attempt a retried job's message is (`waiter.attempt`); `None` for a job never retried.
+    pub fn attempt(&self) -> Option<u32> {
+        match &self
+            .message_attributes
+            .get(sqs_waiter_contract::ATTEMPT_ATTRIBUTE)?
+            .data
+        {
+            AttributeData::String(s) => s.parse().ok(),
+            AttributeData::Binary(_) => None,
+        }
+    }
+
     /// Body plus attributes, as SQS counts a message's size.
     pub fn message_bytes(&self) -> usize {
         message_bytes(&self.message_body, &self.message_attributes)

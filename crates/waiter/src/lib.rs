@@ -3,11 +3,13 @@
 //! Layers, from the top: `app` (the `enqueue` function's actions) and `poller` (the dispatch
 //! loop); `wire` (requests read into the domain, and replies); `ports` (the store and queue
 //! traits, and the clock) with `aws` implementing them on DynamoDB and SQS; the domain below
-//! (`job`, `routing`, `windows`, `rate`, `cursor`, `time`, `config`, `limits`, `error`).
+//! (`job`, `routing`, `windows`, `rate`, `backoff`, `cursor`, `time`, `config`, `limits`,
+//! `error`).
 //! Dependencies point down only.
 
 pub mod app;
 pub mod aws;
+pub mod backoff;
 pub mod config;
 pub mod cursor;
 pub mod error;
@@ -32,6 +34,8 @@ mod history_tests;
 mod pipeline_tests;
 #[cfg(test)]
 mod replay_tests;
+#[cfg(test)]
+mod retry_tests;
 #[cfg(test)]
 mod simulation;
 #[cfg(test)]

@@ -35,6 +35,11 @@ impl Unit {
 
 /// One EMF line with the given metrics; a metric with several values is sent as an array.
 pub fn emf_line(function_name: &str, metrics: &[(&str, Vec<f64>, Unit)], at: DateTime<Utc>) -> String {
+    emf_line_in(&[(DIMENSION, function_name)], metrics, at)
+}
+
+/// `emf_line` with these dimensions (name, value), in one dimension set.
+fn emf_line_in(dimensions: &[(&str, &str)], metrics: &[(&str, Vec<f64>, Unit)], at: DateTime<Utc>) -> String {
     let mut root = Map::new();
     let definitions: Vec<Value> = metrics
         .iter()
@@ -44,10 +49,16 @@ pub fn emf_line(function_name: &str, metrics: &[(&str, Vec<f64>, Unit)], at: Dat
         "_aws".into(),
         json!({
             "Timestamp": at.timestamp_millis(),
-            "CloudWatchMetrics": [{"Namespace": NAMESPACE, "Dimensions": [[DIMENSION]], "Metrics": definitions}]
+            "CloudWatchMetrics": [{
+                "Namespace": NAMESPACE,
+                "Dimensions": [dimensions.iter().map(|(name, _)| *name).collect::<Vec<_>>()],
+                "Metrics": definitions
+            }]
         }),
     );
-    root.insert(DIMENSION.into(), json!(function_name));
+    for (name, value) in dimensions {
+        root.insert((*name).into(), json!(value));
+    }
     for (name, values, _) in metrics {
         let v = match values.as_slice() {
             [one] => json!(one),
@@ -138,6 +149,24 @@ pub fn enqueue_line(function_name: &str, invocation: Invocation<'_>, at: DateTim
         ("Failures", vec![failures], Unit::Count),
     ]);
     emf_line(function_name, &metrics, at)
+}
+
+/// The dimension of the retry metrics beside the function's name.
+pub const QUEUE_DIMENSION: &str = "Queue";
+
+/// The metrics of one `retry` reply, per queue: `Retried` (an attempt scheduled) and `Exhausted`
+/// (the job parked because its attempts ran out). A duplicate counts as neither.
+pub fn retry_line(function_name: &str, reply: &JobReply, at: DateTime<Utc>) -> String {
+    let new = reply.duplicate != Some(true);
+    let count = |status: JobStatus| f64::from(u8::from(new && reply.status == status));
+    emf_line_in(
+        &[(DIMENSION, function_name), (QUEUE_DIMENSION, &reply.queue)],
+        &[
+            ("Retried", vec![count(JobStatus::Scheduled)], Unit::Count),
+            ("Exhausted", vec![count(JobStatus::Parked)], Unit::Count),
+        ],
+        at,
+    )
 }
 
 #[cfg(test)]
@@ -231,6 +260,32 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn retries_count_per_queue_and_duplicates_count_as_neither() {
+        let line = |v: Value| -> Value {
+            let reply: JobReply = serde_json::from_value(v).unwrap();
+            serde_json::from_str(&retry_line("fn", &reply, Utc::now())).unwrap()
+        };
+        let v = line(json!({"status": "scheduled", "job_id": "a", "queue": "orders", "duplicate": false}));
+        assert_eq!(
+            v["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([[DIMENSION, QUEUE_DIMENSION]])
+        );
+        assert_eq!(
+            (v[QUEUE_DIMENSION].as_str(), v[DIMENSION].as_str()),
+            (Some("orders"), Some("fn"))
+        );
+        assert_eq!((v["Retried"].as_f64(), v["Exhausted"].as_f64()), (Some(1.0), Some(0.0)));
+        let v = line(json!({"status": "parked", "job_id": "a", "queue": "orders", "duplicate": false}));
+        assert_eq!((v["Retried"].as_f64(), v["Exhausted"].as_f64()), (Some(0.0), Some(1.0)));
+        for status in ["scheduled", "parked"] {
+            let v = line(json!({"status": status, "job_id": "a", "queue": "orders", "duplicate": true}));
+            assert_eq!((v["Retried"].as_f64(), v["Exhausted"].as_f64()), (Some(0.0), Some(0.0)));
+        }
+        let v = line(json!({"status": "conflict", "job_id": "a", "queue": "orders"}));
+        assert_eq!((v["Retried"].as_f64(), v["Exhausted"].as_f64()), (Some(0.0), Some(0.0)));
     }
 
     #[test]

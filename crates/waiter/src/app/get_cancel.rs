@@ -42,17 +42,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         now: DateTime<Utc>,
     ) -> Result<Option<Found>, PortError> {
         let keys = JobKey::in_each(job_id, partitions);
-        let mut jobs = Vec::new();
-        let mut history = None;
-        for found in self.store.read_any(queue, &keys).await? {
-            match found {
-                Found::Job(j) => jobs.push(j),
-                Found::History(h) if h.is_live(now) => history = Some(h),
-                Found::History(_) => {}
-            }
-        }
-        jobs.sort_by_key(|j| j.partition.clone());
-        Ok(jobs.into_iter().next().map(Found::Job).or(history.map(Found::History)))
+        Ok(what_an_id_names(self.store.read_any(queue, &keys).await?, now))
     }
 
     /// Cancels every stored copy of the job; `cancelled` only if none may be in SQS.
@@ -83,7 +73,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
     ) -> Result<CancelOutcome, PortError> {
         let mut current = found.clone();
         for _ in 0..CANCEL_ATTEMPTS {
-            let record = match (&current.partition, self.config.history_keep()) {
+            let record = match (&current.partition, self.config.history_keep_for(&current.job)) {
                 (Partition::Shard(_), Some(keep)) => Some(
                     History::of(&current, HistoryStatus::Cancelled, self.clock.now(), None, keep)
                         .keeping_message(&current.job, self.config.history_body),
@@ -115,4 +105,20 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         info!(queue = %queue, job_id, status = status.as_str(), "cancel");
         Ok(status_only(status, queue, job_id))
     }
+}
+
+/// What the items read under one id name: a stored job (an active one first), else a history
+/// record still in force.
+pub(super) fn what_an_id_names(found: Vec<Found>, now: DateTime<Utc>) -> Option<Found> {
+    let mut jobs = Vec::new();
+    let mut history = None;
+    for f in found {
+        match f {
+            Found::Job(j) => jobs.push(j),
+            Found::History(h) if h.is_live(now) => history = Some(h),
+            Found::History(_) => {}
+        }
+    }
+    jobs.sort_by_key(|j| j.partition.clone());
+    jobs.into_iter().next().map(Found::Job).or(history.map(Found::History))
 }

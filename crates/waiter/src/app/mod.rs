@@ -18,10 +18,12 @@ mod cancel_many;
 mod enqueue;
 mod get_cancel;
 mod handler;
+mod handover;
 mod list;
 mod parked;
 mod replay;
 mod reschedule;
+mod retry;
 mod stats;
 #[cfg(test)]
 mod tests;

@@ -1,12 +1,11 @@
 //! `reschedule`: moving a stored job, and changing what it carries (docs/contract.md "Managing jobs").
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use tracing::info;
 
 use crate::app::Waiter;
 use crate::error::HandlerError;
 use crate::error::{InvalidRequest, PortError};
-use crate::poller::Dispatcher;
 use crate::ports::{Clock, JobStore, MessageQueue, Partition, ReplaceOutcome, StoredJob};
 use crate::wire::field_rules::{check_expiry, check_message_size, check_stored_size};
 use crate::wire::reply::status_only;
@@ -15,8 +14,6 @@ use sqs_waiter_contract::{JobReply, JobStatus};
 
 /// Read-modify-write attempts of one `reschedule` when the job changes under it.
 const RESCHEDULE_ATTEMPTS: usize = 3;
-/// The longest a `reschedule` spends handing a job it moved near over to SQS itself.
-const HANDOVER_BUDGET: TimeDelta = TimeDelta::seconds(10);
 
 impl<S, Q, C> Waiter<S, Q, C>
 where
@@ -94,40 +91,6 @@ where
         check_stored_size(self.store.item_bytes(&next))?;
         Ok(next)
     }
-
-    /// A job moved to within the lookahead may fall between two poller runs: work its shard
-    /// now, as a poller run would (same lease, same order), so it is sent on time. If a poller
-    /// holds the shard, that run or the next one sends it. Not with `WAITER_MAX_RATE`: the
-    /// arrival budget lives in the poller's process, and a run here would send the whole shard
-    /// beside it, past the rate; the poller sends the job (late by at most one interval).
-    async fn hand_over_if_near(&self, job: &StoredJob, cut: DateTime<Utc>) {
-        let now = self.clock.now();
-        let (Partition::Shard(shard), false, None) = (&job.partition, job.job.queue.is_fifo(), self.config.max_rate)
-        else {
-            return;
-        };
-        if self.config.lookahead == 0 || job.job.perform_at > now + TimeDelta::seconds(i64::from(self.config.lookahead))
-        {
-            return;
-        }
-        let dispatcher = Dispatcher::new(
-            self.config.clone(),
-            self.store.clone(),
-            self.queue.clone(),
-            self.clock.clone(),
-        );
-        let summary = dispatcher
-            .run_shard(&job.job.queue, *shard, cut.min(now + HANDOVER_BUDGET))
-            .await;
-        info!(
-            queue = %job.job.queue,
-            shard,
-            dispatched = summary.dispatched,
-            busy = summary.busy_partitions > 0,
-            errors = summary.errors.len(),
-            "handed over the shard of a job moved near"
-        );
-    }
 }
 
 #[cfg(test)]
@@ -137,6 +100,7 @@ mod tests {
     use crate::ports::{Jobs, Lease, Parking};
     use crate::testing::*;
     use crate::time::format_rfc3339;
+    use chrono::TimeDelta;
     use serde_json::{json, Value};
 
     fn waiter_with(store: MemStore, extra: &[(&str, &str)]) -> (TestWaiter, FakeQueue, FakeClock) {

@@ -516,13 +516,14 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
         kept
     }
 
-    /// Queues a job's removal; with history on, its record is put in its place instead.
+    /// Queues a job's removal; with history on (or for a retried job), its record is put in its
+    /// place instead.
     pub(super) fn retire(&mut self, job: &StoredJob, status: HistoryStatus, message_id: Option<String>) {
         let now = self.d.clock.now();
         self.deletes.push(Retired {
             key: job.key(),
             edition: job.edition(),
-            record: self.d.config.history_keep().map(|keep| {
+            record: self.d.config.history_keep_for(&job.job).map(|keep| {
                 History::of(job, status, now, message_id, keep).keeping_message(&job.job, self.d.config.history_body)
             }),
         });

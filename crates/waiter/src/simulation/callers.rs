@@ -34,6 +34,9 @@ pub(super) struct World {
     pub(super) next_id: usize,
     pub(super) version: u64,
     pub(super) queue_of: HashMap<String, bool>,
+    /// What SQS accepted, as consumers receive it.
+    pub(super) sink: FakeQueue,
+    pub(super) retries: super::retries::Retries,
 }
 
 impl World {

@@ -26,7 +26,9 @@
 //!   the window 09:00–09:01 UTC, which the simulation's clock starts inside of; jobs moved to
 //!   the next opening fall due a day later, which the final drain reaches);
 //! - FIFO order per group: of two jobs of a group stored well before the earlier one fell due,
-//!   the earlier is delivered first.
+//!   the earlier is delivered first;
+//! - retries (consumers handing back what they received, `retries`): one scheduled attempt per
+//!   (id, attempt), none lost, none early, and `waiter.attempt` monotone as received.
 //!
 //! `SIM_SEEDS=n` runs n seeds (default 3000); `SIM_SEED=s` replays one.
 
@@ -48,6 +50,7 @@ use crate::windows::Windows;
 
 mod callers;
 mod checks;
+mod retries;
 
 use callers::World;
 
@@ -97,6 +100,8 @@ struct Outcome {
     rescheduled: usize,
     /// Pairs of one FIFO group the order check compared.
     fifo_pairs: usize,
+    /// `retry` calls made by consumers.
+    retries: usize,
 }
 
 /// Jobs still waiting in a shard (parked ones excluded).
@@ -201,6 +206,8 @@ async fn simulate(seed: u64) -> Outcome {
         next_id: 0,
         version: 0,
         queue_of: HashMap::new(),
+        sink: sink.clone(),
+        retries: retries::Retries::default(),
     };
     for _ in 0..w.rng.random_range(20..60) {
         match w.rng.random_range(0..12) {
@@ -239,6 +246,7 @@ async fn simulate(seed: u64) -> Outcome {
             6 | 7 if w.next_id > 0 => w.cancel().await,
             8 if w.next_id > 0 => w.reschedule().await,
             9 if w.next_id > 0 => w.cancel_beside_reschedule().await,
+            10 => w.retry().await,
             _ => tokio::time::sleep(Duration::from_millis(w.rng.random_range(0..2_000))).await,
         }
     }
@@ -266,8 +274,16 @@ async fn simulate(seed: u64) -> Outcome {
         }
     }
 
-    let World { mut out, expected, .. } = w;
+    let World {
+        mut out,
+        expected,
+        retries,
+        ..
+    } = w;
     let sent = sink.sent();
+    retries::check(&mut out, &retries, &sent);
+    out.retries = retries.calls;
+    let sent: Vec<_> = sent.into_iter().filter(|s| !retries::is_retried(s)).collect();
     let duplicates = checks::check(&mut out, &expected, &sent, &mem);
     out.jobs = expected.len();
     out.deliveries = sent.len();
@@ -276,7 +292,7 @@ async fn simulate(seed: u64) -> Outcome {
 }
 
 #[tokio::test(start_paused = true)]
-async fn random_interleavings_of_enqueue_dispatch_crash_cancel_and_reschedule_keep_the_invariants() {
+async fn random_interleavings_of_enqueue_dispatch_crash_cancel_reschedule_and_retry_keep_the_invariants() {
     let seeds: Vec<u64> = match std::env::var("SIM_SEED") {
         Ok(s) => vec![s.parse().expect("SIM_SEED is a number")],
         Err(_) => (0..std::env::var("SIM_SEEDS")
@@ -299,19 +315,21 @@ async fn random_interleavings_of_enqueue_dispatch_crash_cancel_and_reschedule_ke
         total.crashes += o.crashes;
         total.rescheduled += o.rescheduled;
         total.fifo_pairs += o.fifo_pairs;
+        total.retries += o.retries;
     }
     println!(
-        "simulation: {} seeds, {} jobs, {} deliveries, {} duplicates, {} crashes, {} reschedules, {} FIFO pairs in order, 0 violations",
+        "simulation: {} seeds, {} jobs, {} deliveries, {} duplicates, {} crashes, {} reschedules, {} retries, {} FIFO pairs in order, 0 violations",
         seeds.len(),
         total.jobs,
         total.deliveries,
         total.duplicates,
         total.crashes,
         total.rescheduled,
+        total.retries,
         total.fifo_pairs
     );
     assert!(
-        total.crashes > 0 && total.jobs > 0 && total.rescheduled > 0,
+        total.crashes > 0 && total.jobs > 0 && total.rescheduled > 0 && total.retries > 0,
         "the simulation exercised nothing"
     );
 }

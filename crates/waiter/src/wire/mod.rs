@@ -8,6 +8,7 @@ pub mod field_rules;
 mod normalise;
 pub mod reply;
 pub mod request;
+pub mod retry;
 pub mod sqs_rules;
 
 pub use actions::{CancelMany, ListQuery, ListStatus, Reschedule, StatsQuery};

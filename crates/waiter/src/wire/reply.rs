@@ -7,7 +7,7 @@ use base64::Engine as _;
 use serde::Serialize;
 use sqs_waiter_contract::{
     BatchReply, BatchResult, CancelManyReply, FailedStatus, Failure, JobReply, JobStatus, ListReply, MessageAttribute,
-    ParkedError, ParkedReply, RedriveAllReply, StatsReply, Window,
+    ParkedError, ParkedReply, RedriveAllReply, StatsReply, Window, ATTEMPTS_EXHAUSTED,
 };
 
 use crate::config::QueueName;
@@ -82,6 +82,10 @@ pub(crate) fn status_only(status: JobStatus, queue: &QueueName, job_id: &str) ->
         cancelled_at: None,
         expired_at: None,
         replay_of: None,
+        attempt: None,
+        attempt_job_id: None,
+        attempts: None,
+        reason: None,
     }
 }
 
@@ -139,6 +143,7 @@ pub(crate) fn describe(stored: &StoredJob) -> JobReply {
     } else {
         JobStatus::Scheduled
     };
+    let exhausted = stored.parked.as_ref().is_some_and(|p| p.code == ATTEMPTS_EXHAUSTED);
     let (windows, time_zone) = match &job.windows {
         Some(w) => {
             let (spans, zone) = windows_view(w);
@@ -163,6 +168,9 @@ pub(crate) fn describe(stored: &StoredJob) -> JobReply {
             code: p.code.clone(),
             message: p.message.clone(),
         }),
+        attempt: job.attempt(),
+        attempts: exhausted.then(|| job.attempt().map(|a| a - 1)).flatten(),
+        reason: exhausted.then(|| ATTEMPTS_EXHAUSTED.to_owned()),
         ..status_only(status, &job.queue, &job.job_id)
     }
 }

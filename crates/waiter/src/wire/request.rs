@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use sqs_waiter_contract::{
     Action, Cancel, CancelMany as CancelManyRequest, Get, Job as JobRequest, List as ListRequest, ListParked,
     Redrive as RedriveOne, RedriveRequest, Replay as ReplayRequest, Reschedule as RescheduleRequest,
-    Stats as StatsRequest,
+    Retry as RetryRequest, Stats as StatsRequest,
 };
 
 use super::decode::Decoded;
@@ -76,6 +76,7 @@ pub enum Request {
     CancelMany(Box<super::actions::CancelMany>),
     Stats(super::actions::StatsQuery),
     Replay(Box<super::actions::Replay>),
+    Retry(Box<super::retry::Retry>),
 }
 
 /// Which parked jobs a `redrive` moves back.
@@ -161,10 +162,11 @@ pub fn parse_request(event: &Value, config: &Config, now: DateTime<Utc>) -> Resu
         a if a == ReplayRequest::NAME => {
             read::<ReplayRequest, _>(object, config, now).map(|r| Request::Replay(Box::new(r)))
         }
+        a if a == RetryRequest::NAME => read::<RetryRequest, _>(object, config, now).map(|r| Request::Retry(Box::new(r))),
         other => Err(InvalidRequest::new(
             ACTION,
             format!(
-                "must be one of enqueue, get, cancel, cancel_many, reschedule, list, stats, list_parked, redrive, replay; got {other:?}"
+                "must be one of enqueue, get, cancel, cancel_many, reschedule, list, stats, list_parked, redrive, replay, retry; got {other:?}"
             ),
         )),
     }

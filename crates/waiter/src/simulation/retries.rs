@@ -1,0 +1,145 @@
+//! Consumers handing back what they received (`retry`), among the other callers, crashes and
+//! faults of a seed, and the invariants of retries:
+//! - one scheduled attempt per (id, attempt): every reply that schedules attempt k of an id
+//!   (first or duplicate) names the same `perform_at`;
+//! - no loss: an attempt a reply scheduled is delivered;
+//! - never early: no delivery of attempt k arrives before that `perform_at`;
+//! - `waiter.attempt` is monotone as received: the first delivery of attempt k+1 comes after
+//!   the first delivery of attempt k.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::job::AttributeData;
+use crate::testing::Sent;
+
+/// The body of every message of retried job `id`.
+fn body_of(id: &str) -> String {
+    format!("retry:{id}")
+}
+
+/// Whether a message is one of a retried job (the other checks leave these out).
+pub(super) fn is_retried(s: &Sent) -> bool {
+    s.message.body.starts_with("retry:")
+}
+
+fn attempt_of(s: &Sent) -> Option<u32> {
+    match &s.message.attributes.get(sqs_waiter_contract::ATTEMPT_ATTRIBUTE)?.data {
+        AttributeData::String(v) => v.parse().ok(),
+        AttributeData::Binary(_) => None,
+    }
+}
+
+fn arrival(s: &Sent) -> DateTime<Utc> {
+    s.at + TimeDelta::seconds(i64::from(s.message.delay_seconds.unwrap_or(0)))
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Retries {
+    next_id: usize,
+    /// Per (body, attempt): the `perform_at` of every reply that scheduled it.
+    scheduled: BTreeMap<(String, u32), Vec<DateTime<Utc>>>,
+    pub(super) calls: usize,
+}
+
+impl World {
+    /// A consumer hands back a message: a first delivery of a new job (attempt 1), or the latest
+    /// attempt it received of one retried before, or now and then an older one (a duplicate or
+    /// a stale report). It may crash mid-call and call again.
+    pub(super) async fn retry(&mut self) {
+        let (id, attempt) = if self.retries.next_id == 0 || self.rng.random_bool(0.3) {
+            self.retries.next_id += 1;
+            (format!("r{}", self.retries.next_id - 1), 1)
+        } else {
+            let id = format!("r{}", self.rng.random_range(0..self.retries.next_id));
+            let now = self.clock.now();
+            let latest = self
+                .sink
+                .sent()
+                .iter()
+                .filter(|s| s.message.body == body_of(&id) && arrival(s) <= now)
+                .filter_map(attempt_of)
+                .max()
+                .unwrap_or(1);
+            let attempt = if latest > 1 && self.rng.random_bool(0.2) {
+                latest - 1
+            } else {
+                latest
+            };
+            (id, attempt)
+        };
+        let request = json!({
+            "action": "retry", "queue": "q", "job_id": id, "attempt": attempt, "message_body": body_of(&id),
+            "backoff": {"base_s": self.rng.random_range(1..=4), "factor": 2, "max_s": 20,
+                        "jitter": self.rng.random_bool(0.5)},
+            "max_attempts": 4
+        });
+        self.retries.calls += 1;
+        for call in 0..2 {
+            let reply = if call == 0 && self.rng.random_bool(0.2) {
+                self.out.crashes += 1;
+                let crash_after = Duration::from_millis(self.rng.random_range(0..3));
+                tokio::time::timeout(crash_after, self.waiter.handle(&request))
+                    .await
+                    .ok()
+            } else {
+                Some(self.waiter.handle(&request).await)
+            };
+            let Some(Ok(reply)) = reply else { continue };
+            if reply["status"] == "scheduled" {
+                let next = reply["attempt"].as_u64().and_then(|n| u32::try_from(n).ok());
+                if let (Some(next), Some(at)) = (next, parse_time(&reply["perform_at"])) {
+                    self.retries.scheduled.entry((body_of(&id), next)).or_default().push(at);
+                }
+            }
+            if call == 0 && self.rng.random_bool(0.5) {
+                // The consumer's own retry of a call that succeeded: a duplicate.
+                continue;
+            }
+            break;
+        }
+    }
+}
+
+/// Records every broken retry invariant in `out`.
+pub(super) fn check(out: &mut Outcome, retries: &Retries, sent: &[Sent]) {
+    let mut first: BTreeMap<(String, u32), DateTime<Utc>> = BTreeMap::new();
+    for s in sent.iter().filter(|s| is_retried(s)) {
+        let Some(attempt) = attempt_of(s) else {
+            out.violations
+                .push(format!("{}: a retried message without waiter.attempt", s.message.body));
+            continue;
+        };
+        let key = (s.message.body.clone(), attempt);
+        let at = arrival(s);
+        if let Some(due) = retries.scheduled.get(&key).and_then(|d| d.iter().min()) {
+            if at < *due {
+                out.violations
+                    .push(format!("{} attempt {attempt}: early by {:?}", key.0, *due - at));
+            }
+        }
+        first.entry(key).and_modify(|t| *t = (*t).min(at)).or_insert(at);
+    }
+    for ((body, attempt), dues) in &retries.scheduled {
+        if dues.iter().any(|d| *d != dues[0]) {
+            out.violations.push(format!(
+                "{body} attempt {attempt}: scheduled at different times {dues:?}"
+            ));
+        }
+        if !first.contains_key(&(body.clone(), *attempt)) {
+            out.violations.push(format!(
+                "{body} attempt {attempt}: scheduled but never delivered (lost)"
+            ));
+        }
+    }
+    for ((body, attempt), at) in &first {
+        if let Some(before) = first.get(&(body.clone(), attempt.saturating_sub(1))) {
+            if at <= before {
+                out.violations.push(format!(
+                    "{body}: attempt {attempt} first arrived at {at}, not after attempt {} at {before}",
+                    attempt - 1
+                ));
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! `{"action": "retry", ...}`, validated into its domain form: the failed attempt, the message to
+//! send again and the backoff with its defaults applied.
+
+use sqs_waiter_contract::{
+    DEFAULT_BASE_S, DEFAULT_FACTOR, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_S, MAX_ATTEMPT, MAX_BASE_S, MAX_ERROR_CHARS,
+    MAX_FACTOR, MAX_MAX_S, RESERVED_ATTRIBUTE_PREFIX,
+};
+
+use super::decode::Decoded;
+use super::field_rules::*;
+use crate::backoff::Backoff;
+use crate::config::QueueName;
+use crate::error::InvalidRequest;
+use crate::job::{Attributes, MAX_JOB_ID_CHARS};
+use crate::limits::SQS_MAX_MESSAGE_ATTRIBUTES;
+
+/// `{"action": "retry", ...}`.
+#[derive(Debug, PartialEq)]
+pub struct Retry {
+    pub queue: QueueName,
+    pub job_id: String,
+    /// The attempt that failed, 1 to `MAX_ATTEMPT`.
+    pub attempt: u32,
+    pub message_body: String,
+    /// The caller's attributes, `waiter.*` ones left out (ours replace them).
+    pub message_attributes: Attributes,
+    pub message_group_id: Option<String>,
+    pub backoff: Backoff,
+    pub max_attempts: u32,
+    pub error: Option<String>,
+}
+
+/// The id attempt `attempt` of `job_id` is stored under: each attempt is a job of its own, so
+/// that the idempotency of `enqueue` by id is the idempotency of `retry` by (id, attempt).
+pub fn attempt_job_id(job_id: &str, attempt: u32) -> String {
+    format!("{job_id}:a{attempt}")
+}
+
+/// The longest `job_id` a `retry` takes: room is left for the attempt suffix.
+pub const MAX_RETRY_JOB_ID_CHARS: usize = MAX_JOB_ID_CHARS - ":a".len() - 5;
+
+/// A whole number in `1..=max`, or the field and the rule.
+fn in_range(field: &str, n: u64, min: u64, max: u64) -> Result<u64, InvalidRequest> {
+    if (min..=max).contains(&n) {
+        Ok(n)
+    } else {
+        Err(InvalidRequest::new(
+            field,
+            format!("must be a whole number from {min} to {max}, got {n}"),
+        ))
+    }
+}
+
+impl TryFrom<Decoded<'_, sqs_waiter_contract::Retry>> for Retry {
+    type Error = InvalidRequest;
+
+    fn try_from(d: Decoded<'_, sqs_waiter_contract::Retry>) -> Result<Self, InvalidRequest> {
+        let (r, given) = (d.request, d.given);
+        let queue = check_queue(&given, &r.queue, d.config)?;
+        let job_id = check_job_id(&given.name("job_id"), r.job_id)?;
+        if job_id.chars().count() > MAX_RETRY_JOB_ID_CHARS {
+            return Err(InvalidRequest::new(
+                given.name("job_id"),
+                format!(
+                    "must be at most {MAX_RETRY_JOB_ID_CHARS} characters for retry (each attempt is stored as {{job_id}}:a{{attempt}})"
+                ),
+            ));
+        }
+        let attempt = in_range("attempt", r.attempt, 1, u64::from(MAX_ATTEMPT))? as u32;
+        let max_attempts = in_range(
+            "max_attempts",
+            r.max_attempts.unwrap_or(u64::from(DEFAULT_MAX_ATTEMPTS)),
+            1,
+            u64::from(MAX_ATTEMPT),
+        )? as u32;
+        let message_body = check_message_body(&given, r.message_body)?;
+        let mut attributes = r.message_attributes;
+        attributes.retain(|name, _| !name.starts_with(RESERVED_ATTRIBUTE_PREFIX));
+        if attributes.len() >= SQS_MAX_MESSAGE_ATTRIBUTES {
+            return Err(InvalidRequest::new(
+                given.name("message_attributes"),
+                format!(
+                    "leaves no room for waiter.attempt: at most {} attributes besides waiter.* ones, got {} (SQS allows {SQS_MAX_MESSAGE_ATTRIBUTES})",
+                    SQS_MAX_MESSAGE_ATTRIBUTES - 1,
+                    attributes.len()
+                ),
+            ));
+        }
+        let message_attributes = check_attributes(&given, attributes)?;
+        let message_group_id = r
+            .message_group_id
+            .map(|id| check_fifo_id(&given.name("message_group_id"), id))
+            .transpose()?;
+        if queue.is_fifo() && message_group_id.is_none() {
+            return Err(InvalidRequest::new("message_group_id", "is required for a FIFO queue"));
+        }
+        let b = r.backoff.unwrap_or_default();
+        let base_s = in_range("backoff.base_s", b.base_s.unwrap_or(DEFAULT_BASE_S), 1, MAX_BASE_S)?;
+        let factor = b.factor.unwrap_or(DEFAULT_FACTOR);
+        if !(1.0..=MAX_FACTOR).contains(&factor) {
+            return Err(InvalidRequest::new(
+                "backoff.factor",
+                format!("must be a number from 1 to {MAX_FACTOR}, got {factor}"),
+            ));
+        }
+        let max_s = in_range(
+            "backoff.max_s",
+            b.max_s.unwrap_or(DEFAULT_MAX_S.max(base_s)),
+            base_s,
+            MAX_MAX_S,
+        )?;
+        let error = r.error.filter(|e| !e.is_empty());
+        if let Some(e) = &error {
+            let chars = e.chars().count();
+            if chars > MAX_ERROR_CHARS {
+                return Err(InvalidRequest::new(
+                    "error",
+                    format!("must be at most {MAX_ERROR_CHARS} characters, got {chars}"),
+                ));
+            }
+        }
+        Ok(Retry {
+            queue,
+            job_id,
+            attempt,
+            message_body,
+            message_attributes,
+            message_group_id,
+            backoff: Backoff {
+                base_s,
+                factor,
+                max_s,
+                jitter: b.jitter.unwrap_or(true),
+            },
+            max_attempts,
+            error,
+        })
+    }
+}

@@ -1,0 +1,114 @@
+//! An SQS consumer Lambda that retries what it fails on through sqs-waiter: attempt n+1 comes
+//! back at exponential backoff with `waiter.attempt` = n+1, for as long as the policy allows
+//! (past SQS's 12-hour visibility limit), then the job is parked for `redrive`.
+//!
+//! Only a record it could not hand back is reported as a batch item failure, so SQS redelivers
+//! that one (the event source mapping needs `FunctionResponseTypes: [ReportBatchItemFailures]`).
+//!
+//! Settings: `SQS_WAITER_FUNCTION` (default `sqs-waiter-enqueue`). Bodies are JSON with an
+//! `order_id`, the job's id across attempts; `"outcome": "fail"` makes the work fail.
+
+use std::collections::BTreeMap;
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+use base64::Engine as _;
+use lambda_runtime::{run, service_fn, Error, LambdaEvent};
+use sqs_waiter_client::{attempt_of, Client, JobStatus, MessageAttribute, Retry, RetryPolicy};
+
+/// Seconds before the second attempt; each next one waits twice as long, at most a day.
+const RETRY_BASE_S: u64 = 2;
+const MAX_ATTEMPTS: u32 = 5;
+
+#[derive(serde::Deserialize)]
+struct Order {
+    order_id: String,
+    #[serde(default)]
+    outcome: Option<String>,
+}
+
+/// The work itself: here, an order fails when it says so.
+fn process(order: &Order, attempt: u32) -> Result<(), String> {
+    match order.outcome.as_deref() {
+        Some("fail") => Err(format!("payment API timed out (attempt {attempt})")),
+        _ => Ok(()),
+    }
+}
+
+/// The queue's name: the last part of the record's `eventSourceARN`.
+fn queue_of(record: &SqsMessage) -> Option<&str> {
+    record.event_source_arn.as_deref()?.rsplit(':').next()
+}
+
+/// The record's message attributes as sqs-waiter takes them.
+fn attributes_of(record: &SqsMessage) -> BTreeMap<String, MessageAttribute> {
+    record
+        .message_attributes
+        .iter()
+        .map(|(name, a)| {
+            let attribute = MessageAttribute {
+                data_type: a.data_type.clone().unwrap_or_else(|| "String".into()),
+                string_value: a.string_value.clone(),
+                binary_value: a
+                    .binary_value
+                    .as_ref()
+                    .map(|b| base64::engine::general_purpose::STANDARD.encode(&b.0)),
+            };
+            (name.clone(), attribute)
+        })
+        .collect()
+}
+
+/// Processes one record; on failure hands it back to `retry`. `Err` only when it could not be
+/// handed back: then SQS must redeliver it.
+async fn handle(client: &Client, policy: &RetryPolicy, record: &SqsMessage) -> Result<(), String> {
+    let body = record.body.as_deref().unwrap_or_default();
+    let attributes = attributes_of(record);
+    let attempt = attempt_of(&attributes);
+    let order: Order = serde_json::from_str(body).map_err(|e| format!("unreadable body: {e}"))?;
+    let Err(error) = process(&order, attempt) else {
+        return Ok(());
+    };
+    let queue = queue_of(record).ok_or("no eventSourceARN")?;
+    let mut retry = Retry::new(queue, &order.order_id, attempt, body)
+        .attributes(attributes)
+        .policy(policy)
+        .error(error);
+    if let Some(group) = record.attributes.get("MessageGroupId") {
+        retry = retry.group(group.clone());
+    }
+    let reply = client.retry_request(&retry).await.map_err(|e| e.to_string())?;
+    tracing::info!(order_id = %order.order_id, attempt, status = %reply.status, next = ?reply.attempt, "handed back");
+    match reply.status {
+        // Scheduled (or already), or parked for good: either way this delivery is done.
+        JobStatus::Scheduled | JobStatus::Parked | JobStatus::Conflict => Ok(()),
+        other => Err(format!("retry answered {other}")),
+    }
+}
+
+async fn handler(
+    client: &Client,
+    policy: &RetryPolicy,
+    event: LambdaEvent<SqsEvent>,
+) -> Result<SqsBatchResponse, Error> {
+    let mut response = SqsBatchResponse::default();
+    for record in &event.payload.records {
+        if let Err(e) = handle(client, policy, record).await {
+            let id = record.message_id.clone().unwrap_or_default();
+            tracing::warn!(message_id = %id, error = %e, "left for SQS to redeliver");
+            response.add_failure(id);
+        }
+    }
+    Ok(response)
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    lambda_runtime::tracing::init_default_subscriber();
+    let function = std::env::var("SQS_WAITER_FUNCTION").unwrap_or_else(|_| "sqs-waiter-enqueue".into());
+    let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let client = Client::new(aws_sdk_lambda::Client::new(&config), function);
+    let policy = RetryPolicy::exponential(RETRY_BASE_S, 2.0, 86_400)
+        .jitter(false)
+        .max_attempts(MAX_ATTEMPTS);
+    run(service_fn(|event| handler(&client, &policy, event))).await
+}

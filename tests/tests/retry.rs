@@ -1,0 +1,200 @@
+//! `retry` end to end (issue 25): the client hands back a received message through real Lambda
+//! Invoke calls (`cargo lambda watch` in front of the `enqueue` binary), each attempt (stored, and
+//! handed over at once when due within the lookahead) arrives no earlier than its backoff with
+//! `waiter.attempt`, a repeated `retry` sends nothing more, the last
+//! attempt parks the job and `redrive` delivers the next; and the example consumer
+//! (`examples/retry-consumer`) does the same from an `SqsEvent` under `cargo lambda watch`.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use e2e::emulator::Received;
+use e2e::rig::Rig;
+use e2e::runtime_api::Function;
+use e2e::watch::Watch;
+use serde_json::json;
+use sqs_waiter_client::{Client, Job, JobStatus, ListParked, RetryPolicy};
+
+fn attempt(r: &Received) -> Option<&str> {
+    r.message
+        .message_attributes()?
+        .get("waiter.attempt")
+        .and_then(|a| a.string_value())
+}
+
+/// The calls the proxy saw since `before`, by operation.
+fn since(before: &HashMap<String, usize>, now: HashMap<String, usize>) -> Vec<(String, usize)> {
+    let mut d: Vec<(String, usize)> = now
+        .into_iter()
+        .map(|(op, n)| {
+            let was = before.get(&op).copied().unwrap_or(0);
+            (op, n - was)
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    d.sort();
+    d
+}
+
+/// Receives exactly one message within `wait` (and waits `settle` more to see that no second
+/// one comes).
+async fn one(rig: &Rig, wait: Duration, settle: Duration) -> Received {
+    let mut got = rig.emu.receive_for(&rig.urls[0], wait, 1).await;
+    got.extend(rig.emu.receive_for(&rig.urls[0], settle, usize::MAX).await);
+    assert_eq!(got.len(), 1, "exactly one message: {got:?}");
+    got.remove(0)
+}
+
+fn never_early(r: &Received, due: Option<DateTime<Utc>>) {
+    let due = due.expect("perform_at in the reply");
+    assert!(r.at >= due, "arrived at {} before its time {due}", r.at);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_received_message_is_retried_at_its_backoff_until_parked_and_redrive_sends_the_next() {
+    let rig = Rig::builder(&["orders"]).proxy(25, 0.0).start().await;
+    let watch = Watch::start("enqueue", &rig.env).await;
+    let client = Client::new(watch.lambda_client().await, "enqueue");
+    let proxy = rig.proxy();
+    let policy = RetryPolicy::exponential(2, 2.0, 3600).jitter(false).max_attempts(3);
+
+    let sent = client
+        .enqueue(&Job::new("orders", r#"{"order_id":"r-1"}"#).id("r-1"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", watch.log()));
+    assert_eq!(sent.status, JobStatus::Sent);
+    let first = one(&rig, Duration::from_secs(10), Duration::ZERO).await;
+    assert_eq!(attempt(&first), None, "a first delivery carries no attempt");
+
+    let before = proxy.meter().calls();
+    let start = Utc::now();
+    let r = client.retry("orders", "r-1", &first.message, &policy).await.unwrap();
+    let near_calls = since(&before, proxy.meter().calls());
+    assert_eq!(
+        (r.status, r.attempt, r.attempt_job_id.as_deref(), r.duplicate),
+        (JobStatus::Scheduled, Some(2), Some("r-1:a2"), Some(false)),
+        "{r:?}"
+    );
+    let due = r.perform_at.expect("perform_at");
+    assert!(
+        due >= start + TimeDelta::seconds(2),
+        "due {due}, backoff 2 s from {start}"
+    );
+    let again = client.retry("orders", "r-1", &first.message, &policy).await.unwrap();
+    assert_eq!(
+        (again.duplicate, again.perform_at),
+        (Some(true), r.perform_at),
+        "{again:?}"
+    );
+
+    let second = one(&rig, Duration::from_secs(10), Duration::from_secs(2)).await;
+    assert_eq!(attempt(&second), Some("2"));
+    never_early(&second, r.perform_at);
+    assert_eq!(second.message.body(), first.message.body());
+
+    let start = Utc::now();
+    let r = client.retry("orders", "r-1", &second.message, &policy).await.unwrap();
+    assert_eq!(r.attempt, Some(3));
+    assert!(r.perform_at.unwrap() >= start + TimeDelta::seconds(4), "2 s × 2");
+    let third = one(&rig, Duration::from_secs(12), Duration::ZERO).await;
+    assert_eq!(attempt(&third), Some("3"));
+    never_early(&third, r.perform_at);
+    let stale = client.retry("orders", "r-1", &first.message, &policy).await.unwrap();
+    assert_eq!(
+        (stale.status, stale.attempt),
+        (JobStatus::Conflict, Some(3)),
+        "{stale:?}"
+    );
+
+    let exhausted = client.retry("orders", "r-1", &third.message, &policy).await.unwrap();
+    assert_eq!(
+        (exhausted.status, exhausted.reason.as_deref(), exhausted.attempts),
+        (JobStatus::Parked, Some("attempts_exhausted"), Some(3)),
+        "{exhausted:?}"
+    );
+    let parked = client
+        .parked(&ListParked {
+            queue: "orders".into(),
+            limit: None,
+            cursor: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (parked.jobs[0].job_id.as_str(), parked.jobs[0].attempts),
+        ("r-1:a4", Some(3))
+    );
+    let redriven = client.redrive("orders", "r-1:a4").await.unwrap();
+    assert_eq!(redriven.status, JobStatus::Scheduled, "{redriven:?}");
+    let mut poller = Function::start("poller", &rig.env).await;
+    poller.invoke_ok(&json!({})).await;
+    let fourth = one(&rig, Duration::from_secs(10), Duration::ZERO).await;
+    assert_eq!(attempt(&fourth), Some("4"), "redrive sends attempt n+1");
+
+    // A backoff past the lookahead stays stored for the poller: its calls too.
+    let before = proxy.meter().calls();
+    let long = RetryPolicy::exponential(3600, 2.0, 86_400).jitter(false);
+    let r = client.retry("orders", "r-9", &first.message, &long).await.unwrap();
+    let far_calls = since(&before, proxy.meter().calls());
+    assert_eq!(r.status, JobStatus::Scheduled, "{r:?}");
+    assert_eq!(rig.emu.job_count("orders").await, 1, "the attempt is stored");
+    println!("calls per retry at the proxy, handed over at once: {near_calls:?}; stored for the poller: {far_calls:?}");
+    assert_eq!(
+        far_calls,
+        [("BatchGetItem".to_owned(), 1), ("PutItem".to_owned(), 1)],
+        "one read of both attempt ids, one conditional put"
+    );
+    assert!(
+        near_calls
+            .iter()
+            .any(|(op, n)| op.starts_with("SendMessage") && *n == 1),
+        "{near_calls:?}"
+    );
+}
+
+/// The example consumer, served by `cargo lambda watch`, gets an `SqsEvent`: it hands the record
+/// it failed on back to `retry` (through a second watch serving `enqueue`), and reports as a
+/// batch item failure only the record it could not hand back.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_example_consumer_retries_what_it_failed_on_and_reports_only_what_it_could_not_hand_back() {
+    let rig = Rig::builder(&["orders"]).start().await;
+    let enqueue = Watch::start("enqueue", &rig.env).await;
+    let mut env = rig.env.clone();
+    env.retain(|(k, _)| k != "AWS_ENDPOINT_URL");
+    env.push(("AWS_ENDPOINT_URL".into(), enqueue.endpoint.clone()));
+    env.push(("SQS_WAITER_FUNCTION".into(), "enqueue".into()));
+    let consumer = Watch::start("retry-consumer", &env).await;
+    let lambda = consumer.lambda_client().await;
+
+    let record = |id: &str, body: serde_json::Value| {
+        json!({"messageId": id, "body": body.to_string(), "eventSource": "aws:sqs",
+               "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:orders", "awsRegion": "us-east-1",
+               "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {}})
+    };
+    let event = json!({"Records": [
+        record("m-ok", json!({"order_id": "o-ok"})),
+        record("m-fail", json!({"order_id": "o-fail", "outcome": "fail"})),
+        record("m-bad", json!({"order_id": "not an id!", "outcome": "fail"})),
+    ]});
+    let start = Utc::now();
+    let out = lambda
+        .invoke()
+        .function_name("retry-consumer")
+        .payload(aws_sdk_lambda::primitives::Blob::new(event.to_string()))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", consumer.log()));
+    assert_eq!(out.function_error(), None, "{}", consumer.log());
+    let reply: serde_json::Value = serde_json::from_slice(out.payload().unwrap().as_ref()).unwrap();
+    assert_eq!(
+        reply["batchItemFailures"],
+        json!([{"itemIdentifier": "m-bad"}]),
+        "only the record retry refused: {reply}\n{}",
+        consumer.log()
+    );
+    let retried = one(&rig, Duration::from_secs(10), Duration::from_secs(1)).await;
+    assert_eq!(attempt(&retried), Some("2"));
+    assert!(retried.at >= start + TimeDelta::seconds(2), "the example's 2 s backoff");
+    assert!(retried.message.body().unwrap().contains("o-fail"));
+}
