@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export MOTO_SERVER := $(CURDIR)/$(VENV)/bin/moto_server
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help venv venv-infra demo test build-for-tests unit e2e e2e-localstack localstack localstack-install lint lint-rust lint-template template-test rehearse infra-test fmt build synth sam-build deploy clean
+.PHONY: help venv venv-infra demo test iam-check build-for-tests unit e2e e2e-localstack localstack localstack-install lint lint-rust lint-template template-test rehearse infra-test fmt build synth sam-build deploy clean
 
 help:
 	@echo "make demo   run both functions under cargo lambda watch against moto, end to end (BACKEND=localstack for LocalStack)"
@@ -102,7 +102,14 @@ build-for-tests:
 # (scripts/test_both_backends.sh). The rehearsal runs the same debug build as the deployed
 # functions' code.
 test: venv ddb-local localstack-install lint-rust lint-template template-test build-for-tests rehearse infra-test
+	rm -rf target/iam-calls
 	bash scripts/test_both_backends.sh
+	$(MAKE) --no-print-directory iam-check
+
+# Every AWS call the functions made in the e2e suite (recorded at the fault proxy) against the
+# statements their roles get from template.yaml and from the CDK construct.
+iam-check: venv-infra $(INFRA_DEPS)
+	$(VENV)/bin/python tests/iam/check_calls.py
 
 # Both architectures, kept apart: each build writes <lambda-dir>/<name>/bootstrap.
 build: venv
@@ -131,8 +138,9 @@ deploy: sam-build
 	sam deploy --template-file $(SAM_BUILD_DIR)/template.yaml --stack-name $(STACK) --parameter-overrides $(SAM_OVERRIDES)
 
 # The SAM path offline, up to the AWS call: template assertions, `sam validate` with language
-# extensions, and `sam build` with cargo lambda replaced by a recorder (scripts/template_test.sh).
-template-test: venv-infra
+# extensions, and `sam build` with cargo lambda replaced by a recorder (scripts/template_test.sh);
+# and the IAM call check's own tests, which synthesize the CDK construct too.
+template-test: venv-infra $(INFRA_DEPS)
 	bash scripts/template_test.sh
 
 # The template through LocalStack's CloudFormation: two stacks side by side, an update that adds

@@ -7,8 +7,9 @@
   end of a FIFO queue's name.
 - A queue is named once, in QUEUES (its table is created) or in ADOPTED (its table exists).
 - The template's logical ids keep only the alphanumeric characters of a name (`&{QueueName}`),
-  so `jobs-fifo` and `jobs.fifo`, or `orders-eu` and `orders_eu`, would be one resource: such
-  names are refused together, naming both.
+  so `jobs-fifo` and `jobs.fifo`, or `orders-eu` and `orders_eu`, in one list would be one
+  resource: such names are refused together, naming both. (The two lists' ids differ: `Send…`
+  and `SendAdopted…`.)
 Exit status 0 when the lists deploy, 2 with one line per problem otherwise.
 """
 
@@ -24,7 +25,8 @@ def problems(queues, adopted):
     if not named:
         out.append("QUEUES and ADOPT name no queue; give at least one")
     seen = {}
-    ids = {}
+    # Logical ids per list: QUEUES give Table{id} and Send{id}, ADOPT gives SendAdopted{id}.
+    ids = {"QUEUES": {}, "ADOPT": {}}
     for name, where in named:
         if not SQS_NAME.match(name):
             out.append(f"{where}: '{name}' is not an SQS queue name (1-80 characters from A-Z a-z 0-9 _ -, "
@@ -36,12 +38,13 @@ def problems(queues, adopted):
             continue
         seen[name] = where
         logical = "".join(c for c in name if c.isalnum())
-        if logical in ids:
-            out.append(f"{where}: '{name}' and '{ids[logical]}' become the same resource ids (Table{logical}, "
-                       f"Send{logical}): the template keeps only letters and digits; rename one queue or deploy "
-                       "them in separate stacks")
+        if logical in ids[where]:
+            resources = f"Table{logical}, Send{logical}" if where == "QUEUES" else f"SendAdopted{logical}"
+            out.append(f"{where}: '{name}' and '{ids[where][logical]}' become the same resource ids ({resources}): "
+                       "the template keeps only letters and digits; rename one queue or deploy them in separate "
+                       "stacks")
         else:
-            ids[logical] = name
+            ids[where][logical] = name
     return out
 
 

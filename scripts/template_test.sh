@@ -16,6 +16,8 @@ fail() { echo "template-test: FAILED: $*" >&2; exit 1; }
 
 echo "template-test: structure"
 python tests/template/test_template.py
+echo "template-test: the IAM call check's own tests (SAM and CDK statements, IAM matching)"
+python tests/iam/test_check_calls.py
 
 echo "template-test: make deploy passes one set of overrides to build and deploy"
 dry=$(make -s -n deploy QUEUES=orders,billing.fifo ARCH=x86_64 STACK=dev PARAMS="Shards=8")
@@ -41,13 +43,16 @@ refused() {
   grep -q -- "$want" <<<"$out" || fail "make deploy $* said: $out"
 }
 refused "'jobs.fifo' and 'jobs-fifo' become the same resource ids" QUEUES=jobs-fifo,jobs.fifo
-refused "'orders_eu' and 'orders-eu' become the same resource ids" QUEUES=orders-eu ADOPT=orders_eu
+refused "'orders_eu' and 'orders-eu' become the same resource ids (SendAdoptedorderseu)" QUEUES=billing ADOPT=orders-eu,orders_eu
 refused "'orders' is named twice (also in QUEUES)" QUEUES=orders,billing ADOPT=orders
 refused "'bad name' is not an SQS queue name" QUEUES="bad name"
 refused "'x.fifo.fifo' is not an SQS queue name" QUEUES=x.fifo.fifo
 python scripts/check_queues.py "$(python -c 'print("q" * 80)')" "$(python -c 'print("f" * 75 + ".fifo")')" \
   || fail "80-character names refused"
 if python scripts/check_queues.py "$(python -c 'print("q" * 81)')" 2>/dev/null; then fail "an 81-character name accepted"; fi
+
+echo "template-test: plain sam validate, as a user types it in a fresh clone (both queue lists at their empty defaults)"
+sam validate --region us-east-1 || fail "plain sam validate"
 
 echo "template-test: sam validate --language-extensions"
 # sam validate takes no parameter overrides, so a copy gives QueueNames a default to expand.

@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Stack, Token, Validations } from "aws-cdk-lib";
+import { Duration, Fn, RemovalPolicy, Stack, Token, Validations } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as cwActions from "aws-cdk-lib/aws-cloudwatch-actions";
 import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
@@ -10,6 +10,7 @@ import * as logs from "aws-cdk-lib/aws-logs";
 import * as scheduler from "aws-cdk-lib/aws-scheduler";
 import * as sns from "aws-cdk-lib/aws-sns";
 import * as sqs from "aws-cdk-lib/aws-sqs";
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { RustFunction } from "cargo-lambda-cdk";
 import { Construct } from "constructs";
@@ -90,6 +91,12 @@ export interface SqsWaiterProps {
   /** Alarms notify this topic when given. */
   readonly alarmTopic?: sns.ITopic;
   /**
+   * An operator's CloudWatch dashboard (`dashboard.json`, the same as the SAM template's):
+   * dispatched and lateness per queue, parked, expired and failed entries, the poller's
+   * duration against its timeout, enqueue errors by type. @default true
+   */
+  readonly dashboard?: boolean;
+  /**
    * @default RETAIN_ON_UPDATE_OR_DELETE: the tables hold jobs nobody else has, but a failed
    * first create removes them so that it can be retried.
    */
@@ -112,7 +119,8 @@ export interface SqsWaiterProps {
 /**
  * sqs-waiter: schedule SQS messages beyond the 900-second DelaySeconds limit. Creates the same
  * resources as the SAM template: a table per queue, the enqueue and poller functions with
- * least-privilege roles, a one-minute EventBridge schedule, a failure queue and three alarms.
+ * least-privilege roles, a one-minute EventBridge schedule, a failure queue, alarms and a
+ * dashboard.
  */
 export class SqsWaiter extends Construct {
   /** The tables this construct creates, one per queue of `queues`. */
@@ -125,6 +133,8 @@ export class SqsWaiter extends Construct {
   readonly pollerFailures: sqs.Queue;
   readonly scheduleDeadLetters: sqs.Queue;
   readonly alarms: cloudwatch.Alarm[];
+  /** The operator's dashboard, unless `dashboard: false`. */
+  readonly dashboard?: cloudwatch.CfnDashboard;
 
   constructor(scope: Construct, id: string, props: SqsWaiterProps) {
     super(scope, id);
@@ -227,11 +237,12 @@ export class SqsWaiter extends Construct {
       enforceSSL: true,
     });
     const pollerRole = this.functionRole("PollerRole", "poller");
+    const pollerTimeoutS = inRange("pollerTimeout", props.pollerTimeout, 70);
     this.pollerFunction = rustFunction("Poller", "poller", props.pollerCode, {
       description: "sqs-waiter poller (hands due jobs to SQS)",
       role: pollerRole.role,
       logGroup: pollerRole.logGroup,
-      timeout: Duration.seconds(inRange("pollerTimeout", props.pollerTimeout, 70)),
+      timeout: Duration.seconds(pollerTimeoutS),
       // Opt-in: partitions are leased, so concurrent runs are safe without a reservation.
       reservedConcurrentExecutions:
         props.pollerReservedConcurrency === undefined
@@ -300,6 +311,12 @@ export class SqsWaiter extends Construct {
         key.grant(role, "kms:GenerateDataKey", "kms:Decrypt");
       }
     }
+
+    // The functions, and so the schedule that names the poller, wait for every policy of their
+    // roles (the default policy and its overflow managed policies, which name the tables): a
+    // first run before its rights exist would fail.
+    this.enqueueFunction.node.addDependency(enqueueRole.role);
+    this.pollerFunction.node.addDependency(pollerRole.role);
 
     const schedulerRole = new iam.Role(this, "SchedulerRole", {
       assumedBy: new iam.ServicePrincipal("scheduler.amazonaws.com", {
@@ -386,15 +403,17 @@ export class SqsWaiter extends Construct {
         treatMissingData: cloudwatch.TreatMissingData.BREACHING,
       }),
       atLeastOne("PollerThrottles", "Lambda throttled the sqs-waiter poller.", metric("AWS/Lambda", "Throttles", "Sum", fiveMinutes)),
+      // On messages arriving, not on the queues' depth: failures are kept 14 days for
+      // inspection, and the alarms clear 5 minutes after the last one.
       atLeastOne(
         "PollerFailuresDepth",
-        "Failed sqs-waiter poller runs are waiting in the on-failure queue.",
-        this.pollerFailures.metricApproximateNumberOfMessagesVisible({ statistic: "Maximum", period: fiveMinutes }),
+        "sqs-waiter poller runs failed in the last 5 minutes (kept in the on-failure queue for 14 days).",
+        this.pollerFailures.metricNumberOfMessagesSent({ statistic: "Sum", period: fiveMinutes }),
       ),
       atLeastOne(
         "ScheduleDeadLettersDepth",
-        "EventBridge Scheduler could not invoke the sqs-waiter poller.",
-        this.scheduleDeadLetters.metricApproximateNumberOfMessagesVisible({ statistic: "Maximum", period: fiveMinutes }),
+        "EventBridge Scheduler could not invoke the sqs-waiter poller in the last 5 minutes.",
+        this.scheduleDeadLetters.metricNumberOfMessagesSent({ statistic: "Sum", period: fiveMinutes }),
       ),
       atLeastOne(
         "FailedEntries",
@@ -431,6 +450,19 @@ export class SqsWaiter extends Construct {
       for (const alarm of this.alarms) {
         alarm.addAlarmAction(new cwActions.SnsAction(props.alarmTopic));
       }
+    }
+
+    if (props.dashboard ?? true) {
+      // The SAM template's body, read from one file: per-queue graphs are SEARCH expressions, so
+      // the body does not change with the queue list.
+      const body = fs.readFileSync(path.join(import.meta.dirname, "dashboard.json"), "utf8");
+      this.dashboard = new cloudwatch.CfnDashboard(this, "Dashboard", {
+        dashboardBody: Fn.sub(body, {
+          PollerFunction: this.pollerFunction.functionName,
+          EnqueueFunction: this.enqueueFunction.functionName,
+          PollerTimeout: String(pollerTimeoutS),
+        }),
+      });
     }
 
     Validations.of(this.pollerFailures).acknowledge({

@@ -208,10 +208,17 @@ test("silence alarms: heartbeat, throttles, failure queues, failed entries, part
     TreatMissingData: "breaching",
   });
   template.hasResourceProperties("AWS::CloudWatch::Alarm", { Namespace: "AWS/Lambda", MetricName: "Throttles" });
+  // Failure queues alarm on arrivals (clearing 5 minutes after the last), not on depth, which
+  // would stay in ALARM for the 14 days the failures are kept.
+  template.resourcePropertiesCountIs(
+    "AWS::CloudWatch::Alarm",
+    { Namespace: "AWS/SQS", MetricName: "NumberOfMessagesSent", Statistic: "Sum" },
+    2,
+  );
   template.resourcePropertiesCountIs(
     "AWS::CloudWatch::Alarm",
     { Namespace: "AWS/SQS", MetricName: "ApproximateNumberOfMessagesVisible" },
-    2,
+    0,
   );
   template.hasResourceProperties("AWS::CloudWatch::Alarm", { Namespace: "SqsWaiter", MetricName: "FailedEntries" });
   template.hasResourceProperties("AWS::CloudWatch::Alarm", { Namespace: "SqsWaiter", MetricName: "PartitionErrors" });
@@ -496,8 +503,46 @@ test("100 queues of 80 characters, in every partition: each role within IAM's si
     // An unresolved reference stands for the longest ARN the policies hold, in this partition.
     const budgets = roleBudgets(stack, `arn:${partition}:dynamodb:${region}:111111111111:table/${"x".repeat(91)}`);
     assertWithinIamLimits(budgets, partition);
+    if (partition === "aws") {
+      // Issue 24, 2h: the functions (and the schedule, which names the poller) wait for every
+      // policy their role holds, overflow managed policies too, and those name the tables.
+      const resources = Template.fromStack(stack).toJSON().Resources as Record<string, any>;
+      for (const fn of ["Enqueue", "Poller"]) {
+        const [fnId, fnRes] = Object.entries(resources).find(
+          ([id, r]) => r.Type === "AWS::Lambda::Function" && id.startsWith(`Waiter${fn}`) && !id.includes("Role"),
+        )!;
+        const roleId = fnRes.Properties.Role["Fn::GetAtt"][0];
+        const policies = Object.entries(resources)
+          .filter(([, r]) => {
+            const roles = r.Properties?.Roles ?? [];
+            return (r.Type === "AWS::IAM::Policy" || r.Type === "AWS::IAM::ManagedPolicy") &&
+              roles.some((x: any) => x.Ref === roleId);
+          })
+          .map(([id]) => id);
+        assert.ok(policies.length >= 2, `${fn}: ${policies}`);
+        for (const p of policies) {
+          assert.ok((fnRes.DependsOn ?? []).includes(p), `${fnId} does not wait for ${p}`);
+        }
+      }
+    }
     for (const { role, inlineChars, managed } of budgets) {
       console.log(`${partition} ${role}: ${inlineChars} inline characters, ${managed.length} managed policies`);
     }
   }
+});
+
+test("the operator's dashboard: the body SAM deploys (dashboard.json), with the functions and the poller's timeout; dashboard: false leaves it out", () => {
+  const { template } = example();
+  const dashboards = Object.values(template.findResources("AWS::CloudWatch::Dashboard"));
+  assert.equal(dashboards.length, 1);
+  const [body, vars] = dashboards[0].Properties.DashboardBody["Fn::Sub"];
+  assert.equal(body, fs.readFileSync(path.join(import.meta.dirname, "..", "lib", "dashboard.json"), "utf8"));
+  assert.deepEqual(Object.keys(vars).sort(), ["EnqueueFunction", "PollerFunction", "PollerTimeout"]);
+  assert.match(JSON.stringify(vars.PollerFunction), /WaiterPoller/);
+  assert.match(JSON.stringify(vars.EnqueueFunction), /WaiterEnqueue/);
+  assert.equal(vars.PollerTimeout, "70");
+
+  const stack = new Stack(newApp(), "NoDashboard");
+  new SqsWaiter(stack, "W", { queues: [new sqs.Queue(stack, "Q")], dashboard: false, enqueueCode: fakeCode(), pollerCode: fakeCode() });
+  Template.fromStack(stack).resourceCountIs("AWS::CloudWatch::Dashboard", 0);
 });

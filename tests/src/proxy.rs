@@ -89,6 +89,8 @@ struct Inner {
     released: AtomicBool,
     /// `hang_next`: the operation whose next request hangs.
     hang_next: Mutex<Option<String>>,
+    /// The IAM side of each call (tests/iam/check_calls.py).
+    iam: crate::iam_calls::Recorder,
 }
 
 /// A running proxy; aborted on drop.
@@ -119,6 +121,7 @@ impl FaultProxy {
             held: AtomicU64::new(0),
             released: AtomicBool::new(false),
             hang_next: Mutex::new(None),
+            iam: crate::iam_calls::Recorder::default(),
         });
         let app = Router::new().fallback(handle).with_state(inner.clone());
         let (addr, server) = crate::serve_local(app).await;
@@ -128,6 +131,11 @@ impl FaultProxy {
             endpoint,
             server,
         }
+    }
+
+    /// Heads the proxy's IAM call record with the deployment the calls are made for.
+    pub fn describe_deployment(&self, queues: &[&str], table_prefix: &str) {
+        self.inner.iam.deployment(queues, table_prefix);
     }
 
     pub fn force(&self, operation: &str, answer: Forced) {
@@ -326,6 +334,7 @@ async fn handle(State(p): State<Arc<Inner>>, method: Method, uri: Uri, headers: 
         return aws_error(503, is_sqs(&headers), "ServiceUnavailable");
     }
     p.inflight.fetch_add(1, Ordering::SeqCst);
+    p.iam.record(&headers, &body);
     let op = operation(&headers);
     let arrived = p.meter.hold().await;
     let response = handle_live(&p, method, uri, headers, body).await;

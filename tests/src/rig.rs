@@ -92,7 +92,11 @@ impl<'a> RigBuilder<'a> {
         }
         all.extend_from_slice(&self.settings);
         let proxy = match self.proxy {
-            Some((seed, rate)) => Some(FaultProxy::start(&emu.endpoint, seed, rate).await),
+            Some((seed, rate)) => {
+                let proxy = FaultProxy::start(&emu.endpoint, seed, rate).await;
+                proxy.describe_deployment(self.queues, self.table_prefix);
+                Some(proxy)
+            }
             None => None,
         };
         let env = match &proxy {
@@ -138,13 +142,17 @@ pub struct Setup {
     pub poller: Function,
     pub urls: Vec<String>,
     pub env: crate::Env,
+    /// Kept running while the functions use it.
+    _proxy: Option<FaultProxy>,
 }
 
 /// Starts moto, creates the queues and their tables (`waiter-{queue}`), starts both functions
-/// with `settings`.
+/// with `settings`. The functions reach the emulator through a fault proxy that injects
+/// nothing: it records their calls for the IAM check (tests/iam/check_calls.py).
 pub async fn setup(queues: &[&str], settings: &[(&str, &str)]) -> Setup {
-    let Rig { emu, urls, env, .. } = Rig::builder(queues)
+    let Rig { emu, urls, env, proxy } = Rig::builder(queues)
         .table_prefix("waiter-")
+        .proxy(0, 0.0)
         .settings(settings)
         .start()
         .await;
@@ -156,6 +164,7 @@ pub async fn setup(queues: &[&str], settings: &[(&str, &str)]) -> Setup {
         poller,
         urls,
         env,
+        _proxy: proxy,
     }
 }
 

@@ -117,6 +117,8 @@ impl Function {
             .env("AWS_LAMBDA_LOG_STREAM_NAME", "e2e")
             .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}"))
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            // Each function signs as itself, so the proxy knows whose call it records.
+            .env("AWS_ACCESS_KEY_ID", crate::iam_calls::access_key_of(name))
             .stdin(Stdio::null())
             .stdout(Stdio::from(log.try_clone().expect("clone log handle")))
             .stderr(Stdio::from(log))

@@ -75,6 +75,7 @@ impl Watch {
             .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
             .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env("AWS_ACCESS_KEY_ID", crate::iam_calls::access_key_of(name))
             .stdin(Stdio::null())
             .stdout(Stdio::from(log.try_clone().expect("clone log handle")))
             .stderr(Stdio::from(log))

@@ -14,6 +14,11 @@ TEMPLATE = cfn_yaml.load(os.path.join(ROOT, "template.yaml"))
 RESOURCES = TEMPLATE["Resources"]
 
 
+def read(*path):
+    with open(os.path.join(ROOT, *path)) as f:
+        return f.read()
+
+
 def loop_body(name):
     """The resources of a `Fn::ForEach::<name>` loop: {logical-id pattern: resource}."""
     _, _, body = RESOURCES[f"Fn::ForEach::{name}"]
@@ -47,7 +52,9 @@ class FirstAndSecondDeploy(unittest.TestCase):
         self.assertEqual(loop_collection("QueueAccess"), {"Ref": "QueueNames"})
         self.assertEqual(loop_collection("AdoptedQueueAccess"), {"Ref": "AdoptedQueueNames"})
         created, adopted = loop_body("QueueAccess"), loop_body("AdoptedQueueAccess")
-        self.assertEqual(list(created), list(adopted), "one logical id pattern: a queue is in one list only")
+        # Two patterns: with both lists empty (their defaults, as a plain `sam validate` reads
+        # them) one pattern would expand to the same id twice.
+        self.assertEqual((list(created), list(adopted)), (["Send&{QueueName}"], ["SendAdopted&{QueueName}"]))
         for (cid, c), (_, a) in zip(created.items(), adopted.items()):
             self.assertEqual(c["Properties"], a["Properties"], cid)
             self.assertEqual((c["Condition"], a["Condition"]), ("HasCreatedTables", "HasAdoptedTables"))
@@ -127,9 +134,18 @@ class FirstAndSecondDeploy(unittest.TestCase):
             ("SqsWaiter", "PartitionErrors", "PollerFunction"),
             ("SqsWaiter", "BacklogAge", "PollerFunction"),
             ("SqsWaiter", "Parked", "PollerFunction"),
-            ("AWS/SQS", "ApproximateNumberOfMessagesVisible", None),
+            ("AWS/SQS", "NumberOfMessagesSent", None),
         ]:
             self.assertIn(key, alarms)
+        # Failure queues alarm on arrivals, so the alarm clears while the messages stay kept.
+        for r in RESOURCES.values():
+            if isinstance(r, dict) and r.get("Type") == "AWS::CloudWatch::Alarm":
+                self.assertNotEqual(r["Properties"].get("MetricName"), "ApproximateNumberOfMessagesVisible")
+
+    def test_the_functions_wait_for_their_table_rights(self):
+        # Issue 24, 2h: a first run before its policy exists would fail and be kept as a failure.
+        self.assertEqual(RESOURCES["EnqueueFunction"]["DependsOn"], ["EnqueueTables"])
+        self.assertEqual(RESOURCES["PollerFunction"]["DependsOn"], ["PollerTables"])
         for r in RESOURCES.values():
             if isinstance(r, dict) and r.get("Type") == "AWS::CloudWatch::Alarm":
                 self.assertIn("AlarmActions", r["Properties"], "every alarm notifies AlarmTopicArn when given")
@@ -259,6 +275,63 @@ class ScaleOfQueues(unittest.TestCase):
         for role in ["EnqueueRole", "PollerRole"]:
             self.assertEqual(inline_policy_chars(role, ["q" * 40], ["r" * 40]),
                              inline_policy_chars(role, ["q" * 40, "r" * 40]), role)
+
+
+class OperatorDashboard(unittest.TestCase):
+    """Issue 24, 4: one dashboard body for SAM and CDK (infra/lib/dashboard.json), graphing
+    metrics the functions emit, drawn in docs/dashboard.svg."""
+
+    import importlib.util as _util
+    _spec = _util.spec_from_file_location("render_dashboard", os.path.join(ROOT, "scripts", "render_dashboard.py"))
+    render = _util.module_from_spec(_spec)
+    _spec.loader.exec_module(render)
+
+    def test_the_template_deploys_the_shared_body_and_lets_it_be_left_out(self):
+        dashboard = RESOURCES["OperatorDashboard"]
+        self.assertEqual(dashboard["Condition"], "HasDashboard")
+        self.assertEqual(TEMPLATE["Conditions"]["HasDashboard"], {"Fn::Equals": [{"Ref": "Dashboard"}, "true"]})
+        self.assertEqual(TEMPLATE["Parameters"]["Dashboard"]["Default"], "true")
+        shared = read("infra", "lib", "dashboard.json")
+        self.assertEqual(dashboard["Properties"]["DashboardBody"]["Fn::Sub"].strip(), shared.strip())
+        # Every substitution is one the template resolves.
+        names = set(re.findall(r"\$\{([^!}][^}]*)\}", shared))
+        self.assertEqual(names, {"AWS::Region", "PollerFunction", "EnqueueFunction", "PollerTimeout"})
+        for name in names - {"AWS::Region"}:
+            self.assertTrue(name in RESOURCES or name in TEMPLATE["Parameters"], name)
+
+    def test_it_graphs_per_queue_what_the_issue_asks_with_metrics_the_functions_emit(self):
+        body = self.render.body()
+        text = json.dumps(body)
+        for metric, stat in [("Dispatched", "Sum"), ("Lateness", "p50"), ("Lateness", "p99"),
+                             ("Parked", "Sum"), ("Expired", "Sum"), ("FailedEntries", "Sum")]:
+            self.assertRegex(text, r"SEARCH\('\{SqsWaiter,FunctionName,Queue\} MetricName=\\\"%s\\\" "
+                                   r"FunctionName=\\\"sqs-waiter-PollerFunction\\\"', '%s'" % (metric, stat))
+        self.assertIn("{SqsWaiter,FunctionName,ErrorType} MetricName=\\\"Errors\\\"", text)
+        duration = next(w["properties"] for w in body["widgets"] if "duration" in w["properties"]["title"])
+        self.assertEqual(duration["annotations"]["horizontal"][0]["value"], 70, "the poller's timeout, in seconds")
+        self.assertIn(["AWS/Lambda", "Invocations", "FunctionName", "sqs-waiter-EnqueueFunction",
+                       {"id": "requests", "label": "requests"}], next(
+            w["properties"]["metrics"] for w in body["widgets"] if "Enqueue" in w["properties"]["title"]))
+        # The names the graphs search for are the ones the functions print (metrics.rs).
+        emitted = read("crates", "waiter", "src", "metrics.rs")
+        for name in ["Dispatched", "Lateness", "Parked", "Expired", "FailedEntries", "Errors", "Retried",
+                     "Exhausted", "BacklogAge"]:
+            self.assertIn(f'"{name}"', emitted, name)
+        for dim in ['QUEUE_DIMENSION: &str = "Queue"', 'ERROR_TYPE_DIMENSION: &str = "ErrorType"']:
+            self.assertIn(dim, emitted)
+        # Widgets fit CloudWatch's 24-column grid without overlapping.
+        cells = set()
+        for w in body["widgets"]:
+            self.assertLessEqual(w["x"] + w["width"], 24)
+            for cx in range(w["x"], w["x"] + w["width"]):
+                for cy in range(w["y"], w["y"] + w["height"]):
+                    self.assertNotIn((cx, cy), cells, w["properties"]["title"])
+                    cells.add((cx, cy))
+
+    def test_the_committed_picture_is_the_bodys(self):
+        drawn = read("docs", "dashboard.svg")
+        self.assertEqual(drawn, self.render.svg(self.render.body()),
+                         "docs/dashboard.svg is stale: run python3 scripts/render_dashboard.py")
 
 
 if __name__ == "__main__":

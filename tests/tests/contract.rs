@@ -325,3 +325,42 @@ async fn metrics_are_printed_whatever_the_log_level() {
         "RUST_LOG=ERROR, not Lambda's TRACE, filters the process's own logs: {log}"
     );
 }
+
+/// The dashboard's per-queue graphs (issue 24, 4): each poller run prints a line per queue, in
+/// dimensions FunctionName and Queue, with what it dispatched there and how late.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_poller_prints_per_queue_metrics_for_the_dashboard() {
+    let mut s = setup(
+        &["orders", "billing"],
+        &[("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_LOOKAHEAD", "5")],
+    )
+    .await;
+    for id in ["a", "b"] {
+        s.enqueue_ok(json!({"queue": "orders", "job_id": id, "message_body": "x", "delay_seconds": 1}))
+            .await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    s.poll().await;
+    let lines: Vec<serde_json::Value> = s
+        .poller
+        .log()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|l| l.get("Queue").is_some())
+        .collect();
+    let of = |q: &str| lines.iter().filter(|l| l["Queue"] == q).collect::<Vec<_>>();
+    let orders = of("orders");
+    assert_eq!(orders.len(), 1, "one line per queue per run: {lines:?}");
+    assert_eq!(
+        orders[0]["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+        json!([["FunctionName", "Queue"]])
+    );
+    assert_eq!(orders[0]["Dispatched"], 2.0);
+    assert_eq!(
+        orders[0]["Lateness"].as_array().map(Vec::len),
+        Some(2),
+        "{:?}",
+        orders[0]
+    );
+    assert_eq!(of("billing")[0]["Dispatched"], 0.0, "an idle queue reports zero");
+}

@@ -92,10 +92,15 @@ async fn json_logs_and_emf_metrics_never_carry_message_bodies() {
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|l| l.get("_aws").is_some())
         .collect();
-    assert_eq!(
-        emf.iter().map(|l| l["Dispatched"].as_f64().unwrap_or(0.0)).sum::<f64>(),
-        1.0
-    );
+    // The function's lines, and beside them its per-queue lines (the dashboard's): each counts
+    // the one job once.
+    let dispatched = |per_queue: bool| {
+        emf.iter()
+            .filter(|l| l.get("Queue").is_some() == per_queue)
+            .map(|l| l["Dispatched"].as_f64().unwrap_or(0.0))
+            .sum::<f64>()
+    };
+    assert_eq!((dispatched(false), dispatched(true)), (1.0, 1.0));
     assert_eq!(emf[0]["_aws"]["CloudWatchMetrics"][0]["Namespace"], "SqsWaiter");
 }
 
@@ -112,7 +117,22 @@ async fn a_refused_request_never_counts_as_a_failure_and_our_own_failure_does() 
             .filter(|l| l.get("_aws").is_some())
             .collect();
         let sum = |name: &str| emf.iter().map(|l| l[name].as_f64().unwrap_or(0.0)).sum::<f64>();
-        (emf.len(), sum("Refused"), sum("Failures"))
+        // One invocation line each (it carries Refused), besides the errors-by-type lines.
+        let invocations = emf.iter().filter(|l| l.get("Refused").is_some()).count();
+        (invocations, sum("Refused"), sum("Failures"))
+    };
+    // The errors-by-type lines (the dashboard's graph): count per ErrorType.
+    let by_type = |log: String| {
+        let mut counts = std::collections::BTreeMap::<String, f64>::new();
+        for l in log
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        {
+            if let (Some(t), Some(n)) = (l["ErrorType"].as_str(), l["Errors"].as_f64()) {
+                *counts.entry(t.to_owned()).or_default() += n;
+            }
+        }
+        counts
     };
 
     // Two callers' mistakes, an enqueue and a cancel: both Lambda errors.
@@ -124,6 +144,7 @@ async fn a_refused_request_never_counts_as_a_failure_and_our_own_failure_does() 
         assert_eq!(e.error_type, "InvalidRequest", "{bad}");
     }
     assert_eq!(sums(s.enqueue.log()), (2, 2.0, 0.0), "refused, never failures");
+    assert_eq!(by_type(s.enqueue.log()), [("InvalidRequest".to_owned(), 2.0)].into());
 
     // Our own failure: the queue's table is gone.
     s.emu
@@ -151,5 +172,12 @@ async fn a_refused_request_never_counts_as_a_failure_and_our_own_failure_does() 
         sums(s.enqueue.log()),
         (4, 2.0, 2.0),
         "the failed invocation and the batch's failed job are failures; the batch's invalid job is not"
+    );
+    let types = by_type(s.enqueue.log());
+    assert_eq!(types.get("InvalidRequest"), Some(&3.0), "{types:?}");
+    assert_eq!(
+        types.values().sum::<f64>(),
+        5.0,
+        "and two of ours, by their type: {types:?}"
     );
 }

@@ -39,12 +39,13 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Reply, Diagno
         },
     };
     let function_name = &event.context.env_config.function_name;
-    println!(
-        "{}",
-        metrics::enqueue_line(function_name, invocation, chrono::Utc::now())
-    );
+    let at = chrono::Utc::now();
+    println!("{}", metrics::enqueue_line(function_name, invocation, at));
+    for line in metrics::enqueue_error_lines(function_name, invocation, at) {
+        println!("{line}");
+    }
     if let (true, Ok(Reply::Job(reply))) = (is_retry, &result) {
-        println!("{}", metrics::retry_line(function_name, reply, chrono::Utc::now()));
+        println!("{}", metrics::retry_line(function_name, reply, at));
     }
     result.map_err(|e| {
         tracing::warn!(error_type = e.error_type(), retryable = e.is_retryable(), error = %e.message(), "request failed");

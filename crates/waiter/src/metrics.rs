@@ -85,6 +85,27 @@ pub fn poller_line(function_name: &str, s: &RunSummary, at: DateTime<Utc>) -> St
     emf_line(function_name, &metrics, at)
 }
 
+/// The poller's metrics per queue for one run, in dimensions `FunctionName` and `Queue` (the
+/// dashboard's per-queue graphs): one line per queue worked. Five metrics a queue, each a
+/// custom metric CloudWatch bills (docs/operations.md).
+pub fn poller_queue_lines(function_name: &str, s: &RunSummary, at: DateTime<Utc>) -> Vec<String> {
+    s.by_queue
+        .iter()
+        .map(|(queue, q)| {
+            let mut metrics = vec![
+                ("Dispatched", vec![q.dispatched as f64], Unit::Count),
+                ("Expired", vec![q.expired as f64], Unit::Count),
+                ("Parked", vec![q.parked as f64], Unit::Count),
+                ("FailedEntries", vec![q.failed as f64], Unit::Count),
+            ];
+            if !q.lateness_sample_ms.is_empty() {
+                metrics.push(("Lateness", q.lateness_sample_ms.clone(), Unit::Milliseconds));
+            }
+            emf_line_in(&[(DIMENSION, function_name), (QUEUE_DIMENSION, queue)], &metrics, at)
+        })
+        .collect()
+}
+
 /// How one invocation of the enqueue function ended, for its metrics line.
 #[derive(Debug, Clone, Copy)]
 pub enum Invocation<'a> {
@@ -151,8 +172,48 @@ pub fn enqueue_line(function_name: &str, invocation: Invocation<'_>, at: DateTim
     emf_line(function_name, &metrics, at)
 }
 
-/// The dimension of the retry metrics beside the function's name.
+/// The dimension of the per-queue metrics (poller counts, retries) beside the function's name.
 pub const QUEUE_DIMENSION: &str = "Queue";
+/// The dimension of the enqueue function's `Errors` by type beside the function's name.
+pub const ERROR_TYPE_DIMENSION: &str = "ErrorType";
+
+/// The enqueue function's errors of one invocation by `errorType` (`InvalidRequest` included):
+/// one line per type seen, metric `Errors` in dimensions `FunctionName` and `ErrorType`, for the
+/// dashboard's "errors by type". An invocation without errors prints none.
+pub fn enqueue_error_lines(function_name: &str, invocation: Invocation<'_>, at: DateTime<Utc>) -> Vec<String> {
+    let mut by_type: std::collections::BTreeMap<&'static str, usize> = std::collections::BTreeMap::new();
+    for error_type in error_types(invocation) {
+        *by_type.entry(error_type.as_str()).or_default() += 1;
+    }
+    by_type
+        .into_iter()
+        .map(|(error_type, n)| {
+            emf_line_in(
+                &[(DIMENSION, function_name), (ERROR_TYPE_DIMENSION, error_type)],
+                &[("Errors", vec![n as f64], Unit::Count)],
+                at,
+            )
+        })
+        .collect()
+}
+
+/// Every error of an invocation: its own, or its batch's failed jobs.
+fn error_types(invocation: Invocation<'_>) -> Vec<ErrorType> {
+    match invocation {
+        Invocation::Failed { error_type, .. } => vec![error_type],
+        Invocation::Replied {
+            reply: Reply::Batch(b), ..
+        } => b
+            .results
+            .iter()
+            .filter_map(|r| match r {
+                BatchResult::Failed { error, .. } => Some(error.error_type),
+                BatchResult::Done(_) => None,
+            })
+            .collect(),
+        Invocation::Replied { .. } => Vec::new(),
+    }
+}
 
 /// The metrics of one `retry` reply, per queue: `Retried` (an attempt scheduled) and `Exhausted`
 /// (the job parked because its attempts ran out). A duplicate counts as neither.
@@ -286,6 +347,85 @@ mod tests {
         }
         let v = line(json!({"status": "conflict", "job_id": "a", "queue": "orders"}));
         assert_eq!((v["Retried"].as_f64(), v["Exhausted"].as_f64()), (Some(0.0), Some(0.0)));
+    }
+
+    #[test]
+    fn per_queue_lines_carry_each_queues_counts_and_lateness() {
+        let mut s = RunSummary::default();
+        s.by_queue.insert(
+            "orders".into(),
+            crate::poller::QueueCounts {
+                dispatched: 7,
+                parked: 1,
+                lateness_sample_ms: vec![12.0, 30.0],
+                ..Default::default()
+            },
+        );
+        s.by_queue.insert("idle".into(), crate::poller::QueueCounts::default());
+        let lines: Vec<Value> = poller_queue_lines("poller-fn", &s, Utc::now())
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        let orders = lines.iter().find(|v| v[QUEUE_DIMENSION] == "orders").unwrap();
+        assert_eq!(
+            orders["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([[DIMENSION, QUEUE_DIMENSION]])
+        );
+        assert_eq!(
+            (orders["Dispatched"].as_f64(), orders["Parked"].as_f64()),
+            (Some(7.0), Some(1.0))
+        );
+        assert_eq!(orders["Lateness"], json!([12.0, 30.0]));
+        let idle = lines.iter().find(|v| v[QUEUE_DIMENSION] == "idle").unwrap();
+        assert_eq!(idle["Dispatched"].as_f64(), Some(0.0));
+        assert!(idle.get("Lateness").is_none(), "no lateness without a dispatch");
+    }
+
+    #[test]
+    fn errors_are_counted_by_type_and_a_clean_invocation_prints_none() {
+        let reply: sqs_waiter_contract::BatchReply = serde_json::from_value(json!({ "results": [
+            {"status": "error", "error": {"type": "InvalidRequest", "message": "m", "retryable": false}},
+            {"status": "error", "error": {"type": "Throttled", "message": "m", "retryable": true}},
+            {"status": "error", "error": {"type": "Throttled", "message": "m", "retryable": true}},
+            {"status": "scheduled", "job_id": "a", "queue": "q", "duplicate": false}
+        ]}))
+        .unwrap();
+        let reply = Reply::Batch(reply);
+        let invocation = Invocation::Replied {
+            reply: &reply,
+            is_enqueue: true,
+        };
+        let lines: Vec<Value> = enqueue_error_lines("fn", invocation, Utc::now())
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let counts: Vec<(String, f64)> = lines
+            .iter()
+            .map(|v| {
+                (
+                    v[ERROR_TYPE_DIMENSION].as_str().unwrap().to_owned(),
+                    v["Errors"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            counts,
+            [("InvalidRequest".to_owned(), 1.0), ("Throttled".to_owned(), 2.0)]
+        );
+        let failed = Invocation::Failed {
+            error_type: ErrorType::DependencyFailure,
+            is_enqueue: false,
+        };
+        assert_eq!(enqueue_error_lines("fn", failed, Utc::now()).len(), 1);
+        let ok = Reply::Job(Box::new(
+            serde_json::from_value(json!({"status": "sent", "job_id": "a", "queue": "q"})).unwrap(),
+        ));
+        let clean = Invocation::Replied {
+            reply: &ok,
+            is_enqueue: true,
+        };
+        assert!(enqueue_error_lines("fn", clean, Utc::now()).is_empty());
     }
 
     #[test]

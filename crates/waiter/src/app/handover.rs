@@ -38,9 +38,9 @@ where
             self.queue.clone(),
             self.clock.clone(),
         );
-        let summary = dispatcher
-            .run_shard(&job.job.queue, *shard, cut.min(now + HANDOVER_BUDGET))
-            .await;
+        // On the heap: a poller run is a large future, and inline it would grow every action's
+        // future that may hand over (reschedule, retry), and so the invocation's.
+        let summary = Box::pin(dispatcher.run_shard(&job.job.queue, *shard, cut.min(now + HANDOVER_BUDGET))).await;
         info!(
             queue = %job.job.queue,
             shard,

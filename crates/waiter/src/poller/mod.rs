@@ -15,6 +15,7 @@
 //! A job leaves the table only after SQS accepted it. A crash re-sends at most the entries not
 //! yet deleted: see `MAX_UNDELETED_PER_PARTITION`.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -112,6 +113,32 @@ pub struct RunSummary {
     /// Lateness of the first dispatched jobs (for the `Lateness` metric), not serialised.
     #[serde(skip)]
     pub lateness_sample_ms: Vec<f64>,
+    /// The same counts per queue, for the per-queue metrics (the dashboard), not serialised.
+    #[serde(skip)]
+    pub by_queue: BTreeMap<String, QueueCounts>,
+}
+
+/// What one run did on one queue.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QueueCounts {
+    pub dispatched: u64,
+    pub expired: u64,
+    pub parked: u64,
+    pub failed: u64,
+    /// Lateness of the queue's first dispatched jobs, at most `LATENESS_SAMPLE`.
+    pub lateness_sample_ms: Vec<f64>,
+}
+
+impl QueueCounts {
+    fn add(&mut self, part: &RunSummary) {
+        self.dispatched += part.dispatched;
+        self.expired += part.expired;
+        self.parked += part.parked;
+        self.failed += part.failed;
+        let room = LATENESS_SAMPLE.saturating_sub(self.lateness_sample_ms.len());
+        self.lateness_sample_ms
+            .extend(part.lateness_sample_ms.iter().take(room).copied());
+    }
 }
 
 impl RunSummary {
@@ -197,12 +224,13 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             stream::iter(partitions)
                 .map(move |(q, s)| {
                     let owner = owner.clone();
-                    async move { self.run_partition(&q, s, deadline, &owner).await }
+                    async move { (self.run_partition(&q, s, deadline, &owner).await, q) }
                 })
                 .buffer_unordered(self.config.concurrency as usize)
         };
         let mut results = stream::select(pool(standard), pool(fifo));
-        while let Some(part) = results.next().await {
+        while let Some((part, queue)) = results.next().await {
+            total.by_queue.entry(queue.to_string()).or_default().add(&part);
             total.merge(part);
         }
         total
