@@ -204,14 +204,14 @@ impl Config {
         (self.history_days > 0).then(|| chrono::TimeDelta::days(i64::from(self.history_days)))
     }
 
-    /// How long the record of this job is kept when it leaves the table: `history_keep`, but
-    /// an attempt of a retried job (`waiter.attempt`) is always recorded, for at least
-    /// `RETRY_RECORD_KEEP`, since its record is what makes a repeated `retry` a duplicate.
-    pub fn history_keep_for(&self, job: &crate::job::Job) -> Option<chrono::TimeDelta> {
-        match (self.history_keep(), job.attempt()) {
+    /// How long the record of a job is kept when it leaves the table: `history_keep`, but an
+    /// attempt of a retried job (`retried`: it carries `waiter.attempt`) is always recorded, for
+    /// at least `RETRY_RECORD_KEEP`, since its record makes a repeated `retry` a duplicate.
+    pub fn history_keep_for(&self, retried: bool) -> Option<chrono::TimeDelta> {
+        match (self.history_keep(), retried) {
             (Some(keep), _) => Some(keep),
-            (None, Some(_)) => Some(RETRY_RECORD_KEEP),
-            (None, None) => None,
+            (None, true) => Some(RETRY_RECORD_KEEP),
+            (None, false) => None,
         }
     }
 }

@@ -73,7 +73,10 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
     ) -> Result<CancelOutcome, PortError> {
         let mut current = found.clone();
         for _ in 0..CANCEL_ATTEMPTS {
-            let record = match (&current.partition, self.config.history_keep_for(&current.job)) {
+            let record = match (
+                &current.partition,
+                self.config.history_keep_for(current.job.attempt().is_some()),
+            ) {
                 (Partition::Shard(_), Some(keep)) => Some(
                     History::of(&current, HistoryStatus::Cancelled, self.clock.now(), None, keep)
                         .keeping_message(&current.job, self.config.history_body),

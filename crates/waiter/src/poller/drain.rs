@@ -523,7 +523,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
         self.deletes.push(Retired {
             key: job.key(),
             edition: job.edition(),
-            record: self.d.config.history_keep_for(&job.job).map(|keep| {
+            record: self.d.config.history_keep_for(job.job.attempt().is_some()).map(|keep| {
                 History::of(job, status, now, message_id, keep).keeping_message(&job.job, self.d.config.history_body)
             }),
         });

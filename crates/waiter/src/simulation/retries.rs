@@ -76,16 +76,9 @@ impl World {
         });
         self.retries.calls += 1;
         for call in 0..2 {
-            let reply = if call == 0 && self.rng.random_bool(0.2) {
-                self.out.crashes += 1;
-                let crash_after = Duration::from_millis(self.rng.random_range(0..3));
-                tokio::time::timeout(crash_after, self.waiter.handle(&request))
-                    .await
-                    .ok()
-            } else {
-                Some(self.waiter.handle(&request).await)
+            let Some(Ok(reply)) = self.call_may_crash(&request, call == 0).await else {
+                continue;
             };
-            let Some(Ok(reply)) = reply else { continue };
             if reply["status"] == "scheduled" {
                 let next = reply["attempt"].as_u64().and_then(|n| u32::try_from(n).ok());
                 if let (Some(next), Some(at)) = (next, parse_time(&reply["perform_at"])) {

@@ -31,15 +31,16 @@ pub struct Retry {
 }
 
 /// The id attempt `attempt` of `job_id` is stored under: each attempt is a job of its own, so
-/// that the idempotency of `enqueue` by id is the idempotency of `retry` by (id, attempt).
+/// that the store's conditional put by id is the idempotency of `retry` by (id, attempt).
 pub fn attempt_job_id(job_id: &str, attempt: u32) -> String {
     format!("{job_id}:a{attempt}")
 }
 
-/// The longest `job_id` a `retry` takes: room is left for the attempt suffix.
+/// The longest `job_id` a `retry` takes: room is left for the attempt suffix, whose number has
+/// at most 5 digits (`MAX_ATTEMPT` + 2, the attempt after next, is 10002).
 pub const MAX_RETRY_JOB_ID_CHARS: usize = MAX_JOB_ID_CHARS - ":a".len() - 5;
 
-/// A whole number in `1..=max`, or the field and the rule.
+/// A whole number in `min..=max`, or the field and the rule.
 fn in_range(field: &str, n: u64, min: u64, max: u64) -> Result<u64, InvalidRequest> {
     if (min..=max).contains(&n) {
         Ok(n)
