@@ -501,6 +501,9 @@ impl DynamoLocal {
                 "-jar",
                 "DynamoDBLocal.jar",
                 "-inMemory",
+                // One database for every access key: the functions sign with keys of their own
+                // (so that the fault proxy knows whose call it records), the harness with `test`.
+                "-sharedDb",
                 "-port",
                 &port.to_string(),
             ])

@@ -1,5 +1,5 @@
 //! The IAM side of every call the functions make through the fault proxy: which function (the
-//! access key id it signs with, `role-{function}`, set by the harness), which IAM action and on
+//! access key id it signs with, `sqswaiterrole{function}`, set by the harness), which IAM action and on
 //! which table, index or queue. Written as JSON lines under `target/iam-calls/`, one file per
 //! proxy, headed by the deployment the rig built (queues and table prefix), for
 //! `tests/iam/check_calls.py`, which checks each call against the SAM template's and the CDK
@@ -15,10 +15,15 @@ use std::sync::Mutex;
 use axum::http::HeaderMap;
 use serde_json::{json, Value};
 
-/// The access key id a function signs with: the proxy reads the function from it.
+/// The access key id a function signs with: the proxy reads the function from it. Letters and
+/// digits only: DynamoDB Local refuses any other access key id.
 pub fn access_key_of(function: &str) -> String {
-    format!("role-{function}")
+    let name: String = function.chars().filter(char::is_ascii_alphanumeric).collect();
+    format!("{KEY_PREFIX}{name}")
 }
+
+/// What every function's access key id starts with (no other caller's does).
+const KEY_PREFIX: &str = "sqswaiterrole";
 
 /// Where one proxy's calls go, and the calls seen already (each distinct call once).
 #[derive(Debug)]
@@ -75,12 +80,12 @@ impl Recorder {
     }
 }
 
-/// The function behind a request: `role-{function}` in its SigV4 credential scope.
+/// The function behind a request, from the access key id in its SigV4 credential scope.
 fn principal(headers: &HeaderMap) -> Option<String> {
     let auth = headers.get("authorization")?.to_str().ok()?;
     let credential = auth.split("Credential=").nth(1)?;
     let key = credential.split('/').next()?;
-    key.strip_prefix("role-").map(str::to_owned)
+    key.strip_prefix(KEY_PREFIX).map(str::to_owned)
 }
 
 /// (IAM action, resource) for one request: `{"table": t}`, `{"table": t, "index": i}` or
