@@ -142,6 +142,7 @@ impl Backend {
             TableBackend::DynamodbLocal => {
                 let d = DynamoLocal::start().await;
                 let proxy = FaultProxy::start(&d.endpoint, 1, 0.0).await;
+                proxy.describe_deployment(&[TABLE], "");
                 let path = Path {
                     endpoint: proxy.endpoint.clone(),
                     meter: proxy.meter(),

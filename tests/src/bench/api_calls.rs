@@ -40,6 +40,7 @@ pub async fn api_efficiency(jobs: usize, shards: u32, history_days: u32, profile
     let url = emu.create_queue("orders").await;
     emu.create_table("orders").await;
     let proxy = crate::proxy::FaultProxy::start(&emu.endpoint, 0, 0.0).await;
+    proxy.describe_deployment(&["orders"], "");
     let shards_s = shards.to_string();
     let history_s = history_days.to_string();
     let env = emu.function_env_via(
