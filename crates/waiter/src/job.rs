@@ -63,14 +63,7 @@ pub struct Job {
 impl Job {
     /// The attempt a retried job's message is (`waiter.attempt`); `None` for a job never retried.
     pub fn attempt(&self) -> Option<u32> {
-        match &self
-            .message_attributes
-            .get(sqs_waiter_contract::ATTEMPT_ATTRIBUTE)?
-            .data
-        {
-            AttributeData::String(s) => s.parse().ok(),
-            AttributeData::Binary(_) => None,
-        }
+        attempt_in(&self.message_attributes)
     }
 
     /// Body plus attributes, as SQS counts a message's size.
@@ -94,6 +87,14 @@ impl Job {
         self.windows
             .as_ref()
             .is_some_and(|w| !w.contains(arrival) || !w.contains(arrival + SEND_ALLOWANCE))
+    }
+}
+
+/// The attempt a message's attributes carry in `waiter.attempt`, if any.
+pub fn attempt_in(attributes: &Attributes) -> Option<u32> {
+    match &attributes.get(sqs_waiter_contract::ATTEMPT_ATTRIBUTE)?.data {
+        AttributeData::String(s) => s.parse().ok(),
+        AttributeData::Binary(_) => None,
     }
 }
 

@@ -44,4 +44,4 @@ mod testing;
 pub use app::Waiter;
 pub use config::{Config, ConfigError, QueueName};
 pub use error::HandlerError;
-pub use poller::{Dispatcher, QueueCounts, RunSummary};
+pub use poller::{Dispatcher, RunSummary};

@@ -69,20 +69,28 @@ fn emf_line_in(dimensions: &[(&str, &str)], metrics: &[(&str, Vec<f64>, Unit)], 
     Value::Object(root).to_string()
 }
 
-/// The poller's metrics for one run.
-pub fn poller_line(function_name: &str, s: &RunSummary, at: DateTime<Utc>) -> String {
+/// A run's (or one queue's) outcome counts, then `extra`, then `Lateness` when a job was sent.
+fn run_metrics(s: &RunSummary, extra: &[(&'static str, f64, Unit)]) -> Vec<(&'static str, Vec<f64>, Unit)> {
     let mut metrics = vec![
         ("Dispatched", vec![s.dispatched as f64], Unit::Count),
         ("Expired", vec![s.expired as f64], Unit::Count),
         ("Parked", vec![s.parked as f64], Unit::Count),
         ("FailedEntries", vec![s.failed as f64], Unit::Count),
-        ("PartitionErrors", vec![s.errors.len() as f64], Unit::Count),
-        ("BacklogAge", vec![s.backlog_age_s], Unit::Seconds),
     ];
+    metrics.extend(extra.iter().map(|(name, v, unit)| (*name, vec![*v], *unit)));
     if !s.lateness_sample_ms.is_empty() {
         metrics.push(("Lateness", s.lateness_sample_ms.clone(), Unit::Milliseconds));
     }
-    emf_line(function_name, &metrics, at)
+    metrics
+}
+
+/// The poller's metrics for one run.
+pub fn poller_line(function_name: &str, s: &RunSummary, at: DateTime<Utc>) -> String {
+    let extra = [
+        ("PartitionErrors", s.errors.len() as f64, Unit::Count),
+        ("BacklogAge", s.backlog_age_s, Unit::Seconds),
+    ];
+    emf_line(function_name, &run_metrics(s, &extra), at)
 }
 
 /// The poller's metrics per queue for one run, in dimensions `FunctionName` and `Queue` (the
@@ -92,16 +100,11 @@ pub fn poller_queue_lines(function_name: &str, s: &RunSummary, at: DateTime<Utc>
     s.by_queue
         .iter()
         .map(|(queue, q)| {
-            let mut metrics = vec![
-                ("Dispatched", vec![q.dispatched as f64], Unit::Count),
-                ("Expired", vec![q.expired as f64], Unit::Count),
-                ("Parked", vec![q.parked as f64], Unit::Count),
-                ("FailedEntries", vec![q.failed as f64], Unit::Count),
-            ];
-            if !q.lateness_sample_ms.is_empty() {
-                metrics.push(("Lateness", q.lateness_sample_ms.clone(), Unit::Milliseconds));
-            }
-            emf_line_in(&[(DIMENSION, function_name), (QUEUE_DIMENSION, queue)], &metrics, at)
+            emf_line_in(
+                &[(DIMENSION, function_name), (QUEUE_DIMENSION, queue)],
+                &run_metrics(q, &[]),
+                at,
+            )
         })
         .collect()
 }
@@ -124,28 +127,11 @@ pub enum Invocation<'a> {
 /// `Errors - Refused + Failures`, so a caller's mistake never pages, while a crash or timeout
 /// (which prints no line) still does.
 pub fn enqueue_line(function_name: &str, invocation: Invocation<'_>, at: DateTime<Utc>) -> String {
-    let (results, refused, is_enqueue) = match invocation {
-        Invocation::Failed { error_type, is_enqueue } => (
-            vec![Err(error_type)],
-            error_type == ErrorType::InvalidRequest,
-            is_enqueue,
-        ),
-        Invocation::Replied { reply, is_enqueue } => {
-            let results: Vec<Result<&JobReply, ErrorType>> = match reply {
-                Reply::Job(r) => vec![Ok(r)],
-                Reply::Batch(b) => b
-                    .results
-                    .iter()
-                    .map(|r| match r {
-                        BatchResult::Done(r) => Ok(&**r),
-                        BatchResult::Failed { error, .. } => Err(error.error_type),
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            };
-            (results, false, is_enqueue)
-        }
+    let (refused, is_enqueue) = match invocation {
+        Invocation::Failed { error_type, is_enqueue } => (error_type == ErrorType::InvalidRequest, is_enqueue),
+        Invocation::Replied { is_enqueue, .. } => (false, is_enqueue),
     };
+    let results = results(invocation);
     let count = |status: JobStatus| {
         results
             .iter()
@@ -182,7 +168,7 @@ pub const ERROR_TYPE_DIMENSION: &str = "ErrorType";
 /// dashboard's "errors by type". An invocation without errors prints none.
 pub fn enqueue_error_lines(function_name: &str, invocation: Invocation<'_>, at: DateTime<Utc>) -> Vec<String> {
     let mut by_type: std::collections::BTreeMap<&'static str, usize> = std::collections::BTreeMap::new();
-    for error_type in error_types(invocation) {
+    for error_type in results(invocation).into_iter().filter_map(Result::err) {
         *by_type.entry(error_type.as_str()).or_default() += 1;
     }
     by_type
@@ -197,21 +183,23 @@ pub fn enqueue_error_lines(function_name: &str, invocation: Invocation<'_>, at: 
         .collect()
 }
 
-/// Every error of an invocation: its own, or its batch's failed jobs.
-fn error_types(invocation: Invocation<'_>) -> Vec<ErrorType> {
+/// What an invocation answered, job by job: its reply, its batch's results, or its own error.
+/// Replies of other actions (lists, stats) count as none.
+fn results(invocation: Invocation<'_>) -> Vec<Result<&JobReply, ErrorType>> {
     match invocation {
-        Invocation::Failed { error_type, .. } => vec![error_type],
-        Invocation::Replied {
-            reply: Reply::Batch(b), ..
-        } => b
-            .results
-            .iter()
-            .filter_map(|r| match r {
-                BatchResult::Failed { error, .. } => Some(error.error_type),
-                BatchResult::Done(_) => None,
-            })
-            .collect(),
-        Invocation::Replied { .. } => Vec::new(),
+        Invocation::Failed { error_type, .. } => vec![Err(error_type)],
+        Invocation::Replied { reply, .. } => match reply {
+            Reply::Job(r) => vec![Ok(r)],
+            Reply::Batch(b) => b
+                .results
+                .iter()
+                .map(|r| match r {
+                    BatchResult::Done(r) => Ok(&**r),
+                    BatchResult::Failed { error, .. } => Err(error.error_type),
+                })
+                .collect(),
+            _ => Vec::new(),
+        },
     }
 }
 
@@ -354,14 +342,14 @@ mod tests {
         let mut s = RunSummary::default();
         s.by_queue.insert(
             "orders".into(),
-            crate::poller::QueueCounts {
+            RunSummary {
                 dispatched: 7,
                 parked: 1,
                 lateness_sample_ms: vec![12.0, 30.0],
-                ..Default::default()
+                ..RunSummary::default()
             },
         );
-        s.by_queue.insert("idle".into(), crate::poller::QueueCounts::default());
+        s.by_queue.insert("idle".into(), RunSummary::default());
         let lines: Vec<Value> = poller_queue_lines("poller-fn", &s, Utc::now())
             .iter()
             .map(|l| serde_json::from_str(l).unwrap())

@@ -113,32 +113,10 @@ pub struct RunSummary {
     /// Lateness of the first dispatched jobs (for the `Lateness` metric), not serialised.
     #[serde(skip)]
     pub lateness_sample_ms: Vec<f64>,
-    /// The same counts per queue, for the per-queue metrics (the dashboard), not serialised.
+    /// The same per queue, merged as the run's total is, for the per-queue metrics (the
+    /// dashboard), not serialised.
     #[serde(skip)]
-    pub by_queue: BTreeMap<String, QueueCounts>,
-}
-
-/// What one run did on one queue.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct QueueCounts {
-    pub dispatched: u64,
-    pub expired: u64,
-    pub parked: u64,
-    pub failed: u64,
-    /// Lateness of the queue's first dispatched jobs, at most `LATENESS_SAMPLE`.
-    pub lateness_sample_ms: Vec<f64>,
-}
-
-impl QueueCounts {
-    fn add(&mut self, part: &RunSummary) {
-        self.dispatched += part.dispatched;
-        self.expired += part.expired;
-        self.parked += part.parked;
-        self.failed += part.failed;
-        let room = LATENESS_SAMPLE.saturating_sub(self.lateness_sample_ms.len());
-        self.lateness_sample_ms
-            .extend(part.lateness_sample_ms.iter().take(room).copied());
-    }
+    pub by_queue: BTreeMap<String, RunSummary>,
 }
 
 impl RunSummary {
@@ -230,7 +208,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         };
         let mut results = stream::select(pool(standard), pool(fifo));
         while let Some((part, queue)) = results.next().await {
-            total.by_queue.entry(queue.to_string()).or_default().add(&part);
+            total.by_queue.entry(queue.to_string()).or_default().merge(part.clone());
             total.merge(part);
         }
         total

@@ -10,7 +10,6 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::job::AttributeData;
 use crate::testing::Sent;
 
 /// The body of every message of retried job `id`.
@@ -24,10 +23,7 @@ pub(super) fn is_retried(s: &Sent) -> bool {
 }
 
 fn attempt_of(s: &Sent) -> Option<u32> {
-    match &s.message.attributes.get(sqs_waiter_contract::ATTEMPT_ATTRIBUTE)?.data {
-        AttributeData::String(v) => v.parse().ok(),
-        AttributeData::Binary(_) => None,
-    }
+    crate::job::attempt_in(&s.message.attributes)
 }
 
 fn arrival(s: &Sent) -> DateTime<Utc> {

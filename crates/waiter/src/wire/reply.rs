@@ -169,7 +169,9 @@ pub(crate) fn describe(stored: &StoredJob) -> JobReply {
             message: p.message.clone(),
         }),
         attempt: job.attempt(),
-        attempts: exhausted.then(|| job.attempt().map(|a| a - 1)).flatten(),
+        attempts: exhausted
+            .then(|| job.attempt().and_then(|a| a.checked_sub(1)))
+            .flatten(),
         reason: exhausted.then(|| ATTEMPTS_EXHAUSTED.to_owned()),
         ..status_only(status, &job.queue, &job.job_id)
     }
