@@ -33,13 +33,7 @@ def body(text=None):
         with open(BODY) as f:
             text = f.read()
 
-    def sub(m):
-        name = m.group(1)
-        if name.startswith("!"):
-            return "${" + name[1:] + "}"
-        return EXAMPLE[name]
-
-    return json.loads(re.sub(r"\$\{([^}]+)\}", sub, text))
+    return json.loads(re.sub(r"\$\{([^}]+)\}", lambda m: EXAMPLE[m.group(1)], text))
 
 
 def series(entry):
