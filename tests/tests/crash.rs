@@ -220,3 +220,86 @@ async fn enqueue_killed_mid_batch_then_resent_creates_no_duplicates() {
         "{duplicates} jobs sent twice, but only {retried} batches were retried"
     );
 }
+
+/// Issue 23, defect 1's window variant: the poller is killed right after SQS took a windowed
+/// job's message; its window closes before the lease lapses. The next run must not re-send it
+/// (it would arrive outside the window) and moves it to the next opening, marked
+/// `maybe_delivered_at`, so that `get`, `cancel` and `reschedule` say it may have arrived.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_windowed_job_whose_window_closed_after_a_crashed_send_is_moved_and_says_it_may_have_arrived() {
+    let w = world().await;
+    let mut enqueue = Function::start("enqueue", &w.env).await;
+    // A window that closes at the first whole minute at least 8 s after the job is due.
+    let due = due_in(5);
+    let close =
+        chrono::DurationRound::duration_trunc(due + chrono::TimeDelta::seconds(68), chrono::TimeDelta::minutes(1))
+            .expect("a whole minute");
+    let from = (close - chrono::TimeDelta::minutes(30)).format("%H:%M").to_string();
+    let to = close.format("%H:%M").to_string();
+    let r = enqueue
+        .invoke(
+            &json!({"queue": "orders", "job_id": "win", "message_body": "win", "windows": [{"from": from, "to": to}],
+                        "perform_at": due.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)}),
+        )
+        .await
+        .expect("enqueue");
+    assert_eq!(r["status"], "scheduled", "{r}");
+    let perform_at = r["perform_at"].clone();
+    sleep_until(due).await;
+
+    let mut poller = Function::start("poller", &w.env).await;
+    kill_after(
+        &w,
+        &mut poller,
+        json!({}),
+        "SendMessageBatch",
+        1,
+        Duration::from_secs(4),
+    )
+    .await;
+    let first = w.emu.receive_for(&w.url, Duration::from_secs(2), 1).await;
+    assert_eq!(first.len(), 1, "the crashed run's send reached SQS");
+    sleep_until(close).await;
+
+    let mut poller = Function::start("poller", &w.env).await;
+    let mut summary = json!({});
+    for _ in 0..10 {
+        summary = poller
+            .invoke_raw(b"{}".to_vec(), Duration::from_secs(20))
+            .await
+            .expect("poller run");
+        if summary["moved"] == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await; // the index may lag
+    }
+    assert_eq!(
+        (summary["moved"].as_u64(), summary["dispatched"].as_u64()),
+        (Some(1), Some(0)),
+        "{summary}"
+    );
+    assert!(
+        w.emu.receive_for(&w.url, Duration::from_secs(2), 1).await.is_empty(),
+        "not re-sent outside its window"
+    );
+    let got = enqueue
+        .invoke(&json!({"action": "get", "queue": "orders", "job_id": "win"}))
+        .await
+        .expect("get");
+    assert_eq!(got["status"], "scheduled", "{got}");
+    assert_eq!(got["maybe_delivered_at"], perform_at, "{got}");
+    assert!(
+        got["perform_at"].as_str() > perform_at.as_str(),
+        "moved to the next opening: {got}"
+    );
+    let cancelled = enqueue
+        .invoke(&json!({"action": "cancel", "queue": "orders", "job_id": "win"}))
+        .await
+        .expect("cancel");
+    assert_eq!(
+        (&cancelled["status"], &cancelled["maybe_delivered_at"]),
+        (&json!("cancelled"), &perform_at),
+        "{cancelled}"
+    );
+    assert_eq!(table_len(&w).await, 0);
+}

@@ -353,6 +353,10 @@ async fn a_job_found_outside_its_windows_is_moved_by_the_poller_not_sent() {
         .await;
     assert_eq!(got["perform_at"], opening, "moved back to the next opening: {got}");
     assert!(
+        got["maybe_delivered_at"].is_null(),
+        "no run could have sent it: it is not marked as maybe delivered: {got}"
+    );
+    assert!(
         s.emu
             .receive_for(&s.urls[0].clone(), Duration::from_secs(2), 1)
             .await

@@ -66,7 +66,13 @@ pub fn outcome(r: &JobReply) -> String {
         ),
         status => format!("{} {} on {}", status, r.job_id, r.queue),
     };
-    line
+    match r.maybe_delivered_at {
+        Some(t) => format!(
+            "{line} (a poller run that crashed may have delivered it at {}; this acts on its later delivery)",
+            time(t)
+        ),
+        None => line,
+    }
 }
 
 /// Why a job reply means "not done", for stderr (exit 1); `None` when it was done.
@@ -125,6 +131,7 @@ pub fn details(r: &JobReply) -> String {
     row("sent_at", opt_time(r.sent_at));
     row("message_id", r.message_id.clone().unwrap_or_default());
     row("cancelled_at", opt_time(r.cancelled_at));
+    row("maybe_delivered_at", opt_time(r.maybe_delivered_at));
     row("expired_at", opt_time(r.expired_at));
     row("parked_at", opt_time(r.parked_at));
     let number = |n: Option<u32>| n.map(|n| n.to_string()).unwrap_or_default();
@@ -293,6 +300,12 @@ pub fn cancel_many(r: &CancelManyReply) -> String {
         line.push_str(&format!(
             ", dispatching {} (being handed to SQS: not cancelled, may be delivered)",
             r.dispatching
+        ));
+    }
+    if r.maybe_delivered > 0 {
+        line.push_str(&format!(
+            " ({} of the cancelled may have been delivered once by a poller run that crashed)",
+            r.maybe_delivered
         ));
     }
     line

@@ -324,12 +324,14 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
             let mut total = CancelManyReply {
                 queue: queue.clone(),
                 cancelled: 0,
+                maybe_delivered: 0,
                 dispatching: 0,
                 not_found: 0,
                 cursor: None,
             };
             let add = |total: &mut CancelManyReply, r: CancelManyReply| {
                 total.cancelled += r.cancelled;
+                total.maybe_delivered += r.maybe_delivered;
                 total.dispatching += r.dispatching;
                 total.not_found += r.not_found;
             };

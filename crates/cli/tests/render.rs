@@ -100,3 +100,26 @@ fn one_job_in_detail_and_outcomes_in_one_line() {
     );
     assert_eq!(render::not_done(&job), None);
 }
+
+#[test]
+fn a_cancel_of_a_job_a_crashed_run_may_have_delivered_says_so() {
+    let cancelled: JobReply = serde_json::from_value(json!({
+        "status": "cancelled", "queue": "orders", "job_id": "w",
+        "maybe_delivered_at": "2026-12-01T09:00:57Z"
+    }))
+    .unwrap();
+    assert_eq!(
+        render::outcome(&cancelled),
+        "cancelled w on orders (a poller run that crashed may have delivered it at 2026-12-01T09:00:57Z; \
+         this acts on its later delivery)"
+    );
+    assert_eq!(render::not_done(&cancelled), None, "cancelled: done");
+    let many: sqs_waiter_client::CancelManyReply = serde_json::from_value(json!({
+        "queue": "orders", "cancelled": 3, "maybe_delivered": 1, "dispatching": 0, "not_found": 0, "cursor": null
+    }))
+    .unwrap();
+    assert_eq!(
+        render::cancel_many(&many),
+        "orders: cancelled 3, not found 0 (1 of the cancelled may have been delivered once by a poller run that crashed)"
+    );
+}

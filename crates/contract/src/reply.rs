@@ -152,6 +152,11 @@ pub struct JobReply {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// Why the job was parked without a send: `attempts_exhausted`.
     pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A poller run that crashed may have delivered this job at this instant already; the
+    /// stored job is its delivery at the next opening of its windows. `cancel` and
+    /// `reschedule` act on that later delivery only.
+    pub maybe_delivered_at: Option<DateTime<Utc>>,
 }
 
 /// SQS's code and message for a parked job.
@@ -242,8 +247,12 @@ pub struct ParkedReply {
 pub struct CancelManyReply {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
-    /// Jobs cancelled: none of them reaches SQS.
+    /// Jobs cancelled: none of them reaches SQS from now on.
     pub cancelled: u64,
+    /// Of the `cancelled`, those a crashed poller run may have delivered before
+    /// (`maybe_delivered_at`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub maybe_delivered: u64,
     /// A poller may be handing these to SQS: not cancelled, may be delivered.
     pub dispatching: u64,
     /// Ids not stored (never, or already handed to SQS).
@@ -297,6 +306,10 @@ pub struct Bucket {
     pub to: Option<DateTime<Utc>>,
     /// How many items this page holds.
     pub count: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -88,6 +88,7 @@ pub(crate) async fn load_items_due_at(
                 enqueued_at: due,
                 parked: None,
                 version: 1,
+                maybe_delivered_at: None,
             };
             let put = PutRequest::builder()
                 .set_item(Some(waiter::aws::codec::encode(&job)))

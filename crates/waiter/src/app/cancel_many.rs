@@ -15,6 +15,7 @@ const CANCEL_PARALLELISM: usize = 16;
 #[derive(Default)]
 struct Counts {
     cancelled: usize,
+    maybe_delivered: usize,
     dispatching: usize,
     not_found: usize,
 }
@@ -22,7 +23,10 @@ struct Counts {
 impl Counts {
     fn add(&mut self, outcome: CancelOutcome) {
         match outcome {
-            CancelOutcome::Cancelled => self.cancelled += 1,
+            CancelOutcome::Cancelled { maybe_delivered_at } => {
+                self.cancelled += 1;
+                self.maybe_delivered += usize::from(maybe_delivered_at.is_some());
+            }
             CancelOutcome::Dispatching => self.dispatching += 1,
             CancelOutcome::NotFound => self.not_found += 1,
         }
@@ -73,6 +77,7 @@ where
         Ok(CancelManyReply {
             queue: queue.as_str().to_owned(),
             cancelled: counts.cancelled as u64,
+            maybe_delivered: counts.maybe_delivered as u64,
             dispatching: counts.dispatching as u64,
             not_found: counts.not_found as u64,
             cursor: next,

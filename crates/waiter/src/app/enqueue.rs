@@ -73,6 +73,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                         enqueued_at: sent_at,
                         parked: None,
                         version: 1,
+                        maybe_delivered_at: None,
                     };
                     let record = History::of(
                         &sent,
@@ -99,6 +100,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                     enqueued_at: now,
                     parked: None,
                     version: 1,
+                    maybe_delivered_at: None,
                 };
                 check_stored_size(self.store.item_bytes(&stored))?;
                 // After WAITER_SHARDS changed, the id may sit in its shard under an older count.

@@ -54,7 +54,13 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             let outcome = self.cancel_copy(&found, |_| true).await?;
             status = match (status, outcome) {
                 (CancelOutcome::Dispatching, _) | (_, CancelOutcome::Dispatching) => CancelOutcome::Dispatching,
-                (CancelOutcome::Cancelled, _) | (_, CancelOutcome::Cancelled) => CancelOutcome::Cancelled,
+                (
+                    CancelOutcome::Cancelled { maybe_delivered_at: a },
+                    CancelOutcome::Cancelled { maybe_delivered_at: b },
+                ) => CancelOutcome::Cancelled {
+                    maybe_delivered_at: a.or(b),
+                },
+                (c @ CancelOutcome::Cancelled { .. }, _) | (_, c @ CancelOutcome::Cancelled { .. }) => c,
                 _ => CancelOutcome::NotFound,
             };
         }
@@ -84,7 +90,11 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 _ => None,
             };
             match self.store.cancel(&current, record.as_ref()).await? {
-                RemoveOutcome::Removed => return Ok(CancelOutcome::Cancelled),
+                RemoveOutcome::Removed => {
+                    return Ok(CancelOutcome::Cancelled {
+                        maybe_delivered_at: current.maybe_delivered_at,
+                    })
+                }
                 RemoveOutcome::Dispatching => return Ok(CancelOutcome::Dispatching),
                 RemoveOutcome::Changed => match self.store.read(&current.job.queue, &[current.key()]).await?.pop() {
                     Some(now) if still_wanted(&now) => current = now,
@@ -99,14 +109,16 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
     }
 
     pub(super) async fn cancel(&self, queue: &QueueName, job_id: &str) -> Result<JobReply, HandlerError> {
-        let status = self.cancel_outcome(queue, job_id).await?;
-        let status = match status {
-            CancelOutcome::Cancelled => JobStatus::Cancelled,
-            CancelOutcome::NotFound => JobStatus::NotFound,
-            CancelOutcome::Dispatching => JobStatus::Dispatching,
+        let (status, maybe_delivered_at) = match self.cancel_outcome(queue, job_id).await? {
+            CancelOutcome::Cancelled { maybe_delivered_at } => (JobStatus::Cancelled, maybe_delivered_at),
+            CancelOutcome::NotFound => (JobStatus::NotFound, None),
+            CancelOutcome::Dispatching => (JobStatus::Dispatching, None),
         };
-        info!(queue = %queue, job_id, status = status.as_str(), "cancel");
-        Ok(status_only(status, queue, job_id))
+        info!(queue = %queue, job_id, status = status.as_str(), maybe_delivered = maybe_delivered_at.is_some(), "cancel");
+        Ok(JobReply {
+            maybe_delivered_at,
+            ..status_only(status, queue, job_id)
+        })
     }
 }
 

@@ -132,6 +132,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             enqueued_at: now,
             parked: None,
             version: parked.version + 1,
+            maybe_delivered_at: parked.maybe_delivered_at,
         };
         match self.store.unpark(&parked, &into).await? {
             PutOutcome::Created { version } => {

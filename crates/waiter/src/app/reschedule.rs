@@ -52,6 +52,7 @@ where
                     return Ok(JobReply {
                         perform_at: Some(next.job.perform_at),
                         version: Some(next.version),
+                        maybe_delivered_at: next.maybe_delivered_at,
                         ..status(JobStatus::Rescheduled)
                     });
                 }

@@ -100,6 +100,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             enqueued_at: now,
             parked: None,
             version: 1,
+            maybe_delivered_at: None,
         };
         check_stored_size(self.store.item_bytes(&stored))?;
         let stored = match self.store.put_new(&stored).await? {
@@ -135,6 +136,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 message: r.error.clone().unwrap_or_default(),
             }),
             version: 1,
+            maybe_delivered_at: None,
         };
         check_stored_size(self.store.item_bytes(&parked))?;
         if !self.store.place(&parked).await? {

@@ -34,6 +34,7 @@ pub const A_PARK_MESSAGE: &str = "park_message";
 pub const A_VERSION: &str = "version";
 pub const A_WINDOWS: &str = "windows";
 pub const A_TIME_ZONE: &str = "time_zone";
+pub const A_MAYBE_DELIVERED_AT: &str = "maybe_delivered_at";
 /// History records (docs/contract.md "History"): no `perform_at`, so never in the due index.
 pub const A_HISTORY: &str = "history";
 pub const A_LEFT_AT: &str = "left_at";
@@ -207,6 +208,9 @@ pub fn encode(s: &StoredJob) -> Item {
         item.insert(A_WINDOWS.into(), AttributeValue::S(spans));
         item.insert(A_TIME_ZONE.into(), AttributeValue::S(zone));
     }
+    if let Some(t) = s.maybe_delivered_at {
+        item.insert(A_MAYBE_DELIVERED_AT.into(), n(t));
+    }
     if let Some(p) = &s.parked {
         item.insert(A_PARKED_AT.into(), n(p.parked_at));
         item.insert(A_PARK_CODE.into(), AttributeValue::S(p.code.clone()));
@@ -278,6 +282,7 @@ pub const ATTRIBUTES_WITHOUT_MESSAGE: &[&str] = &[
     A_VERSION,
     A_WINDOWS,
     A_TIME_ZONE,
+    A_MAYBE_DELIVERED_AT,
 ];
 
 /// The one item codec: item to job. Errors name the attribute.
@@ -343,6 +348,7 @@ pub fn decode_view(queue: &QueueName, item: &Item, view: View) -> Result<StoredJ
             Some(AttributeValue::N(v)) => v.parse().map_err(|_| format!("version is not a whole number: {v}"))?,
             Some(_) => return Err("version is not a number".into()),
         },
+        maybe_delivered_at: t(A_MAYBE_DELIVERED_AT)?,
     })
 }
 

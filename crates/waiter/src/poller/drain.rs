@@ -26,6 +26,9 @@ pub(super) struct PartitionRun<'a, S, Q, C> {
     pub(super) queue: &'a QueueName,
     pub(super) shard: u32,
     pub(super) horizon: DateTime<Utc>,
+    /// Taken over from a run that left its lease unsettled: that lease's horizon. A job due by
+    /// then may be in SQS already.
+    pub(super) inherited: Option<DateTime<Utc>>,
     pub(super) stop_at: DateTime<Utc>,
     pub(super) pending: VecDeque<Planned>,
     /// Message bytes of the jobs in `pending`.
@@ -324,7 +327,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
             if job.job.perform_at > self.horizon || !self.seen.insert(job.job.job_id.clone()) {
                 continue;
             }
-            match plan(job, self.queue.is_fifo(), now, self.stop_at) {
+            match plan(job, self.queue.is_fifo(), now, self.stop_at, self.inherited) {
                 Plan::Send(p) => {
                     self.summary.backlog_age_s = self
                         .summary
@@ -342,7 +345,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                 Plan::Move { current, next } => {
                     // Under this run's lease: no one else may change the job meanwhile.
                     if d.store.rewrite(&current, &next).await? == ReplaceOutcome::Replaced {
-                        info!(queue = %self.queue, job_id = %next.job.job_id, perform_at = %next.job.perform_at, "outside its windows: moved to the next opening");
+                        info!(queue = %self.queue, job_id = %next.job.job_id, perform_at = %next.job.perform_at, maybe_delivered = next.maybe_delivered_at.is_some(), "outside its windows: moved to the next opening");
                         self.summary.moved += 1;
                     }
                 }

@@ -87,6 +87,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             queue,
             shard,
             horizon,
+            inherited,
             stop_at,
             pending: VecDeque::new(),
             pending_bytes: 0,
@@ -128,7 +129,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         // predecessor could have sent: a run that stopped short (failed, at its margin, at the
         // rate budget, with an entry left stored) may not have re-sent them all, and `cancel`
         // must keep answering `dispatching` for them.
-        run.uncertain |= inherited && !drained;
+        run.uncertain |= inherited.is_some() && !drained;
         // Whatever happened, remove what SQS already accepted.
         let removed = run.deletes.is_empty()
             || match self

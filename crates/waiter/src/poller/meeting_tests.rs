@@ -244,3 +244,82 @@ async fn a_fifo_groups_later_message_waits_for_an_earlier_one_that_failed_whatev
     let bodies: Vec<String> = queue.sent().iter().map(|m| m.message.body.clone()).collect();
     assert_eq!(bodies, ["g-1", "g-2"]);
 }
+
+/// Defect 1, window variant (issue 23): a run crashes after its send; its successor takes the
+/// lapsed lease after the job's window has closed. Re-sending would arrive outside the window
+/// whenever the crashed send had not reached SQS, so the job moves to the next opening, and
+/// from then on says it may have been delivered already: `cancel` never answers a bare
+/// `cancelled` for a job whose message SQS may hold.
+#[tokio::test(start_paused = true)]
+async fn a_job_moved_by_a_run_that_inherited_a_lapsed_lease_says_it_may_have_been_delivered() {
+    use crate::testing::{dispatcher_for, test_waiter};
+    use serde_json::json;
+    let (w, store, queue, clock) = test_waiter("orders", &[("WAITER_SHARDS", "1"), ("WAITER_LOOKAHEAD", "60")]);
+    let d = dispatcher_for(&w);
+    let q = QueueName::parse("orders").unwrap();
+    let window = sqs_waiter_contract::Window {
+        from: "08:00".into(),
+        to: "09:01".into(),
+    };
+    let windows = crate::windows::Windows::parse(&[window], Some("UTC")).unwrap();
+    let due = DateTime::parse_from_rfc3339("2026-12-01T09:00:57Z").unwrap().to_utc();
+    let mut job = stored("orders", "w", due, 1);
+    job.job.windows = Some(windows.clone());
+    store.insert(job);
+
+    // The first run crashes after SQS took the message, while its removal is under way: its
+    // lease is left unsettled.
+    store.hang_retires.store(true, std::sync::atomic::Ordering::SeqCst);
+    let crashed = tokio::select! {
+        _ = d.run(clock.now() + TimeDelta::seconds(60)) => false,
+        _ = async {
+            while queue.sent().is_empty() {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+        } => true,
+    };
+    store.hang_retires.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert!(crashed, "the run ended before its send");
+    let first = queue.sent()[0].clone();
+    let arrival = first.at + TimeDelta::seconds(i64::from(first.message.delay_seconds.unwrap()));
+    assert!(windows.contains(arrival) && arrival >= due, "{arrival}");
+    assert!(
+        store.get(&q, Partition::Shard(0), "w").is_some(),
+        "not removed before the crash"
+    );
+
+    // After the window closed and the lease lapsed (deadline + 5 s), the next run takes over.
+    clock.advance(TimeDelta::seconds(70));
+    let s = d.run(clock.now() + TimeDelta::seconds(60)).await;
+    assert_eq!((s.moved, s.dispatched), (1, 0), "{s:?}");
+    assert_eq!(queue.sent().len(), 1, "not re-sent outside the window");
+    let moved = store.get(&q, Partition::Shard(0), "w").expect("still stored");
+    let next_open = DateTime::parse_from_rfc3339("2026-12-02T08:00:00Z").unwrap().to_utc();
+    assert_eq!(moved.job.perform_at, next_open);
+    assert_eq!(moved.maybe_delivered_at, Some(due));
+
+    let got = w
+        .handle(&json!({"action": "get", "queue": "orders", "job_id": "w"}))
+        .await
+        .unwrap();
+    assert_eq!(got["maybe_delivered_at"], "2026-12-01T09:00:57Z", "{got}");
+    let later = w
+        .handle(&json!({"action": "reschedule", "queue": "orders", "job_id": "w", "delay_seconds": 86_400 * 2}))
+        .await
+        .unwrap();
+    assert_eq!(
+        (later["status"].as_str(), later["maybe_delivered_at"].as_str()),
+        (Some("rescheduled"), Some("2026-12-01T09:00:57Z")),
+        "the mark stays through later changes: {later}"
+    );
+    let cancelled = w
+        .handle(&json!({"action": "cancel", "queue": "orders", "job_id": "w"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        (cancelled["status"].as_str(), cancelled["maybe_delivered_at"].as_str()),
+        (Some("cancelled"), Some("2026-12-01T09:00:57Z")),
+        "{cancelled}"
+    );
+    assert_eq!(store.len(), 0, "the later delivery is cancelled");
+}

@@ -24,7 +24,14 @@ pub(super) enum Plan {
 
 /// When to send a job. Standard queues: the instant at which the time left is a whole number of
 /// seconds (within the next second), or now if overdue. FIFO: when it is due.
-pub(super) fn plan(job: StoredJob, fifo: bool, now: DateTime<Utc>, stop_at: DateTime<Utc>) -> Plan {
+/// `inherited`: the horizon of a lease taken over from a run that left it unsettled.
+pub(super) fn plan(
+    job: StoredJob,
+    fifo: bool,
+    now: DateTime<Utc>,
+    stop_at: DateTime<Utc>,
+    inherited: Option<DateTime<Utc>>,
+) -> Plan {
     let perform_at = job.job.perform_at;
     let send_at = if fifo {
         perform_at.max(now)
@@ -42,6 +49,12 @@ pub(super) fn plan(job: StoredJob, fifo: bool, now: DateTime<Utc>, stop_at: Date
         // Past the allowance: an arrival just before the close moves to the next opening.
         next.job.perform_at = w.next_open(arrival + SEND_ALLOWANCE);
         next.version += 1;
+        // The run that left the lease may have sent it, to arrive when it was due. Re-sending
+        // now would arrive outside the windows whenever that send had not reached SQS, so it
+        // moves, and says it may have been delivered already.
+        if inherited.is_some_and(|h| perform_at <= h) {
+            next.maybe_delivered_at = job.maybe_delivered_at.or(Some(perform_at));
+        }
         if next.job.arrives_expired(next.job.perform_at) {
             return Plan::Expired(Box::new(job));
         }

@@ -63,6 +63,10 @@ pub struct StoredJob {
     /// 1 when first stored; grows with every change. Items written before versions existed
     /// read as 1.
     pub version: u64,
+    /// A poller run that crashed may have delivered this job at this instant: a run that took
+    /// over its lease found the job outside its windows and moved it to the next opening
+    /// instead of re-sending it (which would arrive outside them). Kept through later changes.
+    pub maybe_delivered_at: Option<DateTime<Utc>>,
 }
 
 impl StoredJob {
@@ -224,7 +228,11 @@ pub enum PutOutcome {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CancelOutcome {
-    Cancelled,
+    /// Removed: it never reaches SQS from now on. `maybe_delivered_at`: the stored job's mark
+    /// that a crashed run may have delivered it before.
+    Cancelled {
+        maybe_delivered_at: Option<DateTime<Utc>>,
+    },
     NotFound,
     /// A poller's lease item covers this job (its `perform_at` is within the lease's horizon):
     /// it may be in SQS already, so it is not reported as cancelled. The lease item stays until
@@ -282,13 +290,13 @@ impl Lease {
 #[derive(Debug, Clone, PartialEq)]
 pub enum LeaseOutcome {
     /// Ours now, with this horizon (the lapsed lease's, when that reached further).
-    /// `inherited`: it was taken over from another run's lapsed lease, whose sends may not all
-    /// have been removed.
+    /// `inherited`: taken over from another run's lapsed lease, whose sends may not all have
+    /// been removed: that lease's horizon (every job due by then may be in SQS already).
     /// `debts`: jobs SQS accepted that the lease's previous holder could not remove, handed on
     /// with the lease (`Leases::hand_on`); remove them before anything else.
     Acquired {
         horizon: DateTime<Utc>,
-        inherited: bool,
+        inherited: Option<DateTime<Utc>>,
         debts: Vec<Retired>,
     },
     /// Another poller holds it; its lease when the store could tell.

@@ -171,6 +171,7 @@ impl World {
             Ok(r) if r["status"] == "cancelled" => {
                 if let Some(e) = call.stored_body.and_then(|b| self.expected.get_mut(&b)) {
                     e.cancelled = true;
+                    e.maybe_delivered |= !r["maybe_delivered_at"].is_null();
                     e.acted_on_at.get_or_insert(call.made_at);
                 }
             }
@@ -243,6 +244,7 @@ impl World {
                 self.out.rescheduled += 1;
                 if let Some(e) = call.stored_body.and_then(|b| self.expected.get_mut(&b)) {
                     e.replaced = true;
+                    e.maybe_delivered |= !r["maybe_delivered_at"].is_null();
                     e.acted_on_at.get_or_insert(call.made_at);
                 }
             }

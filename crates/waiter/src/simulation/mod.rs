@@ -85,6 +85,9 @@ struct Expected {
     /// When the cancel or reschedule that answered for this version began: with two copies, a
     /// delivery before then was of the other copy.
     acted_on_at: Option<DateTime<Utc>>,
+    /// That answer said `maybe_delivered_at`: a crashed run may have delivered this version
+    /// before it, so only a delivery after it breaks the answer.
+    maybe_delivered: bool,
     /// A FIFO job's message group, and when its enqueue began.
     group: Option<String>,
     enqueued_at: Option<DateTime<Utc>>,
@@ -266,6 +269,7 @@ async fn simulate(seed: u64) -> Outcome {
         }
         for _ in 0..10 {
             dispatcher.run(clock.now() + TimeDelta::seconds(60)).await;
+            checks::check_sent_and_stored(&mut w.out, &w.expected, &sink.sent(), &mem);
             let left = active_jobs(&mem);
             if left == 0 {
                 break;

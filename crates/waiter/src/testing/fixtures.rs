@@ -58,6 +58,7 @@ pub fn stored(queue: &str, id: &str, perform_at: DateTime<Utc>, shards: u32) -> 
         enqueued_at: perform_at,
         parked: None,
         version: 1,
+        maybe_delivered_at: None,
     }
 }
 

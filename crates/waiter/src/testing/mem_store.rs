@@ -39,6 +39,8 @@ pub struct MemStore {
     pub fail_deletes: Arc<std::sync::atomic::AtomicBool>,
     /// When set, every read waits forever, as a call whose connection is never answered.
     pub hang_reads: Arc<std::sync::atomic::AtomicBool>,
+    /// When set, every removal waits forever: a run that sent is cut before it could remove.
+    pub hang_retires: Arc<std::sync::atomic::AtomicBool>,
     /// When set, the next `retire` is applied, then this runs on the store (what others did
     /// while the reply was lost), then the call fails: a call applied and answered with an
     /// error, which the caller retries.
@@ -70,6 +72,7 @@ impl Default for MemStore {
             index_lag: std::time::Duration::ZERO,
             fail_deletes: Arc::default(),
             hang_reads: Arc::default(),
+            hang_retires: Arc::default(),
             retire_applied_then_fails: Arc::default(),
             index_items_read: Arc::default(),
         }
@@ -271,6 +274,9 @@ impl Jobs for MemStore {
     }
 
     async fn retire(&self, queue: &QueueName, items: &[Retired]) -> Result<(), PortError> {
+        if self.hang_retires.load(std::sync::atomic::Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
         if self.fail_deletes.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(PortError::Transient {
                 operation: "DeleteItem",
@@ -425,7 +431,10 @@ impl Leases for MemStore {
                     Some((debts, by)) => (debts.clone(), Some(by.as_str())),
                     None => (Vec::new(), None),
                 };
-                let inherited = previous.as_ref().is_some_and(|p| p.left_unsettled(handed_on_by));
+                let inherited = previous
+                    .as_ref()
+                    .filter(|p| p.left_unsettled(handed_on_by))
+                    .map(|p| p.horizon);
                 s.leases.insert(
                     k,
                     Lease {

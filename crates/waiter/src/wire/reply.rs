@@ -86,6 +86,7 @@ pub(crate) fn status_only(status: JobStatus, queue: &QueueName, job_id: &str) ->
         attempt_job_id: None,
         attempts: None,
         reason: None,
+        maybe_delivered_at: None,
     }
 }
 
@@ -124,7 +125,10 @@ pub(crate) fn describe_history(h: &History) -> JobReply {
 }
 
 pub(crate) fn reply(stored: &StoredJob, status: JobStatus, duplicate: bool) -> JobReply {
-    reply_for_job(&stored.job, status, duplicate)
+    JobReply {
+        maybe_delivered_at: stored.maybe_delivered_at,
+        ..reply_for_job(&stored.job, status, duplicate)
+    }
 }
 
 pub(crate) fn reply_for_job(job: &Job, status: JobStatus, duplicate: bool) -> JobReply {
@@ -173,6 +177,7 @@ pub(crate) fn describe(stored: &StoredJob) -> JobReply {
             .then(|| job.attempt().and_then(|a| a.checked_sub(1)))
             .flatten(),
         reason: exhausted.then(|| ATTEMPTS_EXHAUSTED.to_owned()),
+        maybe_delivered_at: stored.maybe_delivered_at,
         ..status_only(status, &job.queue, &job.job_id)
     }
 }

@@ -58,7 +58,10 @@ impl Leases for DynamoStore {
                     Some(AttributeValue::S(o)) => Some(o.as_str()),
                     _ => None,
                 };
-                let inherited = previous.as_ref().is_some_and(|l| l.left_unsettled(handed_on_by));
+                let inherited = previous
+                    .as_ref()
+                    .filter(|l| l.left_unsettled(handed_on_by))
+                    .map(|l| l.horizon);
                 let horizon = match previous.map(|l| l.horizon) {
                     Some(h) if h > lease.horizon => {
                         update(h)
