@@ -301,5 +301,14 @@ async fn a_windowed_job_whose_window_closed_after_a_crashed_send_is_moved_and_sa
         (&json!("cancelled"), &perform_at),
         "{cancelled}"
     );
+    let after = enqueue
+        .invoke(&json!({"action": "get", "queue": "orders", "job_id": "win"}))
+        .await
+        .expect("get after cancel");
+    assert_eq!(
+        (&after["status"], &after["maybe_delivered_at"]),
+        (&json!("cancelled"), &perform_at),
+        "history keeps the mark: {after}"
+    );
     assert_eq!(table_len(&w).await, 0);
 }

@@ -371,6 +371,9 @@ pub fn encode_history(h: &History) -> Item {
     if let Some(m) = &h.message_id {
         item.insert(A_MESSAGE_ID.into(), AttributeValue::S(m.clone()));
     }
+    if let Some(t) = h.maybe_delivered_at {
+        item.insert(A_MAYBE_DELIVERED_AT.into(), n(t));
+    }
     if let Some(kept) = &h.message {
         item.insert(A_MESSAGE_BODY.into(), AttributeValue::S(kept.body.clone()));
         if let Some(attrs) = encode_attributes(&kept.attributes) {
@@ -417,6 +420,10 @@ pub fn decode_any(queue: &QueueName, item: &Item) -> Result<Found, String> {
             _ => 1,
         },
         purge_at: t(A_PURGE_AT)?,
+        maybe_delivered_at: match item.get(A_MAYBE_DELIVERED_AT) {
+            None => None,
+            Some(_) => Some(t(A_MAYBE_DELIVERED_AT)?),
+        },
         message: match item.get(A_MESSAGE_BODY) {
             None => None,
             Some(AttributeValue::S(body)) => Some(Box::new(KeptMessage {
@@ -529,8 +536,13 @@ mod tests {
                 data: AttributeData::Binary(vec![0, 1, 255]),
             },
         );
-        for keep in [false, true] {
+        for (keep, mark) in [
+            (false, None),
+            (true, DateTime::from_timestamp(1_799_999_999, 500_000_000)),
+        ] {
+            j.maybe_delivered_at = mark;
             let h = record_of(&j, keep);
+            assert_eq!(h.maybe_delivered_at, mark);
             assert_eq!(h.message.is_some(), keep);
             let Found::History(back) = decode_any(&j.job.queue, &encode_history(&h)).unwrap() else {
                 panic!("not a history record")

@@ -322,4 +322,13 @@ async fn a_job_moved_by_a_run_that_inherited_a_lapsed_lease_says_it_may_have_bee
         "{cancelled}"
     );
     assert_eq!(store.len(), 0, "the later delivery is cancelled");
+    let after = w
+        .handle(&json!({"action": "get", "queue": "orders", "job_id": "w"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        (after["status"].as_str(), after["maybe_delivered_at"].as_str()),
+        (Some("cancelled"), Some("2026-12-01T09:00:57Z")),
+        "history keeps the mark: {after}"
+    );
 }

@@ -131,6 +131,8 @@ pub struct History {
     pub purge_at: DateTime<Utc>,
     /// The job's message, kept for `replay` only with `WAITER_HISTORY_BODY=true`.
     pub message: Option<Box<KeptMessage>>,
+    /// The job's `maybe_delivered_at`: a crashed run may have delivered it before it left.
+    pub maybe_delivered_at: Option<DateTime<Utc>>,
 }
 
 /// What a history record keeps of its job's message (`WAITER_HISTORY_BODY`): enough to send a
@@ -175,6 +177,7 @@ impl History {
             version: job.version,
             purge_at: at + keep,
             message: None,
+            maybe_delivered_at: job.maybe_delivered_at,
         }
     }
 

@@ -111,6 +111,7 @@ pub(crate) fn describe_history(h: &History) -> JobReply {
     let mut r = JobReply {
         perform_at: Some(h.perform_at),
         version: Some(h.version),
+        maybe_delivered_at: h.maybe_delivered_at,
         ..status_only(status, &h.queue, &h.job_id)
     };
     match h.status {
