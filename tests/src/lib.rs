@@ -28,6 +28,11 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// A function log's JSON lines (tracing's JSON and EMF metrics), other lines skipped.
+pub fn json_lines(log: &str) -> Vec<serde_json::Value> {
+    log.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+}
+
 /// A free TCP port on loopback (the OS picks; there is a small race until it is bound again).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

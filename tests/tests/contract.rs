@@ -341,11 +341,8 @@ async fn the_poller_prints_per_queue_metrics_for_the_dashboard() {
     }
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     s.poll().await;
-    let lines: Vec<serde_json::Value> = s
-        .poller
-        .log()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+    let lines: Vec<serde_json::Value> = e2e::json_lines(&s.poller.log())
+        .into_iter()
         .filter(|l| l.get("Queue").is_some())
         .collect();
     let of = |q: &str| lines.iter().filter(|l| l["Queue"] == q).collect::<Vec<_>>();

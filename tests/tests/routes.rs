@@ -85,11 +85,8 @@ async fn json_logs_and_emf_metrics_never_carry_message_bodies() {
             "{name} logs lack structured job_id:\n{log}"
         );
     }
-    let emf: Vec<serde_json::Value> = s
-        .poller
-        .log()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+    let emf: Vec<serde_json::Value> = e2e::json_lines(&s.poller.log())
+        .into_iter()
         .filter(|l| l.get("_aws").is_some())
         .collect();
     // The function's lines, and beside them its per-queue lines (the dashboard's): each counts
@@ -111,9 +108,8 @@ async fn json_logs_and_emf_metrics_never_carry_message_bodies() {
 async fn a_refused_request_never_counts_as_a_failure_and_our_own_failure_does() {
     let mut s = setup(&["orders"], &[("AWS_LAMBDA_LOG_FORMAT", "JSON")]).await;
     let sums = |log: String| {
-        let emf: Vec<serde_json::Value> = log
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        let emf: Vec<serde_json::Value> = e2e::json_lines(&log)
+            .into_iter()
             .filter(|l| l.get("_aws").is_some())
             .collect();
         let sum = |name: &str| emf.iter().map(|l| l[name].as_f64().unwrap_or(0.0)).sum::<f64>();
@@ -124,10 +120,7 @@ async fn a_refused_request_never_counts_as_a_failure_and_our_own_failure_does() 
     // The errors-by-type lines (the dashboard's graph): count per ErrorType.
     let by_type = |log: String| {
         let mut counts = std::collections::BTreeMap::<String, f64>::new();
-        for l in log
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        {
+        for l in e2e::json_lines(&log) {
             if let (Some(t), Some(n)) = (l["ErrorType"].as_str(), l["Errors"].as_f64()) {
                 *counts.entry(t.to_owned()).or_default() += n;
             }
