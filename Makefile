@@ -128,9 +128,13 @@ ARCH ?= arm64
 # (SAM CLI refuses an empty override: a list left out keeps its default, empty.)
 SAM_OVERRIDES = $(if $(QUEUES),QueueNames=$(QUEUES)) $(if $(ADOPT),AdoptedQueueNames=$(ADOPT)) Architecture=$(ARCH) $(PARAMS)
 SAM_BUILD_DIR ?= .aws-sam/build
+# A parameter's value in PARAMS (`$(call sam_param,TablePrefix)`), for the checks before SAM.
+sam_param = $(patsubst $(1)=%,%,$(filter $(1)=%,$(PARAMS)))
 sam-build: venv-infra
 	@test -n "$(QUEUES)$(ADOPT)" || { echo "make deploy: QUEUES is required, e.g. make deploy QUEUES=orders,billing [ADOPT=q1,q2] [ARCH=arm64|x86_64] [STACK=name]" >&2; exit 2; }
-	@$(VENV)/bin/python scripts/check_queues.py "$(QUEUES)" "$(ADOPT)"
+	@$(VENV)/bin/python scripts/check_queues.py "$(QUEUES)" "$(ADOPT)" \
+	  $(if $(filter TablePrefix=%,$(PARAMS)),--prefix "$(call sam_param,TablePrefix)") \
+	  $(if $(filter QueueKmsKeyArns=%,$(PARAMS)),--kms-keys "$(call sam_param,QueueKmsKeyArns)")
 	@case "$(ARCH)" in arm64|x86_64) ;; *) echo "make deploy: ARCH must be arm64 or x86_64, not '$(ARCH)'" >&2; exit 2;; esac
 	sam build --build-dir $(SAM_BUILD_DIR) --parameter-overrides $(SAM_OVERRIDES)
 

@@ -1,20 +1,27 @@
 #!/usr/bin/env python3
 """Refuses, before `sam build`, queue lists that template.yaml would turn into a failed deploy.
 
-    check_queues.py QUEUES [ADOPTED]
+    check_queues.py QUEUES [ADOPTED] [--prefix P] [--region R] [--kms-keys ARN,...]
 
 - Each name is an SQS queue name: 1 to 80 characters from [A-Za-z0-9_-], with `.fifo` at the
   end of a FIFO queue's name.
 - A queue is named once, in QUEUES (its table is created) or in ADOPTED (its table exists).
 - The template's logical ids keep only the alphanumeric characters of a name (`&{QueueName}`),
   so `jobs-fifo` and `jobs.fifo`, or `orders-eu` and `orders_eu`, in one list would be one
-  resource: such names are refused together, naming both. (The two lists' ids differ: `Send…`
-  and `SendAdopted…`.)
+  resource: such names are refused together, naming both. (The two lists' ids never meet:
+  `EnqueueCreated…` and `EnqueueAdopted…`, likewise for the poller.)
+- Every table name ({prefix}{queue}) fits DynamoDB's 3 to 255 characters, and each role's inline
+  policies fit IAM's 10,240 characters in the deploy's partition (scripts/iam_budget.py; without
+  --region, nor AWS_REGION or AWS_DEFAULT_REGION, in every partition at its longest region).
 Exit status 0 when the lists deploy, 2 with one line per problem otherwise.
 """
 
+import argparse
+import os
 import re
 import sys
+
+import iam_budget
 
 SQS_NAME = re.compile(r"^[A-Za-z0-9_-]{1,75}(\.fifo)?$|^[A-Za-z0-9_-]{1,80}$")
 
@@ -25,7 +32,8 @@ def problems(queues, adopted):
     if not named:
         out.append("QUEUES and ADOPT name no queue; give at least one")
     seen = {}
-    # Logical ids per list: QUEUES give Table{id} and Send{id}, ADOPT gives SendAdopted{id}.
+    # Logical ids per list: QUEUES give Table{id}, EnqueueCreated{id} and PollerCreated{id};
+    # ADOPT gives EnqueueAdopted{id} and PollerAdopted{id}.
     ids = {"QUEUES": {}, "ADOPT": {}}
     for name, where in named:
         if not SQS_NAME.match(name):
@@ -39,7 +47,7 @@ def problems(queues, adopted):
         seen[name] = where
         logical = "".join(c for c in name if c.isalnum())
         if logical in ids[where]:
-            resources = f"Table{logical}, Send{logical}" if where == "QUEUES" else f"SendAdopted{logical}"
+            resources = f"Table{logical}, EnqueueCreated{logical}" if where == "QUEUES" else f"EnqueueAdopted{logical}"
             out.append(f"{where}: '{name}' and '{ids[where][logical]}' become the same resource ids ({resources}): "
                        "the template keeps only letters and digits; rename one queue or deploy them in separate "
                        "stacks")
@@ -53,10 +61,17 @@ def split(value):
 
 
 def main(argv):
-    if len(argv) not in (2, 3):
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
-        return 2
-    found = problems(split(argv[1]), split(argv[2]) if len(argv) == 3 else [])
+    parser = argparse.ArgumentParser(prog="check_queues.py", description=__doc__.strip().splitlines()[0])
+    parser.add_argument("queues")
+    parser.add_argument("adopted", nargs="?", default="")
+    parser.add_argument("--prefix", default="sqs-waiter-", help="TablePrefix (the template's default)")
+    parser.add_argument("--region", default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None)
+    parser.add_argument("--kms-keys", default="", help="QueueKmsKeyArns")
+    args = parser.parse_args(argv[1:])
+    queues, adopted = split(args.queues), split(args.adopted)
+    found = problems(queues, adopted)
+    if not found:
+        found = iam_budget.problems(queues, adopted, args.prefix, region=args.region, kms_keys=split(args.kms_keys))
     for p in found:
         print(f"make deploy: {p}", file=sys.stderr)
     return 2 if found else 0

@@ -43,7 +43,10 @@ refused() {
   grep -q -- "$want" <<<"$out" || fail "make deploy $* said: $out"
 }
 refused "'jobs.fifo' and 'jobs-fifo' become the same resource ids" QUEUES=jobs-fifo,jobs.fifo
-refused "'orders_eu' and 'orders-eu' become the same resource ids (SendAdoptedorderseu)" QUEUES=billing ADOPT=orders-eu,orders_eu
+refused "'orders_eu' and 'orders-eu' become the same resource ids (EnqueueAdoptedorderseu)" QUEUES=billing ADOPT=orders-eu,orders_eu
+# More queues than IAM holds in one SAM stack's roles: refused before SAM, pointing to CDK.
+refused "12 queues do not fit one SAM stack" QUEUES="$(python -c 'print(",".join(str(i).zfill(80) for i in range(12)))')"
+refused "table name 'ab' (2 characters)" QUEUES=ab PARAMS="TablePrefix="
 refused "'orders' is named twice (also in QUEUES)" QUEUES=orders,billing ADOPT=orders
 refused "'bad name' is not an SQS queue name" QUEUES="bad name"
 refused "'x.fifo.fifo' is not an SQS queue name" QUEUES=x.fifo.fifo

@@ -68,6 +68,11 @@ class BothDeployments(unittest.TestCase):
             ("poller", "dynamodb:Query", TABLE),  # the poller queries the index only
             ("poller", "dynamodb:ConditionCheckItem", TABLE),
             ("enqueue", "dynamodb:PutItem", TABLE.replace(f"{cc.PREFIX}orders", "payroll")),
+            # Another stack's table whose prefix begins with ours (issue 37, defect 1).
+            ("enqueue", "dynamodb:PutItem", TABLE.replace(f"{cc.PREFIX}orders", f"{cc.PREFIX}prod-orders")),
+            ("poller", "dynamodb:Query", INDEX.replace(f"{cc.PREFIX}orders", f"{cc.PREFIX}prod-orders")),
+            # GetQueueUrl only for the managed queues (defect 4).
+            ("enqueue", "sqs:GetQueueUrl", other_queue),
             ("poller", "sqs:SendMessage", other_queue),
             ("enqueue", "dynamodb:DeleteTable", TABLE),
         ]

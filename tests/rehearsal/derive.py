@@ -20,13 +20,11 @@ from cfnlint.decode import cfn_yaml
 from samtranslator.translator.transform import transform as sam_transform
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+from iam_budget import expand_loops  # noqa: E402  (one loop expansion for the budget and here)
 REGION = "us-east-1"
 BUCKET = "sqs-waiter-rehearsal"
 BINARIES = ("enqueue", "poller")
-
-
-def alphanumeric(value):
-    return "".join(c for c in value if c.isalnum())
 
 
 def inline_queue_list(obj, lists):
@@ -42,22 +40,6 @@ def inline_queue_list(obj, lists):
             and join[1].get("Ref") in lists:
         return join[0].join(lists[join[1]["Ref"]])
     return {k: inline_queue_list(v, lists) for k, v in obj.items()}
-
-
-def substitute(obj, name, value):
-    """The body of one Fn::ForEach iteration, as AWS::LanguageExtensions documents it."""
-    if isinstance(obj, list):
-        return [substitute(o, name, value) for o in obj]
-    if not isinstance(obj, dict):
-        return obj
-    if obj == {"Ref": name}:
-        return value
-    if set(obj) == {"Fn::Sub"}:
-        sub = obj["Fn::Sub"]
-        if isinstance(sub, str):
-            return {"Fn::Sub": sub.replace("${" + name + "}", value)}
-        return {"Fn::Sub": [sub[0].replace("${" + name + "}", value), substitute(sub[1], name, value)]}
-    return {k: substitute(v, name, value) for k, v in obj.items()}
 
 
 def derived_template(queues, adopted=()):
@@ -78,24 +60,12 @@ def derived_template(queues, adopted=()):
         if function["Metadata"]["BuildProperties"]["Binary"] != binary:
             sys.exit(f"rehearse: {binary.capitalize()}Function no longer builds {binary}; update tests/rehearsal/derive.py")
         function["Properties"]["CodeUri"] = f"s3://{BUCKET}/{binary}.zip"
-    resources = {}
-    loops = 0
-    for key, body in template["Resources"].items():
-        if not key.startswith("Fn::ForEach::"):
-            resources[key] = body
-            continue
-        name, collection, bodies = body
-        if collection.get("Ref") not in lists:
-            sys.exit(f"rehearse: {key} loops over {collection}; only {', '.join(lists)} are expanded here")
-        loops += 1
-        for queue in lists[collection["Ref"]]:
-            for logical_id, resource in bodies.items():
-                expanded = logical_id.replace("${" + name + "}", queue).replace("&{" + name + "}", alphanumeric(queue))
-                if expanded in resources or expanded == logical_id:
-                    sys.exit(f"rehearse: {key} expands {logical_id} to a duplicate or fixed id {expanded}")
-                resources[expanded] = substitute(resource, name, queue)
-    if loops == 0:
+    if not any(key.startswith("Fn::ForEach::") for key in template["Resources"]):
         sys.exit("rehearse: template.yaml has no Fn::ForEach left; update tests/rehearsal/derive.py")
+    try:
+        resources = expand_loops(template["Resources"], lists)
+    except ValueError as e:
+        sys.exit(f"rehearse: {e}")
     template["Resources"] = inline_queue_list(resources, lists)
     template["Globals"] = inline_queue_list(template["Globals"], lists)
     template["Conditions"] = inline_queue_list(template["Conditions"], lists)

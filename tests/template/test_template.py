@@ -7,9 +7,14 @@ import os
 import re
 import unittest
 
+import sys
+
 from cfnlint.decode import cfn_yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import check_queues  # noqa: E402
+import iam_budget  # noqa: E402
 TEMPLATE = cfn_yaml.load(os.path.join(ROOT, "template.yaml"))
 RESOURCES = TEMPLATE["Resources"]
 
@@ -49,15 +54,23 @@ class FirstAndSecondDeploy(unittest.TestCase):
         self.assertEqual(loop_collection("Tables"), {"Ref": "QueueNames"})
         self.assertEqual(loop_body("Tables")["Table&{QueueName}"]["Condition"], "HasCreatedTables")
         self.assertEqual(TEMPLATE["Parameters"]["AdoptedQueueNames"]["Default"], "")
-        self.assertEqual(loop_collection("QueueAccess"), {"Ref": "QueueNames"})
+        self.assertEqual(loop_collection("CreatedQueueAccess"), {"Ref": "QueueNames"})
         self.assertEqual(loop_collection("AdoptedQueueAccess"), {"Ref": "AdoptedQueueNames"})
-        created, adopted = loop_body("QueueAccess"), loop_body("AdoptedQueueAccess")
-        # Two patterns: with both lists empty (their defaults, as a plain `sam validate` reads
-        # them) one pattern would expand to the same id twice.
-        self.assertEqual((list(created), list(adopted)), (["Send&{QueueName}"], ["SendAdopted&{QueueName}"]))
-        for (cid, c), (_, a) in zip(created.items(), adopted.items()):
-            self.assertEqual(c["Properties"], a["Properties"], cid)
+        created, adopted = loop_body("CreatedQueueAccess"), loop_body("AdoptedQueueAccess")
+        # Ids of one length that differ in their first letters after the role: no created
+        # queue's id can be an adopted queue's (issue 37, defect 3).
+        self.assertEqual((list(created), list(adopted)),
+                         (["EnqueueCreated&{QueueName}", "PollerCreated&{QueueName}"],
+                          ["EnqueueAdopted&{QueueName}", "PollerAdopted&{QueueName}"]))
+        for (cid, c), (aid, a) in zip(created.items(), adopted.items()):
+            self.assertEqual(c["Properties"]["PolicyDocument"], a["Properties"]["PolicyDocument"], cid)
+            self.assertEqual(c["Properties"]["Roles"], a["Properties"]["Roles"], cid)
             self.assertEqual((c["Condition"], a["Condition"]), ("HasCreatedTables", "HasAdoptedTables"))
+            # Policy names differ by list: a queue moved from one list to the other in one
+            # update keeps its rights, whichever policy CloudFormation writes or deletes first
+            # (issue 37, defect 2).
+            self.assertEqual((c["Properties"]["PolicyName"], a["Properties"]["PolicyName"]),
+                             ({"Fn::Sub": "created-${QueueName}"}, {"Fn::Sub": "adopted-${QueueName}"}), cid)
         env = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
         created_list, adopted_list = ({"Fn::Join": [",", {"Ref": n}]} for n in ("QueueNames", "AdoptedQueueNames"))
         self.assertEqual(env["WAITER_QUEUES"], {"Fn::If": [
@@ -142,10 +155,7 @@ class FirstAndSecondDeploy(unittest.TestCase):
             if isinstance(r, dict) and r.get("Type") == "AWS::CloudWatch::Alarm":
                 self.assertNotEqual(r["Properties"].get("MetricName"), "ApproximateNumberOfMessagesVisible")
 
-    def test_the_functions_wait_for_their_table_rights(self):
-        # Issue 24, 2h: a first run before its policy exists would fail and be kept as a failure.
-        self.assertEqual(RESOURCES["EnqueueFunction"]["DependsOn"], ["EnqueueTables"])
-        self.assertEqual(RESOURCES["PollerFunction"]["DependsOn"], ["PollerTables"])
+    def test_every_alarm_notifies_the_alarm_topic(self):
         for r in RESOURCES.values():
             if isinstance(r, dict) and r.get("Type") == "AWS::CloudWatch::Alarm":
                 self.assertIn("AlarmActions", r["Properties"], "every alarm notifies AlarmTopicArn when given")
@@ -194,12 +204,19 @@ class LeastPrivilege(unittest.TestCase):
         self.assertEqual(trust[0]["Principal"], {"Service": "scheduler.amazonaws.com"})
         self.assertEqual(trust[0]["Condition"], {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}})
 
-    def test_the_table_prefix_may_not_be_empty(self):
-        # Table rights are by table/{TablePrefix}*: empty would be table/*, every table.
-        pattern = TEMPLATE["Parameters"]["TablePrefix"]["AllowedPattern"]
-        self.assertIsNone(re.fullmatch(pattern, ""))
-        self.assertIsNotNone(re.fullmatch(pattern, "sqs-waiter-"))
-        self.assertIsNone(re.fullmatch(pattern, "a b"))
+    def test_the_table_prefix_leaves_room_for_any_queue_name(self):
+        # Table rights are by exact ARN, so an empty prefix grants no other table; a prefix and
+        # an 80-character queue name fit DynamoDB's 255 characters (issue 37, defect 5).
+        param = TEMPLATE["Parameters"]["TablePrefix"]
+        self.assertIsNotNone(re.fullmatch(param["AllowedPattern"], ""))
+        self.assertIsNotNone(re.fullmatch(param["AllowedPattern"], "sqs-waiter-"))
+        self.assertIsNone(re.fullmatch(param["AllowedPattern"], "a b"))
+        self.assertEqual(param["MaxLength"], iam_budget.TABLE_NAME_MAX - 80)
+        self.assertEqual(iam_budget.problems(["q" * 80], prefix="p" * param["MaxLength"], partition="aws"), [])
+        (too_long,) = iam_budget.problems(["q" * 80], prefix="p" * (param["MaxLength"] + 1), partition="aws")
+        self.assertIn("256 characters) is outside DynamoDB's 3 to 255", too_long)
+        (too_short,) = iam_budget.problems(["ab"], prefix="", partition="aws")
+        self.assertIn("table name 'ab' (2 characters)", too_short)
 
     def test_kms_queue_keys_are_granted_exactly_when_given(self):
         self.assertEqual(TEMPLATE["Parameters"]["QueueKmsKeyArns"]["Default"], "")
@@ -212,69 +229,100 @@ class LeastPrivilege(unittest.TestCase):
 
 
 
-# IAM's aggregate inline policy size per role, without whitespace:
-# https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html
-ROLE_INLINE_POLICY_CHARS = 10_240
+def grants(role, queues, adopted=(), partition="aws"):
+    """Every table, index and queue ARN the role's policies name, once deployed with these lists."""
+    policies = iam_budget.role_policies(queues, adopted, "sqs-waiter-", partition)[role]
+    out = set()
+    for _, doc in policies:
+        for st in doc["Statement"]:
+            resources = st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]]
+            out.update(r for r in resources if r.startswith(f"arn:{partition}:dynamodb:")
+                       or r.startswith(f"arn:{partition}:sqs:"))
+    return out
 
 
-def resolve(value, names):
-    """Evaluates the few intrinsics the IAM policies use, with long but realistic values."""
-    if isinstance(value, list):
-        return [resolve(v, names) for v in value]
-    if not isinstance(value, dict):
-        return value
-    if "Fn::Sub" in value:
-        return re.sub(r"\$\{([^}]+)\}", lambda m: names[m.group(1)], value["Fn::Sub"])
-    if "Ref" in value:
-        return names[value["Ref"]]
-    if "Fn::GetAtt" in value:
-        return "x" * 150  # a log group or queue ARN with a generated name
-    return {k: resolve(v, names) for k, v in value.items()}
+def expected(queues, partition="aws"):
+    region, account = iam_budget.PARTITIONS[partition], iam_budget.ACCOUNT
+    out = set()
+    for q in queues:
+        table = f"arn:{partition}:dynamodb:{region}:{account}:table/sqs-waiter-{q}"
+        out |= {table, f"{table}/index/scheduler-perform_at-index", f"arn:{partition}:sqs:{region}:{account}:{q}"}
+    return out
 
 
-def inline_policy_chars(role, queues, adopted=()):
-    """The role's inline policy characters once the template is deployed with `queues` (and
-    `adopted` queues, whose tables exist)."""
-    lists = {"QueueNames": list(queues), "AdoptedQueueNames": list(adopted)}
-    names = {"AWS::Partition": "aws", "AWS::Region": "ap-southeast-2", "AWS::AccountId": "123456789012",
-             "TablePrefix": "sqs-waiter-"}
-    docs = [p["PolicyDocument"] for p in RESOURCES[role]["Properties"].get("Policies", [])]
-    for logical_id, resource in RESOURCES.items():
-        if logical_id.startswith("Fn::ForEach::"):
-            name = logical_id.split("::")[2]
-            bodies = [(body, q) for q in lists[loop_collection(name)["Ref"]] for body in loop_body(name).values()]
-        elif resource.get("Condition"):
-            continue  # optional extras (QueueKmsKeyArns) are not counted
-        else:
-            bodies = [(resource, None)]
-        for body, queue in bodies:
-            props = body.get("Properties", {})
-            roles = [props["RoleName"]] if body.get("Type") == "AWS::IAM::RolePolicy" else props.get("Roles", [])
-            if body.get("Type") in ("AWS::IAM::RolePolicy", "AWS::IAM::Policy") and {"Ref": role} in roles:
-                docs.append(resolve(body["Properties"]["PolicyDocument"], {**names, "QueueName": queue or ""}))
-    return sum(len(json.dumps(resolve(d, names), separators=(",", ":"))) for d in docs)
+class ExactGrants(unittest.TestCase):
+    """Issue 37: each role names exactly its deployment's tables, indexes and queues."""
+
+    def test_each_role_names_exactly_the_managed_tables_indexes_and_queues(self):
+        shapes = {"created only": (["orders", "billing.fifo"], []), "adopted only": ([], ["orders", "refunds"]),
+                  "mixed": (["orders"], ["billing.fifo", "refunds"])}
+        for partition in iam_budget.PARTITIONS:
+            for shape, (queues, adopted) in shapes.items():
+                for role in iam_budget.ROLES:
+                    got = grants(role, queues, adopted, partition)
+                    self.assertEqual(got, expected(queues + adopted, partition), f"{role}, {shape}, {partition}")
+                    self.assertFalse([r for r in got if "*" in r or "?" in r], f"{role}, {shape}: a wildcard")
+
+    def test_no_grant_is_by_prefix_or_wildcard(self):
+        # Issue 37, defects 1 and 4: table/${TablePrefix}* covered another stack's
+        # sqs-waiter-prod-orders, and sqs:GetQueueUrl was granted on every queue.
+        text = read("template.yaml")
+        self.assertNotIn("table/${TablePrefix}*", text)
+        self.assertNotRegex(text, r"AccountId\}:\*")
+
+    def test_ids_never_collide_across_the_lists(self):
+        # Issue 37, defect 3: `Adoptedorders` created and `orders` adopted, or a queue named
+        # `Adopted` beside the adopted list's empty default.
+        for queues, adopted in [(["Adoptedorders"], ["orders"]), (["Adopted"], []), (["Createdx"], ["x"]),
+                                (["orders"], ["Createdorders"])]:
+            resources = iam_budget.expand_loops(RESOURCES, {"QueueNames": queues, "AdoptedQueueNames": adopted or [""]})
+            ids = [i for i in resources if i.startswith(("Enqueue", "Poller")) and resources[i]["Type"] == "AWS::IAM::Policy"]
+            self.assertEqual(len(ids), 2 * len(queues + (adopted or [""])), (queues, adopted))
+            self.assertEqual(check_queues.problems(queues, adopted), [])
+
+    def test_a_queue_moved_between_the_lists_keeps_a_policy_of_its_own_name(self):
+        before = iam_budget.role_policies(["orders", "refunds"], [], partition="aws")
+        after = iam_budget.role_policies(["orders"], ["refunds"], partition="aws")
+        for role in iam_budget.ROLES:
+            names_before = {n for n, _ in before[role]}
+            names_after = {n for n, _ in after[role]}
+            self.assertIn("created-refunds", names_before - names_after, role)
+            self.assertIn("adopted-refunds", names_after - names_before, role)
+            self.assertEqual(grants(role, ["orders"], ["refunds"]), grants(role, ["orders", "refunds"]), role)
 
 
 class ScaleOfQueues(unittest.TestCase):
-    def test_fifty_queues_fit_the_inline_policy_limit_of_each_role(self):
-        queues = [f"queue-with-a-forty-character-name-{i:06}" for i in range(50)]
-        self.assertEqual({len(q) for q in queues}, {40})
-        for role in ["EnqueueRole", "PollerRole"]:
-            chars = inline_policy_chars(role, queues)
-            print(f"{role}: {chars} inline policy characters for 50 queues of 40 characters")
-            self.assertLess(chars, ROLE_INLINE_POLICY_CHARS, role)
+    """Issue 37: one budget (scripts/iam_budget.py) for `make deploy` and these tests."""
 
-    def test_tables_are_granted_by_the_stack_prefix_and_queues_by_name(self):
-        for role in ["EnqueueRole", "PollerRole"]:
-            one = inline_policy_chars(role, ["q" * 40])
-            two = inline_policy_chars(role, ["q" * 40, "r" * 40])
-            # Each further queue costs only its send policy, not its table's statements.
-            self.assertLess(two - one, 200, role)
+    def test_a_deployment_at_the_limit_fits_and_one_queue_more_is_refused(self):
+        limits = {}
+        for partition in iam_budget.PARTITIONS:
+            for length in (20, 40, 80):
+                n = iam_budget.max_queues(length, partition)
+                limits[(partition, length)] = n
+                queues = [f"{i:0{length}d}" for i in range(n + 1)]
+                self.assertEqual(iam_budget.problems(queues[:n], partition=partition), [], (partition, length))
+                # Adopted queues cost what created ones do.
+                self.assertEqual(iam_budget.problems(queues[:1], queues[1:n], partition=partition), [])
+                refused = iam_budget.problems(queues, partition=partition)
+                self.assertEqual(len(refused), 1, (partition, length))
+                self.assertIn(f"{n + 1} queues do not fit one SAM stack in {partition}", refused[0])
+                self.assertIn("CDK construct", refused[0])
+        print("queues per SAM stack (20, 40, 80 characters): " + ", ".join(
+            f"{p} {limits[(p, 20)]}/{limits[(p, 40)]}/{limits[(p, 80)]}" for p in iam_budget.PARTITIONS))
+        self.assertGreaterEqual(min(limits.values()), 10, "fewer than 10 queues fit: the grants grew")
+        # docs/deploy.md gives the same table.
+        docs = read("docs", "deploy.md")
+        for partition in iam_budget.PARTITIONS:
+            row = f"| `{partition}` | {limits[(partition, 20)]} | {limits[(partition, 40)]} | {limits[(partition, 80)]} |"
+            self.assertTrue(row in docs, f"docs/deploy.md's limit table is stale: no row {row}")
 
-    def test_an_adopted_queue_costs_what_a_created_one_does(self):
-        for role in ["EnqueueRole", "PollerRole"]:
-            self.assertEqual(inline_policy_chars(role, ["q" * 40], ["r" * 40]),
-                             inline_policy_chars(role, ["q" * 40, "r" * 40]), role)
+    def test_make_deploy_refuses_what_does_not_fit_before_sam_runs(self):
+        # 40-character names: one more than aws-us-gov holds still fits us-east-1's shorter ARNs.
+        queues = ",".join(f"{i:040d}" for i in range(iam_budget.max_queues(40, "aws-us-gov") + 1))
+        self.assertEqual(check_queues.main(["check_queues.py", queues, "", "--region", "us-east-1"]), 0)
+        self.assertEqual(check_queues.main(["check_queues.py", queues, "", "--region", "us-gov-west-1"]), 2)
+        self.assertEqual(check_queues.main(["check_queues.py", "orders", "", "--prefix", ""]), 0)
 
 
 class OperatorDashboard(unittest.TestCase):

@@ -1,0 +1,238 @@
+"""IAM's inline-policy budget for a SAM deployment of template.yaml: one function, used by
+scripts/check_queues.py (which `make deploy` runs before `sam build`) and by the template tests.
+
+The template grants each role exact ARNs: per managed queue, its table, the table's
+`scheduler-perform_at-index` and the queue (docs/deploy.md "IAM"). IAM holds all of a role's
+inline policies in 10,240 characters, white space not counted. So the queue count a SAM stack
+can hold depends on the queue names, the table prefix, the partition and the region; this module
+expands the template for given lists and measures each role, as IAM will.
+
+Quota: https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html
+"""
+
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATE_PATH = ROOT / "template.yaml"
+
+# IAM: the aggregate of a role's inline policies, in characters without white space.
+ROLE_INLINE_POLICY_CHARS = 10_240
+# DynamoDB: a table name is 3 to 255 characters.
+# https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.NamingRulesDataTypes.html
+TABLE_NAME_MIN, TABLE_NAME_MAX = 3, 255
+ROLES = ("EnqueueRole", "PollerRole")
+LISTS = ("QueueNames", "AdoptedQueueNames")
+
+# The longest region name of each partition is what a deploy is checked against when its
+# region is not known (14 characters: ap-southeast-5, cn-northwest-1; us-gov-west-1 is 13).
+PARTITIONS = {"aws": "ap-southeast-5", "aws-cn": "cn-northwest-1", "aws-us-gov": "us-gov-west-1"}
+ACCOUNT = "123456789012"
+# A generated physical name in an ARN (a log group, the failure queue): CloudFormation builds it
+# from the stack name (up to 128 characters, truncated), the logical id and a random suffix.
+GENERATED_ARN = "x" * 150
+
+
+def partition_of(region):
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+def load_template():
+    from cfnlint.decode import cfn_yaml
+
+    return json.loads(json.dumps(cfn_yaml.load(str(TEMPLATE_PATH))))
+
+
+def alphanumeric(value):
+    """What `&{Identifier}` makes of a loop value in a logical id."""
+    return "".join(c for c in value if c.isalnum())
+
+
+def substitute(obj, name, value):
+    """The body of one Fn::ForEach iteration, as AWS::LanguageExtensions documents it."""
+    if isinstance(obj, list):
+        return [substitute(o, name, value) for o in obj]
+    if not isinstance(obj, dict):
+        return obj
+    if obj == {"Ref": name}:
+        return value
+    if set(obj) == {"Fn::Sub"}:
+        sub = obj["Fn::Sub"]
+        if isinstance(sub, str):
+            return {"Fn::Sub": sub.replace("${" + name + "}", value)}
+        return {"Fn::Sub": [sub[0].replace("${" + name + "}", value), substitute(sub[1], name, value)]}
+    return {k: substitute(v, name, value) for k, v in obj.items()}
+
+
+def expand_loops(resources, lists):
+    """`Resources` with every `Fn::ForEach` over QueueNames or AdoptedQueueNames expanded for
+    `lists` ({parameter: [queue, ...]}). Raises ValueError on a loop over anything else, or on
+    an id that two iterations (or a loop and a fixed resource) would share."""
+    out = {}
+    for key, body in resources.items():
+        if not key.startswith("Fn::ForEach::"):
+            if key in out:
+                raise ValueError(f"{key} is also an id a loop makes")
+            out[key] = body
+            continue
+        name, collection, bodies = body
+        if collection.get("Ref") not in lists:
+            raise ValueError(f"{key} loops over {collection}; only {', '.join(lists)} are expanded")
+        for queue in lists[collection["Ref"]]:
+            for pattern, resource in bodies.items():
+                logical = pattern.replace("${" + name + "}", queue).replace("&{" + name + "}", alphanumeric(queue))
+                if logical in out or logical == pattern:
+                    raise ValueError(f"{key} expands {pattern} to a duplicate or fixed id {logical}")
+                out[logical] = substitute(resource, name, queue)
+    return out
+
+
+class Resolver:
+    """The intrinsics the roles' policies use, for one deployment."""
+
+    def __init__(self, names, conditions):
+        self.names, self.conditions = names, conditions
+
+    def __call__(self, v):
+        if isinstance(v, list):
+            return [x for x in (self(x) for x in v) if x is not NO_VALUE]
+        if not isinstance(v, dict):
+            return v
+        if "Fn::Sub" in v:
+            text, extra = (v["Fn::Sub"], {}) if isinstance(v["Fn::Sub"], str) else v["Fn::Sub"]
+            extra = {k: self(x) for k, x in extra.items()}
+            return re.sub(r"\$\{([^}!]+)\}", lambda m: str(extra.get(m.group(1), self.names[m.group(1)])), text)
+        if "Ref" in v:
+            return NO_VALUE if v["Ref"] == "AWS::NoValue" else self.names[v["Ref"]]
+        if "Fn::GetAtt" in v:
+            return GENERATED_ARN
+        if "Fn::Join" in v:
+            sep, parts = v["Fn::Join"]
+            parts = self(parts)
+            return sep.join(parts) if isinstance(parts, list) else str(parts)
+        if "Fn::If" in v:
+            cond, yes, no = v["Fn::If"]
+            return self(yes if self.conditions[cond] else no)
+        return {k: self(x) for k, x in v.items()}
+
+
+NO_VALUE = object()
+
+
+def conditions_for(template, names):
+    def ev(c):
+        if isinstance(c, dict):
+            ((k, v),) = c.items()
+            if k == "Fn::Not":
+                return not ev(v[0])
+            if k == "Fn::Equals":
+                a, b = (ev(x) for x in v)
+                return a == b
+            if k == "Fn::And":
+                return all(ev(x) for x in v)
+            if k == "Fn::Or":
+                return any(ev(x) for x in v)
+            if k == "Condition":
+                return ev(template["Conditions"][v])
+            if k == "Ref":
+                value = names[v]
+                return ",".join(value) if isinstance(value, list) else value
+            if k == "Fn::Join":
+                sep, parts = v
+                parts = ev(parts) if isinstance(parts, dict) else [ev(p) for p in parts]
+                return sep.join(parts if isinstance(parts, list) else parts.split(","))
+        return c
+
+    return {name: bool(ev(c)) for name, c in template["Conditions"].items()}
+
+
+def role_policies(queues, adopted=(), prefix="sqs-waiter-", partition="aws", region=None,
+                  kms_keys=(), template=None):
+    """{role: [(policy name, resolved policy document)]}: every inline policy each function's
+    role gets when the template is deployed with these lists."""
+    template = template or load_template()
+    region = region or PARTITIONS[partition]
+    lists = {"QueueNames": list(queues) or [""], "AdoptedQueueNames": list(adopted) or [""]}
+    names = {"AWS::Partition": partition, "AWS::Region": region, "AWS::AccountId": ACCOUNT,
+             "TablePrefix": prefix, "QueueKmsKeyArns": list(kms_keys) or [""], **lists}
+    for name, p in template["Parameters"].items():
+        names.setdefault(name, p.get("Default", ""))
+    conditions = conditions_for(template, names)
+    resolve = Resolver(names, conditions)
+    resources = expand_loops(template["Resources"], lists)
+    out = {}
+    for role in ROLES:
+        docs = [(p["PolicyName"], p["PolicyDocument"]) for p in resources[role]["Properties"].get("Policies", [])]
+        for r in resources.values():
+            if r.get("Type") != "AWS::IAM::Policy" or {"Ref": role} not in r["Properties"].get("Roles", []):
+                continue
+            if r.get("Condition") and not conditions[r["Condition"]]:
+                continue
+            docs.append((r["Properties"]["PolicyName"], r["Properties"]["PolicyDocument"]))
+        out[role] = [(resolve(n), resolve(d)) for n, d in docs]
+    return out
+
+
+def policy_chars(policies):
+    """What IAM counts of a role's inline policies: each document without white space. The
+    policy names are counted too, which keeps the estimate on the safe side."""
+    return sum(len(name) + len(json.dumps(doc, separators=(",", ":"))) for name, doc in policies)
+
+
+def role_chars(queues, adopted=(), prefix="sqs-waiter-", partition="aws", region=None, kms_keys=(),
+               template=None):
+    """{role: inline policy characters} for this deployment."""
+    policies = role_policies(queues, adopted, prefix, partition, region, kms_keys, template)
+    return {role: policy_chars(p) for role, p in policies.items()}
+
+
+def problems(queues, adopted=(), prefix="sqs-waiter-", partition=None, region=None, kms_keys=()):
+    """Why a SAM deploy of these lists would fail at IAM or DynamoDB, one sentence each ([] when
+    it fits). With no region, each partition is checked at its longest region name."""
+    out = []
+    for q in list(queues) + list(adopted):
+        table = prefix + q
+        if not TABLE_NAME_MIN <= len(table) <= TABLE_NAME_MAX:
+            out.append(f"table name '{table}' ({len(table)} characters) is outside DynamoDB's "
+                       f"{TABLE_NAME_MIN} to {TABLE_NAME_MAX}: change TablePrefix or the queue name")
+    if out:
+        return out
+    partitions = [partition_of(region)] if region else [partition] if partition else list(PARTITIONS)
+    template = load_template()
+    for p in partitions:
+        chars = role_chars(queues, adopted, prefix, p, region, kms_keys, template)
+        over = {role: c for role, c in chars.items() if c > ROLE_INLINE_POLICY_CHARS}
+        if over:
+            where = f"{p} ({region})" if region else f"{p} (region not given: checked at {PARTITIONS[p]})"
+            needs = " and ".join(f"{role} {c}" for role, c in over.items())
+            out.append(
+                f"{len(queues) + len(adopted)} queues do not fit one SAM stack in {where}: {needs} characters of "
+                f"inline policy, over IAM's {ROLE_INLINE_POLICY_CHARS} per role. Deploy them with the CDK construct "
+                "(infra/, no such limit), or split them over several SAM stacks, each with its own TablePrefix "
+                "(docs/deploy.md \"IAM\")")
+    return out
+
+
+def max_queues(name_length, partition, prefix="sqs-waiter-", region=None):
+    """How many queues of `name_length` characters one SAM stack holds in `partition`."""
+    template = load_template()
+    lo, hi = 0, 1
+    fits = lambda n: all(c <= ROLE_INLINE_POLICY_CHARS for c in role_chars(  # noqa: E731
+        [f"{i:0{name_length}d}" for i in range(n)], (), prefix, partition, region, (), template).values())
+    while fits(hi):
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+if __name__ == "__main__":
+    print("queues of 20, 40 and 80 characters one SAM stack holds (TablePrefix sqs-waiter-):")
+    for p in PARTITIONS:
+        print(f"  {p:<11} ({PARTITIONS[p]}): " + ", ".join(f"{n}: {max_queues(n, p)}" for n in (20, 40, 80)))
