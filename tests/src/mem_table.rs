@@ -1,6 +1,6 @@
 //! An in-memory DynamoDB endpoint for the throughput bench: it answers the calls a poller run
 //! makes (`GetItem`, `UpdateItem`, `DeleteItem`, `Query` on `scheduler-perform_at-index`,
-//! `BatchGetItem`, `BatchWriteItem`) and what the bench needs to set up (`CreateTable`,
+//! `BatchGetItem`, `BatchWriteItem`, `TransactWriteItems`) and what the bench needs to set up (`CreateTable`,
 //! `DescribeTable`, `PutItem`), from maps in memory.
 //!
 //! It models a table that is never the bottleneck, so that the poller's own ceiling shows when
@@ -256,6 +256,23 @@ fn answer(state: &Tables, operation: &str, body: &Bytes) -> Response {
                 }
             }
             reply(json!({"UnprocessedItems": {}}))
+        }
+        // The poller's batched removals: each item's Put or Delete, conditions unchecked.
+        "TransactWriteItems" => {
+            for w in request["TransactItems"].as_array().into_iter().flatten() {
+                let (put, delete) = (&w["Put"], &w["Delete"]);
+                let name = put["TableName"]
+                    .as_str()
+                    .or(delete["TableName"].as_str())
+                    .unwrap_or_default();
+                let table = tables.entry(name.to_owned()).or_default();
+                if let Some(item) = put["Item"].as_object() {
+                    table.put(item.clone());
+                } else if let Some(k) = delete["Key"].as_object().and_then(key_of) {
+                    table.delete(&k);
+                }
+            }
+            reply(json!({}))
         }
         other => refuse(format!("the bench table does not answer {other:?}")),
     }

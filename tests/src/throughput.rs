@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use waiter::poller::{DELETES_IN_FLIGHT, SENDS_IN_FLIGHT};
 
-use crate::bench::{delete_of, due_pages, item_key, peak_rss_mib, send_items, write_all, Item};
+use crate::bench::{due_pages, item_key, peak_rss_mib, remove_sent, send_items, Item};
 use crate::emulator::function_env_at;
 use crate::emulator::DynamoLocal;
 use crate::mem_table::MemTable;
@@ -296,7 +296,7 @@ pub async fn latency_bound_throughput(
 
 /// The floor a dispatcher can reach with the poller's calls in flight: per shard, Query pages,
 /// `SENDS_IN_FLIGHT` SendMessageBatch calls of 10 at once, and each 25 sent removed by a
-/// BatchWriteItem, `DELETES_IN_FLIGHT` at once; no lease, no planning, and with `re_read` the
+/// transaction of conditional deletes (`remove_sent`), `DELETES_IN_FLIGHT` at once; no lease, no planning, and with `re_read` the
 /// poller's consistent re-read of each page (BatchGetItem of 100, 4 at once) before sending.
 pub async fn pipelined_baseline(
     ddb: &aws_sdk_dynamodb::Client,
@@ -324,16 +324,16 @@ pub async fn pipelined_baseline(
             let mut sends = futures::stream::iter(sends).buffer_unordered(SENDS_IN_FLIGHT);
             while let Some(chunk) = sends.next().await {
                 sent += chunk.len();
-                deletes.extend(chunk.iter().map(delete_of));
+                deletes.extend(chunk.iter().cloned());
                 while deletes.len() >= 25 {
                     if removing.len() >= DELETES_IN_FLIGHT {
                         removing.next().await;
                     }
-                    removing.push(write_all(ddb, table, deletes.drain(..25).collect()));
+                    removing.push(remove_sent(ddb, table, deletes.drain(..25).collect()));
                 }
             }
         }
-        removing.push(write_all(ddb, table, deletes));
+        removing.push(remove_sent(ddb, table, deletes));
         while removing.next().await.is_some() {}
         sent
     });

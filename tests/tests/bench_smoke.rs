@@ -35,8 +35,6 @@ async fn cold_start_api_and_enqueue_benches_run() {
         assert!(r.peak_rss_mib.is_finite() && r.peak_rss_mib > 0.0, "{r:?}");
     }
     let api = e2e::bench::api_efficiency(30, 2, 7, Profile::Debug).await;
-    // 30 enqueues, and (history on) each removal is the conditional PutItem of the job's record.
-    assert_eq!(api.calls["PutItem"], 60, "{api:?}");
     // One batch of up to 10 per shard's share of the jobs, as they fall by the shard rule.
     let mut per_shard = [0usize; 2];
     for i in 0..30 {
@@ -44,6 +42,16 @@ async fn cold_start_api_and_enqueue_benches_run() {
     }
     let batches: usize = per_shard.iter().map(|n| n.div_ceil(10)).sum();
     assert_eq!(api.calls["SendMessageBatch"], batches, "{api:?}");
+    // 30 enqueues; (history on) each removal is the conditional put of the job's record, a
+    // shard's together in one transaction (a lone one is a PutItem of its own).
+    let lone = per_shard.iter().filter(|n| **n == 1).count();
+    assert_eq!(api.calls["PutItem"], 30 + lone, "{api:?}");
+    assert_eq!(api.calls["TransactWriteItems/items"], 30 - lone, "{api:?}");
+    assert_eq!(
+        api.calls["TransactWriteItems"],
+        per_shard.iter().filter(|n| **n > 1).count(),
+        "{api:?}"
+    );
     assert!(api.ratio_to_floor >= 1.0 && api.ratio_to_floor < 1.5, "{api:?}");
     let t = e2e::bench::enqueue_throughput(100, Profile::Debug).await;
     assert!(t.jobs_per_s > 0.0);

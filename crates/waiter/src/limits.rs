@@ -35,6 +35,15 @@ pub const SQS_MAX_QUEUE_NAME_CHARS: usize = 80;
 /// <https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html>
 pub const DDB_MAX_BATCH_GET_KEYS: usize = 100;
 
+/// Items per `TransactWriteItems` request, and their aggregate size.
+/// <https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html>
+pub const DDB_MAX_TRANSACT_ITEMS: usize = 100;
+pub const DDB_MAX_TRANSACT_BYTES: usize = 4 * 1024 * 1024;
+
+/// Longest `ClientRequestToken` of a `TransactWriteItems` request.
+/// <https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html>
+pub const DDB_MAX_CLIENT_TOKEN_CHARS: usize = 36;
+
 /// Largest DynamoDB item, attribute names included.
 /// <https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html#limits-items>
 pub const DDB_MAX_ITEM_BYTES: usize = 400 * 1024;

@@ -7,6 +7,8 @@ use chrono::{TimeDelta, Utc};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use waiter::poller::REMOVALS_PER_CALL;
+
 use crate::runtime_api::{binary_path, Profile};
 use crate::{Emulator, Function};
 
@@ -18,11 +20,13 @@ pub struct ApiEfficiency {
     /// `WAITER_HISTORY_DAYS` of the run (0: history off).
     pub history_days: u32,
     pub calls: std::collections::BTreeMap<String, usize>,
-    /// 1 PutItem per job, 1 SendMessageBatch per 10, 1 conditional removal per job (a DeleteItem,
-    /// or with history the PutItem of its record), 1 BatchGetItem per 100, plus the Query pages.
+    /// 1 PutItem per job, 1 SendMessageBatch per 10, 1 transaction of conditional removals per
+    /// `REMOVALS_PER_CALL` jobs (deletes, or with history the puts of their records), 1
+    /// BatchGetItem per 100, plus the Query pages.
     pub floor: usize,
-    /// PutItem + SendMessageBatch + DeleteItem + BatchGetItem + Query, the calls the floor counts
-    /// (the DeleteItems include the lease releases, a few per run).
+    /// PutItem + SendMessageBatch + DeleteItem + TransactWriteItems + BatchGetItem + Query, the
+    /// calls the floor counts (the DeleteItems are the lease releases, a few per run, and lone
+    /// removals; the PutItems include a lone removal's record).
     pub data_calls: usize,
     pub ratio_to_floor: f64,
     /// Lease takes (UpdateItem): per partition per run, not per job. Releases are DeleteItems,
@@ -87,6 +91,8 @@ pub async fn api_efficiency(jobs: usize, shards: u32, history_days: u32, profile
         "Query",
         "UpdateItem",
         "DeleteItem",
+        "TransactWriteItems",
+        "TransactWriteItems/items",
         "GetQueueUrl",
         "BatchGetItem",
         "GetItem",
@@ -96,14 +102,20 @@ pub async fn api_efficiency(jobs: usize, shards: u32, history_days: u32, profile
         ops.iter().map(|o| (o.to_string(), proxy.calls(o))).collect();
     let query_pages = calls["Query"];
     // The consistent re-read reads at most 100 keys a call, per partition.
-    let floor = jobs + jobs.div_ceil(10) + jobs + jobs.div_ceil(100) + query_pages;
-    let data_calls =
-        calls["PutItem"] + calls["SendMessageBatch"] + calls["DeleteItem"] + calls["BatchGetItem"] + query_pages;
+    let floor = jobs + jobs.div_ceil(10) + jobs.div_ceil(REMOVALS_PER_CALL) + jobs.div_ceil(100) + query_pages;
+    let data_calls = calls["PutItem"]
+        + calls["SendMessageBatch"]
+        + calls["DeleteItem"]
+        + calls["TransactWriteItems"]
+        + calls["BatchGetItem"]
+        + query_pages;
     // Public on-demand prices: DynamoDB $0.625 per million write request units (an item of up to
-    // 1 KB; the GSI costs the same again on put and on delete), SQS $0.40 per million requests (a batch of 10 small messages is
-    // one), Lambda $0.20 per million requests.
+    // 1 KB; the GSI costs the same again on put and on delete, and a transaction's write costs
+    // the table two), SQS $0.40 per million requests (a batch of 10 small messages is one),
+    // Lambda $0.20 per million requests.
     let per_job = |n: usize| n as f64 / jobs as f64;
-    let dynamodb_writes = per_job(calls["PutItem"] + calls["DeleteItem"]) * 2.0 * 0.625;
+    let write_units = (calls["PutItem"] + calls["DeleteItem"]) * 2 + calls["TransactWriteItems/items"] * 3;
+    let dynamodb_writes = per_job(write_units) * 0.625;
     // The consistent re-read: 1 read request unit per job (items under 4 KB) at $0.125 per
     // million; the index Query reads are eventually consistent and a fraction of that.
     let dynamodb_reads = per_job(jobs) * 0.125;

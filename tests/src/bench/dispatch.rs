@@ -156,21 +156,36 @@ pub(crate) fn item_key(item: &Item) -> Item {
         .collect()
 }
 
-/// The delete of an item, for BatchWriteItem.
-pub(crate) fn delete_of(item: &Item) -> aws_sdk_dynamodb::types::WriteRequest {
-    use aws_sdk_dynamodb::types::{DeleteRequest, WriteRequest};
-    WriteRequest::builder()
-        .delete_request(
-            DeleteRequest::builder()
+/// Removes sent items as the guarantee needs and no more: one `TransactWriteItems` of
+/// conditional deletes (each on the item's own `perform_at` as read, standing in for the
+/// poller's edition condition at the same cost), items whose condition fails left alone.
+pub(crate) async fn remove_sent(ddb: &aws_sdk_dynamodb::Client, table: &str, items: Vec<Item>) {
+    use aws_sdk_dynamodb::types::{Delete, TransactWriteItem};
+    if items.is_empty() {
+        return;
+    }
+    let writes = items
+        .iter()
+        .map(|item| {
+            let delete = Delete::builder()
+                .table_name(table)
                 .set_key(Some(item_key(item)))
+                .condition_expression("perform_at = :p")
+                .set_expression_attribute_values(item.get("perform_at").map(|p| [(":p".to_owned(), p.clone())].into()))
                 .build()
-                .expect("delete"),
-        )
-        .build()
+                .expect("delete");
+            TransactWriteItem::builder().delete(delete).build()
+        })
+        .collect();
+    ddb.transact_write_items()
+        .set_transact_items(Some(writes))
+        .send()
+        .await
+        .expect("TransactWriteItems");
 }
 
-/// The floor a dispatcher can reach: per shard, Query pages, SendMessageBatch of 10 and
-/// BatchWriteItem of 25 deletes, nothing else, with all shards at once.
+/// The floor a dispatcher can reach: per shard, Query pages, SendMessageBatch of 10 and a
+/// transaction of 25 conditional deletes (`remove_sent`), nothing else, with all shards at once.
 pub(crate) async fn baseline_dispatch(
     ddb: &aws_sdk_dynamodb::Client,
     sqs: &aws_sdk_sqs::Client,
@@ -187,13 +202,13 @@ pub(crate) async fn baseline_dispatch(
             for chunk in items.chunks(10) {
                 send_items(sqs, url, chunk).await;
                 sent += chunk.len();
-                deletes.extend(chunk.iter().map(delete_of));
+                deletes.extend(chunk.iter().cloned());
                 while deletes.len() >= 25 {
-                    write_all(ddb, table, deletes.drain(..25).collect()).await;
+                    remove_sent(ddb, table, deletes.drain(..25).collect()).await;
                 }
             }
         }
-        write_all(ddb, table, deletes).await;
+        remove_sent(ddb, table, deletes).await;
         sent
     });
     futures::future::join_all(per_shard).await.into_iter().sum()

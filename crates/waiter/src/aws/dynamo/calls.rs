@@ -19,8 +19,6 @@ use crate::ports::{Found, JobKey, Partition};
 pub(super) const DUE_PAGE_ITEMS: i32 = 500;
 /// `BatchGetItem` calls one read has in flight at once.
 pub(super) const READS_IN_FLIGHT: usize = 4;
-/// Conditional writes one `retire` has in flight at once.
-pub(super) const REMOVALS_IN_FLIGHT: usize = 25;
 /// Attempts at items DynamoDB left unprocessed before giving up (they stay for the next run).
 pub(super) const UNPROCESSED_ATTEMPTS: u32 = 8;
 

@@ -32,6 +32,7 @@ use crate::ports::{
 mod calls;
 mod conditions;
 mod lease;
+mod retire;
 
 use calls::*;
 use conditions::*;
@@ -276,56 +277,7 @@ impl Jobs for DynamoStore {
     }
 
     async fn retire(&self, queue: &QueueName, items: &[Retired]) -> Result<(), PortError> {
-        let table = self.table(queue);
-        // A key named twice keeps its last write, as two calls in order would leave it.
-        let newest_first: Vec<&Retired> = items.iter().rev().collect();
-        let mut last: Vec<&Retired> = distinct(&newest_first, |r| &r.key).into_iter().copied().collect();
-        last.reverse();
-        // One conditional write per job, a few at once: `BatchWriteItem` takes no conditions,
-        // and a transaction costs twice the write units (and emulators copy whole tables for
-        // each one).
-        let writes: Vec<_> = last.iter().map(|r| self.retire_one(queue, &table, r)).collect();
-        let results: Vec<Result<(), PortError>> = futures::stream::iter(writes)
-            .buffer_unordered(REMOVALS_IN_FLIGHT)
-            .collect()
-            .await;
-        results.into_iter().collect()
-    }
-}
-
-impl DynamoStore {
-    /// One job of `retire`: its conditional delete, or its history record put in its place. A
-    /// failed condition means the job is gone already (an SDK retry of an applied write) or the
-    /// key holds another job: done either way.
-    async fn retire_one(&self, queue: &QueueName, table: &str, r: &Retired) -> Result<(), PortError> {
-        // A key that holds another edition by now was enqueued meanwhile: it is not ours to take.
-        macro_rules! unless_taken {
-            ($op:literal, $call:expr) => {
-                match $call.send().await {
-                    Ok(_) => Ok(()),
-                    Err(e) if is_condition_failed(&e) => Ok(()),
-                    Err(e) => Err(classify($op, &self.resource(queue), e)),
-                }
-            };
-        }
-        match &r.record {
-            None => {
-                let delete = self
-                    .client
-                    .delete_item()
-                    .table_name(table)
-                    .set_key(Some(key(queue, &r.key)));
-                unless_taken!("DeleteItem", if_same_edition!(delete, r.edition))
-            }
-            Some(h) => {
-                let put = self
-                    .client
-                    .put_item()
-                    .table_name(table)
-                    .set_item(Some(encode_history(h)));
-                unless_taken!("PutItem", if_same_edition!(put, r.edition))
-            }
-        }
+        self.retire_all(queue, items).await
     }
 }
 

@@ -1,0 +1,281 @@
+//! Removing what the poller sent: each job's item, conditioned on the edition SQS accepted, or
+//! its history record put in its place. `BatchWriteItem` takes no conditions, so the removals
+//! go in `TransactWriteItems` of up to 100 conditional writes, with a client token derived from
+//! the batch: 25 jobs cost one call instead of 25 (docs/performance.md, "Removals").
+//!
+//! A removal never takes a newer edition of the job (one enqueued or rescheduled meanwhile):
+//! - every write carries the edition condition, so a transaction sent again (by the SDK, or as
+//!   a new call by a later run) cannot delete what was stored since;
+//! - the token makes DynamoDB answer the SDK's retry of an applied transaction as it answered
+//!   the first, without applying it again, for 10 minutes;
+//! - a transaction refused because some items' conditions failed is sent again without them:
+//!   those jobs are gone already or are another writer's, done either way.
+
+use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
+use futures::StreamExt;
+use sha2::{Digest, Sha256};
+
+use super::*;
+use crate::limits::{DDB_MAX_CLIENT_TOKEN_CHARS, DDB_MAX_TRANSACT_BYTES, DDB_MAX_TRANSACT_ITEMS};
+
+/// Transactions one `retire` has in flight at once.
+const TRANSACTIONS_IN_FLIGHT: usize = 4;
+/// Rounds of a transaction refused only for a conflict or short capacity before its removals
+/// are left for the next run (they stay in the lease's debts).
+const CONFLICT_ROUNDS: u32 = 3;
+/// Room per item for its key, condition and request framing, on top of a record's own size.
+const ITEM_OVERHEAD_BYTES: usize = 512;
+
+impl DynamoStore {
+    pub(super) async fn retire_all(&self, queue: &QueueName, items: &[Retired]) -> Result<(), PortError> {
+        let table = self.table(queue);
+        // A key named twice keeps its last write, as two calls in order would leave it (and a
+        // transaction may not name one item twice).
+        let newest_first: Vec<&Retired> = items.iter().rev().collect();
+        let mut last: Vec<&Retired> = distinct(&newest_first, |r| &r.key).into_iter().copied().collect();
+        last.reverse();
+        let calls: Vec<_> = transaction_batches(last, |r| write_bytes(r))
+            .into_iter()
+            .map(|batch| self.retire_batch(queue, &table, batch))
+            .collect();
+        let results: Vec<Result<(), PortError>> = futures::stream::iter(calls)
+            .buffer_unordered(TRANSACTIONS_IN_FLIGHT)
+            .collect()
+            .await;
+        results.into_iter().collect()
+    }
+
+    /// One batch: a transaction, sent again without the items whose condition failed.
+    async fn retire_batch(&self, queue: &QueueName, table: &str, mut batch: Vec<&Retired>) -> Result<(), PortError> {
+        let mut round = 0;
+        loop {
+            match batch.as_slice() {
+                [] => return Ok(()),
+                // A lone write costs half the write units of a one-item transaction.
+                [one] => return self.retire_one(queue, table, one).await,
+                _ => {}
+            }
+            let items = batch
+                .iter()
+                .map(|r| transact_item(queue, table, r))
+                .collect::<Result<Vec<_>, _>>()?;
+            let token = client_token(table, &batch, round);
+            let sent = self
+                .client
+                .transact_write_items()
+                .set_transact_items(Some(items))
+                .client_request_token(token)
+                .send()
+                .await;
+            let e = match sent {
+                Ok(_) => return Ok(()),
+                Err(e) => e,
+            };
+            let reasons = cancellation_reasons(&e);
+            if reasons.len() == batch.len() && reasons.iter().any(|r| r.as_deref() == Some("ConditionalCheckFailed")) {
+                batch = batch
+                    .into_iter()
+                    .zip(&reasons)
+                    .filter(|(_, r)| r.as_deref() != Some("ConditionalCheckFailed"))
+                    .map(|(item, _)| item)
+                    .collect();
+                continue;
+            }
+            let retryable = reasons
+                .iter()
+                .flatten()
+                .any(|r| RETRYABLE_CANCELLATION_REASONS.contains(&r.as_str()))
+                || e.code() == Some("TransactionConflictException");
+            if !retryable {
+                return Err(classify("TransactWriteItems", &self.resource(queue), e));
+            }
+            round += 1;
+            if round >= CONFLICT_ROUNDS {
+                return Err(PortError::Throttled {
+                    operation: "TransactWriteItems",
+                    source: Box::new(e),
+                });
+            }
+            backoff(round).await;
+        }
+    }
+
+    /// One job's removal on its own: its conditional delete, or its history record put in its
+    /// place. A failed condition means the job is gone already (an SDK retry of an applied
+    /// write) or the key holds another job: done either way.
+    async fn retire_one(&self, queue: &QueueName, table: &str, r: &Retired) -> Result<(), PortError> {
+        // A key that holds another edition by now was enqueued meanwhile: it is not ours to take.
+        macro_rules! unless_taken {
+            ($op:literal, $call:expr) => {
+                match $call.send().await {
+                    Ok(_) => Ok(()),
+                    Err(e) if is_condition_failed(&e) => Ok(()),
+                    Err(e) => Err(classify($op, &self.resource(queue), e)),
+                }
+            };
+        }
+        match &r.record {
+            None => {
+                let delete = self
+                    .client
+                    .delete_item()
+                    .table_name(table)
+                    .set_key(Some(key(queue, &r.key)));
+                unless_taken!("DeleteItem", if_same_edition!(delete, r.edition))
+            }
+            Some(h) => {
+                let put = self
+                    .client
+                    .put_item()
+                    .table_name(table)
+                    .set_item(Some(encode_history(h)));
+                unless_taken!("PutItem", if_same_edition!(put, r.edition))
+            }
+        }
+    }
+}
+
+/// A removal as one item of a transaction, with the same edition condition as `retire_one`.
+fn transact_item(queue: &QueueName, table: &str, r: &Retired) -> Result<TransactWriteItem, PortError> {
+    let built = match &r.record {
+        None => {
+            let delete = Delete::builder().table_name(table).set_key(Some(key(queue, &r.key)));
+            if_same_edition!(delete, r.edition)
+                .build()
+                .map(|d| TransactWriteItem::builder().delete(d).build())
+        }
+        Some(h) => {
+            let put = Put::builder().table_name(table).set_item(Some(encode_history(h)));
+            if_same_edition!(put, r.edition)
+                .build()
+                .map(|p| TransactWriteItem::builder().put(p).build())
+        }
+    };
+    built.map_err(|e| internal("TransactWriteItems", e))
+}
+
+/// What one removal adds to a transaction's 4 MB: its history record, or only its key.
+fn write_bytes(r: &Retired) -> usize {
+    r.record.as_ref().map_or(0, |h| item_size(&encode_history(h))) + ITEM_OVERHEAD_BYTES
+}
+
+/// Consecutive batches of at most `DDB_MAX_TRANSACT_ITEMS` items and `DDB_MAX_TRANSACT_BYTES`.
+fn transaction_batches<T>(items: Vec<T>, bytes: impl Fn(&T) -> usize) -> Vec<Vec<T>> {
+    let mut batches: Vec<Vec<T>> = Vec::new();
+    let mut size = 0;
+    for item in items {
+        let b = bytes(&item);
+        match batches.last_mut() {
+            Some(last) if last.len() < DDB_MAX_TRANSACT_ITEMS && size + b <= DDB_MAX_TRANSACT_BYTES => {
+                size += b;
+                last.push(item);
+            }
+            _ => {
+                size = b;
+                batches.push(vec![item]);
+            }
+        }
+    }
+    batches
+}
+
+/// A token for this batch's transaction: the same for the same writes (so a later run that
+/// sends the very same removals within 10 minutes gets the first answer), another after a
+/// round refused for a conflict (so DynamoDB does not answer it with that refusal again).
+fn client_token(table: &str, batch: &[&Retired], round: u32) -> String {
+    let mut h = Sha256::new();
+    h.update(table.as_bytes());
+    h.update(round.to_le_bytes());
+    for r in batch {
+        h.update([0]);
+        h.update(format!("{:?}", r.key.partition).as_bytes());
+        h.update([0]);
+        h.update(r.key.job_id.as_bytes());
+        h.update(r.edition.version.to_le_bytes());
+        h.update(r.edition.enqueued_at.to_rfc3339().as_bytes());
+        match &r.record {
+            None => h.update([0]),
+            Some(record) => {
+                h.update([1]);
+                let mut item: Vec<_> = encode_history(record).into_iter().collect();
+                item.sort_by(|a, b| a.0.cmp(&b.0));
+                for (name, value) in &item {
+                    h.update(name.as_bytes());
+                    digest_value(&mut h, value);
+                }
+            }
+        }
+    }
+    let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    hex[..DDB_MAX_CLIENT_TOKEN_CHARS].to_owned()
+}
+
+/// A value into the digest, maps in key order (a `HashMap` iterates in no fixed order).
+fn digest_value(h: &mut Sha256, v: &AttributeValue) {
+    match v {
+        AttributeValue::M(m) => {
+            let mut entries: Vec<_> = m.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            h.update(b"M");
+            for (k, v) in entries {
+                h.update(k.as_bytes());
+                digest_value(h, v);
+            }
+        }
+        AttributeValue::L(l) => {
+            h.update(b"L");
+            l.iter().for_each(|v| digest_value(h, v));
+        }
+        other => h.update(format!("{other:?}").as_bytes()),
+    }
+    h.update([0]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_hold_at_most_a_hundred_items_and_four_megabytes() {
+        let small: Vec<usize> = vec![600; 250];
+        let sizes: Vec<usize> = transaction_batches(small, |b| *b).iter().map(Vec::len).collect();
+        assert_eq!(sizes, vec![100, 100, 50]);
+        // History records with bodies: 400 KB each, so ten fit, not a hundred.
+        let large: Vec<usize> = vec![400 * 1024 + ITEM_OVERHEAD_BYTES; 25];
+        let batches = transaction_batches(large, |b| *b);
+        assert!(batches
+            .iter()
+            .all(|b| b.iter().sum::<usize>() <= DDB_MAX_TRANSACT_BYTES));
+        assert_eq!(batches.iter().map(Vec::len).collect::<Vec<_>>(), vec![10, 10, 5]);
+        assert!(transaction_batches(Vec::<usize>::new(), |b| *b).is_empty());
+    }
+
+    #[test]
+    fn a_token_names_its_writes_and_its_round() {
+        use crate::ports::{Edition, JobKey, Partition};
+        let retired = |id: &str, version: u64| Retired {
+            key: JobKey {
+                partition: Partition::Shard(0),
+                job_id: id.to_owned(),
+            },
+            edition: Edition {
+                version,
+                enqueued_at: chrono::DateTime::from_timestamp(1_700_000_000, 0).expect("time"),
+            },
+            record: None,
+        };
+        let (a, b, a2) = (retired("a", 1), retired("b", 1), retired("a", 2));
+        let token = client_token("t", &[&a, &b], 0);
+        assert_eq!(token.len(), DDB_MAX_CLIENT_TOKEN_CHARS);
+        assert_eq!(
+            token,
+            client_token("t", &[&a, &b], 0),
+            "the same writes, the same token"
+        );
+        assert_ne!(token, client_token("t", &[&a2, &b], 0), "another edition");
+        assert_ne!(token, client_token("t", &[&a], 0), "fewer items");
+        assert_ne!(token, client_token("t", &[&a, &b], 1), "a later round");
+        assert_ne!(token, client_token("u", &[&a, &b], 0), "another table");
+    }
+}
