@@ -29,10 +29,17 @@ pub enum Quirk {
     /// A GSI answers with an item as soon as it is written. AWS: GSIs are eventually consistent
     /// (the in-memory store's `index_lag` and the simulation cover what AWS does).
     ConsistentIndex,
+    /// A `TransactWriteItems` sent again with an applied call's `ClientRequestToken` is applied
+    /// again. AWS: answered as the first call was, without applying it, for 10 minutes.
+    IgnoresClientRequestToken,
+    /// A `TransactWriteItems` deep-copies its table once per item (moto 5.2.5,
+    /// `transact_write_items`), so a transaction of 25 on a table of a few thousand items takes
+    /// about a second. Read from the source, not probed (a timing). AWS: independent of size.
+    TransactionsCopyTables,
 }
 
 impl Quirk {
-    pub const ALL: [Quirk; 8] = [
+    pub const ALL: [Quirk; 10] = [
         Quirk::DelayTick,
         Quirk::FifoDedupForgetsDeleted,
         Quirk::AcceptsDelayOver900,
@@ -41,6 +48,8 @@ impl Quirk {
         Quirk::AcceptsBatchWriteOver25,
         Quirk::UnlockedConditionalWrites,
         Quirk::ConsistentIndex,
+        Quirk::IgnoresClientRequestToken,
+        Quirk::TransactionsCopyTables,
     ];
 
     /// The backends that have it, as measured with moto 5.2.5 and localstack-core 2026.3.0
@@ -56,6 +65,8 @@ impl Quirk {
             Quirk::AcceptsBatchWriteOver25 => &[Moto],
             Quirk::UnlockedConditionalWrites => &[Moto],
             Quirk::ConsistentIndex => &[Moto, LocalStack],
+            Quirk::IgnoresClientRequestToken => &[Moto],
+            Quirk::TransactionsCopyTables => &[Moto],
         }
     }
 }

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
+use crate::emulator::{create_waiter_table, sdk_config, DynamoLocal, IndexKind};
 use crate::proxy::FaultProxy;
+use crate::quirks::Quirk;
 use crate::{Emulator, Env, Function};
 use serde_json::{json, Value};
 use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -31,6 +33,9 @@ pub struct Rig {
     pub proxy: Option<FaultProxy>,
     pub urls: Vec<String>,
     pub env: Env,
+    /// The tables' own DynamoDB Local and its fault proxy, when built `for_many_transactions`
+    /// on a backend with `Quirk::TransactionsCopyTables`.
+    pub tables: Option<(DynamoLocal, Option<FaultProxy>)>,
 }
 
 /// How to build a [`Rig`]: `Rig::builder(&["orders"]).proxy(7, 0.0).settings(&[...]).start()`.
@@ -39,6 +44,7 @@ pub struct RigBuilder<'a> {
     table_prefix: &'a str,
     proxy: Option<(u64, f64)>,
     settings: Vec<(&'a str, &'a str)>,
+    many_transactions: bool,
 }
 
 impl Rig {
@@ -49,6 +55,7 @@ impl Rig {
             table_prefix: "",
             proxy: None,
             settings: Vec::new(),
+            many_transactions: false,
         }
     }
 
@@ -77,13 +84,34 @@ impl<'a> RigBuilder<'a> {
         self
     }
 
+    /// For a test whose poller runs make many transactions (thousands of jobs removed 25 to a
+    /// `TransactWriteItems`): on a backend with `Quirk::TransactionsCopyTables` (moto, whose every
+    /// transaction item copies the whole table) the tables live on Amazon DynamoDB Local, behind
+    /// a fault proxy of their own with the same seed and rate.
+    pub fn for_many_transactions(mut self) -> Self {
+        self.many_transactions = true;
+        self
+    }
+
     /// Starts the emulator (and the proxy) and creates the queues and tables.
     pub async fn start(self) -> Rig {
         let emu = Emulator::start().await;
+        let local = match self.many_transactions && emu.backend.has(Quirk::TransactionsCopyTables) {
+            true => Some(DynamoLocal::start().await),
+            false => None,
+        };
+        let local_ddb = match &local {
+            Some(l) => Some(aws_sdk_dynamodb::Client::new(&sdk_config(&l.endpoint).await)),
+            None => None,
+        };
         let mut urls = Vec::new();
         for q in self.queues {
             urls.push(emu.create_queue(q).await);
-            emu.create_table(&format!("{}{q}", self.table_prefix)).await;
+            let table = format!("{}{q}", self.table_prefix);
+            match &local_ddb {
+                Some(ddb) => create_waiter_table(ddb, &table, IndexKind::Global).await,
+                None => emu.create_table(&table).await,
+            }
         }
         let joined = self.queues.join(",");
         let mut all: Vec<(&str, &str)> = vec![("WAITER_QUEUES", &joined)];
@@ -99,11 +127,33 @@ impl<'a> RigBuilder<'a> {
             }
             None => None,
         };
-        let env = match &proxy {
+        let mut env = match &proxy {
             Some(p) => emu.function_env_via(&p.endpoint, &all),
             None => emu.function_env(&all),
         };
-        Rig { emu, proxy, urls, env }
+        let tables = match local {
+            Some(local) => {
+                let table_proxy = match self.proxy {
+                    Some((seed, rate)) => {
+                        let p = FaultProxy::start(&local.endpoint, seed, rate).await;
+                        p.describe_deployment(self.queues, self.table_prefix);
+                        Some(p)
+                    }
+                    None => None,
+                };
+                let endpoint = table_proxy.as_ref().map_or(&local.endpoint, |p| &p.endpoint).clone();
+                env.push(("AWS_ENDPOINT_URL_DYNAMODB".into(), endpoint));
+                Some((local, table_proxy))
+            }
+            None => None,
+        };
+        Rig {
+            emu,
+            proxy,
+            urls,
+            env,
+            tables,
+        }
     }
 }
 
@@ -123,6 +173,7 @@ pub async fn orders_via_proxy(seed: u64, rate: f64, settings: &[(&str, &str)]) -
         proxy,
         mut urls,
         env,
+        ..
     } = Rig::builder(&["orders"])
         .proxy(seed, rate)
         .settings(settings)
@@ -150,7 +201,9 @@ pub struct Setup {
 /// with `settings`. The functions reach the emulator through a fault proxy that injects
 /// nothing: it records their calls for the IAM check (tests/iam/check_calls.py).
 pub async fn setup(queues: &[&str], settings: &[(&str, &str)]) -> Setup {
-    let Rig { emu, urls, env, proxy } = Rig::builder(queues)
+    let Rig {
+        emu, urls, env, proxy, ..
+    } = Rig::builder(queues)
         .table_prefix("waiter-")
         .proxy(0, 0.0)
         .settings(settings)

@@ -138,9 +138,9 @@ async fn poller_killed_after_send_message_batch() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn poller_killed_midway_through_removal() {
-    // 60 jobs, each removed by its own conditional write (history is on: the PutItem of its
-    // record); the kill lands after the first.
-    let duplicates = poller_killed_after("PutItem", 1, 60).await;
+    // 60 jobs, removed 25 to a TransactWriteItems of conditional writes (history is on: the
+    // Put of each record); the kill lands after the first transaction.
+    let duplicates = poller_killed_after("TransactWriteItems", 1, 60).await;
     assert!(
         duplicates <= waiter_bound(),
         "{duplicates} duplicates exceed the documented bound"

@@ -68,7 +68,8 @@ async fn probe(emu: &Emulator, quirk: Quirk) -> Option<bool> {
                 .await;
             Some(written.is_ok())
         }
-        Quirk::UnlockedConditionalWrites => None,
+        Quirk::UnlockedConditionalWrites | Quirk::TransactionsCopyTables => None,
+        Quirk::IgnoresClientRequestToken => Some(token_ignored(emu).await),
         Quirk::ConsistentIndex => {
             emu.create_table("quirk-index").await;
             emu.dynamodb
@@ -93,6 +94,51 @@ async fn probe(emu: &Emulator, quirk: Quirk) -> Option<bool> {
             Some(found.count() == 1)
         }
     }
+}
+
+/// Whether a transaction sent again with the token of an applied one is applied again: it puts
+/// an item, the item is deleted, and the same transaction with the same token is sent again.
+async fn token_ignored(emu: &Emulator) -> bool {
+    use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
+    emu.create_table("quirk-token").await;
+    let put = |id: &str| {
+        let item = Put::builder()
+            .table_name("quirk-token")
+            .item("scheduler", AttributeValue::S("s".into()))
+            .item("job_id", AttributeValue::S(id.into()))
+            .build()
+            .expect("put");
+        TransactWriteItem::builder().put(item).build()
+    };
+    let send = || {
+        emu.dynamodb
+            .transact_write_items()
+            .transact_items(put("a"))
+            .transact_items(put("b"))
+            .client_request_token("quirk-token-0001")
+            .send()
+    };
+    send().await.expect("TransactWriteItems");
+    emu.dynamodb
+        .delete_item()
+        .table_name("quirk-token")
+        .key("scheduler", AttributeValue::S("s".into()))
+        .key("job_id", AttributeValue::S("a".into()))
+        .send()
+        .await
+        .expect("DeleteItem");
+    send().await.expect("TransactWriteItems again");
+    let found = emu
+        .dynamodb
+        .get_item()
+        .table_name("quirk-token")
+        .key("scheduler", AttributeValue::S("s".into()))
+        .key("job_id", AttributeValue::S("a".into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("GetItem");
+    found.item.is_some()
 }
 
 /// Whether SQS accepts `body` with `delay_seconds` on a fresh standard queue named `queue`.

@@ -471,7 +471,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                         sum.lateness_sample_ms.push(lateness_ms);
                     }
                     sum.dispatched += 1;
-                    info!(queue = %queue, job_id = %p.job.job.job_id, delay_s = m.delay_seconds, lateness_ms, "dispatched");
+                    debug!(queue = %queue, job_id = %p.job.job.job_id, delay_s = m.delay_seconds, lateness_ms, "dispatched");
                     self.retire(&p.job, HistoryStatus::Dispatched, Some(message_id));
                 }
                 EntryOutcome::Failed {
