@@ -93,10 +93,21 @@ def expand_loops(resources, lists):
 
 
 class Resolver:
-    """The intrinsics the roles' policies use, for one deployment."""
+    """The intrinsics IAM policies use, for one deployment. `getatt(logical, attribute)` answers
+    `Fn::GetAtt` (a generated ARN by default); `unknown(name)` a name the deployment does not
+    give (by default that is an error)."""
 
-    def __init__(self, names, conditions):
+    def __init__(self, names, conditions, getatt=None, unknown=None):
         self.names, self.conditions = names, conditions
+        self.getatt = getatt or (lambda logical, attribute: GENERATED_ARN)
+        self.unknown = unknown
+
+    def name(self, n):
+        if n in self.names:
+            return self.names[n]
+        if self.unknown is None:
+            raise KeyError(n)
+        return self.unknown(n)
 
     def __call__(self, v):
         if isinstance(v, list):
@@ -106,25 +117,33 @@ class Resolver:
         if "Fn::Sub" in v:
             text, extra = (v["Fn::Sub"], {}) if isinstance(v["Fn::Sub"], str) else v["Fn::Sub"]
             extra = {k: self(x) for k, x in extra.items()}
-            return re.sub(r"\$\{([^}!]+)\}", lambda m: str(extra.get(m.group(1), self.names[m.group(1)])), text)
+            return re.sub(r"\$\{([^}!]+)\}",
+                          lambda m: str(extra[m.group(1)] if m.group(1) in extra else self.name(m.group(1))), text)
         if "Ref" in v:
-            return NO_VALUE if v["Ref"] == "AWS::NoValue" else self.names[v["Ref"]]
+            return NO_VALUE if v["Ref"] == "AWS::NoValue" else self.name(v["Ref"])
         if "Fn::GetAtt" in v:
-            return GENERATED_ARN
+            att = v["Fn::GetAtt"]
+            logical, attribute = att if isinstance(att, list) else att.split(".", 1)
+            return self.getatt(logical, attribute)
         if "Fn::Join" in v:
             sep, parts = v["Fn::Join"]
             parts = self(parts)
             return sep.join(parts) if isinstance(parts, list) else str(parts)
+        if "Fn::Split" in v:
+            sep, text = v["Fn::Split"]
+            return str(self(text)).split(sep)
         if "Fn::If" in v:
             cond, yes, no = v["Fn::If"]
-            return self(yes if self.conditions[cond] else no)
+            return self(yes if self.conditions.get(cond) else no)
         return {k: self(x) for k, x in v.items()}
 
 
 NO_VALUE = object()
 
 
-def conditions_for(template, names):
+def conditions_for(conditions, names):
+    """Each condition's value in a deployment with these names (a name not given reads as "")."""
+
     def ev(c):
         if isinstance(c, dict):
             ((k, v),) = c.items()
@@ -138,9 +157,9 @@ def conditions_for(template, names):
             if k == "Fn::Or":
                 return any(ev(x) for x in v)
             if k == "Condition":
-                return ev(template["Conditions"][v])
+                return ev(conditions[v])
             if k == "Ref":
-                value = names[v]
+                value = names.get(v, "")
                 return ",".join(value) if isinstance(value, list) else value
             if k == "Fn::Join":
                 sep, parts = v
@@ -148,7 +167,7 @@ def conditions_for(template, names):
                 return sep.join(parts if isinstance(parts, list) else parts.split(","))
         return c
 
-    return {name: bool(ev(c)) for name, c in template["Conditions"].items()}
+    return {name: bool(ev(c)) for name, c in conditions.items()}
 
 
 def role_policies(queues, adopted=(), prefix="sqs-waiter-", partition="aws", region=None,
@@ -162,7 +181,7 @@ def role_policies(queues, adopted=(), prefix="sqs-waiter-", partition="aws", reg
              "TablePrefix": prefix, "QueueKmsKeyArns": list(kms_keys) or [""], **lists}
     for name, p in template["Parameters"].items():
         names.setdefault(name, p.get("Default", ""))
-    conditions = conditions_for(template, names)
+    conditions = conditions_for(template["Conditions"], names)
     resolve = Resolver(names, conditions)
     resources = expand_loops(template["Resources"], lists)
     out = {}

@@ -20,13 +20,14 @@ a wrong one; LocalStack Community does not enforce IAM.
 import fnmatch
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "rehearsal"))
+sys.path.insert(0, str(ROOT / "scripts"))
+from iam_budget import Resolver, conditions_for  # noqa: E402  (one resolver for the budget and here)
 # The SAM translator (in derive.py) reads the region from the environment.
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
@@ -72,71 +73,18 @@ def resource_arn(resource, deployment):
     return f"{arn}/index/{resource['index']}" if "index" in resource else arn
 
 
-class Resolver:
-    """The intrinsics the roles' statements use, in one deployment."""
-
-    def __init__(self, resources, names, conditions):
-        self.resources, self.names, self.conditions = resources, names, conditions
-
-    def __call__(self, v):
-        if isinstance(v, list):
-            return [self(x) for x in v]
-        if not isinstance(v, dict):
-            return v
-        if "Fn::Sub" in v:
-            text, extra = (v["Fn::Sub"], {}) if isinstance(v["Fn::Sub"], str) else v["Fn::Sub"]
-            extra = {k: self(x) for k, x in extra.items()}
-            return re.sub(r"\$\{([^}!]+)\}", lambda m: str(extra.get(m.group(1), self.names.get(m.group(1), "?"))), text)
-        if "Ref" in v:
-            return self.names.get(v["Ref"], f"ref:{v['Ref']}")
-        if "Fn::GetAtt" in v:
-            logical, attribute = v["Fn::GetAtt"] if isinstance(v["Fn::GetAtt"], list) else v["Fn::GetAtt"].split(".")
-            r = self.resources.get(logical, {})
-            if r.get("Type") == "AWS::DynamoDB::Table" and attribute == "Arn":
-                return f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{self(r['Properties']['TableName'])}"
-            return f"getatt:{logical}.{attribute}"
-        if "Fn::Join" in v:
-            sep, parts = v["Fn::Join"]
-            parts = self(parts)
-            return sep.join(parts) if isinstance(parts, list) else str(parts)
-        if "Fn::If" in v:
-            cond, yes, no = v["Fn::If"]
-            return self(yes if self.conditions.get(cond) else no)
-        return {k: self(x) for k, x in v.items()}
-
-
-def evaluate_conditions(conditions, names):
-    def ev(c):
-        if isinstance(c, dict):
-            (k, v), = c.items()
-            if k == "Fn::Not":
-                return not ev(v[0])
-            if k == "Fn::Equals":
-                a, b = (ev(x) for x in v)
-                return a == b
-            if k == "Fn::And":
-                return all(ev(x) for x in v)
-            if k == "Fn::Or":
-                return any(ev(x) for x in v)
-            if k == "Condition":
-                return ev(conditions[v])
-            if k == "Ref":
-                value = names.get(v, "")
-                return ",".join(value) if isinstance(value, list) else value
-            if k == "Fn::Join":
-                sep, parts = v
-                parts = ev(parts) if isinstance(parts, dict) else [ev(p) for p in parts]
-                return sep.join(parts if isinstance(parts, list) else parts.split(","))
-        return c
-
-    return {name: bool(ev(c)) for name, c in conditions.items()}
-
-
 def role_statements(template, role_of, names):
     """{principal: [statements]}: every Allow statement of each function's role."""
     resources = template["Resources"]
-    conditions = evaluate_conditions(template.get("Conditions", {}), names)
-    resolve = Resolver(resources, names, conditions)
+    conditions = conditions_for(template.get("Conditions", {}), names)
+
+    def getatt(logical, attribute):
+        r = resources.get(logical, {})
+        if r.get("Type") == "AWS::DynamoDB::Table" and attribute == "Arn":
+            return f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{resolve(r['Properties']['TableName'])}"
+        return f"getatt:{logical}.{attribute}"
+
+    resolve = Resolver(names, conditions, getatt=getatt, unknown=lambda name: f"ref:{name}")
     out = {}
     for principal, role in role_of(resources).items():
         statements = []

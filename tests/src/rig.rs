@@ -93,6 +93,13 @@ impl<'a> RigBuilder<'a> {
         self
     }
 
+    /// A fault proxy in front of `upstream`, recording the calls for this deployment.
+    async fn proxy_to(&self, upstream: &str, (seed, rate): (u64, f64)) -> FaultProxy {
+        let proxy = FaultProxy::start(upstream, seed, rate).await;
+        proxy.describe_deployment(self.queues, self.table_prefix);
+        proxy
+    }
+
     /// Starts the emulator (and the proxy) and creates the queues and tables.
     pub async fn start(self) -> Rig {
         let emu = Emulator::start().await;
@@ -120,11 +127,7 @@ impl<'a> RigBuilder<'a> {
         }
         all.extend_from_slice(&self.settings);
         let proxy = match self.proxy {
-            Some((seed, rate)) => {
-                let proxy = FaultProxy::start(&emu.endpoint, seed, rate).await;
-                proxy.describe_deployment(self.queues, self.table_prefix);
-                Some(proxy)
-            }
+            Some(faults) => Some(self.proxy_to(&emu.endpoint, faults).await),
             None => None,
         };
         let mut env = match &proxy {
@@ -134,11 +137,7 @@ impl<'a> RigBuilder<'a> {
         let tables = match local {
             Some(local) => {
                 let table_proxy = match self.proxy {
-                    Some((seed, rate)) => {
-                        let p = FaultProxy::start(&local.endpoint, seed, rate).await;
-                        p.describe_deployment(self.queues, self.table_prefix);
-                        Some(p)
-                    }
+                    Some(faults) => Some(self.proxy_to(&local.endpoint, faults).await),
                     None => None,
                 };
                 let endpoint = table_proxy.as_ref().map_or(&local.endpoint, |p| &p.endpoint).clone();

@@ -291,6 +291,18 @@ class ExactGrants(unittest.TestCase):
             self.assertEqual(grants(role, ["orders"], ["refunds"]), grants(role, ["orders", "refunds"]), role)
 
 
+class TheResolver(unittest.TestCase):
+    def test_it_resolves_join_split_if_sub_and_no_value_as_cloudformation_does(self):
+        names = {"AWS::Partition": "aws", "QueueNames": ["a", "b"], "TablePrefix": "p-"}
+        resolve = iam_budget.Resolver(names, {"Yes": True, "No": False})
+        self.assertEqual(resolve({"Fn::Split": [",", {"Fn::Join": [",", {"Ref": "QueueNames"}]}]}), ["a", "b"])
+        self.assertEqual(resolve({"Fn::Sub": ["${Pre}${TablePrefix}x", {"Pre": {"Fn::If": ["Yes", "arn:", "no"]}}]}),
+                         "arn:p-x")
+        self.assertEqual(resolve(["k", {"Fn::If": ["No", "gone", {"Ref": "AWS::NoValue"}]}]), ["k"])
+        with self.assertRaises(KeyError):
+            resolve({"Ref": "NotAParameter"})
+
+
 class ScaleOfQueues(unittest.TestCase):
     """Issue 37: one budget (scripts/iam_budget.py) for `make deploy` and these tests."""
 

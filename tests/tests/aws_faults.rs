@@ -240,10 +240,33 @@ async fn a_call_that_never_answers_cannot_hold_a_run_past_its_budget() {
 async fn a_removal_retried_after_it_was_applied_never_takes_a_job_enqueued_meanwhile() {
     // History off: once the poller's removal is applied, the id is free. Its reply is lost, and
     // the SDK's retry is held at the proxy while a caller stores a new job under the same id.
+    removal_retried_after_it_applied(&["a"], "DeleteItem", "a").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batched_removal_retried_after_it_was_applied_never_takes_a_job_enqueued_meanwhile() {
+    // The same for removals batched in one TransactWriteItems (issue 36): three jobs sent
+    // together, their removal applied and its reply lost, the SDK's retry held while a caller
+    // stores a new job under one of the ids. DynamoDB answers a retry that carries the applied
+    // call's ClientRequestToken without applying it again; an emulator that does not (moto,
+    // `Quirk::IgnoresClientRequestToken`) applies it again, and then only the edition
+    // condition keeps the new job.
+    let r = removal_retried_after_it_applied(&["a", "b", "c"], "TransactWriteItems", "b").await;
+    // The one DeleteItem is the lease's release: the three removals went together.
+    assert_eq!(r.proxy.calls("DeleteItem"), 1, "removed together, not one call per job");
+    assert_eq!(r.stored().await, 1, "a and c removed, the new b kept");
+}
+
+/// Jobs `ids` due at once (history off), the removal `op` applied and its reply lost, and the
+/// SDK's retry held at the proxy while a caller stores a new job under `reused`: that job must
+/// still be stored once the retry goes on.
+async fn removal_retried_after_it_applied(ids: &[&str], op: &str, reused: &str) -> Rig {
     let mut r = rig(&[("WAITER_LOOKAHEAD", "60"), ("WAITER_HISTORY_DAYS", "0")]).await;
-    r.call(json!({"queue": "orders", "message_body": "first", "delay_seconds": 1, "job_id": "a"}))
-        .await;
-    r.proxy.lose_reply_then_hold("DeleteItem");
+    for id in ids {
+        r.call(json!({"queue": "orders", "message_body": "first", "delay_seconds": 1, "job_id": id}))
+            .await;
+    }
+    r.proxy.lose_reply_then_hold(op);
     let Rig {
         emu,
         proxy,
@@ -258,7 +281,7 @@ async fn a_removal_retried_after_it_was_applied_never_takes_a_job_enqueued_meanw
         }
         assert_eq!(proxy.held(), 1, "the SDK retried the removal whose reply was lost");
         let again = enqueue
-            .invoke_ok(&json!({"queue": "orders", "message_body": "second", "delay_seconds": 3600, "job_id": "a"}))
+            .invoke_ok(&json!({"queue": "orders", "message_body": "second", "delay_seconds": 3600, "job_id": reused}))
             .await;
         assert_eq!(
             again["status"], "scheduled",
@@ -269,71 +292,18 @@ async fn a_removal_retried_after_it_was_applied_never_takes_a_job_enqueued_meanw
     let run = json!({});
     let (summary, ()) = tokio::join!(poller.invoke(&run), meanwhile);
     let summary = summary.expect("poller");
-    assert_eq!(summary["dispatched"], 1, "{summary}");
-    let got = emu.receive_for(url, Duration::from_secs(4), 1).await;
-    assert_eq!(got.len(), 1);
+    assert_eq!(summary["dispatched"], ids.len(), "{summary}");
+    let got = emu.receive_for(url, Duration::from_secs(4), ids.len()).await;
+    assert_eq!(got.len(), ids.len());
     let job = enqueue
-        .invoke_ok(&json!({"action": "get", "queue": "orders", "job_id": "a"}))
+        .invoke_ok(&json!({"action": "get", "queue": "orders", "job_id": reused}))
         .await;
     assert_eq!(
         job["status"], "scheduled",
         "the job enqueued meanwhile is still stored: {job}"
     );
     assert_eq!(job["message_body"], "second", "{job}");
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_batched_removal_retried_after_it_was_applied_never_takes_a_job_enqueued_meanwhile() {
-    // The same as above for removals batched in one TransactWriteItems (issue 36): three jobs
-    // sent together, their removal applied and its reply lost, the SDK's retry held while a
-    // caller stores a new job under one of the ids. DynamoDB answers a retry that carries the
-    // applied call's ClientRequestToken without applying it again; an emulator that does not
-    // (moto) applies it again, and then only the edition condition keeps the new job.
-    let mut r = rig(&[("WAITER_LOOKAHEAD", "60"), ("WAITER_HISTORY_DAYS", "0")]).await;
-    for id in ["a", "b", "c"] {
-        r.call(json!({"queue": "orders", "message_body": "first", "delay_seconds": 1, "job_id": id}))
-            .await;
-    }
-    r.proxy.lose_reply_then_hold("TransactWriteItems");
-    let Rig {
-        emu,
-        proxy,
-        url,
-        enqueue,
-        poller,
-    } = &mut r;
-    let meanwhile = async {
-        let until = Instant::now() + Duration::from_secs(20);
-        while proxy.held() == 0 && Instant::now() < until {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        assert_eq!(proxy.held(), 1, "the SDK retried the transaction whose reply was lost");
-        let again = enqueue
-            .invoke_ok(&json!({"queue": "orders", "message_body": "second", "delay_seconds": 3600, "job_id": "b"}))
-            .await;
-        assert_eq!(
-            again["status"], "scheduled",
-            "the id is free once the removal applied: {again}"
-        );
-        proxy.release_held();
-    };
-    let run = json!({});
-    let (summary, ()) = tokio::join!(poller.invoke(&run), meanwhile);
-    let summary = summary.expect("poller");
-    assert_eq!(summary["dispatched"], 3, "{summary}");
-    // The one DeleteItem is the lease's release: the three removals went together.
-    assert_eq!(proxy.calls("DeleteItem"), 1, "removed together, not one call per job");
-    let got = emu.receive_for(url, Duration::from_secs(4), 3).await;
-    assert_eq!(got.len(), 3);
-    let job = enqueue
-        .invoke_ok(&json!({"action": "get", "queue": "orders", "job_id": "b"}))
-        .await;
-    assert_eq!(
-        job["status"], "scheduled",
-        "the job enqueued meanwhile is still stored: {job}"
-    );
-    assert_eq!(job["message_body"], "second", "{job}");
-    assert_eq!(emu.job_count("orders").await, 1, "a and c removed, the new b kept");
+    r
 }
 
 #[tokio::test(flavor = "multi_thread")]

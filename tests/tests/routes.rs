@@ -59,6 +59,9 @@ async fn json_logs_and_emf_metrics_never_carry_message_bodies() {
             ("WAITER_DIRECT_MAX_DELAY", "0"),
             ("WAITER_LOOKAHEAD", "2"),
             ("AWS_LAMBDA_LOG_FORMAT", "JSON"),
+            // The poller names each dispatched job at debug (its counts are in the run summary),
+            // so that line is read here too.
+            ("RUST_LOG", "info,waiter=debug"),
         ],
     )
     .await;
