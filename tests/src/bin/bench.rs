@@ -300,7 +300,7 @@ async fn main() {
                 println!("  {op:<18} {n:>6}");
             }
             println!(
-                "  data calls {} vs floor {} (1 PutItem/job, 1 SendMessageBatch/10, 1 removal/job, 1 BatchGetItem/100, + Query pages): {:.3}x",
+                "  data calls {} vs floor {} (1 PutItem/job, 1 SendMessageBatch/10, 1 removal transaction/25 jobs, 1 BatchGetItem/100, + Query pages): {:.3}x",
                 r.data_calls, r.floor, r.ratio_to_floor
             );
             println!(
