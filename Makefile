@@ -65,6 +65,7 @@ lint-rust: $(MACHETE)
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(MACHETE) --with-metadata
+	bash scripts/check_function_deps.sh
 
 lint-template: venv-infra
 	cfn-lint template.yaml

@@ -12,6 +12,7 @@ pub mod rig;
 pub mod runtime_api;
 pub mod sqs_sink;
 pub mod throughput;
+pub mod tls_front;
 pub mod watch;
 
 use std::path::PathBuf;

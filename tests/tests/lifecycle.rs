@@ -199,9 +199,13 @@ async fn concurrent_pollers(k: usize, n: usize) -> usize {
         env.push(("AWS_ENDPOINT_URL_DYNAMODB".into(), local.endpoint.clone()));
     }
     let mut enqueue = Function::start("enqueue", &env).await;
+    // One due time for all, far enough ahead that a slow emulator on a busy machine stores every
+    // batch before it (a job already due would go straight to SQS and skip the pollers).
+    let due = chrono::Utc::now() + chrono::TimeDelta::seconds(8);
+    let perform_at = due.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
     for chunk in 0..n.div_ceil(100) {
         let jobs: Vec<Value> = (chunk * 100..((chunk + 1) * 100).min(n))
-            .map(|i| json!({"queue": "orders", "message_body": format!("m{i}"), "job_id": format!("j{i}"), "delay_seconds": 3}))
+            .map(|i| json!({"queue": "orders", "message_body": format!("m{i}"), "job_id": format!("j{i}"), "perform_at": perform_at}))
             .collect();
         let r = enqueue.invoke(&json!({"jobs": jobs})).await.expect("enqueue");
         let refused: Vec<&Value> = r["results"]
@@ -212,7 +216,8 @@ async fn concurrent_pollers(k: usize, n: usize) -> usize {
             .collect();
         assert!(refused.is_empty(), "not scheduled: {refused:?}");
     }
-    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let until_due = (due - chrono::Utc::now()).to_std().unwrap_or_default();
+    tokio::time::sleep(until_due + Duration::from_millis(500)).await;
     let mut pollers = Vec::new();
     for _ in 0..k {
         pollers.push(Function::start("poller", &env).await);

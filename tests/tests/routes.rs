@@ -177,3 +177,52 @@ async fn a_refused_request_never_counts_as_a_failure_and_our_own_failure_does() 
         "and two of ours, by their type: {types:?}"
     );
 }
+
+/// The functions carry one HTTPS client of their own (hyper 1 + rustls on ring), chosen by
+/// Cargo features; a missing TLS feature compiles and fails only at the first request. Both
+/// routes go through a TLS front here, trusted through `SSL_CERT_FILE` as a private CA would be;
+/// without that trust the same call is refused, so the handshake really is checked.
+#[tokio::test(flavor = "multi_thread")]
+async fn both_routes_work_over_https_and_an_untrusted_certificate_is_refused() {
+    let emu = e2e::Emulator::start().await;
+    let url = emu.create_queue("orders").await;
+    emu.create_table("orders").await;
+    let front = e2e::tls_front::TlsFront::start(&emu.endpoint).await;
+    let settings = [
+        ("WAITER_QUEUES", "orders"),
+        ("WAITER_DIRECT_MAX_DELAY", "2"),
+        ("WAITER_LOOKAHEAD", "3"),
+    ];
+    let mut trusted = emu.function_env_via(&front.endpoint, &settings);
+    trusted.push(("SSL_CERT_FILE".into(), front.ca_file.display().to_string()));
+    let mut enqueue = e2e::Function::start("enqueue", &trusted).await;
+    let mut poller = e2e::Function::start("poller", &trusted).await;
+
+    let direct = enqueue
+        .invoke_ok(&json!({"queue": "orders", "message_body": "direct", "delay_seconds": 0, "job_id": "tls-d"}))
+        .await;
+    assert_eq!(direct["status"], "sent", "{direct}");
+    let stored = enqueue
+        .invoke_ok(&json!({"queue": "orders", "message_body": "stored", "perform_at": in_secs(4.0), "job_id": "tls-s"}))
+        .await;
+    assert_eq!(stored["status"], "scheduled", "{stored}");
+    assert_eq!(emu.job_count("orders").await, 1);
+    // Within the lookahead: the poller sends it with the rest of its delay.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let run = poller.invoke_ok(&json!({})).await;
+    let got = emu.receive_for(&url, Duration::from_secs(15), 2).await;
+    let mut bodies: Vec<_> = got.iter().filter_map(|r| r.message.body()).collect();
+    bodies.sort_unstable();
+    assert_eq!(bodies, ["direct", "stored"], "poller run: {run}");
+    assert_eq!(emu.job_count("orders").await, 0, "removed over HTTPS too");
+
+    // The same function without the front's certificate in its trust store: refused, nothing stored.
+    let mut untrusted_env = emu.function_env_via(&front.endpoint, &settings);
+    untrusted_env.push(("SSL_CERT_FILE".into(), "/dev/null".into()));
+    let mut untrusted = e2e::Function::start("enqueue", &untrusted_env).await;
+    let refused = untrusted
+        .invoke(&json!({"queue": "orders", "message_body": "x", "delay_seconds": 3600, "job_id": "tls-u"}))
+        .await;
+    assert!(refused.is_err(), "an untrusted certificate was accepted: {refused:?}");
+    assert_eq!(emu.job_count("orders").await, 0);
+}

@@ -60,7 +60,7 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Value, Diagno
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lambda_runtime::tracing::init_default_subscriber();
+    waiter::logging::init();
     let Adapters { config, store, queue } = Adapters::from_env().await?;
     let app = Dispatcher::new(config, store, queue, SystemClock);
     run(service_fn(|event| handler(&app, event))).await

@@ -15,6 +15,7 @@ pub mod cursor;
 pub mod error;
 pub mod job;
 pub mod limits;
+pub mod logging;
 pub mod metrics;
 pub mod poller;
 pub mod ports;

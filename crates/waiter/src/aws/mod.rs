@@ -30,10 +30,7 @@ impl Adapters {
         let config = Arc::new(Config::from_env().inspect_err(|e| {
             tracing::error!(variable = e.variable, "invalid configuration: {e}");
         })?);
-        let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .timeout_config(timeout_config())
-            .load()
-            .await;
+        let aws = sdk_config().await;
         Ok(Self {
             store: DynamoStore::new(aws_sdk_dynamodb::Client::new(&aws), config.clone()),
             queue: SqsQueue::new(aws_sdk_sqs::Client::new(&aws)),
@@ -101,6 +98,25 @@ fn query_error_code<E>(err: &SdkError<E, HttpResponse>) -> Option<String> {
     (!code.is_empty()).then(|| code.to_owned())
 }
 
+/// The standard AWS environment (`AWS_ENDPOINT_URL` included) with our HTTPS client and timeouts.
+pub async fn sdk_config() -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(http_client())
+        .timeout_config(timeout_config())
+        .load()
+        .await
+}
+
+/// The one HTTPS client of both functions: hyper 1 with rustls on ring, trusting the system's
+/// roots (`SSL_CERT_FILE` and `SSL_CERT_DIR` too). The SDK's default client is not compiled in
+/// (see the workspace Cargo.toml), so without this the first call would fail at run time.
+pub fn http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
+    use aws_smithy_http_client::tls;
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(tls::Provider::Rustls(tls::rustls_provider::CryptoMode::Ring))
+        .build_https()
+}
+
 /// Timeouts on every SDK call, so that a connection that never answers cannot hold a run past
 /// its budget. A poller run also cuts its own calls at its deadline (see `dispatch`); these
 /// bound `enqueue` and the SDK's retries. DynamoDB and SQS answer in milliseconds; the
@@ -115,4 +131,15 @@ pub fn timeout_config() -> aws_config::timeout::TimeoutConfig {
         .operation_attempt_timeout(ATTEMPT_TIMEOUT)
         .operation_timeout(OPERATION_TIMEOUT)
         .build()
+}
+
+#[cfg(test)]
+mod tests {
+    /// The functions are built without the SDK's default HTTPS client (the workspace-wide test
+    /// build has it, through the CLI), so a config without ours would build and then fail at the
+    /// first call of a release binary.
+    #[tokio::test]
+    async fn the_sdk_config_carries_our_https_client() {
+        assert!(super::sdk_config().await.http_client().is_some());
+    }
 }
