@@ -58,7 +58,9 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Value, Diagno
     })
 }
 
-#[tokio::main]
+// One thread: the run waits on DynamoDB and SQS, and the bench measured 10-20 % less CPU per job
+// than the multi-thread runtime (docs/performance.md, "Cold start and size").
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     waiter::logging::init();
     let Adapters { config, store, queue } = Adapters::from_env().await?;
