@@ -82,12 +82,7 @@ pub(super) fn failed_condition(
         .position(|r| r.as_deref() == Some("ConditionalCheckFailed"))
     {
         Ok(i)
-    } else if reasons
-        .iter()
-        .flatten()
-        .any(|r| RETRYABLE_CANCELLATION_REASONS.contains(&r.as_str()))
-        || e.code() == Some("TransactionConflictException")
-    {
+    } else if is_retryable_cancellation(&e, &reasons) {
         Err(PortError::Throttled {
             operation: "TransactWriteItems",
             source: Box::new(e),
@@ -95,6 +90,19 @@ pub(super) fn failed_condition(
     } else {
         Err(classify("TransactWriteItems", resource, e))
     }
+}
+
+/// A refused transaction that the same call may clear when sent again: a conflict with another
+/// transaction, or capacity DynamoDB lacked at that moment.
+pub(super) fn is_retryable_cancellation(
+    e: &SdkError<aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError, HttpResponse>,
+    reasons: &[Option<String>],
+) -> bool {
+    reasons
+        .iter()
+        .flatten()
+        .any(|r| RETRYABLE_CANCELLATION_REASONS.contains(&r.as_str()))
+        || e.code() == Some("TransactionConflictException")
 }
 
 /// The one "conditional check failed" test, for every conditional write.

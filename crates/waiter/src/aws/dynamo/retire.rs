@@ -11,7 +11,6 @@
 //! - a transaction refused because some items' conditions failed is sent again without them:
 //!   those jobs are gone already or are another writer's, done either way.
 
-use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
@@ -33,9 +32,12 @@ impl DynamoStore {
         // A key named twice keeps its last write, as two calls in order would leave it (and a
         // transaction may not name one item twice).
         let newest_first: Vec<&Retired> = items.iter().rev().collect();
-        let mut last: Vec<&Retired> = distinct(&newest_first, |r| &r.key).into_iter().copied().collect();
+        let mut last: Vec<Removal> = distinct(&newest_first, |r| &r.key)
+            .into_iter()
+            .map(|r| Removal::new(r))
+            .collect();
         last.reverse();
-        let calls: Vec<_> = transaction_batches(last, |r| write_bytes(r))
+        let calls: Vec<_> = transaction_batches(last, Removal::bytes)
             .into_iter()
             .map(|batch| self.retire_batch(queue, &table, batch))
             .collect();
@@ -47,7 +49,7 @@ impl DynamoStore {
     }
 
     /// One batch: a transaction, sent again without the items whose condition failed.
-    async fn retire_batch(&self, queue: &QueueName, table: &str, mut batch: Vec<&Retired>) -> Result<(), PortError> {
+    async fn retire_batch(&self, queue: &QueueName, table: &str, mut batch: Vec<Removal<'_>>) -> Result<(), PortError> {
         let mut round = 0;
         loop {
             match batch.as_slice() {
@@ -82,12 +84,7 @@ impl DynamoStore {
                     .collect();
                 continue;
             }
-            let retryable = reasons
-                .iter()
-                .flatten()
-                .any(|r| RETRYABLE_CANCELLATION_REASONS.contains(&r.as_str()))
-                || e.code() == Some("TransactionConflictException");
-            if !retryable {
+            if !is_retryable_cancellation(&e, &reasons) {
                 return Err(classify("TransactWriteItems", &self.resource(queue), e));
             }
             round += 1;
@@ -104,7 +101,8 @@ impl DynamoStore {
     /// One job's removal on its own: its conditional delete, or its history record put in its
     /// place. A failed condition means the job is gone already (an SDK retry of an applied
     /// write) or the key holds another job: done either way.
-    async fn retire_one(&self, queue: &QueueName, table: &str, r: &Retired) -> Result<(), PortError> {
+    async fn retire_one(&self, queue: &QueueName, table: &str, r: &Removal<'_>) -> Result<(), PortError> {
+        let edition = r.retired.edition;
         // A key that holds another edition by now was enqueued meanwhile: it is not ours to take.
         macro_rules! unless_taken {
             ($op:literal, $call:expr) => {
@@ -121,43 +119,57 @@ impl DynamoStore {
                     .client
                     .delete_item()
                     .table_name(table)
-                    .set_key(Some(key(queue, &r.key)));
-                unless_taken!("DeleteItem", if_same_edition!(delete, r.edition))
+                    .set_key(Some(key(queue, &r.retired.key)));
+                unless_taken!("DeleteItem", if_same_edition!(delete, edition))
             }
-            Some(h) => {
-                let put = self
-                    .client
-                    .put_item()
-                    .table_name(table)
-                    .set_item(Some(encode_history(h)));
-                unless_taken!("PutItem", if_same_edition!(put, r.edition))
+            Some(record) => {
+                let put = self.client.put_item().table_name(table).set_item(Some(record.clone()));
+                unless_taken!("PutItem", if_same_edition!(put, edition))
             }
         }
     }
 }
 
+/// One job's removal, its history record encoded once for its size, its write and its token.
+struct Removal<'a> {
+    retired: &'a Retired,
+    record: Option<Item>,
+}
+
+impl<'a> Removal<'a> {
+    fn new(retired: &'a Retired) -> Self {
+        Self {
+            record: retired.record.as_ref().map(encode_history),
+            retired,
+        }
+    }
+
+    /// What it adds to a transaction's 4 MB: its history record, or only its key.
+    fn bytes(&self) -> usize {
+        self.record.as_ref().map_or(0, item_size) + ITEM_OVERHEAD_BYTES
+    }
+}
+
 /// A removal as one item of a transaction, with the same edition condition as `retire_one`.
-fn transact_item(queue: &QueueName, table: &str, r: &Retired) -> Result<TransactWriteItem, PortError> {
+fn transact_item(queue: &QueueName, table: &str, r: &Removal<'_>) -> Result<TransactWriteItem, PortError> {
+    let edition = r.retired.edition;
     let built = match &r.record {
         None => {
-            let delete = Delete::builder().table_name(table).set_key(Some(key(queue, &r.key)));
-            if_same_edition!(delete, r.edition)
+            let delete = Delete::builder()
+                .table_name(table)
+                .set_key(Some(key(queue, &r.retired.key)));
+            if_same_edition!(delete, edition)
                 .build()
                 .map(|d| TransactWriteItem::builder().delete(d).build())
         }
-        Some(h) => {
-            let put = Put::builder().table_name(table).set_item(Some(encode_history(h)));
-            if_same_edition!(put, r.edition)
+        Some(record) => {
+            let put = Put::builder().table_name(table).set_item(Some(record.clone()));
+            if_same_edition!(put, edition)
                 .build()
                 .map(|p| TransactWriteItem::builder().put(p).build())
         }
     };
     built.map_err(|e| internal("TransactWriteItems", e))
-}
-
-/// What one removal adds to a transaction's 4 MB: its history record, or only its key.
-fn write_bytes(r: &Retired) -> usize {
-    r.record.as_ref().map_or(0, |h| item_size(&encode_history(h))) + ITEM_OVERHEAD_BYTES
 }
 
 /// Consecutive batches of at most `DDB_MAX_TRANSACT_ITEMS` items and `DDB_MAX_TRANSACT_BYTES`.
@@ -183,23 +195,23 @@ fn transaction_batches<T>(items: Vec<T>, bytes: impl Fn(&T) -> usize) -> Vec<Vec
 /// A token for this batch's transaction: the same for the same writes (so a later run that
 /// sends the very same removals within 10 minutes gets the first answer), another after a
 /// round refused for a conflict (so DynamoDB does not answer it with that refusal again).
-fn client_token(table: &str, batch: &[&Retired], round: u32) -> String {
+fn client_token(table: &str, batch: &[Removal<'_>], round: u32) -> String {
     let mut h = Sha256::new();
     h.update(table.as_bytes());
     h.update(round.to_le_bytes());
-    for r in batch {
+    for Removal { retired: r, record } in batch {
         h.update([0]);
         h.update(format!("{:?}", r.key.partition).as_bytes());
         h.update([0]);
         h.update(r.key.job_id.as_bytes());
         h.update(r.edition.version.to_le_bytes());
         h.update(r.edition.enqueued_at.to_rfc3339().as_bytes());
-        match &r.record {
+        match record {
             None => h.update([0]),
             Some(record) => {
                 h.update([1]);
-                let mut item: Vec<_> = encode_history(record).into_iter().collect();
-                item.sort_by(|a, b| a.0.cmp(&b.0));
+                let mut item: Vec<_> = record.iter().collect();
+                item.sort_by(|a, b| a.0.cmp(b.0));
                 for (name, value) in &item {
                     h.update(name.as_bytes());
                     digest_value(&mut h, value);
@@ -266,16 +278,19 @@ mod tests {
             record: None,
         };
         let (a, b, a2) = (retired("a", 1), retired("b", 1), retired("a", 2));
-        let token = client_token("t", &[&a, &b], 0);
+        fn batch<'a>(rs: &[&'a Retired]) -> Vec<Removal<'a>> {
+            rs.iter().map(|r| Removal::new(r)).collect()
+        }
+        let token = client_token("t", &batch(&[&a, &b]), 0);
         assert_eq!(token.len(), DDB_MAX_CLIENT_TOKEN_CHARS);
         assert_eq!(
             token,
-            client_token("t", &[&a, &b], 0),
+            client_token("t", &batch(&[&a, &b]), 0),
             "the same writes, the same token"
         );
-        assert_ne!(token, client_token("t", &[&a2, &b], 0), "another edition");
-        assert_ne!(token, client_token("t", &[&a], 0), "fewer items");
-        assert_ne!(token, client_token("t", &[&a, &b], 1), "a later round");
-        assert_ne!(token, client_token("u", &[&a, &b], 0), "another table");
+        assert_ne!(token, client_token("t", &batch(&[&a2, &b]), 0), "another edition");
+        assert_ne!(token, client_token("t", &batch(&[&a]), 0), "fewer items");
+        assert_ne!(token, client_token("t", &batch(&[&a, &b]), 1), "a later round");
+        assert_ne!(token, client_token("u", &batch(&[&a, &b]), 0), "another table");
     }
 }
