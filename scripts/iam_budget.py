@@ -64,15 +64,18 @@ def substitute(obj, name, value):
     if set(obj) == {"Fn::Sub"}:
         sub = obj["Fn::Sub"]
         if isinstance(sub, str):
-            return {"Fn::Sub": sub.replace("${" + name + "}", value)}
+            sub = sub.replace("${" + name + "}", value)
+            # Nothing left to substitute (a loop's Condition name): the string itself.
+            return sub if "${" not in sub else {"Fn::Sub": sub}
         return {"Fn::Sub": [sub[0].replace("${" + name + "}", value), substitute(sub[1], name, value)]}
     return {k: substitute(v, name, value) for k, v in obj.items()}
 
 
 def expand_loops(resources, lists):
     """`Resources` with every `Fn::ForEach` over QueueNames or AdoptedQueueNames expanded for
-    `lists` ({parameter: [queue, ...]}). Raises ValueError on a loop over anything else, or on
-    an id that two iterations (or a loop and a fixed resource) would share."""
+    `lists` ({parameter: [queue, ...]}), and every loop over a literal list (PollerSchedules)
+    over its items. Raises ValueError on a loop over anything else, or on an id that two
+    iterations (or a loop and a fixed resource) would share."""
     out = {}
     for key, body in resources.items():
         if not key.startswith("Fn::ForEach::"):
@@ -81,9 +84,13 @@ def expand_loops(resources, lists):
             out[key] = body
             continue
         name, collection, bodies = body
-        if collection.get("Ref") not in lists:
-            raise ValueError(f"{key} loops over {collection}; only {', '.join(lists)} are expanded")
-        for queue in lists[collection["Ref"]]:
+        if isinstance(collection, list) and all(isinstance(item, str) for item in collection):
+            items = collection
+        elif isinstance(collection, dict) and collection.get("Ref") in lists:
+            items = lists[collection["Ref"]]
+        else:
+            raise ValueError(f"{key} loops over {collection}; only {', '.join(lists)} and literal lists are expanded")
+        for queue in items:
             for pattern, resource in bodies.items():
                 logical = pattern.replace("${" + name + "}", queue).replace("&{" + name + "}", alphanumeric(queue))
                 if logical in out or logical == pattern:

@@ -77,6 +77,19 @@ export interface SqsWaiterProps {
    * @default 0
    */
   readonly maxRate?: number;
+  /**
+   * Poller groups (`WAITER_POLLER_GROUPS`): that many schedules each invoke the poller with
+   * `{"group": i, "groups": n}`, and each run works its 1/n of the partitions, so that a herd
+   * drains n times as fast (docs/performance.md "Herds").
+   * @default 1
+   */
+  readonly pollerGroups?: number;
+  /**
+   * Warm throughput of the created tables and their index, for a herd drained at once
+   * (docs/performance.md "Herds"). It can only grow, and pre-warming is charged once.
+   * @default none: DynamoDB's own
+   */
+  readonly warmThroughput?: dynamodb.WarmThroughput;
   /** @default 70 s; keep it above fifoHold + 5 s */
   readonly pollerTimeout?: Duration;
   /** @default ARM_64 */
@@ -168,6 +181,7 @@ export class SqsWaiter extends Construct {
         timeToLiveAttribute: "purge_at",
         encryption: dynamodb.TableEncryption.AWS_MANAGED,
         removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
+        warmThroughput: props.warmThroughput,
       });
       this.tablesByQueue.set(key, table);
       table.addGlobalSecondaryIndex({
@@ -176,6 +190,8 @@ export class SqsWaiter extends Construct {
         sortKey: { name: "perform_at", type: dynamodb.AttributeType.NUMBER },
         projectionType: dynamodb.ProjectionType.ALL,
         ...capacity,
+        // The index takes every write the table takes, and the poller's reads.
+        warmThroughput: props.warmThroughput,
       });
       return table;
     });
@@ -190,6 +206,7 @@ export class SqsWaiter extends Construct {
       ...adoptedQueues.map((q, i): [sqs.IQueue, dynamodb.ITable] => [q, this.adoptedTables[i]]),
     ];
 
+    const pollerGroups = inRange("pollerGroups", props.pollerGroups, 1);
     const environment: Record<string, string> = {
       WAITER_QUEUES: managed.map(([q]) => q.queueName).join(","),
       WAITER_TABLE_PREFIX: prefix,
@@ -200,6 +217,7 @@ export class SqsWaiter extends Construct {
       WAITER_HISTORY_DAYS: String(inRange("historyDays", props.historyDays, 7)),
       WAITER_HISTORY_BODY: String(props.historyBody ?? false),
       WAITER_MAX_RATE: String(inRange("maxRate", props.maxRate, 0)),
+      WAITER_POLLER_GROUPS: String(pollerGroups),
       RUST_LOG: props.logLevel ?? lambda.ApplicationLogLevel.INFO,
     };
     const common = {
@@ -338,17 +356,22 @@ export class SqsWaiter extends Construct {
       enforceSSL: true,
     });
     this.scheduleDeadLetters.grantSendMessages(schedulerRole);
-    new scheduler.CfnSchedule(this, "EveryMinute", {
-      description: "Runs the sqs-waiter poller",
-      scheduleExpression: "rate(1 minute)",
-      flexibleTimeWindow: { mode: "OFF" },
-      target: {
-        arn: this.pollerFunction.functionArn,
-        roleArn: schedulerRole.roleArn,
-        retryPolicy: { maximumRetryAttempts: 0 },
-        deadLetterConfig: { arn: this.scheduleDeadLetters.queueArn },
-      },
-    });
+    // One schedule per poller group, each naming its group. Group 0 keeps the id the single
+    // schedule had, so that adding groups to a deployed stack adds schedules and replaces none.
+    for (let group = 0; group < pollerGroups; group++) {
+      new scheduler.CfnSchedule(this, group === 0 ? "EveryMinute" : `EveryMinute-Group${group}`, {
+        description: `Runs the sqs-waiter poller, group ${group} of ${pollerGroups}`,
+        scheduleExpression: "rate(1 minute)",
+        flexibleTimeWindow: { mode: "OFF" },
+        target: {
+          arn: this.pollerFunction.functionArn,
+          roleArn: schedulerRole.roleArn,
+          input: JSON.stringify({ group, groups: pollerGroups }),
+          retryPolicy: { maximumRetryAttempts: 0 },
+          deadLetterConfig: { arn: this.scheduleDeadLetters.queueArn },
+        },
+      });
+    }
 
     const metric = (namespace: string, metricName: string, statistic: string, period: Duration, fn = this.pollerFunction) =>
       new cloudwatch.Metric({

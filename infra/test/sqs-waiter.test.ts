@@ -135,6 +135,40 @@ test("the poller runs every minute through EventBridge Scheduler", () => {
   });
 });
 
+test("one schedule per poller group, each invoking the poller with its group", () => {
+  const { template } = example();
+  const single = Object.values(template.findResources("AWS::Scheduler::Schedule")) as any[];
+  assert.equal(single.length, 1);
+  assert.equal(single[0].Properties.Target.Input, JSON.stringify({ group: 0, groups: 1 }));
+
+  const stack = new Stack(newApp(), "Grouped");
+  const queue = new sqs.Queue(stack, "Q");
+  const table = { readUnitsPerSecond: 30000, writeUnitsPerSecond: 40000 };
+  new SqsWaiter(stack, "W", { queues: [queue], pollerGroups: 4, warmThroughput: table, enqueueCode: fakeCode(), pollerCode: fakeCode() });
+  const grouped = Template.fromStack(stack);
+  const schedules = Object.entries(grouped.findResources("AWS::Scheduler::Schedule")) as [string, any][];
+  const inputs = schedules.map(([, s]) => JSON.parse(s.Properties.Target.Input)).sort((a, b) => a.group - b.group);
+  assert.deepEqual(inputs, [0, 1, 2, 3].map((group) => ({ group, groups: 4 })));
+  // Group 0 keeps the single schedule's id: adding groups replaces no schedule.
+  assert.ok(schedules.some(([id, s]) => id.startsWith("WEveryMinute") && !id.includes("Group") && JSON.parse(s.Properties.Target.Input).group === 0));
+  for (const [, s] of schedules) {
+    assert.equal(s.Properties.Target.RetryPolicy.MaximumRetryAttempts, 0);
+    assert.ok(s.Properties.Target.DeadLetterConfig.Arn);
+  }
+  grouped.hasResourceProperties("AWS::Lambda::Function", {
+    Environment: { Variables: Match.objectLike({ WAITER_POLLER_GROUPS: "4" }) },
+  });
+  const warm = { ReadUnitsPerSecond: 30000, WriteUnitsPerSecond: 40000 };
+  grouped.hasResourceProperties("AWS::DynamoDB::Table", {
+    WarmThroughput: warm,
+    GlobalSecondaryIndexes: [Match.objectLike({ WarmThroughput: warm })],
+  });
+  assert.ok(
+    Object.values(template.findResources("AWS::DynamoDB::Table")).every((t: any) => t.Properties.WarmThroughput === undefined),
+    "no warm throughput unless asked",
+  );
+});
+
 test("IAM statements name only the given tables, index and queues, never *", () => {
   const { stack, template } = example();
   const policies = template.findResources("AWS::IAM::Policy");

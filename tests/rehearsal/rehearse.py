@@ -160,8 +160,9 @@ class Rehearsal:
                 stripped_bootstrap(binary, Path(tmp) / "bootstrap")
                 self.s3.put_object(Bucket=BUCKET, Key=f"{binary}.zip", Body=zipped_dir(tmp))
 
-    def params(self, queues, prefix, adopted=()):
+    def params(self, queues, prefix, adopted=(), groups=1):
         return [
+            {"ParameterKey": "PollerGroups", "ParameterValue": str(groups)},
             {"ParameterKey": "QueueNames", "ParameterValue": ",".join(queues)},
             {"ParameterKey": "AdoptedQueueNames", "ParameterValue": ",".join(adopted)},
             {"ParameterKey": "TablePrefix", "ParameterValue": prefix},
@@ -188,10 +189,14 @@ class Rehearsal:
             if "FAILED" in e.get("ResourceStatus", ""):
                 print(f"     {e['LogicalResourceId']}: {e['ResourceStatus']}: {e.get('ResourceStatusReason', '')}")
 
-    def create(self, stack, queues, prefix, expect="CREATE_COMPLETE", adopted=()):
+    # PollerGroups of each stack, as last deployed.
+    groups = {}
+
+    def create(self, stack, queues, prefix, expect="CREATE_COMPLETE", adopted=(), groups=1):
         started = time.monotonic()
+        self.groups[stack] = groups
         self.cfn.create_stack(StackName=stack, TemplateBody=derived_template(queues, adopted),
-                              Parameters=self.params(queues, prefix, adopted), Capabilities=self.CAPS)
+                              Parameters=self.params(queues, prefix, adopted, groups), Capabilities=self.CAPS)
         status = self.wait(stack, expect)
         check(status == expect, f"{stack}: create ends {expect} (got {status}, {time.monotonic() - started:.0f} s)")
         return status == expect
@@ -332,11 +337,15 @@ class Rehearsal:
                 f"{stack}: log group {logical} with 30 days' retention", "LocalStack's log group provider ignores RetentionInDays")
 
         schedules = [r for r in res.values() if r["ResourceType"] == "AWS::Scheduler::Schedule"]
-        if check(len(schedules) == 1, f"{stack}: one schedule"):
-            name = schedules[0]["PhysicalResourceId"]
+        groups = self.groups.get(stack, 1)
+        inputs = []
+        check(len(schedules) == groups, f"{stack}: one schedule per poller group ({groups}, got {len(schedules)})")
+        for schedule in schedules:
+            name = schedule["PhysicalResourceId"]
             check(name != "PollerFunctionEveryMinute", f"{stack}: schedule name generated per stack ({name})")
             s = self.sched.get_schedule(Name=name)
             t = s["Target"]
+            inputs.append(json.loads(t.get("Input") or "{}"))
             dlq = self.physical(res, "ScheduleDeadLetters")
             dlq_arn = self.queue_arn(dlq) if dlq else None
             check(s["ScheduleExpression"] == "rate(1 minute)" and s.get("State") == "ENABLED",
@@ -346,6 +355,8 @@ class Rehearsal:
             check(t.get("RetryPolicy", {}).get("MaximumRetryAttempts") == 0, f"{stack}: schedule does not retry")
             check(dlq_arn is not None and t.get("DeadLetterConfig", {}).get("Arn") == dlq_arn,
                   f"{stack}: schedule dead letters go to ScheduleDeadLetters")
+        check(sorted(inputs, key=lambda i: i.get("group", -1)) == [{"group": g, "groups": groups} for g in range(groups)],
+              f"{stack}: each schedule runs its poller group ({inputs})")
         if "PollerFunction" in functions and functions["PollerFunction"]:
             try:
                 eic = self.lam.get_function_event_invoke_config(FunctionName=functions["PollerFunction"])
@@ -368,9 +379,9 @@ class Rehearsal:
         return res
 
     def schedule(self, stack, res):
-        """The stack's one schedule, or None (a failed check)."""
+        """The stack's schedules, one per poller group, or None (a failed check)."""
         schedules = [r["PhysicalResourceId"] for r in res.values() if r["ResourceType"] == "AWS::Scheduler::Schedule"]
-        return schedules[0] if check(len(schedules) == 1, f"{stack}: a schedule to run") else None
+        return schedules if check(len(schedules) >= 1, f"{stack}: a schedule to run") else None
 
     def deliver(self, rt, stack, queue):
         """A direct and a stored job, by boto3 and by the CLI, through this stack's functions."""
@@ -392,7 +403,8 @@ class Rehearsal:
     def update(self, stack, queues, prefix, adopted=()):
         started = time.monotonic()
         self.cfn.update_stack(StackName=stack, TemplateBody=derived_template(queues, adopted),
-                              Parameters=self.params(queues, prefix, adopted), Capabilities=self.CAPS)
+                              Parameters=self.params(queues, prefix, adopted, self.groups.get(stack, 1)),
+                              Capabilities=self.CAPS)
         status = self.wait(stack, "UPDATE_COMPLETE")
         check(status == "UPDATE_COMPLETE", f"{stack}: update ends UPDATE_COMPLETE (got {status}, {time.monotonic() - started:.0f} s)")
 
@@ -436,9 +448,10 @@ def main():
         for q in ("orders", "billing", "refunds", "fresh"):
             rt.ensure_queue(q)
 
-        # 1. Two stacks side by side, each delivering jobs through its own functions.
-        for stack, prefix in (("sqs-waiter-dev", "dev-"), ("sqs-waiter-prod", "prod-")):
-            if not r.create(stack, ["orders", "billing"], prefix):
+        # 1. Two stacks side by side, each delivering jobs through its own functions; prod runs
+        #    two poller groups, each schedule its own half of the partitions.
+        for stack, prefix, groups in (("sqs-waiter-dev", "dev-", 1), ("sqs-waiter-prod", "prod-", 2)):
+            if not r.create(stack, ["orders", "billing"], prefix, groups=groups):
                 return
             r.check_stack(stack, ["orders", "billing"], prefix)
             r.deliver(rt, stack, "orders")

@@ -111,17 +111,18 @@ class RoundTrip:
                         self.check(reply.get("status") == "scheduled", f"{label}: the {how} job in {delay} s is stored")
         return expected, stored
 
-    def round_trip(self, label, function, schedule_name, queue, stored_delay_s):
-        """Jobs through a deployed stack: `send_jobs`, its poller run, every job received."""
+    def round_trip(self, label, function, schedules, queue, stored_delay_s):
+        """Jobs through a deployed stack: `send_jobs`, its poller runs, every job received."""
         expected, stored = self.send_jobs(function, queue, f"{label}/{queue}", stored_delay_s)
-        self.hand_over_and_receive(label, schedule_name, queue, expected, stored)
+        self.hand_over_and_receive(label, schedules, queue, expected, stored)
 
-    def hand_over_and_receive(self, label, schedule_name, queue, expected, stored, on_time=True):
-        """The poller run as the schedule would run it, handing over the `stored` jobs, then
-        every expected job received."""
-        run = self.fire_schedule(schedule_name)
-        self.check(run.get("dispatched") == stored,
-                   f"{label}: the poller run hands over the {stored} stored job(s) (got {run.get('dispatched')})")
+    def hand_over_and_receive(self, label, schedules, queue, expected, stored, on_time=True):
+        """The poller runs as the schedules (one per poller group, or one name) would run them,
+        handing over the `stored` jobs between them, then every expected job received."""
+        names = [schedules] if isinstance(schedules, str) else schedules
+        dispatched = sum(self.fire_schedule(name).get("dispatched") or 0 for name in names)
+        self.check(dispatched == stored,
+                   f"{label}: the poller runs ({len(names)}) hand over the {stored} stored job(s) (got {dispatched})")
         self.receive(queue, expected, on_time=on_time)
 
     def hold_job(self, function, queue, label, delay_s):

@@ -345,6 +345,35 @@ impl Emulator {
     }
 }
 
+impl Emulator {
+    /// `receive_for` with `workers` receivers at once, for herds: one receiver takes about a
+    /// second per 10 messages from a moto queue holding thousands.
+    pub async fn receive_many(&self, url: &str, wait: Duration, expect: usize, workers: usize) -> Vec<Received> {
+        let got = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let until = Instant::now() + wait;
+        let receivers = (0..workers.max(1)).map(|_| {
+            let got = got.clone();
+            async move {
+                let mut out = Vec::new();
+                while Instant::now() < until && got.load(std::sync::atomic::Ordering::SeqCst) < expect {
+                    let batch = self.receive_for(url, Duration::from_millis(1), 10).await;
+                    got.fetch_add(batch.len(), std::sync::atomic::Ordering::SeqCst);
+                    if batch.is_empty() {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    out.extend(batch);
+                }
+                out
+            }
+        });
+        futures::future::join_all(receivers)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+}
+
 /// Deletes the messages one ReceiveMessage returned (so at most 10) in one DeleteMessageBatch.
 pub async fn delete_received(
     sqs: &aws_sdk_sqs::Client,

@@ -34,7 +34,7 @@ pub struct Rig {
     pub urls: Vec<String>,
     pub env: Env,
     /// The tables' own DynamoDB Local and its fault proxy, when built `for_many_transactions`
-    /// on a backend with `Quirk::TransactionsCopyTables`.
+    /// or `for_concurrent_writes` on a backend with the quirk that asks for it.
     pub tables: Option<(DynamoLocal, Option<FaultProxy>)>,
 }
 
@@ -44,7 +44,8 @@ pub struct RigBuilder<'a> {
     table_prefix: &'a str,
     proxy: Option<(u64, f64)>,
     settings: Vec<(&'a str, &'a str)>,
-    many_transactions: bool,
+    /// Backends with any of these quirks get the tables on DynamoDB Local.
+    local_tables_for: Vec<Quirk>,
 }
 
 impl Rig {
@@ -55,7 +56,15 @@ impl Rig {
             table_prefix: "",
             proxy: None,
             settings: Vec::new(),
-            many_transactions: false,
+            local_tables_for: Vec::new(),
+        }
+    }
+
+    /// A client of the tables' DynamoDB (DynamoDB Local when the rig put them there).
+    pub async fn table_client(&self) -> aws_sdk_dynamodb::Client {
+        match &self.tables {
+            Some((local, _)) => aws_sdk_dynamodb::Client::new(&sdk_config(&local.endpoint).await),
+            None => self.emu.dynamodb.clone(),
         }
     }
 
@@ -89,7 +98,15 @@ impl<'a> RigBuilder<'a> {
     /// transaction item copies the whole table) the tables live on Amazon DynamoDB Local, behind
     /// a fault proxy of their own with the same seed and rate.
     pub fn for_many_transactions(mut self) -> Self {
-        self.many_transactions = true;
+        self.local_tables_for.push(Quirk::TransactionsCopyTables);
+        self
+    }
+
+    /// For a test whose guarantee rests on DynamoDB isolating simultaneous conditional writes
+    /// to one item (leases, the rate ledger): on a backend with
+    /// `Quirk::UnlockedConditionalWrites` (moto) the tables live on Amazon DynamoDB Local.
+    pub fn for_concurrent_writes(mut self) -> Self {
+        self.local_tables_for.push(Quirk::UnlockedConditionalWrites);
         self
     }
 
@@ -103,7 +120,7 @@ impl<'a> RigBuilder<'a> {
     /// Starts the emulator (and the proxy) and creates the queues and tables.
     pub async fn start(self) -> Rig {
         let emu = Emulator::start().await;
-        let local = match self.many_transactions && emu.backend.has(Quirk::TransactionsCopyTables) {
+        let local = match self.local_tables_for.iter().any(|q| emu.backend.has(*q)) {
             true => Some(DynamoLocal::start().await),
             false => None,
         };

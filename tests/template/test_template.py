@@ -88,16 +88,69 @@ class FirstAndSecondDeploy(unittest.TestCase):
     def test_table_ids_follow_the_queue_name_not_its_position(self):
         self.assertEqual(list(loop_body("Tables")), ["Table&{QueueName}"])
 
-    def test_the_schedule_has_no_fixed_name_and_a_dead_letter_queue(self):
-        events = RESOURCES["PollerFunction"]["Properties"]["Events"]
-        for name, event in events.items():
-            if event["Type"] != "ScheduleV2":
-                continue
-            props = event["Properties"]
-            self.assertIs(props.get("OmitName"), True, f"{name}: SAM would name it PollerFunction{name}")
-            self.assertNotIn("Name", props, name)
-            self.assertEqual(props["DeadLetterConfig"], {"Arn": {"Fn::GetAtt": ["ScheduleDeadLetters", "Arn"]}}, name)
-            self.assertEqual(props["RoleArn"], {"Fn::GetAtt": ["SchedulerRole", "Arn"]}, name)
+    def test_each_poller_group_has_a_schedule_with_no_fixed_name_and_a_dead_letter_queue(self):
+        self.assertNotIn("Events", RESOURCES["PollerFunction"]["Properties"], "schedules are PollerSchedules")
+        body = loop_body("PollerSchedules")
+        self.assertEqual(list(body), ["PollerSchedule${Group}"])
+        schedule = body["PollerSchedule${Group}"]
+        self.assertEqual(schedule["Condition"], {"Fn::Sub": "PollerGroupOn${Group}"})
+        self.assertNotEqual(list(schedule)[0], "Condition", "AWS refuses a loop body whose first key is Condition")
+        expanded = iam_budget.expand_loops({"Fn::ForEach::PollerSchedules": RESOURCES["Fn::ForEach::PollerSchedules"]}, {})
+        self.assertEqual({k: v["Condition"] for k, v in expanded.items()},
+                         {f"PollerSchedule{i}": f"PollerGroupOn{i}" for i in range(16)})
+        props = schedule["Properties"]
+        self.assertNotIn("Name", props, "a fixed name would collide between two stacks")
+        self.assertEqual(props["ScheduleExpression"], "rate(1 minute)")
+        target = props["Target"]
+        self.assertEqual(target["Arn"], {"Fn::GetAtt": ["PollerFunction", "Arn"]})
+        self.assertEqual(target["RoleArn"], {"Fn::GetAtt": ["SchedulerRole", "Arn"]})
+        self.assertEqual(target["DeadLetterConfig"], {"Arn": {"Fn::GetAtt": ["ScheduleDeadLetters", "Arn"]}})
+        self.assertEqual(target["RetryPolicy"], {"MaximumRetryAttempts": 0})
+        # The input is the poller's group event, for every group of every PollerGroups value.
+        template = target["Input"]["Fn::Sub"]
+        for n in range(1, 17):
+            for i in range(n):
+                event = json.loads(template.replace("${Group}", str(i)).replace("${PollerGroups}", str(n)))
+                self.assertEqual(event, {"group": i, "groups": n})
+
+    def test_poller_groups_run_exactly_the_groups_below_their_number(self):
+        collection = loop_collection("PollerSchedules")
+        params = TEMPLATE["Parameters"]["PollerGroups"]
+        top = int(params["MaxValue"])
+        self.assertEqual(collection, [str(i) for i in range(top)])
+        conditions = TEMPLATE["Conditions"]
+
+        def holds(cond, n):
+            if isinstance(cond, dict) and "Condition" in cond:
+                return holds(conditions[cond["Condition"]], n)
+            (fn, args), = cond.items()
+            if fn == "Fn::Not":
+                return not holds(args[0], n)
+            if fn == "Fn::And":
+                return all(holds(a, n) for a in args)
+            if fn == "Fn::Equals":
+                vals = [str(n) if a == {"Ref": "PollerGroups"} else str(a) for a in args]
+                return vals[0] == vals[1]
+            raise AssertionError(f"unexpected {fn}")
+
+        for n in range(int(params["MinValue"]), top + 1):
+            on = [g for g in collection if holds(conditions[f"PollerGroupOn{g}"], n)]
+            self.assertEqual(on, [str(i) for i in range(n)], f"PollerGroups={n}")
+        env = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
+        self.assertEqual(env["WAITER_POLLER_GROUPS"], {"Ref": "PollerGroups"})
+
+    def test_warm_throughput_is_set_on_table_and_index_only_when_asked(self):
+        for logical_id, table in loop_body("Tables").items():
+            props = table["Properties"]
+            warm = {"Fn::If": ["HasWarmThroughput",
+                               {"ReadUnitsPerSecond": {"Ref": "WarmReadUnits"},
+                                "WriteUnitsPerSecond": {"Ref": "WarmWriteUnits"}},
+                               {"Ref": "AWS::NoValue"}]}
+            self.assertEqual(props["WarmThroughput"], warm, logical_id)
+            (index,) = props["GlobalSecondaryIndexes"]
+            self.assertEqual(index["WarmThroughput"], warm, logical_id)
+        self.assertEqual(TEMPLATE["Conditions"]["HasWarmThroughput"],
+                         {"Fn::Not": [{"Fn::Equals": [{"Ref": "WarmWriteUnits"}, 0]}]})
 
     def test_no_resource_has_a_fixed_physical_name(self):
         # Names that would collide between two stacks in one account and region. Table names

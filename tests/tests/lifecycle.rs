@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use e2e::quirks::Quirk;
 use e2e::rig::{alone, in_secs, parse_time, setup, shared};
 use e2e::Function;
 use serde_json::{json, Value};
@@ -176,29 +175,21 @@ async fn a_permanently_rejected_job_is_parked_visible_and_can_be_redriven() {
 /// On a backend with `Quirk::UnlockedConditionalWrites` (moto) the table is on Amazon DynamoDB
 /// Local instead: two simultaneous conditional writes on one lease can both succeed there, which
 /// DynamoDB never allows.
-async fn concurrent_pollers(k: usize, n: usize) -> usize {
-    let emu = e2e::Emulator::start().await;
-    let ddb_local = if emu.backend.has(Quirk::UnlockedConditionalWrites) {
-        Some(e2e::DynamoLocal::start().await)
-    } else {
-        None
-    };
-    let ddb = match &ddb_local {
-        Some(local) => aws_sdk_dynamodb::Client::new(&e2e::emulator::sdk_config(&local.endpoint).await),
-        None => emu.dynamodb.clone(),
-    };
-    let url = emu.create_queue("orders").await;
-    e2e::emulator::create_waiter_table(&ddb, "orders", e2e::emulator::IndexKind::Global).await;
-    let mut env = emu.function_env(&[
-        ("WAITER_QUEUES", "orders"),
-        ("WAITER_DIRECT_MAX_DELAY", "0"),
-        ("WAITER_SHARDS", "8"),
-        ("WAITER_LOOKAHEAD", "0"),
-    ]);
-    if let Some(local) = &ddb_local {
-        env.push(("AWS_ENDPOINT_URL_DYNAMODB".into(), local.endpoint.clone()));
-    }
-    let mut enqueue = Function::start("enqueue", &env).await;
+/// `k` pollers at once over `n` jobs due together; with `grouped`, poller `i` runs poller group
+/// `i` of `k` (`{"group": i, "groups": k}`), else each runs every partition (`{}`).
+async fn concurrent_pollers(k: usize, n: usize, grouped: bool) -> usize {
+    let rig = e2e::rig::Rig::builder(&["orders"])
+        .settings(&[
+            ("WAITER_DIRECT_MAX_DELAY", "0"),
+            ("WAITER_SHARDS", "8"),
+            ("WAITER_LOOKAHEAD", "0"),
+        ])
+        .for_concurrent_writes()
+        .start()
+        .await;
+    let (emu, env, url) = (&rig.emu, &rig.env, rig.urls[0].clone());
+    let ddb = rig.table_client().await;
+    let mut enqueue = Function::start("enqueue", env).await;
     // One due time for all, far enough ahead that a slow emulator on a busy machine stores every
     // batch before it (a job already due would go straight to SQS and skip the pollers).
     let due = chrono::Utc::now() + chrono::TimeDelta::seconds(8);
@@ -220,14 +211,19 @@ async fn concurrent_pollers(k: usize, n: usize) -> usize {
     tokio::time::sleep(until_due + Duration::from_millis(500)).await;
     let mut pollers = Vec::new();
     for _ in 0..k {
-        pollers.push(Function::start("poller", &env).await);
+        pollers.push(Function::start("poller", env).await);
     }
-    let runs = pollers
-        .iter_mut()
-        .map(|p| async move { p.invoke(&json!({})).await.expect("poller run") });
+    let runs = pollers.iter_mut().enumerate().map(|(i, p)| async move {
+        let event = if grouped {
+            json!({"group": i, "groups": k})
+        } else {
+            json!({})
+        };
+        p.invoke(&event).await.expect("poller run")
+    });
     let summaries = futures::future::join_all(runs).await;
     let dispatched: u64 = summaries.iter().map(|r| r["dispatched"].as_u64().unwrap()).sum();
-    let mut got = emu.receive_for(&url, Duration::from_secs(90), n).await;
+    let mut got = emu.receive_many(&url, Duration::from_secs(150), n, 4).await;
     got.extend(emu.receive_for(&url, Duration::from_secs(2), usize::MAX).await);
     let sends = e2e::emulator::Sends::count(&got);
     let duplicates = sends.extra;
@@ -238,6 +234,15 @@ async fn concurrent_pollers(k: usize, n: usize) -> usize {
     );
     assert_eq!(sends.jobs, n, "no job lost");
     assert_eq!(dispatched as usize, n);
+    assert!(got.iter().all(|m| m.at >= due), "never early");
+    if grouped {
+        // Each group worked its own partitions: none met another's lease.
+        for (i, r) in summaries.iter().enumerate() {
+            assert_eq!(r["group"], i, "{r}");
+            assert_eq!(r["busy_partitions"], 0, "{r}");
+            assert!(r["partitions"].as_u64().is_some_and(|p| p > 0 && p < 8), "{r}");
+        }
+    }
     let left = ddb
         .scan()
         .table_name("orders")
@@ -253,13 +258,31 @@ async fn concurrent_pollers(k: usize, n: usize) -> usize {
 #[tokio::test(flavor = "multi_thread")]
 async fn two_pollers_at_once_lose_nothing_and_send_nothing_twice() {
     let _machine = alone().await;
-    assert_eq!(concurrent_pollers(2, 1000).await, 0, "no double send without a crash");
+    assert_eq!(
+        concurrent_pollers(2, 1000, false).await,
+        0,
+        "no double send without a crash"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn four_pollers_at_once_lose_nothing_and_send_nothing_twice() {
     let _machine = alone().await;
-    assert_eq!(concurrent_pollers(4, 1000).await, 0, "no double send without a crash");
+    assert_eq!(
+        concurrent_pollers(4, 1000, false).await,
+        0,
+        "no double send without a crash"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_poller_groups_drain_a_herd_together_none_lost_twice_or_early() {
+    let _machine = alone().await;
+    assert_eq!(
+        concurrent_pollers(2, 2000, true).await,
+        0,
+        "no double send without a crash"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -334,6 +357,78 @@ async fn max_rate_spreads_a_herd_over_arrival_seconds_and_reports_the_lateness()
     // Moved by DelaySeconds in whole seconds: three seconds of arrivals (receipt is polled, so
     // a message may be seen a little after its second starts).
     assert!(per_second.len() >= 3, "{per_second:?}");
+    let first_second = per_second.values().next().copied().unwrap_or(0);
+    assert!(
+        first_second <= 5,
+        "at most the rate in the first second: {per_second:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_poller_groups_keep_one_rate_budget_for_the_queue() {
+    let _machine = alone().await;
+    // Both groups book into the queue's ledger at once: on DynamoDB Local where moto does not
+    // isolate conditional writes.
+    let rig = e2e::rig::Rig::builder(&["orders"])
+        .settings(&[
+            ("WAITER_DIRECT_MAX_DELAY", "0"),
+            ("WAITER_SHARDS", "4"),
+            ("WAITER_MAX_RATE", "5"),
+            ("WAITER_POLLER_GROUPS", "2"),
+        ])
+        .for_concurrent_writes()
+        .start()
+        .await;
+    let mut enqueue = Function::start("enqueue", &rig.env).await;
+    let mut first = Function::start("poller", &rig.env).await;
+    let mut second = Function::start("poller", &rig.env).await;
+    // A group out of range is refused by field, and the run does nothing.
+    let err = first
+        .invoke(&json!({"group": 2, "groups": 2}))
+        .await
+        .expect_err("group 2 of 2 accepted");
+    assert_eq!(err.error_type, "InvalidRequest", "{err:?}");
+    assert!(err.error_message.starts_with("group:"), "{err:?}");
+    let due = in_secs(4.0);
+    let jobs: Vec<Value> = (0..20)
+        .map(|i| json!({"queue": "orders", "message_body": format!("herd-{i}"), "job_id": format!("h{i}"), "perform_at": due}))
+        .collect();
+    let reply = enqueue.invoke_ok(&json!({ "jobs": jobs })).await;
+    assert!(
+        reply["results"]
+            .as_array()
+            .is_some_and(|r| r.iter().all(|j| j["status"] == "scheduled")),
+        "{reply}"
+    );
+    let start = parse_time(&due) + chrono::TimeDelta::milliseconds(100) - chrono::Utc::now();
+    tokio::time::sleep(start.to_std().unwrap_or_default()).await;
+    let (g0, g1) = (json!({"group": 0, "groups": 2}), json!({"group": 1, "groups": 2}));
+    let (a, b) = tokio::join!(first.invoke_ok(&g0), second.invoke_ok(&g1));
+    assert_eq!(
+        a["dispatched"].as_u64().unwrap_or(0) + b["dispatched"].as_u64().unwrap_or(0),
+        20,
+        "{a} {b}"
+    );
+    assert!(
+        a["dispatched"].as_u64() > Some(0) && b["dispatched"].as_u64() > Some(0),
+        "both groups had jobs: {a} {b}"
+    );
+    let got = rig.emu.receive_for(&rig.urls[0], Duration::from_secs(12), 20).await;
+    assert_eq!(e2e::emulator::Sends::count(&got).jobs, 20, "{got:?}");
+    let due = parse_time(&due);
+    let mut per_second = std::collections::BTreeMap::<i64, usize>::new();
+    for m in &got {
+        assert!(m.at >= due, "never early: {} before {due}", m.at);
+        *per_second.entry((m.at - due).num_seconds()).or_default() += 1;
+    }
+    // 20 at 5 a second for the queue: four seconds of arrivals, the last ones 3 s late by the
+    // runs' own account (receipt is polled, and a loaded machine merges seconds). Two budgets,
+    // one per group, would make it two seconds, and let 10 arrive in the first.
+    let lateness = a["max_lateness_ms"]
+        .as_f64()
+        .unwrap_or(0.0)
+        .max(b["max_lateness_ms"].as_f64().unwrap_or(0.0));
+    assert!((2_500.0..4_500.0).contains(&lateness), "{a} {b}");
     let first_second = per_second.values().next().copied().unwrap_or(0);
     assert!(
         first_second <= 5,

@@ -27,6 +27,7 @@
 mod actions;
 mod error;
 mod job;
+mod poller;
 mod reply;
 mod retry;
 
@@ -36,6 +37,7 @@ pub use actions::{
 };
 pub use error::{ErrorType, Failure};
 pub use job::{Job, MessageAttribute, Window};
+pub use poller::PollerGroup;
 pub use reply::{
     BatchReply, BatchResult, Bucket, CancelManyReply, FailedStatus, JobReply, JobStatus, ListReply, ParkedError,
     ParkedReply, RedriveAllReply, StatsReply,

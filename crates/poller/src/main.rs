@@ -2,7 +2,9 @@
 
 use lambda_runtime::{run, service_fn, Diagnostic, Error, LambdaEvent};
 use serde_json::Value;
+use sqs_waiter_contract::ErrorType;
 use waiter::aws::{Adapters, DynamoStore, SqsQueue};
+use waiter::poller::groups::group_in;
 use waiter::ports::SystemClock;
 use waiter::wire::Payload;
 use waiter::{metrics, Dispatcher};
@@ -25,8 +27,27 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Value, Diagno
         deadline = now + chrono::TimeDelta::seconds(FALLBACK_BUDGET_S);
     }
     let budget_ms = (deadline - now).num_milliseconds();
-    let summary = app.run(deadline).await;
+    let group = match &event.payload.0 {
+        Ok(v) => group_in(v, app.config.poller_groups).map_err(|e| Diagnostic {
+            error_type: ErrorType::InvalidRequest.to_string(),
+            error_message: e.to_string(),
+        })?,
+        // Any event is a run over every partition; only a group must be readable.
+        Err(_) => None,
+    };
+    if let Some(g) = group.filter(|g| g.groups != app.config.poller_groups) {
+        // Schedules of an earlier PollerGroups during a deploy: still safe, the leases keep
+        // runs apart, and every partition is some group's under either number.
+        tracing::warn!(
+            groups = g.groups,
+            configured = app.config.poller_groups,
+            "the event's groups differ from WAITER_POLLER_GROUPS"
+        );
+    }
+    let summary = app.run_group(deadline, group).await;
     tracing::info!(
+        group = summary.group.map(|g| g.group),
+        groups = summary.group.map(|g| g.groups),
         budget_ms,
         dispatched = summary.dispatched,
         expired = summary.expired,

@@ -22,6 +22,7 @@ pub const ENV_HISTORY_DAYS: &str = "WAITER_HISTORY_DAYS";
 pub const ENV_DIRECT_HISTORY: &str = "WAITER_DIRECT_HISTORY";
 pub const ENV_MAX_RATE: &str = "WAITER_MAX_RATE";
 pub const ENV_HISTORY_BODY: &str = "WAITER_HISTORY_BODY";
+pub const ENV_POLLER_GROUPS: &str = "WAITER_POLLER_GROUPS";
 
 pub const DEFAULT_LOOKAHEAD: u32 = 120;
 pub const DEFAULT_SHARDS: u32 = 4;
@@ -32,6 +33,8 @@ pub const DEFAULT_HISTORY_DAYS: u32 = 7;
 pub const MAX_HISTORY_DAYS: u32 = 365;
 /// The highest `WAITER_MAX_RATE` accepted: far above what one queue's partitions can send.
 pub const MAX_RATE: u32 = 1_000_000;
+/// The most poller groups: one schedule each (docs/performance.md "Herds" sizes them).
+pub const MAX_POLLER_GROUPS: u32 = 16;
 
 /// A configuration variable that is missing or invalid. Names the variable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -107,6 +110,8 @@ pub struct Config {
     /// History records keep the job's message (body, attributes, group), so that `replay` can
     /// send a copy. Off by default: it stores every message a second time for `history_days`.
     pub history_body: bool,
+    /// How many poller groups the deployment's schedules invoke (`{"group": i, "groups": n}`).
+    pub poller_groups: u32,
 }
 
 impl Config {
@@ -188,6 +193,7 @@ impl Config {
             // 0 (the templates' default) or unset: unlimited.
             max_rate: Some(int_var(&get, ENV_MAX_RATE, 0, 0, MAX_RATE)?).filter(|r| *r > 0),
             history_body: bool_var(&get, ENV_HISTORY_BODY, false)?,
+            poller_groups: int_var(&get, ENV_POLLER_GROUPS, 1, 1, MAX_POLLER_GROUPS)?,
         })
     }
 
@@ -362,6 +368,7 @@ mod tests {
                 ENV_HISTORY_DAYS,
                 ENV_LOOKAHEAD,
                 ENV_MAX_RATE,
+                ENV_POLLER_GROUPS,
                 ENV_SHARDS
             ]
         );

@@ -10,7 +10,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::error::PortError;
-use crate::poller::{Dispatcher, MAX_UNDELETED_PER_PARTITION, SENDS_IN_FLIGHT};
+use crate::poller::groups::group_of;
+use crate::poller::{Dispatcher, PollerGroup, MAX_UNDELETED_PER_PARTITION, SENDS_IN_FLIGHT};
+use crate::ports::Partition;
 use crate::ports::{Clock, EntryOutcome, MessageQueue, OutgoingMessage};
 use crate::testing::{config, stored, FakeClock, FakeQueue, Faults, FaultyStore, MemStore, Sent};
 
@@ -71,6 +73,11 @@ fn bench(queue: &str, jobs: usize, extra: &[(&str, &str)]) -> Bench {
 
 /// `bench` with SQS answering each send after `send_latency`.
 fn bench_at(queue: &str, jobs: usize, extra: &[(&str, &str)], send_latency: Duration) -> Bench {
+    bench_in(queue, jobs, 1, extra, send_latency)
+}
+
+/// `bench_at` with the jobs spread over `shards` shards.
+fn bench_in(queue: &str, jobs: usize, shards: u32, extra: &[(&str, &str)], send_latency: Duration) -> Bench {
     let clock = FakeClock::default();
     let store = MemStore {
         page_size: 1000,
@@ -80,7 +87,7 @@ fn bench_at(queue: &str, jobs: usize, extra: &[(&str, &str)], send_latency: Dura
     // Overdue by a millisecond less each: a FIFO group's order is by `perform_at`.
     for i in 0..jobs {
         let perform_at = now - TimeDelta::milliseconds((jobs - i) as i64);
-        store.insert(stored(queue, &format!("j{i:05}"), perform_at, 1));
+        store.insert(stored(queue, &format!("j{i:05}"), perform_at, shards));
     }
     let metered = Metered {
         inner: FakeQueue::new(clock.clone()),
@@ -92,7 +99,8 @@ fn bench_at(queue: &str, jobs: usize, extra: &[(&str, &str)], send_latency: Dura
         max_undeleted: Arc::default(),
         latency: send_latency,
     };
-    let mut settings = vec![("WAITER_SHARDS", "1"), ("WAITER_LOOKAHEAD", "0")];
+    let shards = shards.to_string();
+    let mut settings = vec![("WAITER_SHARDS", shards.as_str()), ("WAITER_LOOKAHEAD", "0")];
     settings.extend_from_slice(extra);
     let d = Dispatcher::new(
         config(queue, &settings),
@@ -227,4 +235,76 @@ async fn max_rate_leaves_what_would_need_more_than_900_s_of_delay_for_a_later_ru
         .sent()
         .iter()
         .all(|m| m.message.delay_seconds <= Some(900)));
+}
+
+/// Another dispatcher over the bench's store and queue: another poller process.
+fn another_poller(b: &Bench) -> Dispatcher<FaultyStore<MemStore>, Metered, FakeClock> {
+    Dispatcher::new(b.d.config.clone(), b.d.store.clone(), b.queue.clone(), b.clock.clone())
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_poller_groups_split_the_partitions_and_share_one_rate_budget() {
+    let b = bench_in("orders", 400, 8, &[("WAITER_MAX_RATE", "50")], LATENCY);
+    let other = another_poller(&b);
+    let started = b.clock.now();
+    let deadline = started + TimeDelta::seconds(60);
+    let (s0, s1) = tokio::join!(
+        b.d.run_group(deadline, Some(PollerGroup { group: 0, groups: 2 })),
+        other.run_group(deadline, Some(PollerGroup { group: 1, groups: 2 })),
+    );
+    assert_eq!((s0.partitions, s1.partitions), (4, 4), "{s0:?} {s1:?}");
+    assert_eq!(
+        (s0.busy_partitions, s1.busy_partitions),
+        (0, 0),
+        "disjoint: no lease met"
+    );
+    assert_eq!(s0.dispatched + s1.dispatched, 400, "{s0:?} {s1:?}");
+    assert!(s0.dispatched > 0 && s1.dispatched > 0, "{s0:?} {s1:?}");
+    let sent = b.queue.inner.sent();
+    let mut ids: Vec<&str> = sent.iter().map(|m| m.message.body.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 400, "each job once");
+    assert_eq!(b.store.len(), 0);
+    // One budget for the queue: two runs with a budget each would let 100 arrive a second.
+    let seconds = per_second(&sent);
+    assert!(seconds.values().all(|n| *n <= 50), "{seconds:?}");
+    assert_eq!(seconds.len(), 8, "{seconds:?}");
+    assert!(sent.iter().all(|m| arrival(m) >= started), "never early");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_group_leaves_the_other_groups_partitions_alone() {
+    let b = bench_in("orders", 200, 8, &[], LATENCY);
+    let group = PollerGroup { group: 1, groups: 4 };
+    let s = b.d.run_group(b.clock.now() + TimeDelta::seconds(60), Some(group)).await;
+    assert_eq!(s.partitions, 2, "{s:?}");
+    assert_eq!(s.group, Some(group));
+    let left = b
+        .store
+        .state
+        .lock()
+        .unwrap()
+        .items
+        .values()
+        .cloned()
+        .collect::<Vec<_>>();
+    assert_eq!(s.dispatched as usize + left.len(), 200);
+    assert!(s.dispatched > 0 && !left.is_empty(), "{s:?}");
+    let q = crate::QueueName::parse("orders").unwrap();
+    for j in &left {
+        let Partition::Shard(shard) = j.partition else {
+            panic!("{j:?}")
+        };
+        assert_ne!(
+            group_of(&q, shard, 4),
+            1,
+            "{} left in the group's own shard",
+            j.job.job_id
+        );
+    }
+    // A run without a group takes the rest.
+    let rest = another_poller(&b).run(b.clock.now() + TimeDelta::seconds(60)).await;
+    assert_eq!(rest.dispatched as usize, left.len(), "{rest:?}");
+    assert_eq!(b.store.len(), 0);
 }

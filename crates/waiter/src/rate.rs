@@ -1,47 +1,53 @@
 //! `WAITER_MAX_RATE`: at most this many of the poller's messages arrive in any one second, per
-//! queue.
+//! queue, whatever the number of poller groups and runs at once.
 //!
 //! The budget is kept by arrival second, not by send instant: a standard-queue job is often sent
 //! ahead with `DelaySeconds`, so a thundering herd due at one instant is sent over many runs'
 //! lookahead but arrives at once. A job whose arrival second is full moves to the first second
 //! with room: a standard-queue message by a longer `DelaySeconds` (nothing is held in the run),
-//! a FIFO message (no per-message delay) by holding its send. The budget is per poller process:
-//! two pollers running at once each have their own.
+//! a FIFO message (no per-message delay) by holding its send.
+//!
+//! The bookings are the queue's, not a run's: the store keeps them (`ports::RateLedger`), one
+//! ledger per queue that every run books into. `Bookings` is the ledger's logic, without I/O.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
-use crate::config::QueueName;
-
-#[derive(Debug)]
-pub struct ArrivalBudget {
-    rate: u32,
-    /// Per queue: messages booked per arrival second (Unix seconds), from the current second on.
-    booked: Mutex<HashMap<QueueName, BTreeMap<i64, u32>>>,
+/// One arrival to book: its own second, and the latest second it may move to (Unix seconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArrivalWant {
+    pub second: i64,
+    pub latest: i64,
 }
 
-impl ArrivalBudget {
-    pub fn new(rate: u32) -> Self {
-        Self {
-            rate: rate.max(1),
-            booked: Mutex::default(),
-        }
+/// A queue's bookings: messages booked per arrival second, from the current second on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Bookings(BTreeMap<i64, u32>);
+
+impl Bookings {
+    pub fn from_counts(counts: impl IntoIterator<Item = (i64, u32)>) -> Self {
+        Self(counts.into_iter().filter(|(_, n)| *n > 0).collect())
     }
 
-    /// Books one arrival for a message that would arrive at `arrival`: in its own second if that
-    /// has room, else in the first later second that has. Returns the booked second (Unix
-    /// seconds), or `None` (nothing booked) when no second up to `latest` has room.
-    pub fn book(&self, queue: &QueueName, arrival: DateTime<Utc>, latest: i64, now: DateTime<Utc>) -> Option<i64> {
-        let mut booked = self.booked.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let seconds = booked.entry(queue.clone()).or_default();
-        // Seconds already past can take no more arrivals: forget them.
-        *seconds = seconds.split_off(&now.timestamp());
-        let mut second = arrival.timestamp();
-        while second <= latest {
-            let n = seconds.entry(second).or_insert(0);
-            if *n < self.rate {
+    pub fn counts(&self) -> impl Iterator<Item = (i64, u32)> + '_ {
+        self.0.iter().map(|(s, n)| (*s, *n))
+    }
+
+    /// Seconds already past can take no more arrivals: forgets them.
+    pub fn forget_before(&mut self, now: DateTime<Utc>) {
+        self.0 = self.0.split_off(&now.timestamp());
+    }
+
+    /// Books one arrival: in its own second if that has room, else in the first later second
+    /// that has. The booked second, or `None` (nothing booked) when no second up to `latest`
+    /// has room.
+    pub fn book(&mut self, rate: u32, want: ArrivalWant) -> Option<i64> {
+        let rate = rate.max(1);
+        let mut second = want.second;
+        while second <= want.latest {
+            let n = self.0.entry(second).or_insert(0);
+            if *n < rate {
                 *n += 1;
                 return Some(second);
             }
@@ -50,11 +56,18 @@ impl ArrivalBudget {
         None
     }
 
+    /// Books each want in order (see `book`).
+    pub fn book_all(&mut self, rate: u32, wants: &[ArrivalWant]) -> Vec<Option<i64>> {
+        wants.iter().map(|w| self.book(rate, *w)).collect()
+    }
+
     /// Gives back a booking that was not used.
-    pub fn release(&self, queue: &QueueName, second: i64) {
-        let mut booked = self.booked.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(n) = booked.get_mut(queue).and_then(|s| s.get_mut(&second)) {
+    pub fn release(&mut self, second: i64) {
+        if let Some(n) = self.0.get_mut(&second) {
             *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.0.remove(&second);
+            }
         }
     }
 }
@@ -67,14 +80,15 @@ mod tests {
         DateTime::from_timestamp_millis(s * 1000 + ms).expect("time")
     }
 
+    fn want(second: i64, latest: i64) -> ArrivalWant {
+        ArrivalWant { second, latest }
+    }
+
     #[test]
     fn a_full_second_moves_arrivals_to_the_next_seconds_with_room() {
-        let q = QueueName::parse("orders").expect("name");
-        let budget = ArrivalBudget::new(3);
-        let now = at(100, 0);
-        let seconds: Vec<Option<i64>> = (0..7).map(|_| budget.book(&q, at(105, 500), 200, now)).collect();
+        let mut b = Bookings::default();
         assert_eq!(
-            seconds,
+            b.book_all(3, &[want(105, 200); 7]),
             vec![
                 Some(105),
                 Some(105),
@@ -85,29 +99,33 @@ mod tests {
                 Some(107)
             ]
         );
-        // Another queue has its own budget.
-        let other = QueueName::parse("billing").expect("name");
-        assert_eq!(budget.book(&other, at(105, 0), 200, now), Some(105));
         // Nothing up to `latest` has room: nothing is booked.
-        assert_eq!(budget.book(&q, at(105, 0), 106, now), None);
-        assert_eq!(budget.book(&q, at(107, 0), 200, now), Some(107));
-        budget.release(&q, 107);
-        budget.release(&q, 107);
+        assert_eq!(b.book_all(3, &[want(105, 106)]), vec![None]);
+        assert_eq!(b.book(3, want(107, 200)), Some(107));
+        b.release(107);
+        b.release(107);
         // 107 holds none now: three fit again before 108 is used.
-        for _ in 0..3 {
-            assert_eq!(budget.book(&q, at(107, 0), 200, now), Some(107));
-        }
-        assert_eq!(budget.book(&q, at(107, 0), 200, now), Some(108));
+        assert_eq!(
+            b.book_all(3, &[want(107, 200); 4]),
+            vec![Some(107), Some(107), Some(107), Some(108)]
+        );
     }
 
     #[test]
     fn past_seconds_are_forgotten() {
-        let q = QueueName::parse("orders").expect("name");
-        let budget = ArrivalBudget::new(1);
-        assert_eq!(budget.book(&q, at(10, 0), 100, at(10, 0)), Some(10));
-        assert_eq!(budget.book(&q, at(10, 0), 100, at(10, 0)), Some(11));
-        assert_eq!(budget.book(&q, at(12, 0), 100, at(12, 0)), Some(12));
-        let booked = budget.booked.lock().expect("lock");
-        assert_eq!(booked[&q].keys().copied().collect::<Vec<_>>(), vec![12]);
+        let mut b = Bookings::from_counts([(10, 1), (11, 1), (12, 1)]);
+        b.forget_before(at(12, 500));
+        assert_eq!(b.counts().collect::<Vec<_>>(), vec![(12, 1)]);
+    }
+
+    #[test]
+    fn bookings_round_trip_through_their_counts_without_empty_seconds() {
+        let mut b = Bookings::default();
+        assert_eq!(b.book(2, want(5, 5)), Some(5));
+        assert_eq!(b.book(2, want(5, 6)), Some(5));
+        assert_eq!(b.book(2, want(5, 6)), Some(6));
+        b.release(6);
+        assert_eq!(b.counts().collect::<Vec<_>>(), vec![(5, 2)]);
+        assert_eq!(Bookings::from_counts([(5, 2), (7, 0)]), b);
     }
 }

@@ -13,6 +13,7 @@ use crate::job::{AttributeData, Attributes, Job, MessageAttribute};
 use crate::ports::{
     Edition, Found, History, HistoryStatus, JobKey, KeptMessage, Lease, ParkInfo, Partition, Retired, StoredJob, View,
 };
+use crate::rate::Bookings;
 use crate::time::{format_epoch, parse_epoch_decimal};
 
 pub type Item = HashMap<String, AttributeValue>;
@@ -44,6 +45,10 @@ pub const A_SCHEDULED_FOR: &str = "scheduled_for";
 pub const A_PURGE_AT: &str = "purge_at";
 pub(crate) const A_SHARD_COUNTS: &str = "shard_counts";
 pub(crate) const META_SORT_KEY: &str = "shards";
+/// The queue's `WAITER_MAX_RATE` ledger item: arrivals booked per second, and its version.
+pub(crate) const A_RATE_BOOKED: &str = "rate_booked";
+pub(crate) const A_RATE_VERSION: &str = "rate_version";
+pub(crate) const RATE_SORT_KEY: &str = "rate";
 pub(crate) const A_DATA_TYPE: &str = "data_type";
 pub(crate) const A_STRING_VALUE: &str = "string_value";
 pub(crate) const A_BINARY_VALUE: &str = "binary_value";
@@ -80,6 +85,52 @@ pub(crate) fn meta_key(queue: &QueueName) -> Item {
         (A_SCHEDULER.to_owned(), AttributeValue::S(format!("{queue}#meta"))),
         (A_JOB_ID.to_owned(), AttributeValue::S(META_SORT_KEY.to_owned())),
     ])
+}
+
+pub(crate) fn rate_key(queue: &QueueName) -> Item {
+    HashMap::from([
+        (A_SCHEDULER.to_owned(), AttributeValue::S(format!("{queue}#rate"))),
+        (A_JOB_ID.to_owned(), AttributeValue::S(RATE_SORT_KEY.to_owned())),
+    ])
+}
+
+/// The ledger item for these bookings at `version`.
+pub(crate) fn encode_rate(queue: &QueueName, version: u64, bookings: &Bookings) -> Item {
+    let mut item = rate_key(queue);
+    let booked = bookings
+        .counts()
+        .map(|(s, n)| (s.to_string(), AttributeValue::N(n.to_string())))
+        .collect();
+    item.insert(A_RATE_BOOKED.to_owned(), AttributeValue::M(booked));
+    item.insert(A_RATE_VERSION.to_owned(), AttributeValue::N(version.to_string()));
+    item
+}
+
+/// A ledger item's version and bookings (version 0 and none for no item). Errors name the
+/// attribute.
+pub(crate) fn decode_rate(item: Option<&Item>) -> Result<(u64, Bookings), String> {
+    let Some(item) = item.filter(|i| i.contains_key(A_RATE_VERSION)) else {
+        return Ok((0, Bookings::default()));
+    };
+    let version = match item.get(A_RATE_VERSION) {
+        Some(AttributeValue::N(v)) => v.parse().map_err(|_| format!("{A_RATE_VERSION}: not a whole number"))?,
+        _ => return Err(format!("{A_RATE_VERSION}: not a number")),
+    };
+    let counts = match item.get(A_RATE_BOOKED) {
+        None => Vec::new(),
+        Some(AttributeValue::M(m)) => m
+            .iter()
+            .map(|(s, n)| match (s.parse::<i64>(), n) {
+                (Ok(s), AttributeValue::N(n)) => n
+                    .parse::<u32>()
+                    .map(|n| (s, n))
+                    .map_err(|_| format!("{A_RATE_BOOKED}.{s}: not a whole number")),
+                _ => Err(format!("{A_RATE_BOOKED}.{s}: not a second and a count")),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(format!("{A_RATE_BOOKED}: not a map")),
+    };
+    Ok((version, Bookings::from_counts(counts)))
 }
 
 pub(crate) fn decode_lease(item: &Item) -> Option<Lease> {
@@ -475,109 +526,5 @@ pub(crate) fn value_size(v: &AttributeValue) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::testing::stored;
-    use chrono::TimeDelta;
-
-    #[test]
-    fn debts_on_a_lease_item_round_trip_with_and_without_history_records() {
-        let at = DateTime::from_timestamp(1_800_000_000, 250_000_000).unwrap();
-        let a = stored("orders", "a", at, 4);
-        let mut b = stored("orders", "b|with~odd:chars", at + TimeDelta::seconds(3), 4);
-        b.version = 7;
-        let debts = vec![
-            Retired {
-                key: a.key(),
-                edition: a.edition(),
-                record: None,
-            },
-            Retired {
-                key: b.key(),
-                edition: b.edition(),
-                record: Some(History::of(
-                    &b,
-                    HistoryStatus::Dispatched,
-                    // Whole seconds: `purge_at` is stored as TTL reads it.
-                    DateTime::from_timestamp(1_800_000_001, 0).unwrap(),
-                    Some("m-1".into()),
-                    TimeDelta::days(7),
-                )),
-            },
-        ];
-        let q = a.job.queue.clone();
-        let item = HashMap::from([(A_LEASE_DEBTS.to_owned(), encode_debts(&q, &debts))]);
-        assert_eq!(decode_debts(&q, &item).unwrap(), debts);
-        assert_eq!(decode_debts(&q, &HashMap::new()).unwrap(), Vec::new());
-        let bad = HashMap::from([(A_LEASE_DEBTS.to_owned(), AttributeValue::S("x".into()))]);
-        assert!(decode_debts(&q, &bad).unwrap_err().contains(A_LEASE_DEBTS));
-    }
-
-    fn record_of(job: &StoredJob, keep: bool) -> History {
-        History::of(
-            job,
-            HistoryStatus::Cancelled,
-            DateTime::from_timestamp(1_800_000_001, 0).unwrap(),
-            None,
-            TimeDelta::days(7),
-        )
-        .keeping_message(&job.job, keep)
-    }
-
-    #[test]
-    fn a_history_record_keeps_the_message_only_when_asked_and_round_trips() {
-        let mut j = stored("jobs.fifo", "j", DateTime::from_timestamp(1_800_000_000, 0).unwrap(), 1);
-        j.job.message_group_id = Some("g".into());
-        j.job.message_deduplication_id = Some("d".into());
-        j.job.message_attributes.insert(
-            "blob".into(),
-            crate::job::MessageAttribute {
-                data_type: "Binary".into(),
-                data: AttributeData::Binary(vec![0, 1, 255]),
-            },
-        );
-        for (keep, mark) in [
-            (false, None),
-            (true, DateTime::from_timestamp(1_799_999_999, 500_000_000)),
-        ] {
-            j.maybe_delivered_at = mark;
-            let h = record_of(&j, keep);
-            assert_eq!(h.maybe_delivered_at, mark);
-            assert_eq!(h.message.is_some(), keep);
-            let Found::History(back) = decode_any(&j.job.queue, &encode_history(&h)).unwrap() else {
-                panic!("not a history record")
-            };
-            assert_eq!(back, h);
-        }
-        let kept = record_of(&j, true).message.unwrap();
-        assert_eq!(
-            (kept.body.as_str(), kept.group_id.as_deref()),
-            (j.job.message_body.as_str(), Some("g"))
-        );
-        // A message a record has no room for (only a direct send can be that large) is left out.
-        j.job.message_body = "x".repeat(crate::limits::MAX_HISTORY_MESSAGE_BYTES);
-        assert!(record_of(&j, true).message.is_none());
-    }
-
-    #[test]
-    fn a_debt_carries_its_record_without_the_message() {
-        let j = stored("orders", "j", DateTime::from_timestamp(1_800_000_000, 0).unwrap(), 1);
-        let with_message = record_of(&j, true);
-        assert!(with_message.message.is_some());
-        let debts = vec![Retired {
-            key: j.key(),
-            edition: j.edition(),
-            record: Some(with_message.clone()),
-        }];
-        let item = HashMap::from([(A_LEASE_DEBTS.to_owned(), encode_debts(&j.job.queue, &debts))]);
-        let back = decode_debts(&j.job.queue, &item).unwrap();
-        assert_eq!(
-            back[0].record,
-            Some(History {
-                message: None,
-                ..with_message
-            }),
-            "a lease item holds many debts within one item's 400 KB"
-        );
-    }
-}
+#[path = "codec_tests.rs"]
+mod tests;

@@ -27,9 +27,9 @@ use crate::config::{Config, QueueName};
 use crate::error::{display_chain, PortError};
 use crate::limits::SQS_MAX_BATCH_ENTRIES;
 use crate::ports::{Clock, JobStore, MessageQueue, StoredJob};
-use crate::rate::ArrivalBudget;
 
 mod drain;
+pub mod groups;
 mod lease;
 #[cfg(test)]
 mod meeting_tests;
@@ -38,6 +38,7 @@ mod plan;
 mod tests;
 
 use drain::PartitionRun;
+pub use groups::PollerGroup;
 pub use plan::{batch_len, next_batch};
 use plan::{delay_at, plan, Plan};
 
@@ -88,6 +89,10 @@ pub const MAX_UNDELETED_PER_PARTITION: usize =
 /// What one poller run did. Serialised as the poller's reply.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RunSummary {
+    /// The poller group this run worked (`{"group": i, "groups": n}` in the reply); none: every
+    /// partition.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub group: Option<PollerGroup>,
     /// Messages SQS accepted.
     pub dispatched: u64,
     /// Jobs dropped because they would have been sent after `expires_at`.
@@ -151,14 +156,11 @@ pub struct Dispatcher<S, Q, C> {
     pub store: S,
     pub queue: Q,
     pub clock: C,
-    /// `WAITER_MAX_RATE`'s arrivals per second per queue, kept across runs of this process.
-    pub budget: Option<ArrivalBudget>,
 }
 
 impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
     pub fn new(config: Arc<Config>, store: S, queue: Q, clock: C) -> Self {
         Self {
-            budget: config.max_rate.map(ArrivalBudget::new),
             config,
             store,
             queue,
@@ -166,12 +168,18 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         }
     }
 
-    /// One poller run over every managed queue and shard. Standard and FIFO partitions have a
-    /// pool of `WAITER_CONCURRENCY` each, so FIFO runs holding for due jobs never delay the
-    /// standard ones.
+    /// One poller run over every managed queue and shard.
     pub async fn run(&self, deadline: DateTime<Utc>) -> RunSummary {
+        self.run_group(deadline, None).await
+    }
+
+    /// One poller run over the partitions of `group` (every managed queue and shard without
+    /// one). Standard and FIFO partitions have a pool of `WAITER_CONCURRENCY` each, so FIFO runs
+    /// holding for due jobs never delay the standard ones.
+    pub async fn run_group(&self, deadline: DateTime<Utc>, group: Option<PollerGroup>) -> RunSummary {
         let owner = uuid::Uuid::new_v4().to_string();
         let mut total = RunSummary {
+            group,
             drained: true,
             ..RunSummary::default()
         };
@@ -195,7 +203,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
                 }
             };
             let target = if q.is_fifo() { &mut fifo } else { &mut standard };
-            target.extend((0..shards).map(|s| (q.clone(), s)));
+            target.extend(
+                (0..shards)
+                    .filter(|s| groups::owns(group, q, *s))
+                    .map(|s| (q.clone(), s)),
+            );
         }
         let pool = |partitions: Vec<(QueueName, u32)>| {
             let owner = owner.clone();

@@ -12,7 +12,7 @@ use crate::config::QueueName;
 use crate::job::Job;
 
 pub use queue::{default_deduplication_id, EntryOutcome, MessageQueue, OutgoingMessage};
-pub use store::{DueIndex, JobStore, Jobs, Leases, Parking, View};
+pub use store::{DueIndex, JobStore, Jobs, Leases, Parking, RateLedger, View};
 
 /// A job's place in the due index: its `perform_at`, then its `job_id`.
 pub type IndexPosition = (DateTime<Utc>, String);

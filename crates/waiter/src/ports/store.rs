@@ -1,7 +1,8 @@
 //! The store port, as small capabilities: the jobs themselves (`Jobs`), the due index
-//! (`DueIndex`), the parked partition (`Parking`) and the pollers' leases (`Leases`). A store is
-//! all four (`JobStore`). Moving a job in or out of the parked partition is domain logic built on
-//! the capabilities (`Parking::park`, `Parking::unpark`), not something an adapter does.
+//! (`DueIndex`), the parked partition (`Parking`), the pollers' leases (`Leases`) and the
+//! queues' arrival budgets (`RateLedger`). A store is all five (`JobStore`). Moving a job in or
+//! out of the parked partition is domain logic built on the capabilities (`Parking::park`,
+//! `Parking::unpark`), not something an adapter does.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -14,6 +15,7 @@ use super::{
 use crate::config::QueueName;
 use crate::error::PortError;
 use crate::limits::DDB_MAX_ITEM_BYTES;
+use crate::rate::ArrivalWant;
 
 /// Jobs by key: conditional writes, consistent reads and removal.
 #[async_trait]
@@ -276,7 +278,25 @@ pub trait Leases: Send + Sync + 'static {
     ) -> Result<bool, PortError>;
 }
 
-/// A whole store: every capability. Implemented for anything that has them all.
-pub trait JobStore: Jobs + DueIndex + Parking + Leases {}
+/// `WAITER_MAX_RATE`'s ledger: each queue's arrivals booked per second, shared by every poller
+/// run (every group, every process), so that the rate is the queue's, never a run's.
+#[async_trait]
+pub trait RateLedger: Send + Sync + 'static {
+    /// Books each want in order, at most `rate` arrivals per second (see `rate::Bookings::book`):
+    /// the booked second of each, `None` for one that found no room (nothing booked for it).
+    async fn book(
+        &self,
+        queue: &QueueName,
+        rate: u32,
+        wants: &[ArrivalWant],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Option<i64>>, PortError>;
 
-impl<T: Jobs + DueIndex + Parking + Leases> JobStore for T {}
+    /// Gives back bookings that were not used (one entry per booking).
+    async fn release(&self, queue: &QueueName, seconds: &[i64], now: DateTime<Utc>) -> Result<(), PortError>;
+}
+
+/// A whole store: every capability. Implemented for anything that has them all.
+pub trait JobStore: Jobs + DueIndex + Parking + Leases + RateLedger {}
+
+impl<T: Jobs + DueIndex + Parking + Leases + RateLedger> JobStore for T {}

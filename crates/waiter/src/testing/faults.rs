@@ -286,6 +286,23 @@ impl<S: JobStore> Leases for FaultyStore<S> {
     }
 }
 
+#[async_trait]
+impl<S: JobStore> RateLedger for FaultyStore<S> {
+    async fn book(
+        &self,
+        q: &QueueName,
+        rate: u32,
+        wants: &[crate::rate::ArrivalWant],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Option<i64>>, PortError> {
+        faulty!(self.faults, "PutItem", self.inner.book(q, rate, wants, now).await)
+    }
+
+    async fn release(&self, q: &QueueName, seconds: &[i64], now: DateTime<Utc>) -> Result<(), PortError> {
+        faulty!(self.faults, "PutItem", self.inner.release(q, seconds, now).await)
+    }
+}
+
 /// A queue whose calls may fail before or after sending, and whose batch entries may fail alone.
 #[derive(Clone)]
 pub struct FaultyQueue<Q> {

@@ -23,6 +23,8 @@ pub struct MemState {
     /// item is released or handed on again, as on the lease item.
     pub lease_debts: HashMap<(QueueName, u32), (Vec<Retired>, String)>,
     pub shard_counts: HashMap<QueueName, Vec<u32>>,
+    /// Each queue's `WAITER_MAX_RATE` ledger, shared by every dispatcher over this store.
+    pub bookings: HashMap<QueueName, crate::rate::Bookings>,
     /// What the due index shows: `items` as it was `index_lag` ago (a GSI is eventually
     /// consistent), fed by `index_log`.
     index: BTreeMap<Key, StoredJob>,
@@ -479,5 +481,31 @@ impl Leases for MemStore {
             }
             _ => Ok(false),
         }
+    }
+}
+
+#[async_trait]
+impl RateLedger for MemStore {
+    async fn book(
+        &self,
+        queue: &QueueName,
+        rate: u32,
+        wants: &[crate::rate::ArrivalWant],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Option<i64>>, PortError> {
+        let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let seconds = st.bookings.entry(queue.clone()).or_default();
+        seconds.forget_before(now);
+        Ok(seconds.book_all(rate, wants))
+    }
+
+    async fn release(&self, queue: &QueueName, seconds: &[i64], _now: DateTime<Utc>) -> Result<(), PortError> {
+        let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(b) = st.bookings.get_mut(queue) {
+            for s in seconds {
+                b.release(*s);
+            }
+        }
+        Ok(())
     }
 }

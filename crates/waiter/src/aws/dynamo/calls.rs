@@ -24,7 +24,11 @@ pub(super) const UNPROCESSED_ATTEMPTS: u32 = 8;
 
 impl DynamoStore {
     pub fn new(client: Client, config: Arc<Config>) -> Self {
-        Self { client, config }
+        Self {
+            client,
+            config,
+            ledgers: Arc::default(),
+        }
     }
 
     pub(super) fn table(&self, queue: &QueueName) -> String {

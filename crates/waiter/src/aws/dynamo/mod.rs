@@ -4,7 +4,8 @@
 //! `scheduler-perform_at-index` on `scheduler` (S) / `perform_at` (N). `scheduler` values:
 //! - `{queue}#{n}`: shard `n` of `WAITER_SHARDS`, the partitions the poller works;
 //! - `{queue}#parked`: jobs SQS rejected permanently;
-//! - `{queue}#lease#{n}`: the poller lease of shard `n` (no `perform_at`, so never in the index).
+//! - `{queue}#lease#{n}`: the poller lease of shard `n` (no `perform_at`, so never in the index);
+//! - `{queue}#meta`: the `WAITER_SHARDS` values written with; `{queue}#rate`: the rate ledger.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -32,6 +33,7 @@ use crate::ports::{
 mod calls;
 mod conditions;
 mod lease;
+mod rate;
 mod retire;
 
 use calls::*;
@@ -41,6 +43,8 @@ use conditions::*;
 pub struct DynamoStore {
     client: Client,
     config: Arc<Config>,
+    /// The last version of each queue's rate ledger this process wrote or read (see `rate`).
+    ledgers: Arc<std::sync::Mutex<HashMap<QueueName, (u64, crate::rate::Bookings)>>>,
 }
 
 #[async_trait]

@@ -1,0 +1,118 @@
+//! The item codec's round trips and sizes.
+
+use super::*;
+use crate::testing::stored;
+use chrono::TimeDelta;
+
+#[test]
+fn debts_on_a_lease_item_round_trip_with_and_without_history_records() {
+    let at = DateTime::from_timestamp(1_800_000_000, 250_000_000).unwrap();
+    let a = stored("orders", "a", at, 4);
+    let mut b = stored("orders", "b|with~odd:chars", at + TimeDelta::seconds(3), 4);
+    b.version = 7;
+    let debts = vec![
+        Retired {
+            key: a.key(),
+            edition: a.edition(),
+            record: None,
+        },
+        Retired {
+            key: b.key(),
+            edition: b.edition(),
+            record: Some(History::of(
+                &b,
+                HistoryStatus::Dispatched,
+                // Whole seconds: `purge_at` is stored as TTL reads it.
+                DateTime::from_timestamp(1_800_000_001, 0).unwrap(),
+                Some("m-1".into()),
+                TimeDelta::days(7),
+            )),
+        },
+    ];
+    let q = a.job.queue.clone();
+    let item = HashMap::from([(A_LEASE_DEBTS.to_owned(), encode_debts(&q, &debts))]);
+    assert_eq!(decode_debts(&q, &item).unwrap(), debts);
+    assert_eq!(decode_debts(&q, &HashMap::new()).unwrap(), Vec::new());
+    let bad = HashMap::from([(A_LEASE_DEBTS.to_owned(), AttributeValue::S("x".into()))]);
+    assert!(decode_debts(&q, &bad).unwrap_err().contains(A_LEASE_DEBTS));
+}
+
+fn record_of(job: &StoredJob, keep: bool) -> History {
+    History::of(
+        job,
+        HistoryStatus::Cancelled,
+        DateTime::from_timestamp(1_800_000_001, 0).unwrap(),
+        None,
+        TimeDelta::days(7),
+    )
+    .keeping_message(&job.job, keep)
+}
+
+#[test]
+fn a_history_record_keeps_the_message_only_when_asked_and_round_trips() {
+    let mut j = stored("jobs.fifo", "j", DateTime::from_timestamp(1_800_000_000, 0).unwrap(), 1);
+    j.job.message_group_id = Some("g".into());
+    j.job.message_deduplication_id = Some("d".into());
+    j.job.message_attributes.insert(
+        "blob".into(),
+        crate::job::MessageAttribute {
+            data_type: "Binary".into(),
+            data: AttributeData::Binary(vec![0, 1, 255]),
+        },
+    );
+    for (keep, mark) in [
+        (false, None),
+        (true, DateTime::from_timestamp(1_799_999_999, 500_000_000)),
+    ] {
+        j.maybe_delivered_at = mark;
+        let h = record_of(&j, keep);
+        assert_eq!(h.maybe_delivered_at, mark);
+        assert_eq!(h.message.is_some(), keep);
+        let Found::History(back) = decode_any(&j.job.queue, &encode_history(&h)).unwrap() else {
+            panic!("not a history record")
+        };
+        assert_eq!(back, h);
+    }
+    let kept = record_of(&j, true).message.unwrap();
+    assert_eq!(
+        (kept.body.as_str(), kept.group_id.as_deref()),
+        (j.job.message_body.as_str(), Some("g"))
+    );
+    // A message a record has no room for (only a direct send can be that large) is left out.
+    j.job.message_body = "x".repeat(crate::limits::MAX_HISTORY_MESSAGE_BYTES);
+    assert!(record_of(&j, true).message.is_none());
+}
+
+#[test]
+fn a_debt_carries_its_record_without_the_message() {
+    let j = stored("orders", "j", DateTime::from_timestamp(1_800_000_000, 0).unwrap(), 1);
+    let with_message = record_of(&j, true);
+    assert!(with_message.message.is_some());
+    let debts = vec![Retired {
+        key: j.key(),
+        edition: j.edition(),
+        record: Some(with_message.clone()),
+    }];
+    let item = HashMap::from([(A_LEASE_DEBTS.to_owned(), encode_debts(&j.job.queue, &debts))]);
+    let back = decode_debts(&j.job.queue, &item).unwrap();
+    assert_eq!(
+        back[0].record,
+        Some(History {
+            message: None,
+            ..with_message
+        }),
+        "a lease item holds many debts within one item's 400 KB"
+    );
+}
+
+#[test]
+fn a_rate_ledger_round_trips_and_no_item_is_an_empty_ledger() {
+    let q = QueueName::parse("orders").unwrap();
+    let b = Bookings::from_counts([(1_800_000_000, 3), (1_800_000_002, 1)]);
+    let item = encode_rate(&q, 7, &b);
+    assert_eq!(decode_rate(Some(&item)), Ok((7, b)));
+    assert_eq!(decode_rate(None), Ok((0, Bookings::default())));
+    let mut bad = item.clone();
+    bad.insert(A_RATE_BOOKED.into(), AttributeValue::S("x".into()));
+    assert_eq!(decode_rate(Some(&bad)), Err("rate_booked: not a map".to_string()));
+}

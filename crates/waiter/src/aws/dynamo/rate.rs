@@ -1,0 +1,162 @@
+//! `WAITER_MAX_RATE`'s ledger on DynamoDB: one item per queue (`{queue}#rate`) with the arrivals
+//! booked per second from now on and a version. A booking is a read-modify-write of the whole
+//! item, conditioned on the version it read, so runs of every group and process book into one
+//! budget and never past it: a run that lost the race reads the winner's item from the
+//! condition failure and books again. Only queues with a rate pay for it: one `PutItem` per
+//! send batch (two when another run wrote meanwhile), sized by the seconds booked ahead.
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use chrono::{DateTime, Utc};
+
+use super::super::classify;
+use super::super::codec::*;
+use super::conditions::is_condition_failed;
+use super::DynamoStore;
+use crate::config::QueueName;
+use crate::error::PortError;
+use crate::ports::RateLedger;
+use crate::rate::{ArrivalWant, Bookings};
+
+/// Lost races in a row before a booking gives up (a retryable error: the run stops, the jobs
+/// stay stored for the next run). Each round is one call, and another run's write won it.
+const LEDGER_ROUNDS: u32 = 16;
+/// After a lost race, a booking waits a random time up to this, doubled per round from 5 ms
+/// (full jitter, as the SDK's own retries), so that runs writing at once spread out.
+const LEDGER_BACKOFF_CAP: std::time::Duration = std::time::Duration::from_millis(200);
+
+impl DynamoStore {
+    async fn read_ledger(&self, queue: &QueueName) -> Result<(u64, Bookings), PortError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(self.table(queue))
+            .set_key(Some(rate_key(queue)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| classify("GetItem", &self.resource(queue), e))?;
+        decode_rate(out.item.as_ref()).map_err(|reason| unreadable(queue, reason))
+    }
+
+    /// Applies `change` to the queue's ledger and writes it, conditioned on the version it was
+    /// applied to. Starts from the version this process last saw (no read when nothing else
+    /// wrote since); a change that writes nothing from a remembered version is redone on a
+    /// fresh read, so that bookings given back by other runs are seen.
+    async fn change_ledger<T>(
+        &self,
+        queue: &QueueName,
+        now: DateTime<Utc>,
+        change: impl Fn(&mut Bookings) -> T + Send,
+    ) -> Result<T, PortError> {
+        let remembered = self.remembered(queue);
+        let mut fresh = remembered.is_none();
+        let mut state = match remembered {
+            Some(s) => s,
+            None => self.read_ledger(queue).await?,
+        };
+        for round in 0..LEDGER_ROUNDS {
+            let (version, read) = &state;
+            let mut next = read.clone();
+            next.forget_before(now);
+            let out = change(&mut next);
+            if next == *read {
+                if fresh {
+                    return Ok(out);
+                }
+                state = self.read_ledger(queue).await?;
+                fresh = true;
+                continue;
+            }
+            let put = self
+                .client
+                .put_item()
+                .table_name(self.table(queue))
+                .set_item(Some(encode_rate(queue, version + 1, &next)))
+                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+            let put = if *version == 0 {
+                put.condition_expression("attribute_not_exists(#v)")
+            } else {
+                put.condition_expression("#v = :v")
+                    .expression_attribute_values(":v", AttributeValue::N(version.to_string()))
+            };
+            match put.expression_attribute_names("#v", A_RATE_VERSION).send().await {
+                Ok(_) => {
+                    self.remember(queue, (version + 1, next));
+                    return Ok(out);
+                }
+                Err(e) if is_condition_failed(&e) => {
+                    // Another run wrote first: its item comes back with the failure (AWS and
+                    // moto; read it where an emulator leaves it out).
+                    let theirs = match e.into_service_error() {
+                        aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(c) => {
+                            c.item
+                        }
+                        _ => None,
+                    };
+                    let ceiling = std::time::Duration::from_millis(5 << round.min(6)).min(LEDGER_BACKOFF_CAP);
+                    tokio::time::sleep(ceiling.mul_f64(fastrand::f64())).await;
+                    state = match theirs {
+                        Some(item) => decode_rate(Some(&item)).map_err(|r| unreadable(queue, r))?,
+                        None => self.read_ledger(queue).await?,
+                    };
+                    fresh = true;
+                }
+                Err(e) => {
+                    // Whether it was written is open: read before the next change.
+                    self.forget(queue);
+                    return Err(classify("PutItem", &self.resource(queue), e));
+                }
+            }
+        }
+        self.forget(queue);
+        Err(PortError::Throttled {
+            operation: "PutItem",
+            source: format!("the rate ledger of {queue} changed under {LEDGER_ROUNDS} bookings in a row").into(),
+        })
+    }
+
+    fn remembered(&self, queue: &QueueName) -> Option<(u64, Bookings)> {
+        let ledgers = self.ledgers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        ledgers.get(queue).cloned()
+    }
+
+    fn remember(&self, queue: &QueueName, state: (u64, Bookings)) {
+        let mut ledgers = self.ledgers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        ledgers.insert(queue.clone(), state);
+    }
+
+    fn forget(&self, queue: &QueueName) {
+        let mut ledgers = self.ledgers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        ledgers.remove(queue);
+    }
+}
+
+fn unreadable(queue: &QueueName, reason: String) -> PortError {
+    PortError::Internal {
+        operation: "GetItem",
+        source: format!("the rate ledger of {queue} is unreadable: {reason}").into(),
+    }
+}
+
+#[async_trait]
+impl RateLedger for DynamoStore {
+    async fn book(
+        &self,
+        queue: &QueueName,
+        rate: u32,
+        wants: &[ArrivalWant],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Option<i64>>, PortError> {
+        self.change_ledger(queue, now, |b| b.book_all(rate, wants)).await
+    }
+
+    async fn release(&self, queue: &QueueName, seconds: &[i64], now: DateTime<Utc>) -> Result<(), PortError> {
+        self.change_ledger(queue, now, |b| {
+            for s in seconds {
+                b.release(*s);
+            }
+        })
+        .await
+    }
+}

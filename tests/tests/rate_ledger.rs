@@ -1,0 +1,88 @@
+//! `WAITER_MAX_RATE`'s ledger on the emulator's DynamoDB, through the real adapter: pollers in
+//! separate processes (separate stores, each with its own remembered copy of the ledger) book
+//! into one budget at once, and never past it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use e2e::rig::shared;
+use waiter::aws::DynamoStore;
+use waiter::config::Config;
+use waiter::ports::RateLedger;
+use waiter::rate::ArrivalWant;
+use waiter::QueueName;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_bookings_from_separate_pollers_never_pass_the_rate() {
+    let _machine = shared().await;
+    // The ledger's guarantee is DynamoDB's isolation of conditional writes to one item, which
+    // moto does not give (Quirk::UnlockedConditionalWrites): there, DynamoDB Local holds it.
+    let rig = e2e::rig::Rig::builder(&["orders"])
+        .for_concurrent_writes()
+        .start()
+        .await;
+    let ddb = rig.table_client().await;
+    let config =
+        Arc::new(Config::from_lookup(|k| (k == "WAITER_QUEUES").then(|| "orders".to_string())).expect("config"));
+    let queue = QueueName::parse("orders").expect("queue");
+    let now = chrono::Utc::now();
+    let second = now.timestamp() + 60;
+    let (rate, pollers, rounds, per_call) = (7u32, 6usize, 5usize, 4usize);
+    // Every booking wants `second` and may move up to 100 s later.
+    let wants = vec![
+        ArrivalWant {
+            second,
+            latest: second + 100
+        };
+        per_call
+    ];
+    let tasks = (0..pollers).map(|_| {
+        let store = DynamoStore::new(ddb.clone(), config.clone());
+        let (queue, wants) = (queue.clone(), wants.clone());
+        tokio::spawn(async move {
+            let mut booked = Vec::new();
+            for _ in 0..rounds {
+                booked.extend(store.book(&queue, rate, &wants, now).await.expect("book"));
+            }
+            booked
+        })
+    });
+    let booked: Vec<Option<i64>> = futures::future::join_all(tasks)
+        .await
+        .into_iter()
+        .flat_map(|t| t.expect("task"))
+        .collect();
+    assert_eq!(booked.len(), pollers * rounds * per_call);
+    assert!(
+        booked.iter().all(Option::is_some),
+        "room up to 100 s later for all of them"
+    );
+    let mut per_second = BTreeMap::<i64, u32>::new();
+    for s in booked.into_iter().flatten() {
+        *per_second.entry(s).or_default() += 1;
+    }
+    // 120 arrivals at 7 a second: the seconds fill in order, none past the rate.
+    assert!(per_second.values().all(|n| *n <= rate), "{per_second:?}");
+    let full = (pollers * rounds * per_call) as u32 / rate;
+    let expected: Vec<i64> = (second..=second + i64::from(full)).collect();
+    assert_eq!(
+        per_second.keys().copied().collect::<Vec<_>>(),
+        expected,
+        "{per_second:?}"
+    );
+
+    // A booking given back is booked again, by a poller that had not seen it given back.
+    let giver = DynamoStore::new(ddb.clone(), config.clone());
+    let taker = DynamoStore::new(ddb.clone(), config.clone());
+    let one = [ArrivalWant { second, latest: second }];
+    assert_eq!(
+        taker.book(&queue, rate, &one, now).await.expect("book"),
+        vec![None],
+        "second full"
+    );
+    giver.release(&queue, &[second], now).await.expect("release");
+    assert_eq!(
+        taker.book(&queue, rate, &one, now).await.expect("book"),
+        vec![Some(second)]
+    );
+}
