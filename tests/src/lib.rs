@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod emulator;
+pub mod herd;
 pub mod iam_calls;
 pub mod mem_table;
 pub mod meter;

@@ -24,6 +24,11 @@ struct Counts {
     batches: AtomicU64,
     /// Messages per arrival second (receipt plus `DelaySeconds`).
     arrivals: std::sync::Mutex<std::collections::BTreeMap<i64, u64>>,
+    /// Each message's arrival (receipt plus `DelaySeconds`), in epoch milliseconds, and the
+    /// bodies seen (a body seen again is a job sent twice: the bench's bodies are unique).
+    arrival_ms: std::sync::Mutex<Vec<i64>>,
+    bodies: std::sync::Mutex<std::collections::HashSet<u64>>,
+    repeated: AtomicU64,
 }
 
 /// A running sink; aborted on drop.
@@ -69,6 +74,20 @@ impl SqsSink {
         }
     }
 
+    /// Each message's arrival so far (receipt plus `DelaySeconds`), in epoch milliseconds.
+    pub fn arrivals_ms(&self) -> Vec<i64> {
+        self.counts
+            .arrival_ms
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Messages whose body had been sent before (the bench's bodies are unique per job).
+    pub fn repeated(&self) -> u64 {
+        self.counts.repeated.load(Ordering::SeqCst)
+    }
+
     /// `SendMessageBatch` calls so far.
     pub fn batches(&self) -> u64 {
         self.counts.batches.load(Ordering::SeqCst)
@@ -79,6 +98,13 @@ impl Drop for SqsSink {
     fn drop(&mut self) {
         self.server.abort();
     }
+}
+
+fn body_hash(body: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    body.hash(&mut h);
+    h.finish()
 }
 
 fn json_reply(status: StatusCode, body: Value) -> Response {
@@ -115,16 +141,26 @@ fn answer(counts: &Counts, headers: &HeaderMap, body: &Bytes) -> Response {
             let entries = request["Entries"].as_array().cloned().unwrap_or_default();
             counts.batches.fetch_add(1, Ordering::SeqCst);
             counts.messages.fetch_add(entries.len() as u64, Ordering::SeqCst);
-            let now = chrono::Utc::now().timestamp();
+            let now_ms = chrono::Utc::now().timestamp_millis();
+            let now = now_ms.div_euclid(1000);
             {
                 let mut arrivals = counts
                     .arrivals
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut arrival_ms = counts
+                    .arrival_ms
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut bodies = counts.bodies.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 for e in &entries {
-                    *arrivals
-                        .entry(now + e["DelaySeconds"].as_i64().unwrap_or(0))
-                        .or_default() += 1;
+                    let delay = e["DelaySeconds"].as_i64().unwrap_or(0);
+                    *arrivals.entry(now + delay).or_default() += 1;
+                    arrival_ms.push(now_ms + delay * 1000);
+                    let body = e["MessageBody"].as_str().unwrap_or_default();
+                    if !bodies.insert(body_hash(body)) {
+                        counts.repeated.fetch_add(1, Ordering::SeqCst);
+                    }
                 }
             }
             let successful: Vec<Value> = entries

@@ -79,7 +79,7 @@ pub fn ideal_jobs_per_s(shards: u32, call_ms: f64) -> f64 {
 }
 
 /// The poller's user + system CPU time so far, in ms (from /proc; clock ticks of 10 ms).
-fn cpu_ms(pid: u32) -> f64 {
+pub(crate) fn cpu_ms(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // Fields after the command name, which is in parentheses and may hold spaces.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
@@ -122,10 +122,10 @@ fn env(ddb: &str, sqs: &str, shards: u32, extra: &[(&str, &str)]) -> Env {
 }
 
 /// The table and the SQS sink, each adding `latency_ms` to every call.
-struct Backend {
+pub(crate) struct Backend {
     _ddb_local: Option<DynamoLocal>,
     _mem_table: Option<MemTable>,
-    sink: SqsSink,
+    pub(crate) sink: SqsSink,
     ddb: Path,
     sqs: Path,
     /// The table without the proxy, for loading it.
@@ -136,7 +136,7 @@ struct Backend {
 const TABLE: &str = "orders";
 
 impl Backend {
-    async fn start(table: TableBackend, latency_ms: u64) -> Self {
+    pub(crate) async fn start(table: TableBackend, latency_ms: u64) -> Self {
         let latency = Duration::from_millis(latency_ms);
         let (ddb_local, mem_table, endpoint, ddb) = match table {
             TableBackend::DynamodbLocal => {
@@ -185,7 +185,7 @@ impl Backend {
 
     /// Loads `jobs` overdue jobs (due at `due`, or a second ago) straight into the table, without
     /// the added latency.
-    async fn load(&self, jobs: usize, shards: u32, due: Option<chrono::DateTime<chrono::Utc>>) {
+    pub(crate) async fn load(&self, jobs: usize, shards: u32, due: Option<chrono::DateTime<chrono::Utc>>) {
         self.set_latency(Duration::ZERO);
         let due = due.unwrap_or_else(|| chrono::Utc::now() - chrono::TimeDelta::seconds(1));
         crate::bench::load_items_due_at(&self.direct, TABLE, jobs, shards, due).await;
@@ -200,7 +200,7 @@ impl Backend {
         }
     }
 
-    async fn function(&self, name: &str, shards: u32, extra: &[(&str, &str)], profile: Profile) -> Function {
+    pub(crate) async fn function(&self, name: &str, shards: u32, extra: &[(&str, &str)], profile: Profile) -> Function {
         Function::start_binary(
             binary_path(name, profile),
             name,

@@ -119,3 +119,12 @@ async fn enqueue_batch_bench_runs() {
     assert_eq!(r.jobs, 200);
     assert!(r.calls.get("PutItem").copied().unwrap_or(0) >= 200, "{r:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn herd_bench_drains_with_groups_none_early_or_twice() {
+    let row = e2e::herd::herd(400, 4, 2, 5, Profile::Debug).await;
+    println!("{}", row.line());
+    assert_eq!(row.dispatched, 400, "{row:?}");
+    assert_eq!((row.early, row.sent_twice), (0, 0), "{row:?}");
+    assert!(row.lateness_p99_ms.is_finite() && row.cpu_ms_per_1000 >= 0.0, "{row:?}");
+}

@@ -166,15 +166,15 @@ fn check(v: &Value) -> Result<(), TestCaseError> {
                     job,
                 };
                 let item = encode(&stored);
-                let back = decode(&stored.job.queue, &item).map_err(TestCaseError::fail)?;
+                let back = decode(&stored.job.queue, item.clone()).map_err(TestCaseError::fail)?;
                 prop_assert_eq!(&back, &stored);
                 // What `list` reads without bodies: every attribute but the message survives.
-                let projected = item
+                let projected: crate::aws::codec::Item = item
                     .into_iter()
                     .filter(|(name, _)| ATTRIBUTES_WITHOUT_MESSAGE.contains(&name.as_str()))
                     .collect();
                 let light =
-                    decode_view(&stored.job.queue, &projected, View::WithoutMessage).map_err(TestCaseError::fail)?;
+                    decode_view(&stored.job.queue, projected, View::WithoutMessage).map_err(TestCaseError::fail)?;
                 let mut without = stored;
                 without.job.message_body.clear();
                 without.job.message_attributes.clear();

@@ -17,6 +17,8 @@ enum Section {
     Throughput,
     /// `WAITER_MAX_RATE`'s spread of a herd of jobs due at one instant.
     MaxRate,
+    /// A herd of overdue jobs drained by poller groups at once (BENCH_HERD_JOBS).
+    Herd,
     /// One 1000-job enqueue request at the bench's per-call latency.
     EnqueueLatency,
     /// The dispatch comparison on moto alone (BENCH_THROUGHPUT_JOBS).
@@ -55,6 +57,7 @@ async fn main() {
         Section::Precision => "precision",
         Section::Throughput => "throughput",
         Section::MaxRate => "max-rate",
+        Section::Herd => "herd",
         Section::EnqueueLatency => "enqueue-latency",
         Section::DispatchMoto => "dispatch-moto",
         Section::Coldstart => "coldstart",
@@ -211,6 +214,22 @@ async fn main() {
             rows.push(r);
         }
         println!("written to {}\n", write_json("max_rate.json", &rows).display());
+    }
+    if all || what == "herd" {
+        // 1M jobs by default (about 1 GB in the in-memory table); BENCH_HERD_JOBS for another.
+        let jobs = match std::env::var("BENCH_HERD_JOBS") {
+            Ok(n) => n.parse().expect("BENCH_HERD_JOBS must be a whole number"),
+            Err(_) if quick => 20_000,
+            Err(_) => 1_000_000,
+        };
+        println!("herd: {jobs} jobs overdue at once, 16 shards, in-memory table, minimal SQS, 15 ms a call, each group its own poller process");
+        let mut rows = Vec::new();
+        for groups in [1, 8] {
+            let r = e2e::herd::herd(jobs, 16, groups, 15, profile).await;
+            println!("  {}", r.line());
+            rows.push(r);
+        }
+        println!("written to {}\n", write_json("herd.json", &rows).display());
     }
     if all || what == "enqueue-latency" {
         let mut rows = Vec::new();

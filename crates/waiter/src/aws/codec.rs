@@ -202,7 +202,7 @@ pub(crate) fn decode_debts(queue: &QueueName, item: &Item) -> Result<Vec<Retired
             .ok_or_else(|| format!("{A_LEASE_DEBTS}.version is missing"))?;
             let record = match m.get(A_DEBT_RECORD) {
                 None => None,
-                Some(AttributeValue::M(r)) => match decode_any(queue, r)? {
+                Some(AttributeValue::M(r)) => match decode_any(queue, r.clone())? {
                     Found::History(h) => Some(h),
                     Found::Job(_) => return Err(format!("{A_LEASE_DEBTS}.record is not a history record")),
                 },
@@ -336,70 +336,75 @@ pub const ATTRIBUTES_WITHOUT_MESSAGE: &[&str] = &[
     A_MAYBE_DELIVERED_AT,
 ];
 
-/// The one item codec: item to job. Errors name the attribute.
-pub fn decode(queue: &QueueName, item: &Item) -> Result<StoredJob, String> {
+/// The one item codec: item to job. Errors name the attribute. The item's strings (the body
+/// above all) are moved into the job, not copied.
+pub fn decode(queue: &QueueName, item: Item) -> Result<StoredJob, String> {
     decode_view(queue, item, View::Whole)
 }
 
+fn take_s(item: &mut Item, name: &str) -> Result<Option<String>, String> {
+    match item.remove(name) {
+        None => Ok(None),
+        Some(AttributeValue::S(v)) => Ok(Some(v)),
+        Some(_) => Err(format!("{name} is not a string")),
+    }
+}
+
+fn take_t(item: &mut Item, name: &str) -> Result<Option<DateTime<Utc>>, String> {
+    match item.remove(name) {
+        None => Ok(None),
+        Some(AttributeValue::N(v)) => parse_epoch_decimal(&v)
+            .map(Some)
+            .ok_or_else(|| format!("{name} is not epoch seconds: {v}")),
+        Some(_) => Err(format!("{name} is not a number")),
+    }
+}
+
 /// `decode` of an item read in `view`: without its message, the body reads as empty.
-pub fn decode_view(queue: &QueueName, item: &Item, view: View) -> Result<StoredJob, String> {
-    let s = |name: &str| -> Result<Option<String>, String> {
-        match item.get(name) {
-            None => Ok(None),
-            Some(AttributeValue::S(v)) => Ok(Some(v.clone())),
-            Some(_) => Err(format!("{name} is not a string")),
-        }
+pub fn decode_view(queue: &QueueName, mut item: Item, view: View) -> Result<StoredJob, String> {
+    let partition = decode_partition(queue, &item)?;
+    let message_attributes = decode_attributes(&item)?;
+    let version = match item.get(A_VERSION) {
+        None => 1,
+        Some(AttributeValue::N(v)) => v.parse().map_err(|_| format!("version is not a whole number: {v}"))?,
+        Some(_) => return Err("version is not a number".into()),
     };
-    let t = |name: &str| -> Result<Option<DateTime<Utc>>, String> {
-        match item.get(name) {
-            None => Ok(None),
-            Some(AttributeValue::N(v)) => parse_epoch_decimal(v)
-                .map(Some)
-                .ok_or_else(|| format!("{name} is not epoch seconds: {v}")),
-            Some(_) => Err(format!("{name} is not a number")),
-        }
-    };
-    let partition = decode_partition(queue, item)?;
-    let message_attributes = decode_attributes(item)?;
-    let parked = match t(A_PARKED_AT)? {
+    let item = &mut item;
+    let parked = match take_t(item, A_PARKED_AT)? {
         Some(parked_at) => Some(ParkInfo {
             parked_at,
-            code: s(A_PARK_CODE)?.unwrap_or_default(),
-            message: s(A_PARK_MESSAGE)?.unwrap_or_default(),
+            code: take_s(item, A_PARK_CODE)?.unwrap_or_default(),
+            message: take_s(item, A_PARK_MESSAGE)?.unwrap_or_default(),
         }),
         None => None,
     };
-    let perform_at = t(A_PERFORM_AT)?.ok_or("perform_at is missing")?;
+    let perform_at = take_t(item, A_PERFORM_AT)?.ok_or("perform_at is missing")?;
     Ok(StoredJob {
         job: Job {
             queue: queue.clone(),
-            job_id: s(A_JOB_ID)?.ok_or("job_id is missing")?,
+            job_id: take_s(item, A_JOB_ID)?.ok_or("job_id is missing")?,
             job_id_given: true,
-            message_body: match (s(A_MESSAGE_BODY)?, view) {
+            message_body: match (take_s(item, A_MESSAGE_BODY)?, view) {
                 (Some(body), _) => body,
                 (None, View::WithoutMessage) => String::new(),
                 (None, View::Whole) => return Err("message_body is missing".into()),
             },
             message_attributes,
             perform_at,
-            expires_at: t(A_EXPIRES_AT)?,
-            message_group_id: s(A_GROUP_ID)?,
-            message_deduplication_id: s(A_DEDUP_ID)?,
-            windows: match (s(A_WINDOWS)?, s(A_TIME_ZONE)?) {
+            expires_at: take_t(item, A_EXPIRES_AT)?,
+            message_group_id: take_s(item, A_GROUP_ID)?,
+            message_deduplication_id: take_s(item, A_DEDUP_ID)?,
+            windows: match (take_s(item, A_WINDOWS)?, take_s(item, A_TIME_ZONE)?) {
                 (Some(spans), Some(zone)) => Some(crate::windows::Windows::decode(&spans, &zone)?),
                 (None, None) => None,
                 _ => return Err("windows and time_zone go together".into()),
             },
         },
         partition,
-        enqueued_at: t(A_ENQUEUED_AT)?.unwrap_or(perform_at),
+        enqueued_at: take_t(item, A_ENQUEUED_AT)?.unwrap_or(perform_at),
         parked,
-        version: match item.get(A_VERSION) {
-            None => 1,
-            Some(AttributeValue::N(v)) => v.parse().map_err(|_| format!("version is not a whole number: {v}"))?,
-            Some(_) => return Err("version is not a number".into()),
-        },
-        maybe_delivered_at: t(A_MAYBE_DELIVERED_AT)?,
+        version,
+        maybe_delivered_at: take_t(item, A_MAYBE_DELIVERED_AT)?,
     })
 }
 
@@ -438,10 +443,11 @@ pub fn encode_history(h: &History) -> Item {
 }
 
 /// Item to job or history record.
-pub fn decode_any(queue: &QueueName, item: &Item) -> Result<Found, String> {
+pub fn decode_any(queue: &QueueName, item: Item) -> Result<Found, String> {
     let Some(status) = item.get(A_HISTORY) else {
         return decode(queue, item).map(Found::Job);
     };
+    let item = &item;
     let status = match status {
         AttributeValue::S(s) if s == "dispatched" => HistoryStatus::Dispatched,
         AttributeValue::S(s) if s == "cancelled" => HistoryStatus::Cancelled,

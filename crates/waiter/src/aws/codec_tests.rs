@@ -68,7 +68,7 @@ fn a_history_record_keeps_the_message_only_when_asked_and_round_trips() {
         let h = record_of(&j, keep);
         assert_eq!(h.maybe_delivered_at, mark);
         assert_eq!(h.message.is_some(), keep);
-        let Found::History(back) = decode_any(&j.job.queue, &encode_history(&h)).unwrap() else {
+        let Found::History(back) = decode_any(&j.job.queue, encode_history(&h)).unwrap() else {
             panic!("not a history record")
         };
         assert_eq!(back, h);

@@ -82,7 +82,7 @@ impl DynamoStore {
                     .unwrap_or_default()
                     .remove(table)
                     .unwrap_or_default()
-                    .iter()
+                    .into_iter()
                     .filter_map(|item| match decode_any(queue, item) {
                         Ok(j) => Some(j),
                         Err(reason) => {

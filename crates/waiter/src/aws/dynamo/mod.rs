@@ -83,7 +83,7 @@ impl Jobs for DynamoStore {
             };
             let returned = match e.into_service_error() {
                 aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(c) => {
-                    c.item.as_ref().and_then(|i| decode_any(queue, i).ok())
+                    c.item.and_then(|i| decode_any(queue, i).ok())
                 }
                 _ => None,
             };
@@ -332,7 +332,7 @@ impl DueIndex for DynamoStore {
             Ok(page
                 .items
                 .unwrap_or_default()
-                .iter()
+                .into_iter()
                 .filter_map(|item| match decode_view(queue, item, view) {
                     Ok(j) => Some(j),
                     Err(reason) => {
@@ -382,7 +382,8 @@ impl DueIndex for DynamoStore {
         Ok(out
             .items
             .unwrap_or_default()
-            .first()
+            .into_iter()
+            .next()
             .and_then(|item| decode(queue, item).ok()))
     }
 
@@ -452,7 +453,7 @@ impl Parking for DynamoStore {
         while items.len() < want {
             let Some(item) = pages.next().await else { break };
             let item = item.map_err(|e| classify("Query", &self.resource(queue), e))?;
-            match decode(queue, &item) {
+            match decode(queue, item) {
                 Ok(j) => items.push(j),
                 Err(reason) => error!(queue = %queue, reason, "unreadable parked item skipped"),
             }
