@@ -92,6 +92,8 @@ export interface SqsWaiterProps {
   readonly warmThroughput?: dynamodb.WarmThroughput;
   /** @default 70 s; keep it above fifoHold + 5 s */
   readonly pollerTimeout?: Duration;
+  /** The poller's memory in MB, and so its CPU (docs/performance.md "Herds"). @default 256 */
+  readonly pollerMemorySize?: number;
   /** @default ARM_64 */
   readonly architecture?: lambda.Architecture;
   /** @default PAY_PER_REQUEST */
@@ -261,6 +263,8 @@ export class SqsWaiter extends Construct {
       role: pollerRole.role,
       logGroup: pollerRole.logGroup,
       timeout: Duration.seconds(pollerTimeoutS),
+      // More memory is more CPU: for herds (docs/performance.md "Herds").
+      memorySize: inRange("pollerMemorySize", props.pollerMemorySize, 256),
       // Opt-in: partitions are leased, so concurrent runs are safe without a reservation.
       reservedConcurrentExecutions:
         props.pollerReservedConcurrency === undefined

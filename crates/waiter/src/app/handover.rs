@@ -20,8 +20,9 @@ where
     /// A job stored or moved within the lookahead may fall between two poller runs: work its shard
     /// now, as a poller run would (same lease, same order), so it is sent on time. If a poller
     /// holds the shard, that run or the next one sends it. Not with `WAITER_MAX_RATE`: the
-    /// arrival budget lives in the poller's process, and a run here would send the whole shard
-    /// beside it, past the rate; the poller sends the job (late by at most one interval).
+    /// poller sends the job (late by at most one interval). This was needed while the budget
+    /// lived in the poller's process; since it is the table's ledger, a run here would keep the
+    /// rate too, and handing over with a rate is left as a possible change.
     pub(super) async fn hand_over_if_near(&self, job: &StoredJob, cut: DateTime<Utc>) {
         let now = self.clock.now();
         let (Partition::Shard(shard), false, None) = (&job.partition, job.job.queue.is_fifo(), self.config.max_rate)
