@@ -54,21 +54,18 @@ def alphanumeric(value):
 
 
 def substitute(obj, name, value):
-    """The body of one Fn::ForEach iteration, as AWS::LanguageExtensions documents it."""
+    """The body of one Fn::ForEach iteration, as AWS::LanguageExtensions does it (and SAM CLI's
+    port of it, samcli/lib/cfn_language_extensions): `${name}` and `&{name}` in every string,
+    keys included, and `{"Ref": name}`."""
+    if isinstance(obj, str):
+        return obj.replace("${" + name + "}", value).replace("&{" + name + "}", alphanumeric(value))
     if isinstance(obj, list):
         return [substitute(o, name, value) for o in obj]
     if not isinstance(obj, dict):
         return obj
     if obj == {"Ref": name}:
         return value
-    if set(obj) == {"Fn::Sub"}:
-        sub = obj["Fn::Sub"]
-        if isinstance(sub, str):
-            sub = sub.replace("${" + name + "}", value)
-            # Nothing left to substitute (a loop's Condition name): the string itself.
-            return sub if "${" not in sub else {"Fn::Sub": sub}
-        return {"Fn::Sub": [sub[0].replace("${" + name + "}", value), substitute(sub[1], name, value)]}
-    return {k: substitute(v, name, value) for k, v in obj.items()}
+    return {substitute(k, name, value): substitute(v, name, value) for k, v in obj.items()}
 
 
 def expand_loops(resources, lists):

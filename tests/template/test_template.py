@@ -93,7 +93,7 @@ class FirstAndSecondDeploy(unittest.TestCase):
         body = loop_body("PollerSchedules")
         self.assertEqual(list(body), ["PollerSchedule${Group}"])
         schedule = body["PollerSchedule${Group}"]
-        self.assertEqual(schedule["Condition"], {"Fn::Sub": "PollerGroupOn${Group}"})
+        self.assertEqual(schedule["Condition"], "PollerGroupOn${Group}")
         self.assertNotEqual(list(schedule)[0], "Condition", "AWS refuses a loop body whose first key is Condition")
         expanded = iam_budget.expand_loops({"Fn::ForEach::PollerSchedules": RESOURCES["Fn::ForEach::PollerSchedules"]}, {})
         self.assertEqual({k: v["Condition"] for k, v in expanded.items()},

@@ -34,13 +34,14 @@ mod lease;
 #[cfg(test)]
 mod meeting_tests;
 mod plan;
+mod prepare;
 #[cfg(test)]
 mod tests;
 
 use drain::PartitionRun;
 pub use groups::PollerGroup;
 pub use plan::{batch_len, next_batch};
-use plan::{delay_at, plan, Plan};
+use plan::{plan, Plan};
 
 /// Jobs whose send instants lie this close together share a batch; it is also the most a job is
 /// held back past its instant by batching.

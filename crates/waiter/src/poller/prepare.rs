@@ -1,0 +1,148 @@
+//! Turning a planned batch into a send call: each entry's delay, `WAITER_MAX_RATE`'s arrival
+//! second booked in the queue's ledger, and expiry at the real arrival.
+
+use chrono::{DateTime, TimeDelta, Utc};
+use tracing::{debug, info, warn};
+
+use super::drain::{Call, PartitionRun};
+use super::plan::delay_at;
+use super::Planned;
+use crate::error::{display_chain, PortError};
+use crate::limits::SQS_MAX_DELAY_SECONDS;
+use crate::ports::{Clock, HistoryStatus, JobStore, MessageQueue};
+use crate::rate::ArrivalWant;
+
+impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
+    /// Turns a batch into a call at `now`: each entry's delay, `WAITER_MAX_RATE`'s arrival
+    /// second (booked in the queue's ledger, one call for the batch), and expiry at the real
+    /// arrival (a late send must not deliver an expired job). Returns the call and, on a FIFO
+    /// queue whose arrival second is later, when to send it.
+    pub(super) async fn prepare(
+        &mut self,
+        batch: Vec<Planned>,
+        now: DateTime<Utc>,
+    ) -> Result<(Call, Option<DateTime<Utc>>), PortError> {
+        let queue = self.queue;
+        let fifo = queue.is_fifo();
+        let blocked: Vec<bool> = batch
+            .iter()
+            .map(|p| {
+                fifo && p
+                    .job
+                    .job
+                    .message_group_id
+                    .as_ref()
+                    .is_some_and(|g| self.blocked_groups.contains(g))
+            })
+            .collect();
+        let arrival_of = |p: &Planned| {
+            let delay = delay_at(&p.job, fifo, now);
+            (delay, now + TimeDelta::seconds(i64::from(delay.unwrap_or(0))))
+        };
+        // One booking per entry that is not held back for its group, in the batch's order.
+        let booked: Vec<Option<i64>> = match self.d.config.max_rate {
+            None => Vec::new(),
+            Some(rate) => {
+                let wants: Vec<ArrivalWant> = batch
+                    .iter()
+                    .zip(&blocked)
+                    .filter(|(_, b)| !**b)
+                    .map(|(p, _)| {
+                        let (delay, arrival) = arrival_of(p);
+                        let second = arrival.timestamp();
+                        // A standard message moves by a longer delay, up to SQS's maximum; a
+                        // FIFO one by holding its send, within this run.
+                        let latest = match delay {
+                            Some(dl) => second + i64::from(SQS_MAX_DELAY_SECONDS.saturating_sub(dl)),
+                            None => self.stop_at.timestamp() - 1,
+                        };
+                        ArrivalWant { second, latest }
+                    })
+                    .collect();
+                if wants.is_empty() {
+                    Vec::new()
+                } else {
+                    self.d.store.book(queue, rate, &wants, now).await?
+                }
+            }
+        };
+        let mut booked = booked.into_iter();
+        let mut unused = Vec::new();
+        let mut call = Vec::with_capacity(batch.len());
+        let mut fifo_second: Option<i64> = None;
+        let mut later = Vec::new();
+        for (p, blocked) in batch.into_iter().zip(blocked) {
+            let booking = (self.d.config.max_rate.is_some() && !blocked).then(|| booked.next().flatten());
+            if !later.is_empty() {
+                unused.extend(booking.flatten());
+                later.push(p);
+                continue;
+            }
+            if blocked {
+                debug!(queue = %queue, job_id = %p.job.job.job_id, "an earlier message of its group failed: left for a later run");
+                self.left_behind = true;
+                continue;
+            }
+            let (mut delay, mut arrival) = arrival_of(&p);
+            let mut second_used = None;
+            match booking {
+                None => {}
+                Some(None) => {
+                    debug!(queue = %queue, job_id = %p.job.job.job_id, "arrival budget full: left for a later run");
+                    self.left_behind = true;
+                    continue;
+                }
+                // A FIFO call is sent at one instant: entries booked into a later second wait
+                // for the next call, in order.
+                Some(Some(second)) if fifo && fifo_second.is_some_and(|f| f != second) => {
+                    unused.push(second);
+                    later.push(p);
+                    continue;
+                }
+                Some(Some(second)) => {
+                    second_used = Some(second);
+                    let moved = second - arrival.timestamp();
+                    if let Some(dl) = delay.as_mut() {
+                        *dl += u32::try_from(moved).unwrap_or(0);
+                        arrival += TimeDelta::seconds(moved);
+                    } else if moved > 0 {
+                        arrival = DateTime::from_timestamp(second, 0).unwrap_or(arrival);
+                    }
+                    if fifo {
+                        fifo_second = Some(second);
+                    }
+                }
+            }
+            if p.job.job.outside_windows_in_flight(arrival) {
+                // The arrival budget moved it past its window's close: not sent. The next run
+                // sends it if the window is still open then, or moves it to the next opening.
+                unused.extend(second_used);
+                debug!(queue = %queue, job_id = %p.job.job.job_id, "spread past its window: left for a later run");
+                self.left_behind = true;
+                continue;
+            }
+            if p.job.job.expires_in_flight(arrival) {
+                unused.extend(second_used);
+                info!(queue = %queue, job_id = %p.job.job.job_id, "expired: dropped, not sent");
+                self.summary.expired += 1;
+                self.retire(&p.job, HistoryStatus::Expired, None);
+                continue;
+            }
+            call.push((p, delay));
+        }
+        for p in later.into_iter().rev() {
+            self.pending_bytes += p.bytes;
+            self.pending.push_front(p);
+        }
+        if !unused.is_empty() {
+            // A booking not given back only leaves a slot of that second unused.
+            if let Err(e) = self.d.store.release(queue, &unused, now).await {
+                warn!(queue = %queue, bookings = unused.len(), error = %display_chain(&e), "giving back unused arrival bookings failed");
+            }
+        }
+        let hold = fifo_second
+            .and_then(|s| DateTime::from_timestamp(s, 0))
+            .filter(|t| *t > now);
+        Ok((call, hold))
+    }
+}
