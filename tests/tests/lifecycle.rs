@@ -191,8 +191,9 @@ async fn concurrent_pollers(k: usize, n: usize, grouped: bool) -> usize {
     let ddb = rig.table_client().await;
     let mut enqueue = Function::start("enqueue", env).await;
     // One due time for all, far enough ahead that a slow emulator on a busy machine stores every
-    // batch before it (a job already due would go straight to SQS and skip the pollers).
-    let due = chrono::Utc::now() + chrono::TimeDelta::seconds(8);
+    // batch before it (a job already due would go straight to SQS and skip the pollers): up to
+    // 1.5 s a request of 100 was seen with both backends' suites running at once.
+    let due = chrono::Utc::now() + chrono::TimeDelta::milliseconds(5_000 + n as i64 * 15);
     let perform_at = due.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
     for chunk in 0..n.div_ceil(100) {
         let jobs: Vec<Value> = (chunk * 100..((chunk + 1) * 100).min(n))
@@ -422,16 +423,14 @@ async fn two_poller_groups_keep_one_rate_budget_for_the_queue() {
         *per_second.entry((m.at - due).num_seconds()).or_default() += 1;
     }
     // 20 at 5 a second for the queue: four seconds of arrivals, the last ones 3 s late by the
-    // runs' own account (receipt is polled, and a loaded machine merges seconds). Two budgets,
-    // one per group, would make it two seconds, and let 10 arrive in the first.
+    // runs' own account. Two budgets, one per group, would make it two seconds.
     let lateness = a["max_lateness_ms"]
         .as_f64()
         .unwrap_or(0.0)
         .max(b["max_lateness_ms"].as_f64().unwrap_or(0.0));
     assert!((2_500.0..4_500.0).contains(&lateness), "{a} {b}");
-    let first_second = per_second.values().next().copied().unwrap_or(0);
-    assert!(
-        first_second <= 5,
-        "at most the rate in the first second: {per_second:?}"
-    );
+    // Receipt is polled and bucketed from `due`, and a late job's booked second starts anywhere
+    // in a bucket: a bucket may hold parts of two booked seconds, at most twice the rate, where
+    // two budgets would put up to four times it in one.
+    assert!(per_second.values().all(|n| *n <= 10), "{per_second:?}");
 }

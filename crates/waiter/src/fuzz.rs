@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 
-use crate::aws::codec::{decode, decode_view, encode, ATTRIBUTES_WITHOUT_MESSAGE};
+use crate::aws::codec::{decode, decode_view, encode, ATTRIBUTES_OF_KEYS, ATTRIBUTES_WITHOUT_MESSAGE};
 use crate::config::Config;
 use crate::ports::{Partition, StoredJob, View};
 use crate::wire::request::{parse_request, Request};
@@ -173,8 +173,18 @@ fn check(v: &Value) -> Result<(), TestCaseError> {
                     .into_iter()
                     .filter(|(name, _)| ATTRIBUTES_WITHOUT_MESSAGE.contains(&name.as_str()))
                     .collect();
+                let keys: crate::aws::codec::Item = projected
+                    .iter()
+                    .filter(|(name, _)| ATTRIBUTES_OF_KEYS.contains(&name.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
                 let light =
                     decode_view(&stored.job.queue, projected, View::WithoutMessage).map_err(TestCaseError::fail)?;
+                // What the poller's index pages read: the keys and `perform_at`, nothing else.
+                let bare = decode_view(&stored.job.queue, keys, View::Keys).map_err(TestCaseError::fail)?;
+                prop_assert_eq!(bare.key(), stored.key());
+                prop_assert_eq!(bare.job.perform_at, stored.job.perform_at);
+                prop_assert!(bare.job.message_body.is_empty() && bare.job.expires_at.is_none() && bare.version == 1);
                 let mut without = stored;
                 without.job.message_body.clear();
                 without.job.message_attributes.clear();

@@ -318,6 +318,9 @@ fn decode_attributes(item: &Item) -> Result<Attributes, String> {
     Ok(message_attributes)
 }
 
+/// What `View::Keys` reads: the table's and the index's keys.
+pub const ATTRIBUTES_OF_KEYS: &[&str] = &[A_SCHEDULER, A_JOB_ID, A_PERFORM_AT];
+
 /// Every attribute of a job's item but its message: what `View::WithoutMessage` reads.
 pub const ATTRIBUTES_WITHOUT_MESSAGE: &[&str] = &[
     A_SCHEDULER,
@@ -360,7 +363,8 @@ fn take_t(item: &mut Item, name: &str) -> Result<Option<DateTime<Utc>>, String> 
     }
 }
 
-/// `decode` of an item read in `view`: without its message, the body reads as empty.
+/// `decode` of an item read in `view`: without its message, the body reads as empty (and, in
+/// `View::Keys`, everything but the keys as absent).
 pub fn decode_view(queue: &QueueName, mut item: Item, view: View) -> Result<StoredJob, String> {
     let partition = decode_partition(queue, &item)?;
     let message_attributes = decode_attributes(&item)?;
@@ -386,7 +390,7 @@ pub fn decode_view(queue: &QueueName, mut item: Item, view: View) -> Result<Stor
             job_id_given: true,
             message_body: match (take_s(item, A_MESSAGE_BODY)?, view) {
                 (Some(body), _) => body,
-                (None, View::WithoutMessage) => String::new(),
+                (None, View::WithoutMessage | View::Keys) => String::new(),
                 (None, View::Whole) => return Err("message_body is missing".into()),
             },
             message_attributes,

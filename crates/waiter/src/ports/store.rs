@@ -160,14 +160,22 @@ pub trait DueIndex: Send + Sync + 'static {
         Ok(None)
     }
 
-    /// Jobs in a shard with `perform_at <= horizon`, oldest first, one page at a time.
+    /// Jobs in a shard with `perform_at <= horizon`, oldest first, one page at a time, read as
+    /// `View::Keys` (re-read them from the table for anything else).
     fn due<'a>(
         &'a self,
         queue: &'a QueueName,
         shard: u32,
         horizon: DateTime<Utc>,
     ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
-        self.by_time(queue, Partition::Shard(shard), DateTime::<Utc>::UNIX_EPOCH, horizon)
+        self.by_time_after(
+            queue,
+            Partition::Shard(shard),
+            DateTime::<Utc>::UNIX_EPOCH,
+            horizon,
+            None,
+            View::Keys,
+        )
     }
 
     /// Every `WAITER_SHARDS` value this queue's table has been written with, `current` included
@@ -182,6 +190,10 @@ pub enum View {
     Whole,
     /// Everything but `message_body` (read as empty) and `message_attributes` (read as none).
     WithoutMessage,
+    /// The keys and `perform_at` only; everything else reads as absent (the body empty, the
+    /// version 1). The poller's index pages: it re-reads each job from the table before it
+    /// plans it, so the index need not carry the message to it.
+    Keys,
 }
 
 /// The parked partition: jobs SQS rejected permanently.

@@ -342,10 +342,37 @@ impl DueIndex for MemStore {
                 .collect()
         };
         due.sort_by_key(|j| order(j.job.perform_at, &j.job.job_id));
-        if view == View::WithoutMessage {
-            for j in &mut due {
-                j.job.message_body.clear();
-                j.job.message_attributes.clear();
+        match view {
+            View::Whole => {}
+            View::WithoutMessage => {
+                for j in &mut due {
+                    j.job.message_body.clear();
+                    j.job.message_attributes.clear();
+                }
+            }
+            // What a projection of the keys returns, decoded (see `aws::codec::decode_view`).
+            View::Keys => {
+                for j in &mut due {
+                    *j = StoredJob {
+                        partition: j.partition.clone(),
+                        job: crate::job::Job {
+                            queue: j.job.queue.clone(),
+                            job_id: std::mem::take(&mut j.job.job_id),
+                            job_id_given: true,
+                            message_body: String::new(),
+                            message_attributes: Default::default(),
+                            perform_at: j.job.perform_at,
+                            expires_at: None,
+                            message_group_id: None,
+                            message_deduplication_id: None,
+                            windows: None,
+                        },
+                        enqueued_at: j.job.perform_at,
+                        parked: None,
+                        version: 1,
+                        maybe_delivered_at: None,
+                    };
+                }
             }
         }
         let pages: Vec<_> = due.chunks(self.page_size.max(1)).map(|c| Ok(c.to_vec())).collect();

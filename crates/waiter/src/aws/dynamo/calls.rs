@@ -28,6 +28,7 @@ impl DynamoStore {
             client,
             config,
             ledgers: Arc::default(),
+            ledger_turn: Arc::default(),
         }
     }
 

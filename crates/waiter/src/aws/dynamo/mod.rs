@@ -45,6 +45,9 @@ pub struct DynamoStore {
     config: Arc<Config>,
     /// The last version of each queue's rate ledger this process wrote or read (see `rate`).
     ledgers: Arc<std::sync::Mutex<HashMap<QueueName, (u64, crate::rate::Bookings)>>>,
+    /// One ledger change at a time in this process, so that its partitions never race each
+    /// other for the item (only other processes' runs can).
+    ledger_turn: Arc<tokio::sync::Mutex<()>>,
 }
 
 #[async_trait]
@@ -314,9 +317,14 @@ impl DueIndex for DynamoStore {
             // Pages of at most DUE_PAGE_ITEMS rather than DynamoDB's 1 MB: a reader holds a
             // page at a time, so memory stays the same however deep the backlog.
             .limit(DUE_PAGE_ITEMS);
-        if view == View::WithoutMessage {
-            let mut names = Vec::with_capacity(ATTRIBUTES_WITHOUT_MESSAGE.len());
-            for (i, name) in ATTRIBUTES_WITHOUT_MESSAGE.iter().enumerate() {
+        let projected = match view {
+            View::Whole => None,
+            View::WithoutMessage => Some(ATTRIBUTES_WITHOUT_MESSAGE),
+            View::Keys => Some(ATTRIBUTES_OF_KEYS),
+        };
+        if let Some(attributes) = projected {
+            let mut names = Vec::with_capacity(attributes.len());
+            for (i, name) in attributes.iter().enumerate() {
                 let alias = format!("#v{i}");
                 query = query.expression_attribute_names(&alias, *name);
                 names.push(alias);

@@ -2,8 +2,9 @@
 //! booked per second from now on and a version. A booking is a read-modify-write of the whole
 //! item, conditioned on the version it read, so runs of every group and process book into one
 //! budget and never past it: a run that lost the race reads the winner's item from the
-//! condition failure and books again. Only queues with a rate pay for it: one `PutItem` per
-//! send batch (two when another run wrote meanwhile), sized by the seconds booked ahead.
+//! condition failure and books again. The partitions of one process take turns (a lock), so a
+//! race is only ever with another process. Only queues with a rate pay for it: one `PutItem`
+//! per send batch (two when another run wrote meanwhile), sized by the seconds booked ahead.
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
@@ -49,6 +50,7 @@ impl DynamoStore {
         now: DateTime<Utc>,
         change: impl Fn(&mut Bookings) -> T + Send,
     ) -> Result<T, PortError> {
+        let _turn = self.ledger_turn.lock().await;
         let remembered = self.remembered(queue);
         let mut fresh = remembered.is_none();
         let mut state = match remembered {
