@@ -42,7 +42,7 @@ def series(entry):
         e = entry[0]
         if "SEARCH(" in e.get("expression", ""):
             metric = re.search(r'MetricName="([^"]+)"', e["expression"]).group(1)
-            by = re.search(r"\{SqsWaiter,FunctionName,(\w+)\}", e["expression"]).group(1)
+            by = " and ".join(re.search(r"\{SqsWaiter,FunctionName,([\w,]+)\}", e["expression"]).group(1).split(","))
             stat = re.search(r"'(\w+)', \d+\)$", e["expression"]).group(1)
             return f"{metric} ({stat}) per {by}"
         return f"{e.get('label', e['id'])} = {e['expression']}"

@@ -16,6 +16,14 @@ import { RustFunction } from "cargo-lambda-cdk";
 import { Construct } from "constructs";
 import { inRange } from "./ranges.ts";
 
+/** `priorityOrder` as the functions read it, or an error naming the prop (JS callers skip the type). */
+function priorityOrder(order: string | undefined): string {
+  if (order === undefined || order === "time" || order === "priority") {
+    return order ?? "time";
+  }
+  throw new Error(`SqsWaiter: priorityOrder must be "time" or "priority", got ${JSON.stringify(order)}`);
+}
+
 /**
  * A queue's key for its table: its name when the app knows it (an imported queue, or a queue
  * given a physical name), else its construct id, which is as stable.
@@ -77,6 +85,13 @@ export interface SqsWaiterProps {
    * @default 0
    */
   readonly maxRate?: number;
+  /**
+   * Which due jobs `maxRate` lets arrive first (`WAITER_PRIORITY_ORDER`): `time` (earliest due
+   * first, then lower priority) or `priority` (lower priority first, then earliest due; urgent
+   * jobs can starve the others).
+   * @default "time"
+   */
+  readonly priorityOrder?: "time" | "priority";
   /**
    * Poller groups (`WAITER_POLLER_GROUPS`): that many schedules each invoke the poller with
    * `{"group": i, "groups": n}`, and each run works its 1/n of the partitions, so that a herd
@@ -219,6 +234,7 @@ export class SqsWaiter extends Construct {
       WAITER_HISTORY_DAYS: String(inRange("historyDays", props.historyDays, 7)),
       WAITER_HISTORY_BODY: String(props.historyBody ?? false),
       WAITER_MAX_RATE: String(inRange("maxRate", props.maxRate, 0)),
+      WAITER_PRIORITY_ORDER: priorityOrder(props.priorityOrder),
       WAITER_POLLER_GROUPS: String(pollerGroups),
       RUST_LOG: props.logLevel ?? lambda.ApplicationLogLevel.INFO,
     };

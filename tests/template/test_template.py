@@ -428,9 +428,10 @@ class OperatorDashboard(unittest.TestCase):
         # The names the graphs search for are the ones the functions print (metrics.rs).
         emitted = read("crates", "waiter", "src", "metrics.rs")
         for name in ["Dispatched", "Lateness", "Parked", "Expired", "FailedEntries", "Errors", "Retried",
-                     "Exhausted", "BacklogAge"]:
+                     "Exhausted", "BacklogAge", "HeldBack"]:
             self.assertIn(f'"{name}"', emitted, name)
-        for dim in ['QUEUE_DIMENSION: &str = "Queue"', 'ERROR_TYPE_DIMENSION: &str = "ErrorType"']:
+        for dim in ['QUEUE_DIMENSION: &str = "Queue"', 'ERROR_TYPE_DIMENSION: &str = "ErrorType"',
+                    'PRIORITY_CLASS_DIMENSION: &str = "PriorityClass"']:
             self.assertIn(dim, emitted)
         # Widgets fit CloudWatch's 24-column grid without overlapping.
         cells = set()

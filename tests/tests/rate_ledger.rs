@@ -9,7 +9,7 @@ use e2e::rig::shared;
 use waiter::aws::DynamoStore;
 use waiter::config::Config;
 use waiter::ports::RateLedger;
-use waiter::rate::ArrivalWant;
+use waiter::rate::{ArrivalWant, Booking};
 use waiter::QueueName;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -32,7 +32,8 @@ async fn concurrent_bookings_from_separate_pollers_never_pass_the_rate() {
     let wants = vec![
         ArrivalWant {
             second,
-            latest: second + 100
+            latest: second + 100,
+            weight: 1,
         };
         per_call
     ];
@@ -74,13 +75,20 @@ async fn concurrent_bookings_from_separate_pollers_never_pass_the_rate() {
     // A booking given back is booked again, by a poller that had not seen it given back.
     let giver = DynamoStore::new(ddb.clone(), config.clone());
     let taker = DynamoStore::new(ddb.clone(), config.clone());
-    let one = [ArrivalWant { second, latest: second }];
+    let one = [ArrivalWant {
+        second,
+        latest: second,
+        weight: 1,
+    }];
     assert_eq!(
         taker.book(&queue, rate, &one, now).await.expect("book"),
         vec![None],
         "second full"
     );
-    giver.release(&queue, &[second], now).await.expect("release");
+    giver
+        .release(&queue, &[Booking { second, units: 1 }], now)
+        .await
+        .expect("release");
     assert_eq!(
         taker.book(&queue, rate, &one, now).await.expect("book"),
         vec![Some(second)]

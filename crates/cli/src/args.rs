@@ -68,6 +68,8 @@ pub enum Command {
         /// Drop the job, unsent, if it is found after this time.
         #[arg(long, value_name = "TIME", value_parser = parse_time)]
         expires_at: Option<DateTime<Utc>>,
+        #[command(flatten)]
+        rank: Rank,
     },
     /// Show a job: as stored, or what history knows of it.
     #[command(after_help = "Example:\n  sqs-waiter get orders invoice-42")]
@@ -88,6 +90,8 @@ pub enum Command {
         /// Only if the job's version is this one.
         #[arg(long, value_name = "N")]
         if_version: Option<u64>,
+        #[command(flatten)]
+        rank: Rank,
     },
     /// Send again a job that left the table (dispatched, cancelled or expired), as a new job.
     ///
@@ -209,4 +213,17 @@ impl From<Status> for ListStatus {
             Status::Parked => ListStatus::Parked,
         }
     }
+}
+
+/// Which due jobs take the queue's rate budget first, and how much of it a job uses.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct Rank {
+    /// 0 to 1000, lower first under WAITER_MAX_RATE; 0 is critical (never held back).
+    /// Default 100 (on reschedule: kept).
+    #[arg(long, value_name = "N")]
+    pub priority: Option<u64>,
+    /// 1 to 100: the messages the job counts as against WAITER_MAX_RATE. Default 1 (on
+    /// reschedule: kept).
+    #[arg(long, value_name = "N")]
+    pub weight: Option<u64>,
 }

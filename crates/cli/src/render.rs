@@ -5,7 +5,9 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 use comfy_table::{presets, CellAlignment, ColumnConstraint, ContentArrangement, Table, Width};
 use console::style;
-use sqs_waiter_client::{CancelManyReply, JobReply, JobStatus, RedriveAllReply, StatsReply};
+use sqs_waiter_client::{
+    CancelManyReply, JobReply, JobStatus, RedriveAllReply, StatsReply, DEFAULT_PRIORITY, DEFAULT_WEIGHT,
+};
 
 /// Widest and narrowest a histogram bar may be drawn.
 const MIN_BAR: usize = 10;
@@ -116,6 +118,8 @@ pub fn details(r: &JobReply) -> String {
     row("version", r.version.map(|v| v.to_string()).unwrap_or_default());
     row("enqueued_at", opt_time(r.enqueued_at));
     row("expires_at", opt_time(r.expires_at));
+    row("priority", r.priority.map(|p| p.to_string()).unwrap_or_default());
+    row("weight", r.weight.map(|w| w.to_string()).unwrap_or_default());
     row("group", r.message_group_id.clone().unwrap_or_default());
     row(
         "deduplication_id",
@@ -171,6 +175,14 @@ pub fn jobs(jobs: &[JobReply], more: bool) -> String {
     if retried {
         header.push("ATTEMPTS");
     }
+    // Shown once a job ranks or weighs otherwise than the default: `priority` or
+    // `priority×weight`.
+    let ranked = jobs
+        .iter()
+        .any(|j| j.priority.is_some_and(|p| p != DEFAULT_PRIORITY) || j.weight.is_some_and(|w| w != DEFAULT_WEIGHT));
+    if ranked {
+        header.push("PRIORITY");
+    }
     t.set_header(header);
     for j in jobs {
         let mut row = vec![
@@ -190,6 +202,13 @@ pub fn jobs(jobs: &[JobReply], more: bool) -> String {
         }
         if retried {
             row.push(j.attempts.map(|n| n.to_string()).unwrap_or_default());
+        }
+        if ranked {
+            row.push(match (j.priority, j.weight) {
+                (Some(p), Some(w)) if w != DEFAULT_WEIGHT => format!("{p}×{w}"),
+                (Some(p), _) => p.to_string(),
+                _ => String::new(),
+            });
         }
         t.add_row(row);
     }

@@ -159,8 +159,10 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
             attributes,
             group,
             expires_at,
+            rank,
         } => {
             let mut job = Job::new(queue, body);
+            (job.priority, job.weight) = (rank.priority, rank.weight);
             (job.delay_seconds, job.perform_at) = when(w);
             job.job_id = id.clone();
             job.message_group_id = group.clone();
@@ -182,8 +184,10 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
             id,
             when: w,
             if_version,
+            rank,
         } => {
             let mut request = Reschedule::after(queue, id, std::time::Duration::ZERO);
+            (request.priority, request.weight) = (rank.priority, rank.weight);
             (request.delay_seconds, request.perform_at) = when(w);
             request.if_version = *if_version;
             let reply = client.reschedule(&request).await?;

@@ -79,6 +79,32 @@ fn list_and_parked_tables() {
 }
 
 #[test]
+fn list_shows_a_priority_column_once_a_job_ranks_or_weighs_otherwise() {
+    let jobs: Vec<JobReply> = serde_json::from_value(json!([
+        {"job_id": "urgent", "queue": "orders", "status": "scheduled", "perform_at": "2026-12-01T09:00:00Z",
+         "version": 1, "priority": 1, "weight": 1},
+        {"job_id": "bulk", "queue": "orders", "status": "scheduled", "perform_at": "2026-12-01T09:00:00Z",
+         "version": 1, "priority": 100, "weight": 5},
+        {"job_id": "plain", "queue": "orders", "status": "scheduled", "perform_at": "2026-12-01T09:00:00Z",
+         "version": 1, "priority": 100, "weight": 1}
+    ]))
+    .unwrap();
+    let table = render::jobs(&jobs, false);
+    let header = table.lines().next().unwrap_or_default();
+    assert!(header.trim_end().ends_with("PRIORITY"), "{table}");
+    let row = |id: &str| {
+        let found = table.lines().find(|l| l.trim_start().starts_with(id));
+        found.unwrap_or_default().trim_end().to_owned()
+    };
+    assert!(row("urgent").ends_with(" 1"), "{table}");
+    assert!(row("bulk").ends_with("100×5"), "{table}");
+    assert!(row("plain").ends_with("100"), "{table}");
+    // Only default ranks: no column.
+    let plain: Vec<JobReply> = jobs.into_iter().filter(|j| j.job_id == "plain").collect();
+    assert!(!render::jobs(&plain, false).contains("PRIORITY"));
+}
+
+#[test]
 fn one_job_in_detail_and_outcomes_in_one_line() {
     let job: JobReply = serde_json::from_value(json!({
         "job_id": "invoice-42", "queue": "billing.fifo", "status": "scheduled",

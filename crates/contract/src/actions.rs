@@ -155,6 +155,12 @@ pub struct Reschedule {
     /// Only if the stored version is this one (else the reply is `conflict`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub if_version: Option<u64>,
+    /// A new priority (0 to 1000); kept when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u64>,
+    /// A new weight (1 to 100); kept when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u64>,
 }
 
 impl Reschedule {
@@ -186,6 +192,8 @@ impl Reschedule {
             windows: None,
             time_zone: None,
             if_version: None,
+            priority: None,
+            weight: None,
         }
     }
 }

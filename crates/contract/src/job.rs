@@ -57,6 +57,12 @@ pub struct Job {
     /// An IANA zone name for `windows`, `UTC` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_zone: Option<String>,
+    /// 0 to 1000, default 100; lower takes the rate budget first, 0 is critical (see DESIGN).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u64>,
+    /// 1 to 100, default 1: the messages this job counts as against `WAITER_MAX_RATE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u64>,
 }
 
 impl Job {
@@ -74,6 +80,8 @@ impl Job {
             message_deduplication_id: None,
             windows: None,
             time_zone: None,
+            priority: None,
+            weight: None,
         }
     }
 
@@ -118,6 +126,18 @@ impl Job {
     /// Dropped, not sent, if it would be sent after `t`.
     pub fn expires_at(mut self, t: DateTime<Utc>) -> Self {
         self.expires_at = Some(t);
+        self
+    }
+
+    /// Takes the rate budget before jobs with a higher number (0 to 1000; 0 is critical).
+    pub fn priority(mut self, priority: u16) -> Self {
+        self.priority = Some(u64::from(priority));
+        self
+    }
+
+    /// Counts as `weight` messages against the queue's rate budget (1 to 100).
+    pub fn weight(mut self, weight: u16) -> Self {
+        self.weight = Some(u64::from(weight));
         self
     }
 

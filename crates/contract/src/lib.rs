@@ -28,6 +28,7 @@ mod actions;
 mod error;
 mod job;
 mod poller;
+mod priority;
 mod reply;
 mod retry;
 
@@ -38,6 +39,9 @@ pub use actions::{
 pub use error::{ErrorType, Failure};
 pub use job::{Job, MessageAttribute, Window};
 pub use poller::PollerGroup;
+pub use priority::{
+    CRITICAL_PRIORITY, DEFAULT_PRIORITY, DEFAULT_WEIGHT, MAX_PRIORITY, MAX_WEIGHT, PRIORITY_ATTRIBUTE, WEIGHT_ATTRIBUTE,
+};
 pub use reply::{
     BatchReply, BatchResult, Bucket, CancelManyReply, FailedStatus, JobReply, JobStatus, ListReply, ParkedError,
     ParkedReply, RedriveAllReply, StatsReply,

@@ -153,6 +153,12 @@ pub struct JobReply {
     /// Why the job was parked without a send: `attempts_exhausted`.
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A stored or parked job's priority (0 to 1000, lower first).
+    pub priority: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A stored or parked job's weight against the rate budget (1 to 100).
+    pub weight: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     /// A poller run that crashed may have delivered this job at this instant already; the
     /// stored job is its delivery at the next opening of its windows. `cancel` and
     /// `reschedule` act on that later delivery only.

@@ -62,6 +62,13 @@ pub struct Retry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// Why the attempt failed, kept when the job is parked (up to 1024 characters).
     pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The next attempt's priority (0 to 1000); when absent, the job's (`waiter.priority` in
+    /// `message_attributes`, else 100).
+    pub priority: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The next attempt's weight (1 to 100); when absent, the job's (`waiter.weight`, else 1).
+    pub weight: Option<u64>,
 }
 
 /// Exponential backoff: attempt n+1 is due `min(max_s, base_s × factor^(n−1))` seconds after the
@@ -102,6 +109,8 @@ impl Retry {
             backoff: None,
             max_attempts: None,
             error: None,
+            priority: None,
+            weight: None,
         }
     }
 

@@ -23,6 +23,7 @@ pub const ENV_DIRECT_HISTORY: &str = "WAITER_DIRECT_HISTORY";
 pub const ENV_MAX_RATE: &str = "WAITER_MAX_RATE";
 pub const ENV_HISTORY_BODY: &str = "WAITER_HISTORY_BODY";
 pub const ENV_POLLER_GROUPS: &str = "WAITER_POLLER_GROUPS";
+pub const ENV_PRIORITY_ORDER: &str = "WAITER_PRIORITY_ORDER";
 
 pub const DEFAULT_LOOKAHEAD: u32 = 120;
 pub const DEFAULT_SHARDS: u32 = 4;
@@ -112,6 +113,8 @@ pub struct Config {
     pub history_body: bool,
     /// How many poller groups the deployment's schedules invoke (`{"group": i, "groups": n}`).
     pub poller_groups: u32,
+    /// Which due jobs take `max_rate`'s earliest arrival seconds first.
+    pub priority_order: crate::rate::PriorityOrder,
 }
 
 impl Config {
@@ -194,6 +197,13 @@ impl Config {
             max_rate: Some(int_var(&get, ENV_MAX_RATE, 0, 0, MAX_RATE)?).filter(|r| *r > 0),
             history_body: bool_var(&get, ENV_HISTORY_BODY, false)?,
             poller_groups: int_var(&get, ENV_POLLER_GROUPS, 1, 1, MAX_POLLER_GROUPS)?,
+            priority_order: match get(ENV_PRIORITY_ORDER).as_deref().map(str::trim) {
+                None | Some("") => crate::rate::PriorityOrder::default(),
+                Some(v) => crate::rate::PriorityOrder::parse(v).ok_or_else(|| ConfigError {
+                    variable: ENV_PRIORITY_ORDER,
+                    problem: format!("must be time or priority, got {v:?}"),
+                })?,
+            },
         })
     }
 
@@ -309,6 +319,27 @@ mod tests {
                 .variable,
             ENV_TABLE_PREFIX
         );
+    }
+
+    #[test]
+    fn priority_order_is_time_unless_set_and_named_when_bad() {
+        use crate::rate::PriorityOrder;
+        assert_eq!(cfg(&[(ENV_QUEUES, "a")]).unwrap().priority_order, PriorityOrder::Time);
+        assert_eq!(
+            cfg(&[(ENV_QUEUES, "a"), (ENV_PRIORITY_ORDER, "priority")])
+                .unwrap()
+                .priority_order,
+            PriorityOrder::Priority
+        );
+        assert_eq!(
+            cfg(&[(ENV_QUEUES, "a"), (ENV_PRIORITY_ORDER, "time")])
+                .unwrap()
+                .priority_order,
+            PriorityOrder::Time
+        );
+        let e = cfg(&[(ENV_QUEUES, "a"), (ENV_PRIORITY_ORDER, "fifo")]).unwrap_err();
+        assert_eq!(e.variable, ENV_PRIORITY_ORDER);
+        assert!(e.problem.contains("time or priority"), "{e}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::config::QueueName;
 use crate::windows::Windows;
 
 pub use sqs_waiter_contract::MAX_JOBS_PER_REQUEST;
+use sqs_waiter_contract::{CRITICAL_PRIORITY, DEFAULT_PRIORITY, DEFAULT_WEIGHT, PRIORITY_ATTRIBUTE, WEIGHT_ATTRIBUTE};
 
 /// What a send may take to reach SQS (network, an SDK retry): at the moment of sending, a message
 /// that would arrive within this of its `expires_at` counts as arriving expired.
@@ -58,6 +59,10 @@ pub struct Job {
     pub message_deduplication_id: Option<String>,
     /// Daily windows the job may be sent in; `perform_at` is always inside one.
     pub windows: Option<Windows>,
+    /// Lower takes the rate budget first; `CRITICAL_PRIORITY` neither waits for it nor uses it.
+    pub priority: u16,
+    /// Messages this job counts as against the rate budget.
+    pub weight: u16,
 }
 
 impl Job {
@@ -69,6 +74,33 @@ impl Job {
     /// Body plus attributes, as SQS counts a message's size.
     pub fn message_bytes(&self) -> usize {
         message_bytes(&self.message_body, &self.message_attributes)
+            + self.rank_attributes().map(|(n, a)| a.size_with_name(n)).sum::<usize>()
+    }
+
+    /// The attributes the message carries: the caller's, and `waiter.priority` and
+    /// `waiter.weight` where they are not the defaults (so that a consumer's `retry` keeps them).
+    pub fn sent_attributes(&self) -> Attributes {
+        let mut attributes = self.message_attributes.clone();
+        attributes.extend(self.rank_attributes().map(|(n, a)| (n.to_owned(), a)));
+        attributes
+    }
+
+    fn rank_attributes(&self) -> impl Iterator<Item = (&'static str, MessageAttribute)> {
+        let number = |n: u16| MessageAttribute {
+            data_type: "Number".to_owned(),
+            data: AttributeData::String(n.to_string()),
+        };
+        [
+            (self.priority != DEFAULT_PRIORITY).then(|| (PRIORITY_ATTRIBUTE, number(self.priority))),
+            (self.weight != DEFAULT_WEIGHT).then(|| (WEIGHT_ATTRIBUTE, number(self.weight))),
+        ]
+        .into_iter()
+        .flatten()
+    }
+
+    /// Neither waits for the rate budget nor uses it.
+    pub fn is_critical(&self) -> bool {
+        self.priority == CRITICAL_PRIORITY
     }
 
     /// The one expiry rule: a job that would arrive after `expires_at` is not sent.
@@ -92,7 +124,12 @@ impl Job {
 
 /// The attempt a message's attributes carry in `waiter.attempt`, if any.
 pub fn attempt_in(attributes: &Attributes) -> Option<u32> {
-    match &attributes.get(sqs_waiter_contract::ATTEMPT_ATTRIBUTE)?.data {
+    number_in(attributes, sqs_waiter_contract::ATTEMPT_ATTRIBUTE)
+}
+
+/// A whole number a message's attributes carry under `name` (a `waiter.*` one), if any.
+pub fn number_in<T: std::str::FromStr>(attributes: &Attributes, name: &str) -> Option<T> {
+    match &attributes.get(name)?.data {
         AttributeData::String(s) => s.parse().ok(),
         AttributeData::Binary(_) => None,
     }

@@ -34,6 +34,8 @@ mod history_tests;
 #[cfg(test)]
 mod pipeline_tests;
 #[cfg(test)]
+mod priority_tests;
+#[cfg(test)]
 mod replay_tests;
 #[cfg(test)]
 mod retry_tests;

@@ -76,6 +76,7 @@ fn run_metrics(s: &RunSummary, extra: &[(&'static str, f64, Unit)]) -> Vec<(&'st
         ("Expired", vec![s.expired as f64], Unit::Count),
         ("Parked", vec![s.parked as f64], Unit::Count),
         ("FailedEntries", vec![s.failed as f64], Unit::Count),
+        ("HeldBack", vec![s.held_back as f64], Unit::Count),
     ];
     metrics.extend(extra.iter().map(|(name, v, unit)| (*name, vec![*v], *unit)));
     if !s.lateness_sample_ms.is_empty() {
@@ -94,20 +95,38 @@ pub fn poller_line(function_name: &str, s: &RunSummary, at: DateTime<Utc>) -> St
 }
 
 /// The poller's metrics per queue for one run, in dimensions `FunctionName` and `Queue` (the
-/// dashboard's per-queue graphs): one line per queue worked. Five metrics a queue, each a
-/// custom metric CloudWatch bills (docs/operations.md).
+/// dashboard's per-queue graphs): one line per queue worked. Six metrics a queue, each a
+/// custom metric CloudWatch bills (docs/operations.md). A queue that sent a job of a priority
+/// other than the default also gets `Lateness` by `PriorityClass` (`0`, `1-99`, `100`,
+/// `101+`), one line per class sent; a queue without priorities pays for none of them.
 pub fn poller_queue_lines(function_name: &str, s: &RunSummary, at: DateTime<Utc>) -> Vec<String> {
-    s.by_queue
-        .iter()
-        .map(|(queue, q)| {
-            emf_line_in(
-                &[(DIMENSION, function_name), (QUEUE_DIMENSION, queue)],
-                &run_metrics(q, &[]),
-                at,
-            )
-        })
-        .collect()
+    let mut lines = Vec::new();
+    for (queue, q) in &s.by_queue {
+        lines.push(emf_line_in(
+            &[(DIMENSION, function_name), (QUEUE_DIMENSION, queue)],
+            &run_metrics(q, &[]),
+            at,
+        ));
+        if q.lateness_by_class.keys().any(|c| *c != DEFAULT_CLASS) {
+            for (class, sample) in &q.lateness_by_class {
+                lines.push(emf_line_in(
+                    &[
+                        (DIMENSION, function_name),
+                        (QUEUE_DIMENSION, queue),
+                        (PRIORITY_CLASS_DIMENSION, class),
+                    ],
+                    &[("Lateness", sample.clone(), Unit::Milliseconds)],
+                    at,
+                ));
+            }
+        }
+    }
+    lines
 }
+
+/// The dimension of `Lateness` by priority class beside the function's and the queue's name.
+pub const PRIORITY_CLASS_DIMENSION: &str = "PriorityClass";
+const DEFAULT_CLASS: &str = "100";
 
 /// How one invocation of the enqueue function ended, for its metrics line.
 #[derive(Debug, Clone, Copy)]
@@ -368,6 +387,49 @@ mod tests {
         let idle = lines.iter().find(|v| v[QUEUE_DIMENSION] == "idle").unwrap();
         assert_eq!(idle["Dispatched"].as_f64(), Some(0.0));
         assert!(idle.get("Lateness").is_none(), "no lateness without a dispatch");
+    }
+
+    #[test]
+    fn lateness_by_priority_class_only_for_a_queue_that_sent_another_priority_than_the_default() {
+        let mut s = RunSummary::default();
+        let queue = |classes: &[(&'static str, f64)]| RunSummary {
+            held_back: 3,
+            lateness_by_class: classes.iter().map(|(c, ms)| (*c, vec![*ms])).collect(),
+            ..RunSummary::default()
+        };
+        s.by_queue.insert("plain".into(), queue(&[("100", 5.0)]));
+        s.by_queue
+            .insert("ranked".into(), queue(&[("0", 1.0), ("100", 900.0), ("101+", 4000.0)]));
+        let lines: Vec<Value> = poller_queue_lines("poller-fn", &s, Utc::now())
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let classes = |queue: &str| -> Vec<(String, Value)> {
+            lines
+                .iter()
+                .filter(|v| v[QUEUE_DIMENSION] == queue && v.get(PRIORITY_CLASS_DIMENSION).is_some())
+                .map(|v| {
+                    (
+                        v[PRIORITY_CLASS_DIMENSION].as_str().unwrap().to_owned(),
+                        v["Lateness"].clone(),
+                    )
+                })
+                .collect()
+        };
+        assert!(classes("plain").is_empty());
+        assert_eq!(
+            classes("ranked"),
+            vec![
+                ("0".to_owned(), json!(1.0)),
+                ("100".to_owned(), json!(900.0)),
+                ("101+".to_owned(), json!(4000.0))
+            ]
+        );
+        let ranked = lines
+            .iter()
+            .find(|v| v[QUEUE_DIMENSION] == "ranked" && v.get(PRIORITY_CLASS_DIMENSION).is_none())
+            .unwrap();
+        assert_eq!(ranked["HeldBack"].as_f64(), Some(3.0));
     }
 
     #[test]

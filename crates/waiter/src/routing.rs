@@ -98,6 +98,8 @@ mod tests {
             message_group_id: None,
             message_deduplication_id: None,
             windows: None,
+            priority: sqs_waiter_contract::DEFAULT_PRIORITY,
+            weight: sqs_waiter_contract::DEFAULT_WEIGHT,
         }
     }
 

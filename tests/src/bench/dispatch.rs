@@ -84,6 +84,8 @@ pub(crate) async fn load_items_due_at(
                     message_group_id: None,
                     message_deduplication_id: None,
                     windows: None,
+                    priority: sqs_waiter_client::DEFAULT_PRIORITY,
+                    weight: sqs_waiter_client::DEFAULT_WEIGHT,
                 },
                 enqueued_at: due,
                 parked: None,

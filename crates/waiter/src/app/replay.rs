@@ -1,13 +1,15 @@
 //! `replay`: a copy of a job that has left the table, sent from what history kept of its message.
 
 use crate::error::{HandlerError, InvalidRequest};
-use crate::job::{Job, MAX_JOB_ID_CHARS};
+use crate::job::{number_in, Job, MAX_JOB_ID_CHARS};
 use crate::ports::{Clock, Found, JobStore, MessageQueue, Partition};
 use crate::wire::actions::Replay;
 use crate::wire::reply::status_only;
 
 use super::*;
-use sqs_waiter_contract::{JobReply, JobStatus};
+use sqs_waiter_contract::{
+    JobReply, JobStatus, DEFAULT_PRIORITY, DEFAULT_WEIGHT, PRIORITY_ATTRIBUTE, WEIGHT_ATTRIBUTE,
+};
 
 /// The copy's id when none is given: the same replay twice is then a duplicate, not a second
 /// copy. (Not DESIGN's `{job_id}~{version}`: `~` is not allowed in a `job_id`, so the copy
@@ -44,12 +46,17 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 id
             }
         };
+        // The message as sent: the job's priority and weight travel in it.
+        let priority = number_in(&kept.attributes, PRIORITY_ATTRIBUTE).unwrap_or(DEFAULT_PRIORITY);
+        let weight = number_in(&kept.attributes, WEIGHT_ATTRIBUTE).unwrap_or(DEFAULT_WEIGHT);
+        let mut attributes = kept.attributes;
+        attributes.retain(|name, _| name != PRIORITY_ATTRIBUTE && name != WEIGHT_ATTRIBUTE);
         let copy = Job {
             queue: r.queue,
             job_id: new_job_id,
             job_id_given: true,
             message_body: kept.body,
-            message_attributes: kept.attributes,
+            message_attributes: attributes,
             perform_at: r
                 .perform_at
                 .unwrap_or_else(|| crate::time::ceil_to_micros(now).unwrap_or(now)),
@@ -57,6 +64,8 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             message_group_id: kept.group_id,
             message_deduplication_id: None,
             windows: None,
+            priority,
+            weight,
         };
         let precise_at = self.precise_instant(&copy);
         let reply = self.enqueue(copy, precise_at).await?;

@@ -7,7 +7,8 @@ use crate::app::Waiter;
 use crate::error::HandlerError;
 use crate::error::{InvalidRequest, PortError};
 use crate::ports::{Clock, JobStore, MessageQueue, Partition, ReplaceOutcome, StoredJob};
-use crate::wire::field_rules::{check_expiry, check_message_size, check_stored_size};
+use crate::wire::field_rules::{check_expiry, check_message, check_stored_size};
+use crate::wire::normalise::Given;
 use crate::wire::reply::status_only;
 use crate::wire::Reschedule;
 use sqs_waiter_contract::{JobReply, JobStatus};
@@ -87,7 +88,9 @@ where
         if let Some(e) = job.expires_at {
             check_expiry("expires_at", e, job.perform_at)?;
         }
-        check_message_size(&job.message_body, &job.message_attributes)?;
+        job.priority = r.priority.unwrap_or(job.priority);
+        job.weight = r.weight.unwrap_or(job.weight);
+        check_message(&Given::default(), job)?;
         next.version = current.version + 1;
         check_stored_size(self.store.item_bytes(&next))?;
         Ok(next)

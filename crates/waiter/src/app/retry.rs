@@ -16,7 +16,8 @@ use crate::ports::{
     Clock, Found, HistoryStatus, JobKey, JobStore, MessageQueue, ParkInfo, Partition, PutOutcome, StoredJob,
 };
 use crate::routing::shard_for;
-use crate::wire::field_rules::{check_message_size, check_stored_size};
+use crate::wire::field_rules::{check_message, check_stored_size};
+use crate::wire::normalise::Given;
 use crate::wire::reply::{describe, reply, status_only};
 use crate::wire::retry::{attempt_job_id, Retry};
 
@@ -70,7 +71,6 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 data: AttributeData::String(next.to_string()),
             },
         );
-        check_message_size(&r.message_body, &attributes)?;
         let mut job = Job {
             queue: r.queue.clone(),
             job_id: next_id.clone(),
@@ -82,7 +82,10 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             message_group_id: r.message_group_id.clone(),
             message_deduplication_id: None,
             windows: None,
+            priority: r.priority,
+            weight: r.weight,
         };
+        check_message(&Given::default(), &job)?;
 
         if r.attempt >= r.max_attempts {
             return self.park_exhausted(&r, job, &next_id).await;

@@ -15,6 +15,7 @@ use crate::ports::{
 };
 use crate::rate::Bookings;
 use crate::time::{format_epoch, parse_epoch_decimal};
+use sqs_waiter_contract::{DEFAULT_PRIORITY, DEFAULT_WEIGHT, MAX_PRIORITY, MAX_WEIGHT};
 
 pub type Item = HashMap<String, AttributeValue>;
 
@@ -36,6 +37,9 @@ pub const A_VERSION: &str = "version";
 pub const A_WINDOWS: &str = "windows";
 pub const A_TIME_ZONE: &str = "time_zone";
 pub const A_MAYBE_DELIVERED_AT: &str = "maybe_delivered_at";
+/// Written only when not the default, so that a job that sets neither costs nothing more.
+pub const A_PRIORITY: &str = "priority";
+pub const A_WEIGHT: &str = "weight";
 /// History records (docs/contract.md "History"): no `perform_at`, so never in the due index.
 pub const A_HISTORY: &str = "history";
 pub const A_LEFT_AT: &str = "left_at";
@@ -262,6 +266,12 @@ pub fn encode(s: &StoredJob) -> Item {
     if let Some(t) = s.maybe_delivered_at {
         item.insert(A_MAYBE_DELIVERED_AT.into(), n(t));
     }
+    if job.priority != DEFAULT_PRIORITY {
+        item.insert(A_PRIORITY.into(), AttributeValue::N(job.priority.to_string()));
+    }
+    if job.weight != DEFAULT_WEIGHT {
+        item.insert(A_WEIGHT.into(), AttributeValue::N(job.weight.to_string()));
+    }
     if let Some(p) = &s.parked {
         item.insert(A_PARKED_AT.into(), n(p.parked_at));
         item.insert(A_PARK_CODE.into(), AttributeValue::S(p.code.clone()));
@@ -318,8 +328,9 @@ fn decode_attributes(item: &Item) -> Result<Attributes, String> {
     Ok(message_attributes)
 }
 
-/// What `View::Keys` reads: the table's and the index's keys.
-pub const ATTRIBUTES_OF_KEYS: &[&str] = &[A_SCHEDULER, A_JOB_ID, A_PERFORM_AT];
+/// What `View::Keys` reads: the table's and the index's keys, and what orders due jobs under
+/// a rate budget.
+pub const ATTRIBUTES_OF_KEYS: &[&str] = &[A_SCHEDULER, A_JOB_ID, A_PERFORM_AT, A_PRIORITY, A_WEIGHT];
 
 /// Every attribute of a job's item but its message: what `View::WithoutMessage` reads.
 pub const ATTRIBUTES_WITHOUT_MESSAGE: &[&str] = &[
@@ -337,6 +348,8 @@ pub const ATTRIBUTES_WITHOUT_MESSAGE: &[&str] = &[
     A_WINDOWS,
     A_TIME_ZONE,
     A_MAYBE_DELIVERED_AT,
+    A_PRIORITY,
+    A_WEIGHT,
 ];
 
 /// The one item codec: item to job. Errors name the attribute. The item's strings (the body
@@ -350,6 +363,19 @@ fn take_s(item: &mut Item, name: &str) -> Result<Option<String>, String> {
         None => Ok(None),
         Some(AttributeValue::S(v)) => Ok(Some(v)),
         Some(_) => Err(format!("{name} is not a string")),
+    }
+}
+
+/// A whole number from `min` to `max`, `default` when absent.
+fn take_u16(item: &mut Item, name: &str, default: u16, min: u16, max: u16) -> Result<u16, String> {
+    match item.remove(name) {
+        None => Ok(default),
+        Some(AttributeValue::N(v)) => v
+            .parse::<u16>()
+            .ok()
+            .filter(|n| (min..=max).contains(n))
+            .ok_or_else(|| format!("{name} is not a whole number from {min} to {max}: {v}")),
+        Some(_) => Err(format!("{name} is not a number")),
     }
 }
 
@@ -403,6 +429,8 @@ pub fn decode_view(queue: &QueueName, mut item: Item, view: View) -> Result<Stor
                 (None, None) => None,
                 _ => return Err("windows and time_zone go together".into()),
             },
+            priority: take_u16(item, A_PRIORITY, DEFAULT_PRIORITY, 0, MAX_PRIORITY)?,
+            weight: take_u16(item, A_WEIGHT, DEFAULT_WEIGHT, 1, MAX_WEIGHT)?,
         },
         partition,
         enqueued_at: take_t(item, A_ENQUEUED_AT)?.unwrap_or(perform_at),

@@ -48,6 +48,8 @@ pub(super) struct PartitionRun<'a, S, Q, C> {
     /// FIFO groups with a message that failed and stays stored: their later messages wait for
     /// a later run, so that SQS never holds a group's later message before its earlier one.
     pub(super) blocked_groups: HashSet<String>,
+    /// Under `WAITER_MAX_RATE`: where this run's better-ranked jobs were moved to.
+    pub(super) floors: crate::rate::Floors,
     pub(super) summary: RunSummary,
 }
 
@@ -140,7 +142,18 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                     let (call, hold) = match singly.pop_front() {
                         Some((call, planned_at)) => (self.retime(call, planned_at, now), None),
                         None => {
-                            let n = batch_len(&self.pending, BATCH_WINDOW);
+                            // Ranked jobs wait for the reads that may still find better-ranked
+                            // ones: the due index to its end, or as far as the run holds.
+                            let more_to_read =
+                                !exhausted && self.pending.len() < READ_AHEAD && self.pending_bytes < MAX_PENDING_BYTES;
+                            if more_to_read && self.ranks() {
+                                break;
+                            }
+                            let n = match self.rank_ready(now) {
+                                // Ranked: every ready job may share a batch.
+                                Some(ready) => batch_len(&self.pending, TimeDelta::MAX).min(ready),
+                                None => batch_len(&self.pending, BATCH_WINDOW),
+                            };
                             let Some(ready_at) = n.checked_sub(1).and_then(|i| self.pending.get(i)).map(|p| p.send_at)
                             else {
                                 break;
@@ -318,6 +331,29 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
         }
     }
 
+    /// Whether due jobs are ranked (`rank_ready`).
+    fn ranks(&self) -> bool {
+        self.d.config.max_rate.is_some() && !self.queue.is_fifo()
+    }
+
+    /// Under `WAITER_MAX_RATE` (standard queues), puts the jobs ready to be sent by `now` in
+    /// `WAITER_PRIORITY_ORDER`, so that batches book the budget's earliest seconds in that
+    /// order; how many are ready. `None`: nothing to rank (no rate, a FIFO queue, whose groups
+    /// keep their order, or nothing ready).
+    fn rank_ready(&mut self, now: DateTime<Utc>) -> Option<usize> {
+        if !self.ranks() {
+            return None;
+        }
+        let ready = self.pending.partition_point(|p| p.send_at <= now);
+        if ready == 0 {
+            return None;
+        }
+        let order = self.d.config.priority_order;
+        // A stable sort: already ranked entries (the rest of the last batch's) cost little.
+        self.pending.make_contiguous()[..ready].sort_by_key(|p| order.rank(p.job.job.perform_at, p.job.job.priority));
+        Some(ready)
+    }
+
     /// Jobs accepted by SQS but not yet removed (in a send call, waiting for a delete call, or
     /// in one): what a crash now would send twice.
     pub(super) fn undeleted(&self) -> usize {
@@ -381,6 +417,13 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                     sum.max_lateness_ms = sum.max_lateness_ms.max(lateness_ms);
                     if sum.lateness_sample_ms.len() < LATENESS_SAMPLE {
                         sum.lateness_sample_ms.push(lateness_ms);
+                    }
+                    let by_class = sum
+                        .lateness_by_class
+                        .entry(crate::rate::priority_class(p.job.job.priority))
+                        .or_default();
+                    if by_class.len() < LATENESS_SAMPLE {
+                        by_class.push(lateness_ms);
                     }
                     sum.dispatched += 1;
                     debug!(queue = %queue, job_id = %p.job.job.job_id, delay_s = m.delay_seconds, lateness_ms, "dispatched");

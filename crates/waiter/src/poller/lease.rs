@@ -98,6 +98,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             uncertain: false,
             left_behind: false,
             blocked_groups: HashSet::new(),
+            floors: crate::rate::Floors::default(),
             summary: sum,
         };
         // What the previous holder sent and could not remove goes first, and is not sent again.

@@ -104,6 +104,9 @@ pub struct RunSummary {
     pub failed: u64,
     /// Jobs found outside their time windows, moved to the next opening instead of sent.
     pub moved: u64,
+    /// Jobs whose arrival second `WAITER_MAX_RATE` had no room in: moved to a later second, or
+    /// left for a later run.
+    pub held_back: u64,
     /// Partitions (queue × shard) worked.
     pub partitions: u32,
     /// Partitions skipped because another poller holds their lease.
@@ -119,6 +122,9 @@ pub struct RunSummary {
     /// Lateness of the first dispatched jobs (for the `Lateness` metric), not serialised.
     #[serde(skip)]
     pub lateness_sample_ms: Vec<f64>,
+    /// Lateness samples by priority class (`rate::priority_class`), not serialised.
+    #[serde(skip)]
+    pub lateness_by_class: BTreeMap<&'static str, Vec<f64>>,
     /// The same per queue, merged as the run's total is, for the per-queue metrics (the
     /// dashboard), not serialised.
     #[serde(skip)]
@@ -132,6 +138,7 @@ impl RunSummary {
         self.parked += o.parked;
         self.failed += o.failed;
         self.moved += o.moved;
+        self.held_back += o.held_back;
         self.partitions += o.partitions;
         self.busy_partitions += o.busy_partitions;
         self.drained &= o.drained;
@@ -141,6 +148,11 @@ impl RunSummary {
         let room = LATENESS_SAMPLE.saturating_sub(self.lateness_sample_ms.len());
         self.lateness_sample_ms
             .extend(o.lateness_sample_ms.into_iter().take(room));
+        for (class, sample) in o.lateness_by_class {
+            let mine = self.lateness_by_class.entry(class).or_default();
+            let room = LATENESS_SAMPLE.saturating_sub(mine.len());
+            mine.extend(sample.into_iter().take(room));
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use super::Planned;
 use crate::error::{display_chain, PortError};
 use crate::limits::SQS_MAX_DELAY_SECONDS;
 use crate::ports::{Clock, HistoryStatus, JobStore, MessageQueue};
-use crate::rate::ArrivalWant;
+use crate::rate::{ArrivalWant, Booking};
 
 impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
     /// Turns a batch into a call at `now`: each entry's delay, `WAITER_MAX_RATE`'s arrival
@@ -39,14 +39,18 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             let delay = delay_at(&p.job, fifo, now);
             (delay, now + TimeDelta::seconds(i64::from(delay.unwrap_or(0))))
         };
-        // One booking per entry that is not held back for its group, in the batch's order.
-        let booked: Vec<Option<i64>> = match self.d.config.max_rate {
+        let rate = self.d.config.max_rate;
+        // Books the budget: every entry but a critical one (it neither waits nor counts) and
+        // one held back for its group.
+        let books = |p: &Planned, blocked: bool| rate.is_some() && !blocked && !p.job.job.is_critical();
+        // One booking per entry that books, in the batch's order (the rank order, see `rank_ready`).
+        let booked: Vec<Option<i64>> = match rate {
             None => Vec::new(),
             Some(rate) => {
                 let wants: Vec<ArrivalWant> = batch
                     .iter()
                     .zip(&blocked)
-                    .filter(|(_, b)| !**b)
+                    .filter(|(p, b)| books(p, **b))
                     .map(|(p, _)| {
                         let (delay, arrival) = arrival_of(p);
                         let second = arrival.timestamp();
@@ -56,13 +60,23 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                             Some(dl) => second + i64::from(SQS_MAX_DELAY_SECONDS.saturating_sub(dl)),
                             None => self.stop_at.timestamp() - 1,
                         };
-                        ArrivalWant { second, latest }
+                        ArrivalWant {
+                            second,
+                            latest,
+                            weight: u32::from(p.job.job.weight),
+                        }
                     })
                     .collect();
                 if wants.is_empty() {
                     Vec::new()
                 } else {
-                    self.d.store.book(queue, rate, &wants, now).await?
+                    // Earlier batches of this run were better ranked: none of these overtakes them.
+                    let raised: Vec<ArrivalWant> = wants.iter().map(|w| self.floors.raise(*w)).collect();
+                    let booked = self.d.store.book(queue, rate, &raised, now).await?;
+                    for (w, b) in wants.iter().zip(&booked) {
+                        self.floors.record(*w, *b);
+                    }
+                    booked
                 }
             }
         };
@@ -72,9 +86,16 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         let mut fifo_second: Option<i64> = None;
         let mut later = Vec::new();
         for (p, blocked) in batch.into_iter().zip(blocked) {
-            let booking = (self.d.config.max_rate.is_some() && !blocked).then(|| booked.next().flatten());
+            let booking = books(&p, blocked).then(|| booked.next().flatten());
+            let units = ArrivalWant {
+                second: 0,
+                latest: 0,
+                weight: u32::from(p.job.job.weight),
+            }
+            .units(rate.unwrap_or(1));
+            let held = |second| Booking { second, units };
             if !later.is_empty() {
-                unused.extend(booking.flatten());
+                unused.extend(booking.flatten().map(held));
                 later.push(p);
                 continue;
             }
@@ -89,19 +110,24 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 None => {}
                 Some(None) => {
                     debug!(queue = %queue, job_id = %p.job.job.job_id, "arrival budget full: left for a later run");
+                    self.summary.held_back += 1;
                     self.left_behind = true;
                     continue;
                 }
                 // A FIFO call is sent at one instant: entries booked into a later second wait
                 // for the next call, in order.
                 Some(Some(second)) if fifo && fifo_second.is_some_and(|f| f != second) => {
-                    unused.push(second);
+                    unused.push(held(second));
                     later.push(p);
                     continue;
                 }
                 Some(Some(second)) => {
-                    second_used = Some(second);
+                    second_used = Some(held(second));
                     let moved = second - arrival.timestamp();
+                    if moved > 0 {
+                        // Its own second was full: it waits for the budget.
+                        self.summary.held_back += 1;
+                    }
                     if let Some(dl) = delay.as_mut() {
                         *dl += u32::try_from(moved).unwrap_or(0);
                         arrival += TimeDelta::seconds(moved);

@@ -151,7 +151,8 @@ impl KeptMessage {
         (bytes <= crate::limits::MAX_HISTORY_MESSAGE_BYTES).then(|| {
             Box::new(Self {
                 body: job.message_body.clone(),
-                attributes: job.message_attributes.clone(),
+                // As sent: a non-default priority and weight with it, for `replay`.
+                attributes: job.sent_attributes(),
                 group_id: job.message_group_id.clone(),
             })
         })

@@ -28,7 +28,7 @@ impl OutgoingMessage {
     pub fn for_job(job: &Job, edition: Edition, delay_seconds: Option<u32>) -> Self {
         Self {
             body: job.message_body.clone(),
-            attributes: job.message_attributes.clone(),
+            attributes: job.sent_attributes(),
             delay_seconds,
             group_id: job.message_group_id.clone(),
             deduplication_id: job.message_deduplication_id.clone().or_else(|| {

@@ -15,7 +15,7 @@ use super::{
 use crate::config::QueueName;
 use crate::error::PortError;
 use crate::limits::DDB_MAX_ITEM_BYTES;
-use crate::rate::ArrivalWant;
+use crate::rate::{ArrivalWant, Booking};
 
 /// Jobs by key: conditional writes, consistent reads and removal.
 #[async_trait]
@@ -304,8 +304,8 @@ pub trait RateLedger: Send + Sync + 'static {
         now: DateTime<Utc>,
     ) -> Result<Vec<Option<i64>>, PortError>;
 
-    /// Gives back bookings that were not used (one entry per booking).
-    async fn release(&self, queue: &QueueName, seconds: &[i64], now: DateTime<Utc>) -> Result<(), PortError>;
+    /// Gives back bookings that were not used.
+    async fn release(&self, queue: &QueueName, bookings: &[Booking], now: DateTime<Utc>) -> Result<(), PortError>;
 }
 
 /// A whole store: every capability. Implemented for anything that has them all.

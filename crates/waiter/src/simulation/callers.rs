@@ -78,6 +78,12 @@ impl World {
                 let e = at.max(self.clock.now()) + TimeDelta::milliseconds(self.rng.random_range(1..8_000));
                 job["expires_at"] = json!(format_rfc3339(e));
             }
+            // A third of the jobs rank and weigh otherwise (from the version, so that the
+            // seeds' random draws stay as they were): never early, never lost, whatever they weigh.
+            if self.version % 3 == 0 {
+                job["priority"] = json!((self.version * 37) % 1001);
+                job["weight"] = json!(1 + self.version % 5);
+            }
             if windowed {
                 job["windows"] = json!([{"from": WINDOW.0, "to": WINDOW.1}]);
                 job["time_zone"] = json!("UTC");

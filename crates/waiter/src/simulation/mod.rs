@@ -50,6 +50,7 @@ use crate::windows::Windows;
 
 mod callers;
 mod checks;
+mod priority;
 mod retries;
 
 use callers::World;

@@ -298,8 +298,13 @@ impl<S: JobStore> RateLedger for FaultyStore<S> {
         faulty!(self.faults, "PutItem", self.inner.book(q, rate, wants, now).await)
     }
 
-    async fn release(&self, q: &QueueName, seconds: &[i64], now: DateTime<Utc>) -> Result<(), PortError> {
-        faulty!(self.faults, "PutItem", self.inner.release(q, seconds, now).await)
+    async fn release(
+        &self,
+        q: &QueueName,
+        bookings: &[crate::rate::Booking],
+        now: DateTime<Utc>,
+    ) -> Result<(), PortError> {
+        faulty!(self.faults, "PutItem", self.inner.release(q, bookings, now).await)
     }
 }
 

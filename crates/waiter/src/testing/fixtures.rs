@@ -53,6 +53,8 @@ pub fn stored(queue: &str, id: &str, perform_at: DateTime<Utc>, shards: u32) -> 
             message_group_id: q.is_fifo().then(|| "g".to_owned()),
             message_deduplication_id: q.is_fifo().then(|| id.to_owned()),
             windows: None,
+            priority: sqs_waiter_contract::DEFAULT_PRIORITY,
+            weight: sqs_waiter_contract::DEFAULT_WEIGHT,
             queue: q,
         },
         enqueued_at: perform_at,

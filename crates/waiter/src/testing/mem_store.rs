@@ -366,6 +366,8 @@ impl DueIndex for MemStore {
                             message_group_id: None,
                             message_deduplication_id: None,
                             windows: None,
+                            priority: j.job.priority,
+                            weight: j.job.weight,
                         },
                         enqueued_at: j.job.perform_at,
                         parked: None,
@@ -526,11 +528,16 @@ impl RateLedger for MemStore {
         Ok(seconds.book_all(rate, wants))
     }
 
-    async fn release(&self, queue: &QueueName, seconds: &[i64], _now: DateTime<Utc>) -> Result<(), PortError> {
+    async fn release(
+        &self,
+        queue: &QueueName,
+        bookings: &[crate::rate::Booking],
+        _now: DateTime<Utc>,
+    ) -> Result<(), PortError> {
         let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(b) = st.bookings.get_mut(queue) {
-            for s in seconds {
-                b.release(*s);
+            for booking in bookings {
+                b.release(*booking);
             }
         }
         Ok(())

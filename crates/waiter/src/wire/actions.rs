@@ -10,8 +10,8 @@ use crate::error::InvalidRequest;
 use crate::job::Attributes;
 use crate::windows::Windows;
 
-use sqs_waiter_contract::Action;
 pub use sqs_waiter_contract::ListStatus;
+use sqs_waiter_contract::{Action, DEFAULT_PRIORITY, DEFAULT_WEIGHT};
 
 /// `{"action": "list", ...}`.
 #[derive(Debug, PartialEq)]
@@ -137,6 +137,9 @@ pub struct Reschedule {
     /// `Some(None)`: remove the windows.
     pub windows: Option<Option<Windows>>,
     pub if_version: Option<u64>,
+    /// `None`: kept.
+    pub priority: Option<u16>,
+    pub weight: Option<u16>,
 }
 
 impl TryFrom<Decoded<'_, sqs_waiter_contract::Reschedule>> for Reschedule {
@@ -170,6 +173,14 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Reschedule>> for Reschedule {
             }
             v => v,
         };
+        let priority = r
+            .priority
+            .map(|p| check_priority(&given, Some(p), DEFAULT_PRIORITY))
+            .transpose()?;
+        let weight = r
+            .weight
+            .map(|w| check_weight(&given, Some(w), DEFAULT_WEIGHT))
+            .transpose()?;
         Ok(Reschedule {
             queue,
             job_id,
@@ -179,6 +190,8 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Reschedule>> for Reschedule {
             expires_at,
             windows,
             if_version,
+            priority,
+            weight,
         })
     }
 }

@@ -7,12 +7,14 @@ use super::decode::truncate;
 use super::normalise::Given;
 use crate::config::{Config, QueueName};
 use crate::error::InvalidRequest;
-use crate::job::{message_bytes, Attributes, MAX_JOB_ID_CHARS};
+use crate::job::{message_bytes, Attributes, Job, MAX_JOB_ID_CHARS};
 use crate::limits::{
-    DDB_MAX_ITEM_BYTES, MAX_STORED_ITEM_BYTES, PARK_RESERVE_BYTES, SQS_MAX_FIFO_ID_CHARS, SQS_MAX_MESSAGE_BYTES,
+    DDB_MAX_ITEM_BYTES, MAX_STORED_ITEM_BYTES, PARK_RESERVE_BYTES, SQS_MAX_FIFO_ID_CHARS, SQS_MAX_MESSAGE_ATTRIBUTES,
+    SQS_MAX_MESSAGE_BYTES,
 };
 use crate::time;
 use crate::windows::Windows;
+use sqs_waiter_contract::{DEFAULT_WEIGHT, MAX_PRIORITY, MAX_WEIGHT};
 
 pub(crate) use super::sqs_rules::{check_attributes, check_sqs_chars};
 /// Default and largest `limit` of a paged listing, so one reply stays far below Lambda's 6 MB.
@@ -54,6 +56,54 @@ pub(crate) fn check_stored_size(bytes: usize) -> Result<(), InvalidRequest> {
         ));
     }
     Ok(())
+}
+
+/// A whole number from `min` to `max`.
+pub(crate) fn in_range(field: &str, n: u64, min: u64, max: u64) -> Result<u64, InvalidRequest> {
+    if (min..=max).contains(&n) {
+        Ok(n)
+    } else {
+        Err(InvalidRequest::new(
+            field,
+            format!("must be a whole number from {min} to {max}, got {n}"),
+        ))
+    }
+}
+
+/// `priority` (0 to 1000), `default` when absent.
+pub(crate) fn check_priority(given: &Given, priority: Option<u64>, default: u16) -> Result<u16, InvalidRequest> {
+    let n = priority.unwrap_or(u64::from(default));
+    // At most MAX_PRIORITY, so the cast keeps the value.
+    in_range(&given.name("priority"), n, 0, u64::from(MAX_PRIORITY)).map(|n| n as u16)
+}
+
+/// `weight` (1 to 100), `default` when absent.
+pub(crate) fn check_weight(given: &Given, weight: Option<u64>, default: u16) -> Result<u16, InvalidRequest> {
+    let n = weight.unwrap_or(u64::from(default));
+    in_range(&given.name("weight"), n, 1, u64::from(MAX_WEIGHT)).map(|n| n as u16)
+}
+
+/// The message a job sends, as SQS takes it: body and attributes within SQS's size, and at
+/// most `SQS_MAX_MESSAGE_ATTRIBUTES` attributes once `waiter.priority` and `waiter.weight`
+/// (a non-default priority and weight travel with the message) are added.
+pub(crate) fn check_message(given: &Given, job: &Job) -> Result<(), InvalidRequest> {
+    let sent = job.sent_attributes();
+    if sent.len() > SQS_MAX_MESSAGE_ATTRIBUTES {
+        let field = if job.weight != DEFAULT_WEIGHT {
+            "weight"
+        } else {
+            "priority"
+        };
+        return Err(InvalidRequest::new(
+            given.name(field),
+            format!(
+                "leaves no room in message_attributes: a {field} other than the default travels as \
+                 waiter.{field}, and SQS allows at most {SQS_MAX_MESSAGE_ATTRIBUTES} attributes ({} given)",
+                job.message_attributes.len()
+            ),
+        ));
+    }
+    check_message_size(&job.message_body, &sent)
 }
 
 pub(crate) fn check_message_size(body: &str, attributes: &Attributes) -> Result<(), InvalidRequest> {

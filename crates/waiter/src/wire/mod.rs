@@ -5,7 +5,7 @@
 pub mod actions;
 mod decode;
 pub mod field_rules;
-mod normalise;
+pub(crate) mod normalise;
 pub mod reply;
 pub mod request;
 pub mod retry;

@@ -86,6 +86,8 @@ pub(crate) fn status_only(status: JobStatus, queue: &QueueName, job_id: &str) ->
         attempt_job_id: None,
         attempts: None,
         reason: None,
+        priority: None,
+        weight: None,
         maybe_delivered_at: None,
     }
 }
@@ -178,6 +180,8 @@ pub(crate) fn describe(stored: &StoredJob) -> JobReply {
             .then(|| job.attempt().and_then(|a| a.checked_sub(1)))
             .flatten(),
         reason: exhausted.then(|| ATTEMPTS_EXHAUSTED.to_owned()),
+        priority: Some(job.priority),
+        weight: Some(job.weight),
         maybe_delivered_at: stored.maybe_delivered_at,
         ..status_only(status, &job.queue, &job.job_id)
     }

@@ -22,8 +22,10 @@ use crate::job::{Job, MAX_JOBS_PER_REQUEST};
 use crate::time;
 use crate::wire::field_rules::{
     check_attributes, check_expires_at, check_expiry, check_fifo_id, check_job_id, check_job_ids, check_limit,
-    check_message_body, check_message_size, check_queue, check_windows, when, DEFAULT_PAGE_LIMIT,
+    check_message, check_message_body, check_priority, check_queue, check_weight, check_windows, when,
+    DEFAULT_PAGE_LIMIT,
 };
+use sqs_waiter_contract::{DEFAULT_PRIORITY, DEFAULT_WEIGHT};
 
 /// The field that names a request's action.
 const ACTION: &str = "action";
@@ -230,7 +232,8 @@ impl TryFrom<Decoded<'_, JobRequest>> for Job {
         let queue = check_queue(&given, &j.queue, d.config)?;
         let message_body = check_message_body(&given, j.message_body)?;
         let message_attributes = check_attributes(&given, j.message_attributes)?;
-        check_message_size(&message_body, &message_attributes)?;
+        let priority = check_priority(&given, j.priority, DEFAULT_PRIORITY)?;
+        let weight = check_weight(&given, j.weight, DEFAULT_WEIGHT)?;
         let perform_at = when(&given, j.delay_seconds, j.perform_at, now)?
             .unwrap_or_else(|| time::ceil_to_micros(now).unwrap_or(now));
         let windows = check_windows(j.windows.map(Some), j.time_zone)?.flatten();
@@ -260,7 +263,7 @@ impl TryFrom<Decoded<'_, JobRequest>> for Job {
                 "is only valid for FIFO queues (names ending .fifo)",
             ));
         }
-        Ok(Job {
+        let job = Job {
             queue,
             job_id,
             job_id_given,
@@ -271,7 +274,11 @@ impl TryFrom<Decoded<'_, JobRequest>> for Job {
             message_group_id,
             message_deduplication_id,
             windows,
-        })
+            priority,
+            weight,
+        };
+        check_message(&given, &job)?;
+        Ok(job)
     }
 }
 

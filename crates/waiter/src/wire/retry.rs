@@ -2,8 +2,9 @@
 //! send again and the backoff with its defaults applied.
 
 use sqs_waiter_contract::{
-    DEFAULT_BASE_S, DEFAULT_FACTOR, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_S, MAX_ATTEMPT, MAX_BASE_S, MAX_ERROR_CHARS,
-    MAX_FACTOR, MAX_MAX_S, RESERVED_ATTRIBUTE_PREFIX,
+    DEFAULT_BASE_S, DEFAULT_FACTOR, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_S, DEFAULT_PRIORITY, DEFAULT_WEIGHT, MAX_ATTEMPT,
+    MAX_BASE_S, MAX_ERROR_CHARS, MAX_FACTOR, MAX_MAX_S, PRIORITY_ATTRIBUTE, RESERVED_ATTRIBUTE_PREFIX,
+    WEIGHT_ATTRIBUTE,
 };
 
 use super::decode::Decoded;
@@ -28,6 +29,9 @@ pub struct Retry {
     pub backoff: Backoff,
     pub max_attempts: u32,
     pub error: Option<String>,
+    /// The next attempt's: as given, else the job's (the message's `waiter.priority`).
+    pub priority: u16,
+    pub weight: u16,
 }
 
 /// The id attempt `attempt` of `job_id` is stored under: each attempt is a job of its own, so
@@ -41,17 +45,6 @@ pub fn attempt_job_id(job_id: &str, attempt: u32) -> String {
 pub const MAX_RETRY_JOB_ID_CHARS: usize = MAX_JOB_ID_CHARS - ":a".len() - 5;
 
 /// A whole number in `min..=max`, or the field and the rule.
-fn in_range(field: &str, n: u64, min: u64, max: u64) -> Result<u64, InvalidRequest> {
-    if (min..=max).contains(&n) {
-        Ok(n)
-    } else {
-        Err(InvalidRequest::new(
-            field,
-            format!("must be a whole number from {min} to {max}, got {n}"),
-        ))
-    }
-}
-
 impl TryFrom<Decoded<'_, sqs_waiter_contract::Retry>> for Retry {
     type Error = InvalidRequest;
 
@@ -76,6 +69,19 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Retry>> for Retry {
         )? as u32;
         let message_body = check_message_body(&given, r.message_body)?;
         let mut attributes = r.message_attributes;
+        // The job's priority and weight, as its message carried them, unless given anew.
+        let carried = |name: &str| {
+            attributes
+                .get(name)
+                .and_then(|a| a.string_value.as_deref())
+                .and_then(|v| v.parse::<u64>().ok())
+        };
+        let priority = check_priority(
+            &given,
+            r.priority.or_else(|| carried(PRIORITY_ATTRIBUTE)),
+            DEFAULT_PRIORITY,
+        )?;
+        let weight = check_weight(&given, r.weight.or_else(|| carried(WEIGHT_ATTRIBUTE)), DEFAULT_WEIGHT)?;
         attributes.retain(|name, _| !name.starts_with(RESERVED_ATTRIBUTE_PREFIX));
         if attributes.len() >= SQS_MAX_MESSAGE_ATTRIBUTES {
             return Err(InvalidRequest::new(
@@ -135,6 +141,8 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Retry>> for Retry {
             },
             max_attempts,
             error,
+            priority,
+            weight,
         })
     }
 }

@@ -17,7 +17,7 @@ use super::DynamoStore;
 use crate::config::QueueName;
 use crate::error::PortError;
 use crate::ports::RateLedger;
-use crate::rate::{ArrivalWant, Bookings};
+use crate::rate::{ArrivalWant, Booking, Bookings};
 
 /// Lost races in a row before a booking gives up (a retryable error: the run stops, the jobs
 /// stay stored for the next run). Each round is one call, and another run's write won it.
@@ -153,10 +153,10 @@ impl RateLedger for DynamoStore {
         self.change_ledger(queue, now, |b| b.book_all(rate, wants)).await
     }
 
-    async fn release(&self, queue: &QueueName, seconds: &[i64], now: DateTime<Utc>) -> Result<(), PortError> {
+    async fn release(&self, queue: &QueueName, bookings: &[Booking], now: DateTime<Utc>) -> Result<(), PortError> {
         self.change_ledger(queue, now, |b| {
-            for s in seconds {
-                b.release(*s);
+            for booking in bookings {
+                b.release(*booking);
             }
         })
         .await

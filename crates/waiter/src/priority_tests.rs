@@ -1,0 +1,213 @@
+//! Priority and weight under `WAITER_MAX_RATE`, over the fakes: who takes the budget's earliest
+//! seconds, what a job's weight uses of it, and that critical jobs neither wait nor count.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::poller::{Dispatcher, RunSummary};
+use crate::ports::Clock;
+use crate::testing::{config, stored, FakeClock, FakeQueue, MemStore, Sent};
+
+/// One overdue job to store: id, milliseconds overdue, priority, weight.
+type Spec = (&'static str, i64, u16, u16);
+
+struct Run {
+    summary: RunSummary,
+    sent: Vec<Sent>,
+    started: DateTime<Utc>,
+    store: MemStore,
+}
+
+async fn run(jobs: &[Spec], shards: u32, settings: &[(&str, &str)]) -> Run {
+    let clock = FakeClock::default();
+    let store = MemStore::default();
+    let now = clock.now();
+    for (id, overdue_ms, priority, weight) in jobs {
+        let mut job = stored("orders", id, now - TimeDelta::milliseconds(*overdue_ms), shards);
+        job.job.priority = *priority;
+        job.job.weight = *weight;
+        store.insert(job);
+    }
+    let queue = FakeQueue::new(clock.clone());
+    let shards = shards.to_string();
+    let mut all = vec![("WAITER_SHARDS", shards.as_str()), ("WAITER_LOOKAHEAD", "0")];
+    all.extend_from_slice(settings);
+    let d = Dispatcher::new(config("orders", &all), store.clone(), queue.clone(), clock.clone());
+    let summary = d.run(now + TimeDelta::seconds(60)).await;
+    Run {
+        summary,
+        sent: queue.sent(),
+        started: now,
+        store,
+    }
+}
+
+fn arrival(s: &Sent) -> DateTime<Utc> {
+    s.at + TimeDelta::seconds(i64::from(s.message.delay_seconds.unwrap_or(0)))
+}
+
+impl Run {
+    /// Seconds after the run's start each job arrives in, by id (the fixture's body is
+    /// `body-{id}`).
+    fn seconds(&self) -> BTreeMap<String, i64> {
+        self.sent
+            .iter()
+            .map(|m| {
+                let id = m.message.body.trim_start_matches("body-").to_owned();
+                (id, arrival(m).timestamp() - self.started.timestamp())
+            })
+            .collect()
+    }
+
+    /// Budget units arriving per second (a job counts its weight, a critical job nothing).
+    fn units(&self, jobs: &[Spec]) -> BTreeMap<i64, u16> {
+        let mut units = BTreeMap::new();
+        for (id, second) in self.seconds() {
+            let (_, _, priority, weight) = jobs.iter().find(|j| j.0 == id).copied().unwrap();
+            if priority != 0 {
+                *units.entry(second).or_default() += weight;
+            }
+        }
+        units
+    }
+}
+
+/// 16 jobs of the default priority, then 4 urgent ones enqueued last (due latest, within the
+/// same second), and one critical one.
+fn backlog() -> Vec<Spec> {
+    const IDS: [&str; 21] = [
+        "n00", "n01", "n02", "n03", "n04", "n05", "n06", "n07", "n08", "n09", "n10", "n11", "n12", "n13", "n14", "n15",
+        "u0", "u1", "u2", "u3", "crit",
+    ];
+    IDS.iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let priority = match *id {
+                "crit" => 0,
+                u if u.starts_with('u') => 1,
+                _ => 100,
+            };
+            (*id, 500 - i as i64, priority, 1)
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn urgent_jobs_enqueued_last_take_the_first_second_and_a_critical_one_is_not_held_back() {
+    let jobs = backlog();
+    let r = run(&jobs, 1, &[("WAITER_MAX_RATE", "4")]).await;
+    assert_eq!(r.summary.dispatched, 21, "{:?}", r.summary);
+    let seconds = r.seconds();
+    for u in ["u0", "u1", "u2", "u3", "crit"] {
+        assert_eq!(seconds[u], 0, "{u} arrives in the first second: {seconds:?}");
+    }
+    // The rest by their due time, 4 a second after the urgent ones.
+    for i in 0..16 {
+        assert_eq!(seconds[&format!("n{i:02}")], 1 + i / 4, "{seconds:?}");
+    }
+    assert!(r.units(&jobs).values().all(|n| *n <= 4), "{:?}", r.units(&jobs));
+    assert!(r.sent.iter().all(|m| arrival(m) >= r.started), "never early");
+    // Held back: every default job (its own second was full).
+    assert_eq!(r.summary.held_back, 16, "{:?}", r.summary);
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_a_rate_limit_priority_and_weight_change_nothing() {
+    let jobs = backlog();
+    let r = run(&jobs, 1, &[]).await;
+    assert_eq!(r.summary.dispatched, 21);
+    assert!(r.seconds().values().all(|s| *s == 0), "{:?}", r.seconds());
+    assert_eq!(r.summary.held_back, 0);
+}
+
+/// Jobs due over three seconds: the urgent one is due last.
+fn spread() -> Vec<Spec> {
+    vec![
+        ("early-a", 3_000, 100, 1),
+        ("early-b", 2_900, 100, 1),
+        ("mid-a", 2_000, 500, 1),
+        ("mid-b", 1_900, 100, 1),
+        ("late-urgent", 1_000, 5, 1),
+    ]
+}
+
+#[tokio::test(start_paused = true)]
+async fn time_order_serves_the_earliest_due_first_and_priority_order_the_lowest_number() {
+    let by_time = run(&spread(), 1, &[("WAITER_MAX_RATE", "1")]).await.seconds();
+    assert_eq!(
+        [
+            by_time["early-a"],
+            by_time["early-b"],
+            by_time["mid-b"],
+            by_time["mid-a"],
+            by_time["late-urgent"]
+        ],
+        [0, 1, 2, 3, 4],
+        "time: due second first; within one second (mid), the lower number: {by_time:?}"
+    );
+    let by_priority = run(
+        &spread(),
+        1,
+        &[("WAITER_MAX_RATE", "1"), ("WAITER_PRIORITY_ORDER", "priority")],
+    )
+    .await
+    .seconds();
+    assert_eq!(
+        [
+            by_priority["late-urgent"],
+            by_priority["early-a"],
+            by_priority["early-b"],
+            by_priority["mid-b"],
+            by_priority["mid-a"]
+        ],
+        [0, 1, 2, 3, 4],
+        "priority: lowest number first, then due time: {by_priority:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_counts_its_weight_and_one_that_does_not_fit_moves_to_the_next_second() {
+    // Rate 4: heavy (3) fills most of second 0; light-1 takes the last unit; heavy-2 (2) does
+    // not fit in what is left and moves on, light-2 fits beside it in second 1.
+    let jobs: Vec<Spec> = vec![
+        ("heavy", 400, 100, 3),
+        ("light-1", 300, 100, 1),
+        ("heavy-2", 200, 100, 2),
+        ("light-2", 100, 100, 1),
+        ("huge", 50, 100, 9),
+    ];
+    let r = run(&jobs, 1, &[("WAITER_MAX_RATE", "4")]).await;
+    let s = r.seconds();
+    assert_eq!(
+        [s["heavy"], s["light-1"], s["heavy-2"], s["light-2"], s["huge"]],
+        [0, 0, 1, 1, 2],
+        "{s:?}"
+    );
+    // Heavier than the whole budget: a second to itself, never more than the budget in one.
+    assert_eq!(r.units(&jobs)[&2], 9);
+    assert!(r.units(&jobs).iter().filter(|(s, _)| **s != 2).all(|(_, n)| *n <= 4));
+    assert_eq!(r.store.len(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn priority_and_weight_survive_the_store_and_travel_with_the_message() {
+    let jobs: Vec<Spec> = vec![("ranked", 10, 7, 3), ("plain", 5, 100, 1)];
+    let r = run(&jobs, 1, &[]).await;
+    let attrs = |id: &str| {
+        r.sent
+            .iter()
+            .find(|m| m.message.body == format!("body-{id}"))
+            .unwrap()
+            .message
+            .attributes
+            .clone()
+    };
+    let ranked = attrs("ranked");
+    assert_eq!(crate::job::number_in::<u16>(&ranked, "waiter.priority"), Some(7));
+    assert_eq!(crate::job::number_in::<u16>(&ranked, "waiter.weight"), Some(3));
+    assert!(
+        attrs("plain").is_empty(),
+        "a job that sets neither carries nothing more"
+    );
+}

@@ -1,0 +1,200 @@
+//! Priority and weighted throttling through Invoke (moto by default, LocalStack with
+//! `E2E_BACKEND=localstack`): a backlog under `WAITER_MAX_RATE` arrives urgent first, a critical
+//! job is not held back, and the fields are stored only when given, shown and kept.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use e2e::rig::{alone, in_secs, parse_time, setup, Rig};
+use e2e::Function;
+use serde_json::{json, Value};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_backlog_at_4_a_second_arrives_urgent_first_and_a_critical_job_is_not_held_back() {
+    let _machine = alone().await;
+    // One shard: the order across shards is not built yet (docs/contract.md).
+    let mut s = setup(
+        &["orders"],
+        &[
+            ("WAITER_DIRECT_MAX_DELAY", "0"),
+            ("WAITER_SHARDS", "1"),
+            ("WAITER_MAX_RATE", "4"),
+        ],
+    )
+    .await;
+    let due = in_secs(4.0);
+    let job = |body: String, priority: Option<u64>| {
+        let mut j = json!({"queue": "orders", "message_body": body, "perform_at": due});
+        if let Some(p) = priority {
+            j["priority"] = json!(p);
+        }
+        j
+    };
+    // 16 of the default priority first, then the 4 urgent ones, then one critical.
+    let mut jobs: Vec<Value> = (0..16).map(|i| job(format!("normal-{i}"), None)).collect();
+    jobs.extend((0..4).map(|i| job(format!("urgent-{i}"), Some(1))));
+    jobs.push(job("critical".into(), Some(0)));
+    for chunk in [&jobs[..16], &jobs[16..]] {
+        let reply = s.enqueue_ok(json!({ "jobs": chunk })).await;
+        assert!(
+            reply["results"]
+                .as_array()
+                .is_some_and(|r| r.iter().all(|j| j["status"] == "scheduled")),
+            "{reply}"
+        );
+    }
+    let start = parse_time(&due) + chrono::TimeDelta::milliseconds(100) - chrono::Utc::now();
+    tokio::time::sleep(start.to_std().unwrap_or_default()).await;
+    let summary = s.poll().await;
+    assert_eq!(summary["dispatched"], 21, "{summary}");
+    // Every default job waited for the budget; the urgent and critical ones did not.
+    assert_eq!(summary["held_back"], 16, "{summary}");
+    let url = s.urls[0].clone();
+    let mut got = s.emu.receive_for(&url, Duration::from_secs(12), 21).await;
+    assert_eq!(got.len(), 21, "{got:?}");
+    let due = parse_time(&due);
+    assert!(got.iter().all(|m| m.at >= due), "never early");
+    got.sort_by_key(|m| m.at);
+    let body = |m: &e2e::emulator::Received| m.message.body().unwrap_or_default().to_owned();
+    // The first second of the budget: the 4 urgent ones, and the critical one beside them
+    // (it uses none of the budget). The default ones become visible a second later at the
+    // earliest.
+    let first: BTreeSet<String> = got[..5].iter().map(body).collect();
+    let expected: BTreeSet<String> = ["urgent-0", "urgent-1", "urgent-2", "urgent-3", "critical"]
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        first,
+        expected,
+        "{:?}",
+        got.iter().map(|m| (body(m), m.at)).collect::<Vec<_>>()
+    );
+    let last_urgent = got[4].at;
+    let first_normal = got[5].at;
+    assert!(
+        first_normal - last_urgent >= chrono::TimeDelta::milliseconds(300),
+        "the default jobs were booked into later seconds: {last_urgent} then {first_normal}"
+    );
+    // The message says its priority, so that a consumer's retry keeps it.
+    let urgent = got.iter().find(|m| body(m) == "urgent-0").expect("urgent-0");
+    let carried = urgent
+        .message
+        .message_attributes()
+        .and_then(|a| a.get("waiter.priority"))
+        .and_then(|v| v.string_value());
+    assert_eq!(carried, Some("1"));
+    let normal = got.iter().find(|m| body(m) == "normal-0").expect("normal-0");
+    assert!(normal.message.message_attributes().is_none_or(|a| a.is_empty()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn priority_and_weight_are_stored_only_when_given_shown_and_kept_by_reschedule() {
+    let rig = Rig::builder(&["orders"])
+        .proxy(0, 0.0)
+        .settings(&[("WAITER_SHARDS", "1")])
+        .start()
+        .await;
+    let proxy = rig.proxy.as_ref().expect("built with a proxy");
+    let mut enqueue = Function::start("enqueue", &rig.env).await;
+    let calls = || proxy.calls("PutItem") + proxy.calls("GetItem") + proxy.calls("Query");
+    // The first request also reads the queue's shard counts: measured after it.
+    enqueue
+        .invoke_ok(&json!({"queue": "orders", "message_body": "warm", "delay_seconds": 3600}))
+        .await;
+    let before = calls();
+    enqueue
+        .invoke_ok(&json!({"queue": "orders", "message_body": "plain", "job_id": "plain", "delay_seconds": 3600}))
+        .await;
+    let plain_calls = calls() - before;
+    let before = calls();
+    enqueue
+        .invoke_ok(
+            &json!({"queue": "orders", "message_body": "ranked", "job_id": "ranked", "delay_seconds": 3600,
+                           "priority": 7, "weight": 3}),
+        )
+        .await;
+    assert_eq!(calls() - before, plain_calls, "the fields cost no call");
+    // A job that sets neither field stores no attribute for them.
+    let table = rig.table_client().await;
+    let item = |id: &'static str| {
+        let table = table.clone();
+        async move {
+            table
+                .get_item()
+                .table_name("orders")
+                .key(
+                    "scheduler",
+                    aws_sdk_dynamodb::types::AttributeValue::S("orders#0".into()),
+                )
+                .key("job_id", aws_sdk_dynamodb::types::AttributeValue::S(id.into()))
+                .consistent_read(true)
+                .send()
+                .await
+                .expect("GetItem")
+                .item
+                .unwrap_or_default()
+        }
+    };
+    let plain = item("plain").await;
+    assert!(!plain.is_empty(), "stored");
+    assert!(
+        !plain.contains_key("priority") && !plain.contains_key("weight"),
+        "{plain:?}"
+    );
+    let ranked = item("ranked").await;
+    assert_eq!(
+        ranked.get("priority").and_then(|v| v.as_n().ok()).map(String::as_str),
+        Some("7")
+    );
+    assert_eq!(
+        ranked.get("weight").and_then(|v| v.as_n().ok()).map(String::as_str),
+        Some("3")
+    );
+
+    let get = |id: &str| json!({"action": "get", "queue": "orders", "job_id": id});
+    let g = enqueue.invoke_ok(&get("plain")).await;
+    assert_eq!(
+        (g["priority"].as_u64(), g["weight"].as_u64()),
+        (Some(100), Some(1)),
+        "{g}"
+    );
+    let g = enqueue.invoke_ok(&get("ranked")).await;
+    assert_eq!(
+        (g["priority"].as_u64(), g["weight"].as_u64()),
+        (Some(7), Some(3)),
+        "{g}"
+    );
+    let listed = enqueue.invoke_ok(&json!({"action": "list", "queue": "orders"})).await;
+    let ranked_row = listed["jobs"]
+        .as_array()
+        .and_then(|j| j.iter().find(|j| j["job_id"] == "ranked").cloned())
+        .unwrap_or_default();
+    assert_eq!(ranked_row["priority"], 7, "{listed}");
+    // reschedule changes what it is given and keeps the rest.
+    let r = enqueue
+        .invoke_ok(&json!({"action": "reschedule", "queue": "orders", "job_id": "ranked", "delay_seconds": 7200, "priority": 50}))
+        .await;
+    assert_eq!(r["status"], "rescheduled", "{r}");
+    let g = enqueue.invoke_ok(&get("ranked")).await;
+    assert_eq!(
+        (g["priority"].as_u64(), g["weight"].as_u64()),
+        (Some(50), Some(3)),
+        "{g}"
+    );
+    // Refused by field, and nothing changes.
+    let err = enqueue
+        .invoke(
+            &json!({"action": "reschedule", "queue": "orders", "job_id": "ranked", "delay_seconds": 60, "weight": 101}),
+        )
+        .await
+        .expect_err("weight 101 accepted");
+    assert_eq!(err.error_type, "InvalidRequest");
+    assert!(
+        err.error_message
+            .starts_with("weight: must be a whole number from 1 to 100"),
+        "{err:?}"
+    );
+    let g = enqueue.invoke_ok(&get("ranked")).await;
+    assert_eq!(g["weight"].as_u64(), Some(3), "{g}");
+}
