@@ -9,7 +9,7 @@ use e2e::rig::shared;
 use waiter::aws::DynamoStore;
 use waiter::config::Config;
 use waiter::ports::RateLedger;
-use waiter::rate::{ArrivalWant, Booking};
+use waiter::rate::{ArrivalWant, Booked, Booking, Claim, PriorityOrder};
 use waiter::QueueName;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -43,7 +43,8 @@ async fn concurrent_bookings_from_separate_pollers_never_pass_the_rate() {
         tokio::spawn(async move {
             let mut booked = Vec::new();
             for _ in 0..rounds {
-                booked.extend(store.book(&queue, rate, &wants, now).await.expect("book"));
+                let got = store.book(&queue, rate, &wants, None, now).await.expect("book");
+                booked.extend(got.into_iter().map(Booked::second));
             }
             booked
         })
@@ -81,8 +82,8 @@ async fn concurrent_bookings_from_separate_pollers_never_pass_the_rate() {
         weight: 1,
     }];
     assert_eq!(
-        taker.book(&queue, rate, &one, now).await.expect("book"),
-        vec![None],
+        taker.book(&queue, rate, &one, None, now).await.expect("book"),
+        vec![Booked::Full],
         "second full"
     );
     giver
@@ -90,7 +91,74 @@ async fn concurrent_bookings_from_separate_pollers_never_pass_the_rate() {
         .await
         .expect("release");
     assert_eq!(
-        taker.book(&queue, rate, &one, now).await.expect("book"),
-        vec![Some(second)]
+        taker.book(&queue, rate, &one, None, now).await.expect("book"),
+        vec![Booked::At(second)]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_partitions_head_in_the_ledger_holds_back_worse_ranked_bookings_of_another_process() {
+    let _machine = shared().await;
+    let rig = e2e::rig::Rig::builder(&["orders"])
+        .for_concurrent_writes()
+        .start()
+        .await;
+    let ddb = rig.table_client().await;
+    let config =
+        Arc::new(Config::from_lookup(|k| (k == "WAITER_QUEUES").then(|| "orders".to_string())).expect("config"));
+    let queue = QueueName::parse("orders").expect("queue");
+    let now = chrono::Utc::now();
+    let second = now.timestamp();
+    let order = PriorityOrder::Priority;
+    let (urgent, plain) = (order.coarse_rank(now, 1), order.coarse_rank(now, 100));
+    let want = |weight| ArrivalWant {
+        second,
+        latest: second + 100,
+        weight,
+    };
+    let (first, second_process) = (
+        DynamoStore::new(ddb.clone(), config.clone()),
+        DynamoStore::new(ddb.clone(), config.clone()),
+    );
+    // Process 1's shard 0 has an urgent job ready: its head goes in the ledger.
+    let head = Claim {
+        shard: 0,
+        ranks: vec![],
+        next: Some((urgent, second)),
+    };
+    first.book(&queue, 4, &[], Some(&head), now).await.expect("head");
+    // Process 2's shard 1 reads the head from DynamoDB: its plain jobs wait.
+    let plain_claim = Claim {
+        shard: 1,
+        ranks: vec![plain, plain],
+        next: None,
+    };
+    assert_eq!(
+        second_process
+            .book(&queue, 4, &[want(1), want(1)], Some(&plain_claim), now)
+            .await
+            .expect("book"),
+        vec![Booked::Blocked, Booked::Blocked]
+    );
+    // The urgent one is heavy (3 of 4) and takes the first second; its head goes.
+    let booked = Claim {
+        shard: 0,
+        ranks: vec![urgent],
+        next: None,
+    };
+    assert_eq!(
+        first
+            .book(&queue, 4, &[want(3)], Some(&booked), now)
+            .await
+            .expect("book"),
+        vec![Booked::At(second)]
+    );
+    // Now the plain ones book: one fits beside it, the other moves on.
+    assert_eq!(
+        second_process
+            .book(&queue, 4, &[want(1), want(1)], Some(&plain_claim), now)
+            .await
+            .expect("book"),
+        vec![Booked::At(second), Booked::At(second + 1)]
     );
 }

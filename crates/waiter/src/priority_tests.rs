@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use crate::poller::{Dispatcher, RunSummary};
+use crate::poller::{Dispatcher, PollerGroup, RunSummary};
 use crate::ports::Clock;
-use crate::testing::{config, stored, FakeClock, FakeQueue, MemStore, Sent};
+use crate::testing::{config, stored, FakeClock, FakeQueue, Faults, FaultyStore, MemStore, Sent};
 
 /// One overdue job to store: id, milliseconds overdue, priority, weight.
 type Spec = (&'static str, i64, u16, u16);
@@ -20,6 +20,12 @@ struct Run {
 }
 
 async fn run(jobs: &[Spec], shards: u32, settings: &[(&str, &str)]) -> Run {
+    run_in_groups(jobs, shards, 1, settings).await
+}
+
+/// `run` by `groups` poller groups at once, each its own dispatcher (another process), over
+/// one store whose calls take up to 15 ms.
+async fn run_in_groups(jobs: &[Spec], shards: u32, groups: u32, settings: &[(&str, &str)]) -> Run {
     let clock = FakeClock::default();
     let store = MemStore::default();
     let now = clock.now();
@@ -33,8 +39,26 @@ async fn run(jobs: &[Spec], shards: u32, settings: &[(&str, &str)]) -> Run {
     let shards = shards.to_string();
     let mut all = vec![("WAITER_SHARDS", shards.as_str()), ("WAITER_LOOKAHEAD", "0")];
     all.extend_from_slice(settings);
-    let d = Dispatcher::new(config("orders", &all), store.clone(), queue.clone(), clock.clone());
-    let summary = d.run(now + TimeDelta::seconds(60)).await;
+    let cfg = config("orders", &all);
+    let slow = FaultyStore {
+        inner: store.clone(),
+        faults: Faults::seeded(3, 0.0).with_latency(15),
+    };
+    let deadline = now + TimeDelta::seconds(60);
+    let runs = (0..groups).map(|group| {
+        let d = Dispatcher::new(cfg.clone(), slow.clone(), queue.clone(), clock.clone());
+        async move {
+            match groups {
+                1 => d.run(deadline).await,
+                _ => d.run_group(deadline, Some(PollerGroup { group, groups })).await,
+            }
+        }
+    });
+    let mut summary = RunSummary::default();
+    for s in futures::future::join_all(runs).await {
+        summary.dispatched += s.dispatched;
+        summary.held_back += s.held_back;
+    }
     Run {
         summary,
         sent: queue.sent(),
@@ -110,6 +134,26 @@ async fn urgent_jobs_enqueued_last_take_the_first_second_and_a_critical_one_is_n
     assert!(r.sent.iter().all(|m| arrival(m) >= r.started), "never early");
     // Held back: every default job (its own second was full).
     assert_eq!(r.summary.held_back, 16, "{:?}", r.summary);
+}
+
+#[tokio::test(start_paused = true)]
+async fn across_four_shards_and_two_poller_groups_the_urgent_jobs_still_take_the_first_second() {
+    let jobs = backlog();
+    let r = run_in_groups(&jobs, 4, 2, &[("WAITER_MAX_RATE", "4")]).await;
+    assert_eq!(r.summary.dispatched, 21, "{:?}", r.summary);
+    let seconds = r.seconds();
+    for u in ["u0", "u1", "u2", "u3", "crit"] {
+        assert_eq!(seconds[u], 0, "{u} arrives in the first second: {seconds:?}");
+    }
+    assert!(
+        seconds
+            .iter()
+            .filter(|(id, _)| id.starts_with('n'))
+            .all(|(_, s)| *s >= 1),
+        "{seconds:?}"
+    );
+    assert!(r.units(&jobs).values().all(|n| *n <= 4), "{:?}", r.units(&jobs));
+    assert_eq!(r.store.len(), 0);
 }
 
 #[tokio::test(start_paused = true)]

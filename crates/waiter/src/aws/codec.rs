@@ -13,7 +13,7 @@ use crate::job::{AttributeData, Attributes, Job, MessageAttribute};
 use crate::ports::{
     Edition, Found, History, HistoryStatus, JobKey, KeptMessage, Lease, ParkInfo, Partition, Retired, StoredJob, View,
 };
-use crate::rate::Bookings;
+use crate::rate::{Bookings, Head, Rank};
 use crate::time::{format_epoch, parse_epoch_decimal};
 use sqs_waiter_contract::{DEFAULT_PRIORITY, DEFAULT_WEIGHT, MAX_PRIORITY, MAX_WEIGHT};
 
@@ -52,6 +52,10 @@ pub(crate) const META_SORT_KEY: &str = "shards";
 /// The queue's `WAITER_MAX_RATE` ledger item: arrivals booked per second, and its version.
 pub(crate) const A_RATE_BOOKED: &str = "rate_booked";
 pub(crate) const A_RATE_VERSION: &str = "rate_version";
+/// The partitions waiting to book in rank order: shard to `rank|second|until_ms`.
+pub(crate) const A_RATE_HEADS: &str = "rate_heads";
+/// Where better-ranked bookings were moved to: rank to the second.
+pub(crate) const A_RATE_FLOORS: &str = "rate_floors";
 pub(crate) const RATE_SORT_KEY: &str = "rate";
 pub(crate) const A_DATA_TYPE: &str = "data_type";
 pub(crate) const A_STRING_VALUE: &str = "string_value";
@@ -106,8 +110,41 @@ pub(crate) fn encode_rate(queue: &QueueName, version: u64, bookings: &Bookings) 
         .map(|(s, n)| (s.to_string(), AttributeValue::N(n.to_string())))
         .collect();
     item.insert(A_RATE_BOOKED.to_owned(), AttributeValue::M(booked));
+    let heads: HashMap<String, AttributeValue> = bookings
+        .heads()
+        .map(|(shard, h)| {
+            let head = format!("{}|{}|{}", h.rank.encode(), h.second, h.until_ms);
+            (shard.to_string(), AttributeValue::S(head))
+        })
+        .collect();
+    if !heads.is_empty() {
+        item.insert(A_RATE_HEADS.to_owned(), AttributeValue::M(heads));
+    }
+    let floors: HashMap<String, AttributeValue> = bookings
+        .floors()
+        .map(|(rank, floor)| (rank.encode(), AttributeValue::N(floor.to_string())))
+        .collect();
+    if !floors.is_empty() {
+        item.insert(A_RATE_FLOORS.to_owned(), AttributeValue::M(floors));
+    }
     item.insert(A_RATE_VERSION.to_owned(), AttributeValue::N(version.to_string()));
     item
+}
+
+/// A partition's head as the ledger keeps it: `rank|second|until_ms`.
+fn decode_head(shard: &str, v: &AttributeValue) -> Result<(u32, Head), String> {
+    let bad = || format!("{A_RATE_HEADS}.{shard}: not a shard and rank|second|until");
+    let (Ok(shard), AttributeValue::S(s)) = (shard.parse::<u32>(), v) else {
+        return Err(bad());
+    };
+    let mut parts = s.split('|');
+    let (Some(rank), Some(second), Some(until), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+        return Err(bad());
+    };
+    match (Rank::decode(rank), second.parse(), until.parse()) {
+        (Some(rank), Ok(second), Ok(until_ms)) => Ok((shard, Head { rank, second, until_ms })),
+        _ => Err(bad()),
+    }
 }
 
 /// A ledger item's version and bookings (version 0 and none for no item). Errors name the
@@ -134,7 +171,29 @@ pub(crate) fn decode_rate(item: Option<&Item>) -> Result<(u64, Bookings), String
             .collect::<Result<_, _>>()?,
         Some(_) => return Err(format!("{A_RATE_BOOKED}: not a map")),
     };
-    Ok((version, Bookings::from_counts(counts)))
+    let heads: Vec<(u32, Head)> = match item.get(A_RATE_HEADS) {
+        None => Vec::new(),
+        Some(AttributeValue::M(m)) => m.iter().map(|(s, v)| decode_head(s, v)).collect::<Result<_, _>>()?,
+        Some(_) => return Err(format!("{A_RATE_HEADS}: not a map")),
+    };
+    let floors: Vec<(Rank, i64)> = match item.get(A_RATE_FLOORS) {
+        None => Vec::new(),
+        Some(AttributeValue::M(m)) => m
+            .iter()
+            .map(|(k, v)| {
+                let bad = || format!("{A_RATE_FLOORS}.{k}: not a rank and a second");
+                match (Rank::decode(k), v) {
+                    (Some(rank), AttributeValue::N(f)) => f.parse().map(|f| (rank, f)).map_err(|_| bad()),
+                    _ => Err(bad()),
+                }
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(format!("{A_RATE_FLOORS}: not a map")),
+    };
+    Ok((
+        version,
+        Bookings::from_counts(counts).with_heads(heads).with_floors(floors),
+    ))
 }
 
 pub(crate) fn decode_lease(item: &Item) -> Option<Lease> {

@@ -116,3 +116,34 @@ fn a_rate_ledger_round_trips_and_no_item_is_an_empty_ledger() {
     bad.insert(A_RATE_BOOKED.into(), AttributeValue::S("x".into()));
     assert_eq!(decode_rate(Some(&bad)), Err("rate_booked: not a map".to_string()));
 }
+
+#[test]
+fn a_rate_ledger_keeps_the_partitions_heads_and_floors() {
+    use crate::rate::{Head, PriorityOrder};
+    let q = QueueName::parse("orders").unwrap();
+    let t = chrono::DateTime::from_timestamp(1_800_000_000, 250_000_000).unwrap();
+    let rank = PriorityOrder::Time.coarse_rank(t, 7);
+    let head = Head {
+        rank,
+        second: 1_800_000_001,
+        until_ms: 1_800_000_003_250,
+    };
+    let b = Bookings::from_counts([(1_800_000_001, 2)])
+        .with_heads([(3, head)])
+        .with_floors([(rank, 1_800_000_004)]);
+    let item = encode_rate(&q, 2, &b);
+    assert_eq!(decode_rate(Some(&item)), Ok((2, b)));
+    // A ledger without them (written before priorities) reads as none.
+    let plain = Bookings::from_counts([(1_800_000_001, 2)]);
+    let item = encode_rate(&q, 3, &plain);
+    assert!(!item.contains_key(A_RATE_HEADS) && !item.contains_key(A_RATE_FLOORS));
+    let mut bad = item.clone();
+    bad.insert(
+        A_RATE_HEADS.into(),
+        AttributeValue::M([("3".to_owned(), AttributeValue::S("x|1".into()))].into()),
+    );
+    assert_eq!(
+        decode_rate(Some(&bad)),
+        Err("rate_heads.3: not a shard and rank|second|until".to_string())
+    );
+}

@@ -50,6 +50,12 @@ pub(super) struct PartitionRun<'a, S, Q, C> {
     pub(super) blocked_groups: HashSet<String>,
     /// Under `WAITER_MAX_RATE`: where this run's better-ranked jobs were moved to.
     pub(super) floors: crate::rate::Floors,
+    /// Ranked: whether this partition has said it is reading due jobs, whether it has put its
+    /// best in the ledger after reading them, and until when it waits before booking (for the
+    /// other partitions to put theirs, or to book first).
+    pub(super) announced: bool,
+    pub(super) gathered: bool,
+    pub(super) rank_wait: Option<DateTime<Utc>>,
     pub(super) summary: RunSummary,
 }
 
@@ -149,6 +155,18 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                             if more_to_read && self.ranks() {
                                 break;
                             }
+                            if self.ranks() && self.announced && !self.gathered {
+                                if let Err(e) = self.gather(now).await {
+                                    failure = Some(e);
+                                    break;
+                                }
+                            }
+                            // Waiting for the other partitions' heads, or for a better-ranked
+                            // partition to book first.
+                            if let Some(t) = self.rank_wait.filter(|t| *t > now) {
+                                wake_at = Some(wake_at.map_or(t, |w| w.min(t)));
+                                break;
+                            }
                             let n = match self.rank_ready(now) {
                                 // Ranked: every ready job may share a batch.
                                 Some(ready) => batch_len(&self.pending, TimeDelta::MAX).min(ready),
@@ -179,7 +197,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                     }
                     sends += 1;
                     self.sending += call.len();
-                    let messages: Vec<OutgoingMessage> = call
+                    let mut messages: Vec<OutgoingMessage> = call
                         .iter()
                         .map(|(p, delay)| OutgoingMessage::for_job(&p.job.job, p.job.edition(), *delay))
                         .collect();
@@ -188,6 +206,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                             d.clock.sleep_until(t).await;
                         }
                         let sent_at = d.clock.now();
+                        pin_arrivals(&call, &mut messages, sent_at);
                         let result = d.queue.send_batch(queue, &messages).await;
                         Done::Sent {
                             call,
@@ -248,10 +267,13 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                                 .collect();
                             if keys.is_empty() {
                                 reading = false;
+                                None
                             } else {
                                 in_flight.push(Box::pin(async move { Done::Read(d.store.read(queue, &keys).await) }));
+                                // Due jobs here: the other partitions wait until this one has
+                                // read them and ranked its best.
+                                self.announce(d.clock.now()).await.err()
                             }
-                            None
                         }
                     }
                 }
@@ -329,29 +351,6 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                 }
             }
         }
-    }
-
-    /// Whether due jobs are ranked (`rank_ready`).
-    fn ranks(&self) -> bool {
-        self.d.config.max_rate.is_some() && !self.queue.is_fifo()
-    }
-
-    /// Under `WAITER_MAX_RATE` (standard queues), puts the jobs ready to be sent by `now` in
-    /// `WAITER_PRIORITY_ORDER`, so that batches book the budget's earliest seconds in that
-    /// order; how many are ready. `None`: nothing to rank (no rate, a FIFO queue, whose groups
-    /// keep their order, or nothing ready).
-    fn rank_ready(&mut self, now: DateTime<Utc>) -> Option<usize> {
-        if !self.ranks() {
-            return None;
-        }
-        let ready = self.pending.partition_point(|p| p.send_at <= now);
-        if ready == 0 {
-            return None;
-        }
-        let order = self.d.config.priority_order;
-        // A stable sort: already ranked entries (the rest of the last batch's) cost little.
-        self.pending.make_contiguous()[..ready].sort_by_key(|p| order.rank(p.job.job.perform_at, p.job.job.priority));
-        Some(ready)
     }
 
     /// Jobs accepted by SQS but not yet removed (in a send call, waiting for a delete call, or

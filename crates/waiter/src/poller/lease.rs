@@ -99,6 +99,9 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             left_behind: false,
             blocked_groups: HashSet::new(),
             floors: crate::rate::Floors::default(),
+            announced: false,
+            gathered: false,
+            rank_wait: None,
             summary: sum,
         };
         // What the previous holder sent and could not remove goes first, and is not sent again.

@@ -35,6 +35,7 @@ mod lease;
 mod meeting_tests;
 mod plan;
 mod prepare;
+mod rank;
 #[cfg(test)]
 mod tests;
 
@@ -162,6 +163,21 @@ pub struct Planned {
     pub send_at: DateTime<Utc>,
     pub job: StoredJob,
     pub bytes: usize,
+    /// The arrival second `WAITER_MAX_RATE` moved it to (standard queues): its delay is taken
+    /// from the instant of the send itself, so that it lands in that second.
+    pub arrive_in: Option<i64>,
+}
+
+/// Each message moved to a booked second gets the delay that lands it there when sent at
+/// `sent_at` (the booking was made a call earlier, maybe across a second's boundary). A moved
+/// job's second is after the one it is due in, so its start is never early.
+fn pin_arrivals(call: &drain::Call, messages: &mut [crate::ports::OutgoingMessage], sent_at: DateTime<Utc>) {
+    for ((p, _), m) in call.iter().zip(messages.iter_mut()) {
+        if let (Some(second), Some(_)) = (p.arrive_in, m.delay_seconds) {
+            let delay = (second - sent_at.timestamp()).clamp(0, i64::from(crate::limits::SQS_MAX_DELAY_SECONDS));
+            m.delay_seconds = Some(delay as u32);
+        }
+    }
 }
 
 pub struct Dispatcher<S, Q, C> {

@@ -70,7 +70,12 @@ pub(super) fn plan(
         return Plan::NotYet;
     }
     let bytes = job.job.message_bytes();
-    Plan::Send(Box::new(Planned { send_at, job, bytes }))
+    Plan::Send(Box::new(Planned {
+        send_at,
+        job,
+        bytes,
+        arrive_in: None,
+    }))
 }
 
 /// FIFO queues take no per-message delay.

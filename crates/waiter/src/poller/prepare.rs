@@ -8,9 +8,8 @@ use super::drain::{Call, PartitionRun};
 use super::plan::delay_at;
 use super::Planned;
 use crate::error::{display_chain, PortError};
-use crate::limits::SQS_MAX_DELAY_SECONDS;
 use crate::ports::{Clock, HistoryStatus, JobStore, MessageQueue};
-use crate::rate::{ArrivalWant, Booking};
+use crate::rate::{ArrivalWant, Booked, Booking};
 
 impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
     /// Turns a batch into a call at `now`: each entry's delay, `WAITER_MAX_RATE`'s arrival
@@ -40,53 +39,15 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             (delay, now + TimeDelta::seconds(i64::from(delay.unwrap_or(0))))
         };
         let rate = self.d.config.max_rate;
-        // Books the budget: every entry but a critical one (it neither waits nor counts) and
-        // one held back for its group.
-        let books = |p: &Planned, blocked: bool| rate.is_some() && !blocked && !p.job.job.is_critical();
-        // One booking per entry that books, in the batch's order (the rank order, see `rank_ready`).
-        let booked: Vec<Option<i64>> = match rate {
-            None => Vec::new(),
-            Some(rate) => {
-                let wants: Vec<ArrivalWant> = batch
-                    .iter()
-                    .zip(&blocked)
-                    .filter(|(p, b)| books(p, **b))
-                    .map(|(p, _)| {
-                        let (delay, arrival) = arrival_of(p);
-                        let second = arrival.timestamp();
-                        // A standard message moves by a longer delay, up to SQS's maximum; a
-                        // FIFO one by holding its send, within this run.
-                        let latest = match delay {
-                            Some(dl) => second + i64::from(SQS_MAX_DELAY_SECONDS.saturating_sub(dl)),
-                            None => self.stop_at.timestamp() - 1,
-                        };
-                        ArrivalWant {
-                            second,
-                            latest,
-                            weight: u32::from(p.job.job.weight),
-                        }
-                    })
-                    .collect();
-                if wants.is_empty() {
-                    Vec::new()
-                } else {
-                    // Earlier batches of this run were better ranked: none of these overtakes them.
-                    let raised: Vec<ArrivalWant> = wants.iter().map(|w| self.floors.raise(*w)).collect();
-                    let booked = self.d.store.book(queue, rate, &raised, now).await?;
-                    for (w, b) in wants.iter().zip(&booked) {
-                        self.floors.record(*w, *b);
-                    }
-                    booked
-                }
-            }
-        };
+        let booked = self.book_batch(&batch, &blocked, now).await?;
         let mut booked = booked.into_iter();
         let mut unused = Vec::new();
         let mut call = Vec::with_capacity(batch.len());
         let mut fifo_second: Option<i64> = None;
         let mut later = Vec::new();
-        for (p, blocked) in batch.into_iter().zip(blocked) {
-            let booking = books(&p, blocked).then(|| booked.next().flatten());
+        for (mut p, blocked) in batch.into_iter().zip(blocked) {
+            let mut arrive_in = None;
+            let booking = booked.next().flatten();
             let units = ArrivalWant {
                 second: 0,
                 latest: 0,
@@ -95,7 +56,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             .units(rate.unwrap_or(1));
             let held = |second| Booking { second, units };
             if !later.is_empty() {
-                unused.extend(booking.flatten().map(held));
+                unused.extend(booking.and_then(Booked::second).map(held));
                 later.push(p);
                 continue;
             }
@@ -108,7 +69,13 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             let mut second_used = None;
             match booking {
                 None => {}
-                Some(None) => {
+                // A better-ranked job of another partition books first: back to `pending`,
+                // with every entry after it.
+                Some(Booked::Blocked) => {
+                    later.push(p);
+                    continue;
+                }
+                Some(Booked::Full) => {
                     debug!(queue = %queue, job_id = %p.job.job.job_id, "arrival budget full: left for a later run");
                     self.summary.held_back += 1;
                     self.left_behind = true;
@@ -116,18 +83,19 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 }
                 // A FIFO call is sent at one instant: entries booked into a later second wait
                 // for the next call, in order.
-                Some(Some(second)) if fifo && fifo_second.is_some_and(|f| f != second) => {
+                Some(Booked::At(second)) if fifo && fifo_second.is_some_and(|f| f != second) => {
                     unused.push(held(second));
                     later.push(p);
                     continue;
                 }
-                Some(Some(second)) => {
+                Some(Booked::At(second)) => {
                     second_used = Some(held(second));
                     let moved = second - arrival.timestamp();
-                    if moved > 0 {
+                    if second > self.want_of(&p, now).second {
                         // Its own second was full: it waits for the budget.
                         self.summary.held_back += 1;
                     }
+                    arrive_in = (moved > 0 && delay.is_some()).then_some(second);
                     if let Some(dl) = delay.as_mut() {
                         *dl += u32::try_from(moved).unwrap_or(0);
                         arrival += TimeDelta::seconds(moved);
@@ -154,6 +122,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 self.retire(&p.job, HistoryStatus::Expired, None);
                 continue;
             }
+            p.arrive_in = arrive_in;
             call.push((p, delay));
         }
         for p in later.into_iter().rev() {

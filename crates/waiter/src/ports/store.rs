@@ -15,7 +15,7 @@ use super::{
 use crate::config::QueueName;
 use crate::error::PortError;
 use crate::limits::DDB_MAX_ITEM_BYTES;
-use crate::rate::{ArrivalWant, Booking};
+use crate::rate::{ArrivalWant, Booked, Booking, Claim};
 
 /// Jobs by key: conditional writes, consistent reads and removal.
 #[async_trait]
@@ -294,15 +294,16 @@ pub trait Leases: Send + Sync + 'static {
 /// run (every group, every process), so that the rate is the queue's, never a run's.
 #[async_trait]
 pub trait RateLedger: Send + Sync + 'static {
-    /// Books each want in order, at most `rate` arrivals per second (see `rate::Bookings::book`):
-    /// the booked second of each, `None` for one that found no room (nothing booked for it).
+    /// Books each want in order, at most `rate` units per second (see `rate::Bookings::book`);
+    /// with a claim, in rank order across the queue's partitions (`rate::Bookings::book_claimed`).
     async fn book(
         &self,
         queue: &QueueName,
         rate: u32,
         wants: &[ArrivalWant],
+        claim: Option<&Claim>,
         now: DateTime<Utc>,
-    ) -> Result<Vec<Option<i64>>, PortError>;
+    ) -> Result<Vec<Booked>, PortError>;
 
     /// Gives back bookings that were not used.
     async fn release(&self, queue: &QueueName, bookings: &[Booking], now: DateTime<Utc>) -> Result<(), PortError>;

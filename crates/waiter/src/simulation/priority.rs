@@ -5,8 +5,8 @@
 //! same second with `time`, any two with `priority`), the lower priority number never arrives
 //! in a later second.
 //!
-//! One shard: the order across a queue's shards and poller groups is not built yet (see
-//! docs/contract.md "Priority and weighted throttling").
+//! Over 1 to 4 shards, worked by one run or by two poller groups at once, with store calls
+//! taking up to 30 ms: the order holds across partitions, not only within one.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -17,9 +17,9 @@ use rand::{Rng, SeedableRng};
 use serde_json::json;
 
 use crate::app::Waiter;
-use crate::poller::Dispatcher;
+use crate::poller::{Dispatcher, PollerGroup};
 use crate::ports::Clock;
-use crate::testing::{config, FakeClock, FakeQueue, MemStore};
+use crate::testing::{config, FakeClock, FakeQueue, Faults, FaultyStore, MemStore};
 use crate::time::format_rfc3339;
 
 #[derive(Debug, Clone, Copy)]
@@ -37,6 +37,12 @@ async fn simulate(seed: u64) -> (Vec<String>, usize) {
         page_size: rng.random_range(1..8),
         ..MemStore::default()
     };
+    let store = FaultyStore {
+        inner: mem.clone(),
+        faults: Faults::seeded(seed, 0.0).with_latency(rng.random_range(0..30)),
+    };
+    let shards = rng.random_range(1..=4u32).to_string();
+    let grouped = rng.random_bool(0.5);
     let sink = FakeQueue::new(clock.clone());
     let rate: u16 = rng.random_range(1..=6);
     let order = if rng.random_bool(0.5) { "time" } else { "priority" };
@@ -44,15 +50,19 @@ async fn simulate(seed: u64) -> (Vec<String>, usize) {
     let cfg = config(
         "q",
         &[
-            ("WAITER_SHARDS", "1"),
+            ("WAITER_SHARDS", &shards),
             ("WAITER_DIRECT_MAX_DELAY", "0"),
             ("WAITER_LOOKAHEAD", "0"),
             ("WAITER_MAX_RATE", &rate_s),
             ("WAITER_PRIORITY_ORDER", order),
         ],
     );
+    if std::env::var("SIM_SEED").is_ok() {
+        println!("seed {seed}: shards {shards}, grouped {grouped}, rate {rate}, order {order}");
+    }
     let waiter = Waiter::new(cfg.clone(), mem.clone(), sink.clone(), clock.clone());
-    let dispatcher = Dispatcher::new(cfg, mem.clone(), sink.clone(), clock.clone());
+    let dispatcher = Dispatcher::new(cfg.clone(), store.clone(), sink.clone(), clock.clone());
+    let other = Dispatcher::new(cfg, store, sink.clone(), clock.clone());
     let mut jobs: HashMap<String, Job> = HashMap::new();
     let start = clock.now();
     for i in 0..rng.random_range(10..80) {
@@ -69,7 +79,7 @@ async fn simulate(seed: u64) -> (Vec<String>, usize) {
         };
         let perform_at = start + TimeDelta::milliseconds(rng.random_range(1_000..5_000));
         let body = format!("p{i}");
-        let request = json!({"queue": "q", "message_body": body, "perform_at": format_rfc3339(perform_at),
+        let request = json!({"queue": "q", "message_body": body, "job_id": body, "perform_at": format_rfc3339(perform_at),
                              "priority": priority, "weight": weight});
         let reply = waiter.handle(&request).await.expect("enqueue");
         assert_eq!(reply["status"], "scheduled", "{reply}");
@@ -86,7 +96,15 @@ async fn simulate(seed: u64) -> (Vec<String>, usize) {
     // Everything is due (and held back together) when the first run starts.
     tokio::time::sleep(Duration::from_secs(6)).await;
     for _ in 0..20 {
-        dispatcher.run(clock.now() + TimeDelta::seconds(60)).await;
+        let deadline = clock.now() + TimeDelta::seconds(60);
+        if grouped {
+            tokio::join!(
+                dispatcher.run_group(deadline, Some(PollerGroup { group: 0, groups: 2 })),
+                other.run_group(deadline, Some(PollerGroup { group: 1, groups: 2 })),
+            );
+        } else {
+            dispatcher.run(deadline).await;
+        }
         if mem.len() == 0 {
             break;
         }
@@ -146,7 +164,11 @@ async fn simulate(seed: u64) -> (Vec<String>, usize) {
 async fn random_priorities_and_weights_under_a_random_rate_keep_the_budget_and_the_order() {
     let seeds: Vec<u64> = match std::env::var("SIM_SEED") {
         Ok(s) => vec![s.parse().expect("SIM_SEED is a number")],
-        Err(_) => (0..300).collect(),
+        Err(_) => (0..std::env::var("SIM_SEEDS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(300))
+            .collect(),
     };
     let mut total = 0;
     for seed in &seeds {

@@ -293,9 +293,14 @@ impl<S: JobStore> RateLedger for FaultyStore<S> {
         q: &QueueName,
         rate: u32,
         wants: &[crate::rate::ArrivalWant],
+        claim: Option<&crate::rate::Claim>,
         now: DateTime<Utc>,
-    ) -> Result<Vec<Option<i64>>, PortError> {
-        faulty!(self.faults, "PutItem", self.inner.book(q, rate, wants, now).await)
+    ) -> Result<Vec<crate::rate::Booked>, PortError> {
+        faulty!(
+            self.faults,
+            "PutItem",
+            self.inner.book(q, rate, wants, claim, now).await
+        )
     }
 
     async fn release(

@@ -520,12 +520,13 @@ impl RateLedger for MemStore {
         queue: &QueueName,
         rate: u32,
         wants: &[crate::rate::ArrivalWant],
+        claim: Option<&crate::rate::Claim>,
         now: DateTime<Utc>,
-    ) -> Result<Vec<Option<i64>>, PortError> {
+    ) -> Result<Vec<crate::rate::Booked>, PortError> {
         let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let seconds = st.bookings.entry(queue.clone()).or_default();
         seconds.forget_before(now);
-        Ok(seconds.book_all(rate, wants))
+        Ok(seconds.book_claimed(rate, wants, claim, now))
     }
 
     async fn release(

@@ -17,7 +17,7 @@ use super::DynamoStore;
 use crate::config::QueueName;
 use crate::error::PortError;
 use crate::ports::RateLedger;
-use crate::rate::{ArrivalWant, Booking, Bookings};
+use crate::rate::{ArrivalWant, Booked, Booking, Bookings, Claim};
 
 /// Lost races in a row before a booking gives up (a retryable error: the run stops, the jobs
 /// stay stored for the next run). Each round is one call, and another run's write won it.
@@ -148,9 +148,11 @@ impl RateLedger for DynamoStore {
         queue: &QueueName,
         rate: u32,
         wants: &[ArrivalWant],
+        claim: Option<&Claim>,
         now: DateTime<Utc>,
-    ) -> Result<Vec<Option<i64>>, PortError> {
-        self.change_ledger(queue, now, |b| b.book_all(rate, wants)).await
+    ) -> Result<Vec<Booked>, PortError> {
+        self.change_ledger(queue, now, |b| b.book_claimed(rate, wants, claim, now))
+            .await
     }
 
     async fn release(&self, queue: &QueueName, bookings: &[Booking], now: DateTime<Utc>) -> Result<(), PortError> {

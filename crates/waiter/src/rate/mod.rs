@@ -19,6 +19,9 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
+mod claims;
+pub use claims::{Booked, Claim, Head, HEAD_TTL};
+
 /// One arrival to book: its own second, the latest second it may move to (Unix seconds), and
 /// the messages it counts as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,9 +85,29 @@ pub enum PriorityOrder {
     Priority,
 }
 
-/// The place of a due job in `PriorityOrder`: smaller goes first.
+/// The place of a due job in `PriorityOrder`: smaller goes first. The ledger keeps it (a
+/// partition's `Head`) as `a:b:c`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Rank(i64, u16, DateTime<Utc>);
+pub struct Rank(i64, u16, i64);
+
+impl Rank {
+    /// Before every job: the head of a partition still reading its due jobs.
+    pub const FIRST: Rank = Rank(i64::MIN, 0, i64::MIN);
+
+    pub fn encode(&self) -> String {
+        format!("{}:{}:{}", self.0, self.1, self.2)
+    }
+
+    pub fn decode(s: &str) -> Option<Self> {
+        let mut parts = s.split(':');
+        let rank = Rank(
+            parts.next()?.parse().ok()?,
+            parts.next()?.parse().ok()?,
+            parts.next()?.parse().ok()?,
+        );
+        parts.next().is_none().then_some(rank)
+    }
+}
 
 /// The class of a priority in the lateness metric: `0` (critical), `1-99`, `100` (the
 /// default) and `101+`.
@@ -108,28 +131,67 @@ impl PriorityOrder {
 
     pub fn rank(self, perform_at: DateTime<Utc>, priority: u16) -> Rank {
         match self {
-            Self::Time => Rank(perform_at.timestamp(), priority, perform_at),
-            Self::Priority => Rank(i64::from(priority), 0, perform_at),
+            Self::Time => Rank(perform_at.timestamp(), priority, perform_at.timestamp_micros()),
+            Self::Priority => Rank(i64::from(priority), 0, perform_at.timestamp_micros()),
+        }
+    }
+
+    /// `rank` to the second: what the order promises across partitions (jobs of one priority
+    /// due in the same second are equals there, so partitions full of them do not take turns).
+    pub fn coarse_rank(self, perform_at: DateTime<Utc>, priority: u16) -> Rank {
+        match self {
+            Self::Time => Rank(perform_at.timestamp(), priority, 0),
+            Self::Priority => Rank(i64::from(priority), 0, perform_at.timestamp()),
         }
     }
 }
 
-/// A queue's bookings: messages booked per arrival second, from the current second on.
+/// A queue's bookings: messages booked per arrival second, from the current second on, and
+/// the heads of the partitions that wait to book in rank order (`claims`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Bookings(BTreeMap<i64, u32>);
+pub struct Bookings(BTreeMap<i64, u32>, BTreeMap<u32, Head>, BTreeMap<Rank, i64>);
 
 impl Bookings {
     pub fn from_counts(counts: impl IntoIterator<Item = (i64, u32)>) -> Self {
-        Self(counts.into_iter().filter(|(_, n)| *n > 0).collect())
+        Self(
+            counts.into_iter().filter(|(_, n)| *n > 0).collect(),
+            BTreeMap::new(),
+            BTreeMap::new(),
+        )
+    }
+
+    pub fn with_heads(mut self, heads: impl IntoIterator<Item = (u32, Head)>) -> Self {
+        self.1 = heads.into_iter().collect();
+        self
     }
 
     pub fn counts(&self) -> impl Iterator<Item = (i64, u32)> + '_ {
         self.0.iter().map(|(s, n)| (*s, *n))
     }
 
-    /// Seconds already past can take no more arrivals: forgets them.
+    pub fn heads(&self) -> impl Iterator<Item = (u32, Head)> + '_ {
+        self.1.iter().map(|(s, h)| (*s, *h))
+    }
+
+    pub fn with_floors(mut self, floors: impl IntoIterator<Item = (Rank, i64)>) -> Self {
+        self.2 = floors.into_iter().collect();
+        self
+    }
+
+    /// The queue's floors (`claims`): the rank of a want moved from its second (or with no
+    /// room), and the second no worse-ranked want may book before.
+    pub fn floors(&self) -> impl Iterator<Item = (Rank, i64)> + '_ {
+        self.2.iter().map(|(k, f)| (*k, *f))
+    }
+
+    /// Seconds already past can take no more arrivals, and heads past their time were left by
+    /// runs that stopped: forgets them.
     pub fn forget_before(&mut self, now: DateTime<Utc>) {
         self.0 = self.0.split_off(&now.timestamp());
+        let now_ms = now.timestamp_millis();
+        self.1.retain(|_, h| h.until_ms > now_ms);
+        let second = now.timestamp();
+        self.2.retain(|_, floor| *floor > second);
     }
 
     /// Books one arrival: in its own second if that has room for its units, else in the first
@@ -162,6 +224,11 @@ impl Bookings {
                 booked
             })
             .collect()
+    }
+
+    /// Takes back one booking of `units` in `second` (a booking `book` just made).
+    fn unbook(&mut self, second: i64, units: u32) {
+        self.release(Booking { second, units });
     }
 
     /// Gives back a booking that was not used.

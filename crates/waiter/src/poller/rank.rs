@@ -1,0 +1,185 @@
+//! Booking `WAITER_MAX_RATE`'s budget in `WAITER_PRIORITY_ORDER` (standard queues; a FIFO
+//! queue's groups keep their own order). Within a partition, the ready jobs are ranked before
+//! each batch (`rank_ready`), and a batch never overtakes an earlier one (`rate::Floors`).
+//! Across the queue's partitions, whatever group or process works them, each partition puts
+//! its best unbooked job in the queue's ledger (`rate::claims`) and books only what no other
+//! partition's head ranks before. A partition that finds due jobs says so at once (a head
+//! ranked first, `announce`), and once it has read them puts its best in and waits `GATHER`
+//! (`gather`), so that partitions whose runs start together all have theirs in before the
+//! first booking. Only partitions with due jobs write: one ledger `PutItem` each per run, two
+//! when they book nothing.
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::drain::PartitionRun;
+use super::plan::delay_at;
+use super::Planned;
+use crate::error::PortError;
+use crate::limits::SQS_MAX_DELAY_SECONDS;
+use crate::ports::{Clock, JobStore, MessageQueue};
+use crate::rate::{ArrivalWant, Booked, Claim, Rank};
+
+/// A ranked partition's first head waits this long before it books: the other partitions of
+/// runs started together read their due jobs and put their heads in meanwhile.
+pub const GATHER: TimeDelta = TimeDelta::milliseconds(200);
+/// A booking wants the second its job arrives in if sent this much after the booking: a send
+/// that crosses into the next second then still lands in the second booked (the delay of a
+/// job moved to a later second is taken at the send, `Planned::arrive_in`).
+pub const SEND_GUARD: TimeDelta = TimeDelta::milliseconds(250);
+/// A blocked partition tries again after this (one ledger read while nothing changed).
+pub const BLOCKED_RETRY: TimeDelta = TimeDelta::milliseconds(100);
+/// A ranked partition books no further ahead than this (or `WAITER_LOOKAHEAD`, if longer):
+/// jobs held back past it stay stored, so that a better-ranked job that falls due meanwhile
+/// waits at most this long behind the booked ones. The next run (a minute later) books on.
+pub const RANK_HORIZON: TimeDelta = TimeDelta::seconds(120);
+
+impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
+    /// Whether due jobs are ranked.
+    pub(super) fn ranks(&self) -> bool {
+        self.d.config.max_rate.is_some() && !self.queue.is_fifo()
+    }
+
+    /// A job's place in the order across partitions (`PriorityOrder::coarse_rank`).
+    fn rank_of(&self, p: &Planned) -> Rank {
+        self.d
+            .config
+            .priority_order
+            .coarse_rank(p.job.job.perform_at, p.job.job.priority)
+    }
+
+    /// Puts the jobs ready to be sent by `now` in `WAITER_PRIORITY_ORDER`, so that batches
+    /// book the budget's earliest seconds in that order; how many are ready. `None`: nothing
+    /// to rank (no rate, a FIFO queue, or nothing ready).
+    pub(super) fn rank_ready(&mut self, now: DateTime<Utc>) -> Option<usize> {
+        if !self.ranks() {
+            return None;
+        }
+        let ready = self.pending.partition_point(|p| p.send_at <= now);
+        if ready == 0 {
+            return None;
+        }
+        let order = self.d.config.priority_order;
+        // A stable sort: already ranked entries (the rest of the last batch's) cost little.
+        self.pending.make_contiguous()[..ready].sort_by_key(|p| order.rank(p.job.job.perform_at, p.job.job.priority));
+        Some(ready)
+    }
+
+    /// The arrival second a job wants if sent at `now` (or up to `SEND_GUARD` later), and the
+    /// latest it may move to.
+    pub(super) fn want_of(&self, p: &Planned, now: DateTime<Utc>) -> ArrivalWant {
+        let delay = delay_at(&p.job, self.queue.is_fifo(), now);
+        let second = (now + SEND_GUARD + TimeDelta::seconds(i64::from(delay.unwrap_or(0)))).timestamp();
+        let latest = match delay {
+            // A standard message moves by a longer delay, up to SQS's maximum (ranked: up to
+            // the horizon); a FIFO one by holding its send, within this run.
+            Some(dl) => {
+                let by_delay = second + i64::from(SQS_MAX_DELAY_SECONDS.saturating_sub(dl));
+                if self.ranks() {
+                    let horizon = RANK_HORIZON.max(TimeDelta::seconds(i64::from(self.d.config.lookahead)));
+                    by_delay.min((now + horizon).timestamp())
+                } else {
+                    by_delay
+                }
+            }
+            None => self.stop_at.timestamp() - 1,
+        };
+        ArrivalWant {
+            second,
+            latest,
+            weight: u32::from(p.job.job.weight),
+        }
+    }
+
+    /// The partition's best ready job still to book, after the batch taken off `pending`.
+    fn next_head(&self, now: DateTime<Utc>) -> Option<(Rank, i64)> {
+        self.pending
+            .iter()
+            .take_while(|p| p.send_at <= now)
+            .find(|p| !p.job.job.is_critical())
+            .map(|p| (self.rank_of(p), self.want_of(p, now).second))
+    }
+
+    /// The partition's first page of due jobs: its head in the ledger says "reading" (ranked
+    /// before everything), so that no other partition books before this one has ranked them.
+    pub(super) async fn announce(&mut self, now: DateTime<Utc>) -> Result<(), PortError> {
+        let Some(rate) = self.d.config.max_rate.filter(|_| self.ranks() && !self.announced) else {
+            return Ok(());
+        };
+        self.announced = true;
+        let reading = Claim {
+            shard: self.shard,
+            ranks: Vec::new(),
+            next: Some((Rank::FIRST, i64::MIN)),
+        };
+        self.d
+            .store
+            .book(self.queue, rate, &[], Some(&reading), now)
+            .await
+            .map(|_| ())
+    }
+
+    /// Read: the partition's best ready job becomes its head, and it waits `GATHER` for the
+    /// other partitions to read theirs before it books.
+    pub(super) async fn gather(&mut self, now: DateTime<Utc>) -> Result<(), PortError> {
+        let Some(rate) = self.d.config.max_rate else {
+            return Ok(());
+        };
+        self.gathered = true;
+        self.rank_ready(now);
+        let head = Claim {
+            shard: self.shard,
+            ranks: Vec::new(),
+            next: self.next_head(now),
+        };
+        self.d.store.book(self.queue, rate, &[], Some(&head), now).await?;
+        self.rank_wait = Some(now + GATHER);
+        Ok(())
+    }
+
+    /// Books the budget for a batch: one answer per entry, `None` for one that books nothing
+    /// (no rate, a critical job, an entry held back for its FIFO group). `Blocked` entries go
+    /// back to `pending`, and the run tries again at `rank_wait`.
+    pub(super) async fn book_batch(
+        &mut self,
+        batch: &[Planned],
+        held_for_group: &[bool],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Option<Booked>>, PortError> {
+        let mut out = vec![None; batch.len()];
+        let Some(rate) = self.d.config.max_rate else {
+            return Ok(out);
+        };
+        let booking: Vec<usize> = (0..batch.len())
+            .filter(|i| !held_for_group[*i] && !batch[*i].job.job.is_critical())
+            .collect();
+        if booking.is_empty() {
+            return Ok(out);
+        }
+        let wants: Vec<ArrivalWant> = booking.iter().map(|i| self.want_of(&batch[*i], now)).collect();
+        let claim = self.ranks().then(|| Claim {
+            shard: self.shard,
+            ranks: booking.iter().map(|i| self.rank_of(&batch[*i])).collect(),
+            next: self.next_head(now),
+        });
+        // Earlier batches of this run were better ranked: none of these overtakes them. Ranked,
+        // the ledger's floors say so for every partition (and need each job's own second).
+        let raised: Vec<ArrivalWant> = match claim {
+            Some(_) => wants.clone(),
+            None => wants.iter().map(|w| self.floors.raise(*w)).collect(),
+        };
+        let booked = self
+            .d
+            .store
+            .book(self.queue, rate, &raised, claim.as_ref(), now)
+            .await?;
+        for ((i, w), b) in booking.into_iter().zip(&wants).zip(booked) {
+            match b {
+                Booked::At(s) => self.floors.record(*w, Some(s)),
+                Booked::Full => self.floors.record(*w, None),
+                Booked::Blocked => self.rank_wait = Some(now + BLOCKED_RETRY),
+            }
+            out[i] = Some(b);
+        }
+        Ok(out)
+    }
+}

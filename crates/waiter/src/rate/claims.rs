@@ -1,0 +1,276 @@
+//! The rank order across a queue's partitions. Each partition run books its own jobs, in
+//! rank order (`PriorityOrder`); for the order to hold across partitions (other shards, other
+//! poller groups, other processes), a partition that has ready jobs puts its best unbooked one
+//! in the queue's ledger as its head. A job books only if no other partition's head is ranked
+//! before it and wants its second or an earlier one; otherwise it is blocked, and its run
+//! tries again shortly (the better-ranked partition books meanwhile, and its head moves on).
+//!
+//! A ranked want moved past its second (a full second, a heavy job) leaves a floor: no
+//! worse-ranked want books before where it went, in any partition, so that a light job never
+//! slips into the room a better one did not fit in. Floors go when their second has passed.
+//!
+//! The partition with the best head is never blocked, so the queue always moves. A head lives
+//! `HEAD_TTL` unless its run renews it: a run that stopped holds no one up for longer.
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::{ArrivalWant, Bookings, Floors, Rank};
+
+/// How long a head holds other partitions back unless its run renews it.
+pub const HEAD_TTL: TimeDelta = TimeDelta::seconds(3);
+
+/// A partition's best-ranked job that it has still to book, and the second it wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    pub rank: Rank,
+    pub second: i64,
+    /// Unix milliseconds after which the head is forgotten.
+    pub until_ms: i64,
+}
+
+/// A ranked booking: the partition (its shard), each want's rank, and the partition's next job
+/// after these (rank and wanted second), if it has one ready.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub shard: u32,
+    pub ranks: Vec<Rank>,
+    pub next: Option<(Rank, i64)>,
+}
+
+/// What a want got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Booked {
+    /// Booked into this second.
+    At(i64),
+    /// No second up to its `latest` has room: nothing booked.
+    Full,
+    /// Another partition's better-ranked job wants its second or an earlier one: nothing
+    /// booked; try again.
+    Blocked,
+}
+
+impl Booked {
+    pub fn second(self) -> Option<i64> {
+        match self {
+            Booked::At(s) => Some(s),
+            Booked::Full | Booked::Blocked => None,
+        }
+    }
+}
+
+impl Bookings {
+    /// The second a want of `rank` may not book before: the latest a better-ranked want was
+    /// moved to (whatever second either wanted: two due jobs want "now", which moves on
+    /// between two runs' calls).
+    fn floor_for(&self, rank: Rank) -> Option<i64> {
+        self.2.range(..rank).map(|(_, f)| *f).max()
+    }
+
+    fn raise_floor(&mut self, rank: Rank, floor: i64) {
+        let f = self.2.entry(rank).or_insert(floor);
+        *f = (*f).max(floor);
+    }
+
+    /// Books `wants` in order as `book_all` does; with a claim, a want that another partition's
+    /// head is ranked before (and wants its second or an earlier one) is blocked, and so is
+    /// every want after it. The partition's own head becomes its first blocked want, or else
+    /// its `next` job, or none.
+    pub fn book_claimed(
+        &mut self,
+        rate: u32,
+        wants: &[ArrivalWant],
+        claim: Option<&Claim>,
+        now: DateTime<Utc>,
+    ) -> Vec<Booked> {
+        let Some(claim) = claim else {
+            return self
+                .book_all(rate, wants)
+                .into_iter()
+                .map(|b| b.map_or(Booked::Full, Booked::At))
+                .collect();
+        };
+        let own = self.1.remove(&claim.shard);
+        let mut floors = Floors::default();
+        let mut blocked: Option<(Rank, i64)> = None;
+        let mut out = Vec::with_capacity(wants.len());
+        for (w, rank) in wants.iter().zip(&claim.ranks) {
+            if blocked.is_some() {
+                out.push(Booked::Blocked);
+                continue;
+            }
+            let mut raised = floors.raise(*w);
+            // Across partitions: not before a better-ranked want of this second (or an earlier
+            // one) was moved to.
+            if let Some(floor) = self.floor_for(*rank) {
+                raised.second = raised.second.max(floor);
+            }
+            let Some(second) = self.book(rate, raised) else {
+                floors.record(*w, None);
+                self.raise_floor(*rank, w.latest.saturating_add(1));
+                out.push(Booked::Full);
+                continue;
+            };
+            // A better head competes if it wants this second or an earlier one, or is due now
+            // (a due job wants "now", whichever second its last call saw).
+            let due_by = second.max(now.timestamp() + 1);
+            let behind = self.1.values().any(|h| h.rank < *rank && h.second <= due_by);
+            if behind {
+                self.unbook(second, w.units(rate));
+                blocked = Some((*rank, w.second));
+                out.push(Booked::Blocked);
+            } else {
+                floors.record(*w, Some(second));
+                if second > w.second {
+                    self.raise_floor(*rank, second);
+                }
+                out.push(Booked::At(second));
+            }
+        }
+        if let Some((rank, second)) = blocked.or(claim.next) {
+            let now_ms = now.timestamp_millis();
+            // Renewed only when half its time is gone: a run waiting on a better head writes
+            // nothing while its own stays the same.
+            let until_ms = match own {
+                Some(h)
+                    if h.rank == rank
+                        && h.second == second
+                        && h.until_ms - now_ms > HEAD_TTL.num_milliseconds() / 2 =>
+                {
+                    h.until_ms
+                }
+                _ => now_ms + HEAD_TTL.num_milliseconds(),
+            };
+            self.1.insert(claim.shard, Head { rank, second, until_ms });
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::PriorityOrder;
+    use super::*;
+
+    fn at(ms: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(ms).expect("time")
+    }
+
+    fn want(second: i64) -> ArrivalWant {
+        ArrivalWant {
+            second,
+            latest: second + 100,
+            weight: 1,
+        }
+    }
+
+    fn rank(priority: u16) -> Rank {
+        PriorityOrder::Time.rank(at(100_000), priority)
+    }
+
+    #[test]
+    fn a_want_behind_another_partitions_better_head_is_blocked_until_that_one_books() {
+        let now = at(100_000);
+        let mut b = Bookings::default();
+        // Shard 1 has an urgent job ready (a claim with nothing to book yet: its head).
+        let urgent = Claim {
+            shard: 1,
+            ranks: vec![],
+            next: Some((rank(1), 100)),
+        };
+        assert!(b.book_claimed(4, &[], Some(&urgent), now).is_empty());
+        // Shard 0's default jobs of the same second are blocked, all of them.
+        let plain = Claim {
+            shard: 0,
+            ranks: vec![rank(100), rank(100)],
+            next: None,
+        };
+        assert_eq!(
+            b.book_claimed(4, &[want(100), want(100)], Some(&plain), now),
+            vec![Booked::Blocked, Booked::Blocked]
+        );
+        assert_eq!(b.counts().count(), 0, "nothing booked");
+        assert_eq!(b.heads().map(|(s, _)| s).collect::<Vec<_>>(), vec![0, 1]);
+        // Shard 1 books and has nothing more: its head goes.
+        let booked = Claim {
+            shard: 1,
+            ranks: vec![rank(1)],
+            next: None,
+        };
+        assert_eq!(
+            b.book_claimed(4, &[want(100)], Some(&booked), now),
+            vec![Booked::At(100)]
+        );
+        assert_eq!(b.heads().map(|(s, _)| s).collect::<Vec<_>>(), vec![0]);
+        // Now shard 0 books after it.
+        assert_eq!(
+            b.book_claimed(4, &[want(100), want(100)], Some(&plain), now),
+            vec![Booked::At(100), Booked::At(100)]
+        );
+        assert_eq!(b.heads().count(), 0);
+    }
+
+    #[test]
+    fn a_head_that_wants_a_later_second_or_ranks_after_blocks_nothing_and_a_stale_head_is_forgotten() {
+        let now = at(100_000);
+        let mut b = Bookings::default().with_heads([
+            (
+                1,
+                Head {
+                    rank: rank(1),
+                    second: 140,
+                    until_ms: 103_000,
+                },
+            ),
+            (
+                2,
+                Head {
+                    rank: rank(500),
+                    second: 100,
+                    until_ms: 103_000,
+                },
+            ),
+        ]);
+        let claim = Claim {
+            shard: 0,
+            ranks: vec![rank(100)],
+            next: None,
+        };
+        assert_eq!(
+            b.book_claimed(4, &[want(100)], Some(&claim), now),
+            vec![Booked::At(100)]
+        );
+        // Full up to 100's latest: full, not blocked (waiting would not make room).
+        let mut full = Bookings::from_counts((100..=200).map(|s| (s, 4)));
+        assert_eq!(
+            full.book_claimed(4, &[want(100)], Some(&claim), now),
+            vec![Booked::Full]
+        );
+        // Past its time, a head is forgotten.
+        b.forget_before(at(103_500));
+        assert_eq!(b.heads().count(), 0);
+    }
+
+    #[test]
+    fn a_waiting_partitions_head_is_renewed_only_when_half_its_time_is_gone() {
+        let mut b = Bookings::default();
+        let claim = Claim {
+            shard: 3,
+            ranks: vec![],
+            next: Some((rank(7), 100)),
+        };
+        b.book_claimed(4, &[], Some(&claim), at(100_000));
+        let first = b.clone();
+        b.book_claimed(4, &[], Some(&claim), at(101_000));
+        assert_eq!(b, first, "unchanged: nothing to write");
+        b.book_claimed(4, &[], Some(&claim), at(102_000));
+        assert_eq!(b.heads().next().map(|(_, h)| h.until_ms), Some(105_000));
+    }
+
+    #[test]
+    fn ranks_round_trip_through_their_encoding() {
+        let r = PriorityOrder::Priority.rank(at(1_796_115_600_123), 42);
+        assert_eq!(Rank::decode(&r.encode()), Some(r));
+        assert_eq!(Rank::decode("1:2"), None);
+        assert_eq!(Rank::decode("1:2:3:4"), None);
+    }
+}
