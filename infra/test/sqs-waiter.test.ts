@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
 import { App, Duration, Stack } from "aws-cdk-lib";
@@ -14,19 +13,9 @@ import * as sqs from "aws-cdk-lib/aws-sqs";
 import { ExampleStack } from "../lib/example-stack.ts";
 import { RANGES } from "../lib/ranges.ts";
 import { INDEX_NAME, SqsWaiter } from "../lib/sqs-waiter.ts";
+import { CDK_JSON, fakeCode, newApp } from "./helpers.ts";
 import { nagFindings } from "./nag.ts";
 
-/** An app with cdk.json's context (its feature flags), as `cdk synth` builds it. */
-const CDK_JSON = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, "..", "cdk.json"), "utf8"));
-function newApp(): App {
-  return new App({ context: CDK_JSON.context });
-}
-
-function fakeCode(): lambda.Code {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sqs-waiter-test-"));
-  fs.writeFileSync(path.join(dir, "bootstrap"), "#!/bin/sh\n", { mode: 0o755 });
-  return lambda.Code.fromAsset(dir);
-}
 
 function example(): { app: App; stack: ExampleStack; template: Template } {
   const app = newApp();
@@ -265,32 +254,6 @@ test("silence alarms: heartbeat, throttles, failure queues, failed entries, part
 test("refuses an empty queue list", () => {
   const stack = new Stack(newApp(), "Empty");
   assert.throws(() => new SqsWaiter(stack, "W", { queues: [], enqueueCode: fakeCode(), pollerCode: fakeCode() }), /at least one queue/);
-});
-
-test("priorityOrder reaches the functions as WAITER_PRIORITY_ORDER and a bad one is refused at synth", () => {
-  const stack = new Stack(newApp(), "Ranked");
-  const queue = new sqs.Queue(stack, "Q");
-  new SqsWaiter(stack, "W", { queues: [queue], priorityOrder: "priority", enqueueCode: fakeCode(), pollerCode: fakeCode() });
-  Template.fromStack(stack).hasResourceProperties("AWS::Lambda::Function", {
-    Environment: { Variables: Match.objectLike({ WAITER_PRIORITY_ORDER: "priority", WAITER_MAX_RATE: "0" }) },
-  });
-  const plain = new Stack(newApp(), "Unranked");
-  new SqsWaiter(plain, "W", { queues: [new sqs.Queue(plain, "Q")], enqueueCode: fakeCode(), pollerCode: fakeCode() });
-  Template.fromStack(plain).hasResourceProperties("AWS::Lambda::Function", {
-    Environment: { Variables: Match.objectLike({ WAITER_PRIORITY_ORDER: "time" }) },
-  });
-  const bad = new Stack(newApp(), "BadOrder");
-  const q = new sqs.Queue(bad, "Q");
-  assert.throws(
-    () =>
-      new SqsWaiter(bad, "W", {
-        queues: [q],
-        priorityOrder: "fifo" as "time",
-        enqueueCode: fakeCode(),
-        pollerCode: fakeCode(),
-      }),
-    /priorityOrder must be "time" or "priority", got "fifo"/,
-  );
 });
 
 test("maxRate reaches the functions and a bad one is refused at synth", () => {

@@ -9,6 +9,7 @@ pub mod mem_table;
 pub mod meter;
 pub mod proxy;
 pub mod quirks;
+pub mod ranked;
 pub mod rig;
 pub mod runtime_api;
 pub mod sqs_sink;

@@ -312,6 +312,23 @@ pub fn in_secs(s: f64) -> String {
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+/// Asserts that every job of an `enqueue` batch's reply was stored (`scheduled`).
+pub fn assert_all_scheduled(reply: &Value) {
+    assert!(
+        reply["results"]
+            .as_array()
+            .is_some_and(|r| r.iter().all(|j| j["status"] == "scheduled")),
+        "{reply}"
+    );
+}
+
+/// Sleeps until 100 ms after `due` (an `in_secs` time): a poller run started then finds the
+/// herd due, however long enqueueing it took.
+pub async fn sleep_until_just_after(due: &str) {
+    let start = parse_time(due) + chrono::TimeDelta::milliseconds(100) - chrono::Utc::now();
+    tokio::time::sleep(start.to_std().unwrap_or_default()).await;
+}
+
 pub fn parse_time(s: &str) -> chrono::DateTime<chrono::Utc> {
     chrono::DateTime::parse_from_rfc3339(s)
         .expect("rfc3339")

@@ -29,6 +29,9 @@ struct Counts {
     arrival_ms: std::sync::Mutex<Vec<i64>>,
     bodies: std::sync::Mutex<std::collections::HashSet<u64>>,
     repeated: AtomicU64,
+    /// The arrivals of messages that carry `waiter.priority` (a job ranked otherwise than the
+    /// default), in epoch milliseconds.
+    ranked_ms: std::sync::Mutex<Vec<i64>>,
 }
 
 /// A running sink; aborted on drop.
@@ -78,6 +81,15 @@ impl SqsSink {
     pub fn arrivals_ms(&self) -> Vec<i64> {
         self.counts
             .arrival_ms
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The arrivals so far of messages with `waiter.priority`, in epoch milliseconds.
+    pub fn ranked_arrivals_ms(&self) -> Vec<i64> {
+        self.counts
+            .ranked_ms
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
@@ -153,10 +165,17 @@ fn answer(counts: &Counts, headers: &HeaderMap, body: &Bytes) -> Response {
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 let mut bodies = counts.bodies.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut ranked = counts
+                    .ranked_ms
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 for e in &entries {
                     let delay = e["DelaySeconds"].as_i64().unwrap_or(0);
                     *arrivals.entry(now + delay).or_default() += 1;
                     arrival_ms.push(now_ms + delay * 1000);
+                    if !e["MessageAttributes"]["waiter.priority"].is_null() {
+                        ranked.push(now_ms + delay * 1000);
+                    }
                     let body = e["MessageBody"].as_str().unwrap_or_default();
                     if !bodies.insert(body_hash(body)) {
                         counts.repeated.fetch_add(1, Ordering::SeqCst);

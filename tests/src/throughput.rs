@@ -93,14 +93,14 @@ pub(crate) fn cpu_ms(pid: u32) -> f64 {
 /// Local, which is not ours), or straight to an endpoint of the bench's own that holds and
 /// counts each call itself (no proxy hop spending the machine's CPU). Either way a
 /// [`CallMeter`] holds the calls and counts them.
-struct Path {
+pub(crate) struct Path {
     endpoint: String,
     meter: CallMeter,
     _proxy: Option<FaultProxy>,
 }
 
 /// Calls so far to the table and to SQS, by operation.
-fn calls(ddb: &Path, sqs: &Path) -> std::collections::BTreeMap<String, usize> {
+pub(crate) fn calls(ddb: &Path, sqs: &Path) -> std::collections::BTreeMap<String, usize> {
     ddb.meter.calls().into_iter().chain(sqs.meter.calls()).collect()
 }
 
@@ -126,14 +126,14 @@ pub(crate) struct Backend {
     _ddb_local: Option<DynamoLocal>,
     _mem_table: Option<MemTable>,
     pub(crate) sink: SqsSink,
-    ddb: Path,
-    sqs: Path,
+    pub(crate) ddb: Path,
+    pub(crate) sqs: Path,
     /// The table without the proxy, for loading it.
-    direct: aws_sdk_dynamodb::Client,
-    latency: Duration,
+    pub(crate) direct: aws_sdk_dynamodb::Client,
+    pub(crate) latency: Duration,
 }
 
-const TABLE: &str = "orders";
+pub(crate) const TABLE: &str = "orders";
 
 impl Backend {
     pub(crate) async fn start(table: TableBackend, latency_ms: u64) -> Self {
@@ -194,7 +194,7 @@ impl Backend {
 
     /// From now on, every call to the table and to SQS takes `latency` (the table is loaded
     /// before, without it).
-    fn set_latency(&self, latency: Duration) {
+    pub(crate) fn set_latency(&self, latency: Duration) {
         for path in [&self.ddb, &self.sqs] {
             path.meter.set_latency(latency);
         }
@@ -211,7 +211,7 @@ impl Backend {
 }
 
 /// One poller invocation (up to 15 minutes): its summary and how long it took, in seconds.
-async fn timed_run(poller: &mut Function) -> (serde_json::Value, f64) {
+pub(crate) async fn timed_run(poller: &mut Function) -> (serde_json::Value, f64) {
     let t = Instant::now();
     let summary = poller
         .invoke_raw(b"{}".to_vec(), Duration::from_secs(900))

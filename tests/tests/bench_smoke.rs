@@ -128,3 +128,19 @@ async fn herd_bench_drains_with_groups_none_early_or_twice() {
     assert_eq!((row.early, row.sent_twice), (0, 0), "{row:?}");
     assert!(row.lateness_p99_ms.is_finite() && row.cpu_ms_per_1000 >= 0.0, "{row:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn priority_bench_runs_and_counts_the_calls() {
+    // 1000 jobs over 4 shards: every partition reads all of its own before it books.
+    let row = e2e::ranked::backlog(1000, 4, 100, "priority", 30, 10, Profile::Debug).await;
+    println!("{row:?}");
+    assert!(row.dispatched > 0 && row.held_back > 0, "{row:?}");
+    assert_eq!(
+        row.urgent_dispatched, row.urgent,
+        "every urgent one fits the run's horizon: {row:?}"
+    );
+    assert!(
+        row.calls.get("PutItem").copied().unwrap_or(0) > 0,
+        "the ledger: {row:?}"
+    );
+}

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use e2e::rig::{alone, in_secs, parse_time, setup, shared};
+use e2e::rig::{alone, assert_all_scheduled, in_secs, parse_time, setup, shared, sleep_until_just_after};
 use e2e::Function;
 use serde_json::{json, Value};
 
@@ -336,16 +336,10 @@ async fn max_rate_spreads_a_herd_over_arrival_seconds_and_reports_the_lateness()
         .map(|i| json!({"queue": "orders", "message_body": format!("herd-{i}"), "perform_at": due}))
         .collect();
     let reply = s.enqueue_ok(json!({ "jobs": jobs })).await;
-    assert!(
-        reply["results"]
-            .as_array()
-            .is_some_and(|r| r.iter().all(|j| j["status"] == "scheduled")),
-        "{reply}"
-    );
+    assert_all_scheduled(&reply);
     // The run starts as the herd falls due, however long the enqueue took: the lateness below
     // is then the rate's alone.
-    let start = parse_time(&due) + chrono::TimeDelta::milliseconds(100) - chrono::Utc::now();
-    tokio::time::sleep(start.to_std().unwrap_or_default()).await;
+    sleep_until_just_after(&due).await;
     let summary = s.poll().await;
     assert_eq!(summary["dispatched"], 15, "{summary}");
     // 15 at 5 a second: the last third arrives two seconds late, and the run says so.
@@ -400,14 +394,8 @@ async fn two_poller_groups_keep_one_rate_budget_for_the_queue() {
         .map(|i| json!({"queue": "orders", "message_body": format!("herd-{i}"), "job_id": format!("h{i}"), "perform_at": due}))
         .collect();
     let reply = enqueue.invoke_ok(&json!({ "jobs": jobs })).await;
-    assert!(
-        reply["results"]
-            .as_array()
-            .is_some_and(|r| r.iter().all(|j| j["status"] == "scheduled")),
-        "{reply}"
-    );
-    let start = parse_time(&due) + chrono::TimeDelta::milliseconds(100) - chrono::Utc::now();
-    tokio::time::sleep(start.to_std().unwrap_or_default()).await;
+    assert_all_scheduled(&reply);
+    sleep_until_just_after(&due).await;
     let (g0, g1) = (json!({"group": 0, "groups": 2}), json!({"group": 1, "groups": 2}));
     let (a, b) = tokio::join!(first.invoke_ok(&g0), second.invoke_ok(&g1));
     assert_eq!(

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use e2e::rig::{alone, in_secs, parse_time, setup, Rig};
+use e2e::rig::{alone, assert_all_scheduled, in_secs, parse_time, setup, sleep_until_just_after, Rig};
 use e2e::Function;
 use serde_json::{json, Value};
 
@@ -25,15 +25,9 @@ async fn a_backlog_at_4_a_second_arrives_urgent_first_and_a_critical_job_is_not_
     let due = in_secs(4.0);
     for chunk in backlog(&due).chunks(16) {
         let reply = s.enqueue_ok(json!({ "jobs": chunk })).await;
-        assert!(
-            reply["results"]
-                .as_array()
-                .is_some_and(|r| r.iter().all(|j| j["status"] == "scheduled")),
-            "{reply}"
-        );
+        assert_all_scheduled(&reply);
     }
-    let start = parse_time(&due) + chrono::TimeDelta::milliseconds(100) - chrono::Utc::now();
-    tokio::time::sleep(start.to_std().unwrap_or_default()).await;
+    sleep_until_just_after(&due).await;
     let summary = s.poll().await;
     assert_eq!(summary["dispatched"], 21, "{summary}");
     // The default jobs waited for the budget; the urgent and critical ones did not. (Four of
@@ -121,10 +115,9 @@ async fn two_poller_groups_keep_the_order_across_their_partitions() {
     let mut second = Function::start("poller", &rig.env).await;
     let due = in_secs(4.0);
     for chunk in backlog(&due).chunks(16) {
-        enqueue.invoke_ok(&json!({ "jobs": chunk })).await;
+        assert_all_scheduled(&enqueue.invoke_ok(&json!({ "jobs": chunk })).await);
     }
-    let start = parse_time(&due) + chrono::TimeDelta::milliseconds(100) - chrono::Utc::now();
-    tokio::time::sleep(start.to_std().unwrap_or_default()).await;
+    sleep_until_just_after(&due).await;
     let (g0, g1) = (json!({"group": 0, "groups": 2}), json!({"group": 1, "groups": 2}));
     let (a, b) = tokio::join!(first.invoke_ok(&g0), second.invoke_ok(&g1));
     assert_eq!(

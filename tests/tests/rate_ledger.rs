@@ -12,11 +12,10 @@ use waiter::ports::RateLedger;
 use waiter::rate::{ArrivalWant, Booked, Booking, Claim, PriorityOrder};
 use waiter::QueueName;
 
-#[tokio::test(flavor = "multi_thread")]
-async fn concurrent_bookings_from_separate_pollers_never_pass_the_rate() {
-    let _machine = shared().await;
-    // The ledger's guarantee is DynamoDB's isolation of conditional writes to one item, which
-    // moto does not give (Quirk::UnlockedConditionalWrites): there, DynamoDB Local holds it.
+/// The `orders` table, and what a store over it needs. The ledger's guarantee is DynamoDB's
+/// isolation of conditional writes to one item, which moto does not give
+/// (Quirk::UnlockedConditionalWrites): there, DynamoDB Local holds it.
+async fn ledger() -> (e2e::rig::Rig, aws_sdk_dynamodb::Client, Arc<Config>, QueueName) {
     let rig = e2e::rig::Rig::builder(&["orders"])
         .for_concurrent_writes()
         .start()
@@ -24,7 +23,13 @@ async fn concurrent_bookings_from_separate_pollers_never_pass_the_rate() {
     let ddb = rig.table_client().await;
     let config =
         Arc::new(Config::from_lookup(|k| (k == "WAITER_QUEUES").then(|| "orders".to_string())).expect("config"));
-    let queue = QueueName::parse("orders").expect("queue");
+    (rig, ddb, config, QueueName::parse("orders").expect("queue"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_bookings_from_separate_pollers_never_pass_the_rate() {
+    let _machine = shared().await;
+    let (_rig, ddb, config, queue) = ledger().await;
     let now = chrono::Utc::now();
     let second = now.timestamp() + 60;
     let (rate, pollers, rounds, per_call) = (7u32, 6usize, 5usize, 4usize);
@@ -99,14 +104,7 @@ async fn concurrent_bookings_from_separate_pollers_never_pass_the_rate() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_partitions_head_in_the_ledger_holds_back_worse_ranked_bookings_of_another_process() {
     let _machine = shared().await;
-    let rig = e2e::rig::Rig::builder(&["orders"])
-        .for_concurrent_writes()
-        .start()
-        .await;
-    let ddb = rig.table_client().await;
-    let config =
-        Arc::new(Config::from_lookup(|k| (k == "WAITER_QUEUES").then(|| "orders".to_string())).expect("config"));
-    let queue = QueueName::parse("orders").expect("queue");
+    let (_rig, ddb, config, queue) = ledger().await;
     let now = chrono::Utc::now();
     let second = now.timestamp();
     let order = PriorityOrder::Priority;

@@ -240,6 +240,15 @@ pub fn stats(s: &StatsReply, width: usize) -> String {
     if s.overdue > 0 {
         let line = format!("overdue    {}   oldest {} overdue", s.overdue, span(s.oldest_overdue_s));
         out.push_str(&format!("{}\n", style(line).red().bold()));
+        // Shown once an overdue job ranks otherwise than the default.
+        if s.overdue_by_priority.keys().any(|c| c != "100") {
+            let classes: Vec<String> = s
+                .overdue_by_priority
+                .iter()
+                .map(|(class, n)| format!("{class}: {n}"))
+                .collect();
+            out.push_str(&format!("  by priority  {}\n", classes.join(", ")));
+        }
     } else {
         out.push_str("overdue    0\n");
     }

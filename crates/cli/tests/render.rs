@@ -37,6 +37,17 @@ fn stats_draws_a_histogram_that_fits_the_terminal() {
 }
 
 #[test]
+fn stats_shows_the_overdue_jobs_by_priority_class_once_one_ranks_otherwise() {
+    let mut s = stats();
+    s.overdue = 9;
+    s.overdue_by_priority = [("0".to_owned(), 1), ("1-99".to_owned(), 3), ("100".to_owned(), 5)].into();
+    let out = render::stats(&s, 80);
+    assert!(out.contains("by priority  0: 1, 1-99: 3, 100: 5"), "{out}");
+    s.overdue_by_priority = [("100".to_owned(), 9)].into();
+    assert!(!render::stats(&s, 80).contains("by priority"));
+}
+
+#[test]
 fn stats_of_an_empty_queue() {
     let empty: StatsReply = serde_json::from_value(json!({
         "queue": "orders", "now": "2026-12-01T09:00:00Z", "scheduled": 0, "parked": 0, "overdue": 0,

@@ -293,6 +293,10 @@ pub struct StatsReply {
     pub parked: u64,
     /// Due before `now`, not yet handed to SQS.
     pub overdue: u64,
+    /// `overdue` by priority class (`0`, `1-99`, `100`, `101+`): what waits for the rate budget.
+    /// Only classes with jobs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub overdue_by_priority: BTreeMap<String, u64>,
     /// Age of the oldest overdue job, `0` when none.
     pub oldest_overdue_s: f64,
     /// When the next job not yet overdue is due; `None` when there is none.

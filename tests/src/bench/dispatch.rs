@@ -65,12 +65,24 @@ pub(crate) async fn load_items_due_at(
     shards: u32,
     due: chrono::DateTime<Utc>,
 ) {
+    load_ranked_items(ddb, table, jobs, shards, |_| (due, sqs_waiter_client::DEFAULT_PRIORITY)).await;
+}
+
+/// `load_items_due_at` with job `i` due at and of the priority `each(i)` says.
+pub(crate) async fn load_ranked_items(
+    ddb: &aws_sdk_dynamodb::Client,
+    table: &str,
+    jobs: usize,
+    shards: u32,
+    each: impl Fn(usize) -> (chrono::DateTime<Utc>, u16),
+) {
     use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
     use futures::StreamExt;
     let queue = waiter::QueueName::parse(table).expect("queue name");
     let items: Vec<WriteRequest> = (0..jobs)
         .map(|i| {
             let id = format!("t{i}");
+            let (due, priority) = each(i);
             let job = waiter::ports::StoredJob {
                 partition: waiter::ports::Partition::Shard(waiter::routing::shard_for(&id, shards)),
                 job: waiter::job::Job {
@@ -84,7 +96,7 @@ pub(crate) async fn load_items_due_at(
                     message_group_id: None,
                     message_deduplication_id: None,
                     windows: None,
-                    priority: sqs_waiter_client::DEFAULT_PRIORITY,
+                    priority,
                     weight: sqs_waiter_client::DEFAULT_WEIGHT,
                 },
                 enqueued_at: due,

@@ -17,6 +17,9 @@ enum Section {
     Throughput,
     /// `WAITER_MAX_RATE`'s spread of a herd of jobs due at one instant.
     MaxRate,
+    /// Priority under `WAITER_MAX_RATE`: what one run reads, books and sends of a held-back
+    /// backlog (20 000 jobs with --quick, else 100 000).
+    Priority,
     /// A herd of overdue jobs drained by poller groups at once (BENCH_HERD_JOBS).
     Herd,
     /// One 1000-job enqueue request at the bench's per-call latency.
@@ -57,6 +60,7 @@ async fn main() {
         Section::Precision => "precision",
         Section::Throughput => "throughput",
         Section::MaxRate => "max-rate",
+        Section::Priority => "priority",
         Section::Herd => "herd",
         Section::EnqueueLatency => "enqueue-latency",
         Section::DispatchMoto => "dispatch-moto",
@@ -214,6 +218,32 @@ async fn main() {
             rows.push(r);
         }
         println!("written to {}\n", write_json("max_rate.json", &rows).display());
+    }
+    if all || what == "priority" {
+        // The reads per run at a held-back backlog (docs/performance.md, Priority).
+        let jobs = if quick { 20_000 } else { 100_000 };
+        println!("priority: {jobs} jobs overdue, every tenth priority 1, 16 shards, in-memory table, 15 ms a call, one poller run");
+        let mut rows = Vec::new();
+        for order in ["time", "priority"] {
+            let r = e2e::ranked::ranked_backlog(jobs, 16, 100, order, profile).await;
+            println!(
+                "  {order} order, 100/s: {} dispatched ({} of {} urgent, all before the rest: {}), {} held back, run {:.1} s; calls {:?}",
+                r.dispatched, r.urgent_dispatched, r.urgent, r.urgent_first, r.held_back, r.run_s, r.calls
+            );
+            rows.push(r);
+        }
+        // Without priorities, a backlog due over a minute at a rate the run can just book:
+        // what the order across partitions costs a queue that never set a priority.
+        let jobs = if quick { 4_000 } else { 20_000 };
+        for spread in [1, 60] {
+            let r = e2e::ranked::backlog(jobs, 16, 1000, "time", spread, 0, profile).await;
+            println!(
+                "  {jobs} jobs due over {spread} s, no priorities, 1000/s: {} dispatched, run {:.1} s; calls {:?}",
+                r.dispatched, r.run_s, r.calls
+            );
+            rows.push(r);
+        }
+        println!("written to {}\n", write_json("priority.json", &rows).display());
     }
     if all || what == "herd" {
         // 1M jobs by default (about 1 GB in the in-memory table); BENCH_HERD_JOBS for another.

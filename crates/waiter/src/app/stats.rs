@@ -18,6 +18,7 @@ const SHARD_PARALLELISM: usize = 4;
 /// One shard's share of the figures.
 struct ShardStats {
     overdue: u64,
+    overdue_by_priority: std::collections::BTreeMap<&'static str, u64>,
     histogram: Vec<u64>,
     oldest_overdue: Option<DateTime<Utc>>,
     next_due: Option<DateTime<Utc>>,
@@ -48,12 +49,16 @@ where
                         let to = edges.get(i + 1).map_or_else(max_time, |e| just_before(*e));
                         self.store.count(queue, part.clone(), edges[i], to)
                     }));
-                    let overdue = self.store.count(queue, part.clone(), epoch, just_before(now));
+                    // The overdue jobs, by priority class: what waits for the rate budget.
+                    let overdue = self
+                        .store
+                        .count_by_priority(queue, part.clone(), epoch, just_before(now));
                     let oldest = self.store.first(queue, part.clone(), epoch, just_before(now));
                     let next = self.store.first(queue, part.clone(), now, max_time());
                     let (histogram, overdue, oldest, next) = futures::try_join!(counts, overdue, oldest, next)?;
                     Ok::<_, PortError>(ShardStats {
-                        overdue,
+                        overdue: overdue.values().sum(),
+                        overdue_by_priority: overdue,
                         histogram,
                         oldest_overdue: oldest.map(|j| j.job.perform_at),
                         next_due: next.map(|j| j.job.perform_at),
@@ -72,6 +77,10 @@ where
             }
         }
         let overdue: u64 = per_shard.iter().map(|s| s.overdue).sum();
+        let mut overdue_by_priority = std::collections::BTreeMap::new();
+        for (class, n) in per_shard.iter().flat_map(|s| &s.overdue_by_priority) {
+            *overdue_by_priority.entry((*class).to_owned()).or_default() += n;
+        }
         let oldest = per_shard.iter().filter_map(|s| s.oldest_overdue).min();
         let next_due = per_shard.iter().filter_map(|s| s.next_due).min();
         let buckets: Vec<Bucket> = histogram
@@ -89,6 +98,7 @@ where
             scheduled: overdue + histogram.iter().sum::<u64>(),
             parked,
             overdue,
+            overdue_by_priority,
             oldest_overdue_s: oldest.map_or(0.0, |t| ((now - t).num_milliseconds() as f64) / 1e3),
             next_due,
             bucket_s: u64::from(q.bucket_s),
@@ -130,9 +140,11 @@ mod tests {
         for (id, t) in cases {
             put(id, t);
         }
-        // Two overdue jobs (due before now, not yet handed over).
+        // Two overdue jobs (due before now, not yet handed over), one of them urgent.
         put("late-1", now - TimeDelta::seconds(1));
-        put("late-2", now - TimeDelta::seconds(3));
+        let mut urgent = stored("orders", "late-2", now - TimeDelta::seconds(3), 3);
+        urgent.job.priority = 5;
+        store.insert(urgent);
         let r = w
             .handle(&json!({"action": "stats", "queue": "orders", "buckets": 3, "bucket_s": 60}))
             .await
@@ -146,6 +158,7 @@ mod tests {
         assert_eq!(counts, [2, 2, 2], "{r}");
         assert_eq!(r["histogram"][2]["to"], Value::Null, "the last bucket is open-ended");
         assert_eq!(r["overdue"], 2);
+        assert_eq!(r["overdue_by_priority"], json!({"1-99": 1, "100": 1}));
         assert_eq!(r["scheduled"], 8);
         assert_eq!(r["parked"], 0);
         assert_eq!(r["oldest_overdue_s"], 3.0);

@@ -1,6 +1,7 @@
 //! The item codec's round trips and sizes.
 
 use super::*;
+use crate::rate::Bookings;
 use crate::testing::stored;
 use chrono::TimeDelta;
 

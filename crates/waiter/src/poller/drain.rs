@@ -50,6 +50,8 @@ pub(super) struct PartitionRun<'a, S, Q, C> {
     pub(super) blocked_groups: HashSet<String>,
     /// Under `WAITER_MAX_RATE`: where this run's better-ranked jobs were moved to.
     pub(super) floors: crate::rate::Floors,
+    /// Ranked: a job found no room up to the horizon, so no later one will this run.
+    pub(super) budget_full: bool,
     /// Ranked: whether this partition has said it is reading due jobs, whether it has put its
     /// best in the ledger after reading them, and until when it waits before booking (for the
     /// other partitions to put theirs, or to book first).
@@ -182,14 +184,26 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                             }
                             let batch: Vec<Planned> = self.pending.drain(..n).collect();
                             self.pending_bytes -= batch.iter().map(|p| p.bytes).sum::<usize>();
-                            match self.prepare(batch, now).await {
+                            let prepared = match self.prepare(batch, now).await {
                                 Ok(prepared) => prepared,
                                 Err(e) => {
                                     // The batch stays stored: a later run sends it.
                                     failure = Some(e);
                                     break;
                                 }
+                            };
+                            if self.budget_full {
+                                // Booked up to the horizon: what is left waits for the next
+                                // run, unread (a run never reads the whole backlog).
+                                exhausted = true;
+                                next_query = None;
+                                if !self.pending.is_empty() {
+                                    self.pending.clear();
+                                    self.pending_bytes = 0;
+                                    self.left_behind = true;
+                                }
                             }
+                            prepared
                         }
                     };
                     if call.is_empty() {
@@ -243,6 +257,10 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
             };
             let Some(done) = done else { continue };
             let error = match done {
+                Done::Page(_, _) | Done::Read(_) if self.budget_full => {
+                    reading = false;
+                    None
+                }
                 Done::Page(p, next) => {
                     pages = Some(p);
                     match next {

@@ -101,6 +101,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             floors: crate::rate::Floors::default(),
             announced: false,
             gathered: false,
+            budget_full: false,
             rank_wait: None,
             summary: sum,
         };

@@ -77,6 +77,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 }
                 Some(Booked::Full) => {
                     debug!(queue = %queue, job_id = %p.job.job.job_id, "arrival budget full: left for a later run");
+                    self.budget_full |= self.ranks();
                     self.summary.held_back += 1;
                     self.left_behind = true;
                     continue;

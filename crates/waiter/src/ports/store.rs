@@ -142,6 +142,26 @@ pub trait DueIndex: Send + Sync + 'static {
         to: DateTime<Utc>,
     ) -> Result<u64, PortError>;
 
+    /// How many jobs of a partition with `from <= perform_at <= to` are of each priority class
+    /// (`rate::priority_class`); only classes with jobs. Reads the keys, priority and weight.
+    async fn count_by_priority(
+        &self,
+        queue: &QueueName,
+        partition: Partition,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<std::collections::BTreeMap<&'static str, u64>, PortError> {
+        use futures::StreamExt;
+        let mut classes = std::collections::BTreeMap::new();
+        let mut pages = self.by_time_after(queue, partition, from, to, None, View::Keys);
+        while let Some(page) = pages.next().await {
+            for j in page? {
+                *classes.entry(crate::rate::priority_class(j.job.priority)).or_default() += 1;
+            }
+        }
+        Ok(classes)
+    }
+
     /// The job of a partition with the earliest `perform_at` in `from..=to`.
     async fn first(
         &self,
