@@ -6,8 +6,8 @@
 //! partition's head ranks before. A partition that finds due jobs says so at once (a head
 //! ranked first, `announce`), and once it has read them puts its best in and waits `GATHER`
 //! (`gather`), so that partitions whose runs start together all have theirs in before the
-//! first booking. Only partitions with due jobs write: one ledger `PutItem` each per run, two
-//! when they book nothing.
+//! first booking. Only partitions with due jobs write these two `PutItem`s per run, beside
+//! their bookings' one per batch.
 
 use chrono::{DateTime, TimeDelta, Utc};
 

@@ -2,7 +2,7 @@
 //! rank order (`PriorityOrder`); for the order to hold across partitions (other shards, other
 //! poller groups, other processes), a partition that has ready jobs puts its best unbooked one
 //! in the queue's ledger as its head. A job books only if no other partition's head is ranked
-//! before it and wants its second or an earlier one; otherwise it is blocked, and its run
+//! before it and wants its second or an earlier one (or is due now); otherwise it is blocked, and its run
 //! tries again shortly (the better-ranked partition books meanwhile, and its head moves on).
 //!
 //! A ranked want moved past its second (a full second, a heavy job) leaves a floor: no
