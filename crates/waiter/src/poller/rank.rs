@@ -21,11 +21,11 @@ use crate::rate::{ArrivalWant, Booked, Claim, Rank};
 
 /// A ranked partition's first head waits this long before it books: the other partitions of
 /// runs started together read their due jobs and put their heads in meanwhile.
-pub const GATHER: TimeDelta = TimeDelta::milliseconds(200);
+pub const GATHER: TimeDelta = TimeDelta::milliseconds(100);
 /// A booking wants the second its job arrives in if sent this much after the booking: a send
 /// that crosses into the next second then still lands in the second booked (the delay of a
 /// job moved to a later second is taken at the send, `Planned::arrive_in`).
-pub const SEND_GUARD: TimeDelta = TimeDelta::milliseconds(250);
+pub const SEND_GUARD: TimeDelta = TimeDelta::milliseconds(100);
 /// A blocked partition tries again after this (one ledger read while nothing changed).
 pub const BLOCKED_RETRY: TimeDelta = TimeDelta::milliseconds(100);
 /// A ranked partition books no further ahead than this (or `WAITER_LOOKAHEAD`, if longer):
