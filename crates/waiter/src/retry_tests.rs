@@ -275,3 +275,26 @@ async fn bad_retries_name_the_field_and_leave_nothing_behind() {
     assert_eq!(call(&w, nine).await["status"], "scheduled", "nine leave room for ours");
     assert_eq!((counts(&store), queue.sent().len()), ((0, 1), 1), "only the good one");
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_keeps_the_priority_and_weight_its_message_carried_unless_given_anew() {
+    let (w, store, _queue, _clock) = test_waiter("orders", &NO_LOOKAHEAD);
+    let mut carried = retry(1);
+    carried["message_attributes"]["waiter.priority"] = json!({"data_type": "Number", "string_value": "7"});
+    carried["message_attributes"]["waiter.weight"] = json!({"data_type": "Number", "string_value": "3"});
+    assert_eq!(call(&w, carried).await["status"], "scheduled");
+    let attempt = stored_jobs(&store).into_iter().next().expect("attempt 2 stored");
+    assert_eq!((attempt.job.priority, attempt.job.weight), (7, 3));
+    // Given anew, the request's win; the caller's waiter.* attributes are not kept as such.
+    let mut given = retry(2);
+    given["job_id"] = json!("o-2");
+    given["message_attributes"]["waiter.priority"] = json!({"data_type": "Number", "string_value": "7"});
+    given["priority"] = json!(0);
+    assert_eq!(call(&w, given).await["status"], "scheduled");
+    let o2 = stored_jobs(&store)
+        .into_iter()
+        .find(|j| j.job.job_id.starts_with("o-2"))
+        .expect("o-2's attempt stored");
+    assert_eq!((o2.job.priority, o2.job.weight), (0, 1));
+    assert!(!o2.job.message_attributes.contains_key("waiter.priority"));
+}

@@ -44,7 +44,6 @@ pub fn attempt_job_id(job_id: &str, attempt: u32) -> String {
 /// at most 5 digits (`MAX_ATTEMPT` + 2, the attempt after next, is 10002).
 pub const MAX_RETRY_JOB_ID_CHARS: usize = MAX_JOB_ID_CHARS - ":a".len() - 5;
 
-/// A whole number in `min..=max`, or the field and the rule.
 impl TryFrom<Decoded<'_, sqs_waiter_contract::Retry>> for Retry {
     type Error = InvalidRequest;
 
