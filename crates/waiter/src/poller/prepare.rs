@@ -9,7 +9,7 @@ use super::plan::delay_at;
 use super::Planned;
 use crate::error::{display_chain, PortError};
 use crate::ports::{Clock, HistoryStatus, JobStore, MessageQueue};
-use crate::rate::{ArrivalWant, Booked, Booking};
+use crate::rate::{units_of, Booked, Booking};
 
 impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
     /// Turns a batch into a call at `now`: each entry's delay, `WAITER_MAX_RATE`'s arrival
@@ -48,12 +48,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         for (mut p, blocked) in batch.into_iter().zip(blocked) {
             let mut arrive_in = None;
             let booking = booked.next().flatten();
-            let units = ArrivalWant {
-                second: 0,
-                latest: 0,
-                weight: u32::from(p.job.job.weight),
-            }
-            .units(rate.unwrap_or(1));
+            let units = units_of(u32::from(p.job.job.weight), rate.unwrap_or(1));
             let held = |second| Booking { second, units };
             if !later.is_empty() {
                 unused.extend(booking.and_then(Booked::second).map(held));

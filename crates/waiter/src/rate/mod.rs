@@ -32,10 +32,16 @@ pub struct ArrivalWant {
 }
 
 impl ArrivalWant {
-    /// What it takes of a second's budget: its weight, but never more than the whole second.
+    /// What it takes of a second's budget (`units_of`).
     pub fn units(&self, rate: u32) -> u32 {
-        self.weight.clamp(1, rate.max(1))
+        units_of(self.weight, rate)
     }
+}
+
+/// What a job of `weight` takes of a second's budget: its weight, but never more than the whole
+/// second.
+pub fn units_of(weight: u32, rate: u32) -> u32 {
+    weight.clamp(1, rate.max(1))
 }
 
 /// A booking made: the second, and the units of that second's budget it holds.
