@@ -346,21 +346,26 @@ impl Emulator {
 }
 
 impl Emulator {
-    /// `receive_for` with `workers` receivers at once, for herds: one receiver takes about a
-    /// second per 10 messages from a moto queue holding thousands.
-    pub async fn receive_many(&self, url: &str, wait: Duration, expect: usize, workers: usize) -> Vec<Received> {
-        let got = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let until = Instant::now() + wait;
+    /// `receive_for` with `workers` receivers at once, for herds, until `expect` messages came
+    /// or none came for `stall`: one receiver takes about a second per 10 messages from a moto
+    /// queue holding thousands, so a fixed deadline measured the machine, not the code.
+    pub async fn receive_many(&self, url: &str, stall: Duration, expect: usize, workers: usize) -> Vec<Received> {
+        use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
+        let (started, got, last_arrival_ms) = (Instant::now(), AtomicUsize::new(0), AtomicU64::new(0));
+        let stalled =
+            || started.elapsed().as_millis() as u64 >= last_arrival_ms.load(SeqCst) + stall.as_millis() as u64;
         let receivers = (0..workers.max(1)).map(|_| {
-            let got = got.clone();
+            let (got, last_arrival_ms) = (&got, &last_arrival_ms);
             async move {
                 let mut out = Vec::new();
-                while Instant::now() < until && got.load(std::sync::atomic::Ordering::SeqCst) < expect {
+                while !stalled() && got.load(SeqCst) < expect {
                     let batch = self.receive_for(url, Duration::from_millis(1), 10).await;
-                    got.fetch_add(batch.len(), std::sync::atomic::Ordering::SeqCst);
                     if batch.is_empty() {
                         tokio::time::sleep(Duration::from_millis(50)).await;
+                    } else {
+                        last_arrival_ms.fetch_max(started.elapsed().as_millis() as u64, SeqCst);
                     }
+                    got.fetch_add(batch.len(), SeqCst);
                     out.extend(batch);
                 }
                 out

@@ -68,7 +68,7 @@ async fn probe(emu: &Emulator, quirk: Quirk) -> Option<bool> {
                 .await;
             Some(written.is_ok())
         }
-        Quirk::UnlockedConditionalWrites | Quirk::TransactionsCopyTables => None,
+        Quirk::UnlockedConditionalWrites | Quirk::TransactionsCopyTables | Quirk::SqsCallsScanQueue => None,
         Quirk::IgnoresClientRequestToken => Some(token_ignored(emu).await),
         Quirk::ConsistentIndex => {
             emu.create_table("quirk-index").await;
