@@ -329,6 +329,23 @@ pub async fn sleep_until_just_after(due: &str) {
     tokio::time::sleep(start.to_std().unwrap_or_default()).await;
 }
 
+/// Runs poller group 0 of 2 on `first` and group 1 on `second` at once, and asserts that they
+/// dispatched `jobs` together and that each group had some. Returns both replies.
+pub async fn run_two_groups(first: &mut Function, second: &mut Function, jobs: u64) -> (Value, Value) {
+    let (g0, g1) = (json!({"group": 0, "groups": 2}), json!({"group": 1, "groups": 2}));
+    let (a, b) = tokio::join!(first.invoke_ok(&g0), second.invoke_ok(&g1));
+    assert_eq!(
+        a["dispatched"].as_u64().unwrap_or(0) + b["dispatched"].as_u64().unwrap_or(0),
+        jobs,
+        "{a} {b}"
+    );
+    assert!(
+        a["dispatched"].as_u64() > Some(0) && b["dispatched"].as_u64() > Some(0),
+        "both groups had jobs: {a} {b}"
+    );
+    (a, b)
+}
+
 pub fn parse_time(s: &str) -> chrono::DateTime<chrono::Utc> {
     chrono::DateTime::parse_from_rfc3339(s)
         .expect("rfc3339")

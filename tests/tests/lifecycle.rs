@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use e2e::emulator::Backend;
 use e2e::quirks::Quirk;
-use e2e::rig::{alone, assert_all_scheduled, in_secs, parse_time, setup, shared, sleep_until_just_after};
+use e2e::rig::{
+    alone, assert_all_scheduled, in_secs, parse_time, run_two_groups, setup, shared, sleep_until_just_after,
+};
 use e2e::Function;
 use serde_json::{json, Value};
 
@@ -415,17 +417,7 @@ async fn two_poller_groups_keep_one_rate_budget_for_the_queue() {
     let reply = enqueue.invoke_ok(&json!({ "jobs": jobs })).await;
     assert_all_scheduled(&reply);
     sleep_until_just_after(&due).await;
-    let (g0, g1) = (json!({"group": 0, "groups": 2}), json!({"group": 1, "groups": 2}));
-    let (a, b) = tokio::join!(first.invoke_ok(&g0), second.invoke_ok(&g1));
-    assert_eq!(
-        a["dispatched"].as_u64().unwrap_or(0) + b["dispatched"].as_u64().unwrap_or(0),
-        20,
-        "{a} {b}"
-    );
-    assert!(
-        a["dispatched"].as_u64() > Some(0) && b["dispatched"].as_u64() > Some(0),
-        "both groups had jobs: {a} {b}"
-    );
+    let (a, b) = run_two_groups(&mut first, &mut second, 20).await;
     let got = rig.emu.receive_for(&rig.urls[0], Duration::from_secs(12), 20).await;
     assert_eq!(e2e::emulator::Sends::count(&got).jobs, 20, "{got:?}");
     let due = parse_time(&due);

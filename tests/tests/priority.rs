@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use e2e::rig::{alone, assert_all_scheduled, in_secs, parse_time, setup, sleep_until_just_after, Rig};
+use e2e::rig::{alone, assert_all_scheduled, in_secs, parse_time, run_two_groups, setup, sleep_until_just_after, Rig};
 use e2e::Function;
 use serde_json::{json, Value};
 
@@ -118,17 +118,7 @@ async fn two_poller_groups_keep_the_order_across_their_partitions() {
         assert_all_scheduled(&enqueue.invoke_ok(&json!({ "jobs": chunk })).await);
     }
     sleep_until_just_after(&due).await;
-    let (g0, g1) = (json!({"group": 0, "groups": 2}), json!({"group": 1, "groups": 2}));
-    let (a, b) = tokio::join!(first.invoke_ok(&g0), second.invoke_ok(&g1));
-    assert_eq!(
-        a["dispatched"].as_u64().unwrap_or(0) + b["dispatched"].as_u64().unwrap_or(0),
-        21,
-        "{a} {b}"
-    );
-    assert!(
-        a["dispatched"].as_u64() > Some(0) && b["dispatched"].as_u64() > Some(0),
-        "both groups had jobs: {a} {b}"
-    );
+    run_two_groups(&mut first, &mut second, 21).await;
     let got = rig.emu.receive_for(&rig.urls[0], Duration::from_secs(12), 21).await;
     urgent_first(got, parse_time(&due));
 }
