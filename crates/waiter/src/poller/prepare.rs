@@ -51,7 +51,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             let units = units_of(u32::from(p.job.job.weight), rate.unwrap_or(1));
             let held = |second| Booking { second, units };
             if !later.is_empty() {
-                unused.extend(booking.and_then(Booked::second).map(held));
+                unused.extend(booking.and_then(|(b, _)| b.second()).map(held));
                 later.push(p);
                 continue;
             }
@@ -66,11 +66,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 None => {}
                 // A better-ranked job of another partition books first: back to `pending`,
                 // with every entry after it.
-                Some(Booked::Blocked) => {
+                Some((Booked::Blocked, _)) => {
                     later.push(p);
                     continue;
                 }
-                Some(Booked::Full) => {
+                Some((Booked::Full, _)) => {
                     debug!(queue = %queue, job_id = %p.job.job.job_id, "arrival budget full: left for a later run");
                     self.budget_full |= self.ranks();
                     self.summary.held_back += 1;
@@ -79,15 +79,15 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 }
                 // A FIFO call is sent at one instant: entries booked into a later second wait
                 // for the next call, in order.
-                Some(Booked::At(second)) if fifo && fifo_second.is_some_and(|f| f != second) => {
+                Some((Booked::At(second), _)) if fifo && fifo_second.is_some_and(|f| f != second) => {
                     unused.push(held(second));
                     later.push(p);
                     continue;
                 }
-                Some(Booked::At(second)) => {
+                Some((Booked::At(second), wanted)) => {
                     second_used = Some(held(second));
                     let moved = second - arrival.timestamp();
-                    if second > self.want_of(&p, now).second {
+                    if second > wanted {
                         // Its own second was full: it waits for the budget.
                         self.summary.held_back += 1;
                     }

@@ -66,7 +66,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
 
     /// The arrival second a job wants if sent at `now` (or up to `SEND_GUARD` later), and the
     /// latest it may move to.
-    pub(super) fn want_of(&self, p: &Planned, now: DateTime<Utc>) -> ArrivalWant {
+    fn want_of(&self, p: &Planned, now: DateTime<Utc>) -> ArrivalWant {
         let delay = delay_at(&p.job, self.queue.is_fifo(), now);
         let second = (now + SEND_GUARD + TimeDelta::seconds(i64::from(delay.unwrap_or(0)))).timestamp();
         let latest = match delay {
@@ -136,15 +136,15 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         Ok(())
     }
 
-    /// Books the budget for a batch: one answer per entry, `None` for one that books nothing
-    /// (no rate, a critical job, an entry held back for its FIFO group). `Blocked` entries go
-    /// back to `pending`, and the run tries again at `rank_wait`.
+    /// Books the budget for a batch: one answer per entry with the second it wanted, `None` for
+    /// one that books nothing (no rate, a critical job, an entry held back for its FIFO group).
+    /// `Blocked` entries go back to `pending`, and the run tries again at `rank_wait`.
     pub(super) async fn book_batch(
         &mut self,
         batch: &[Planned],
         held_for_group: &[bool],
         now: DateTime<Utc>,
-    ) -> Result<Vec<Option<Booked>>, PortError> {
+    ) -> Result<Vec<Option<(Booked, i64)>>, PortError> {
         let mut out = vec![None; batch.len()];
         let Some(rate) = self.d.config.max_rate else {
             return Ok(out);
@@ -178,7 +178,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 Booked::Full => self.floors.record(*w, None),
                 Booked::Blocked => self.rank_wait = Some(now + BLOCKED_RETRY),
             }
-            out[i] = Some(b);
+            out[i] = Some((b, w.second));
         }
         Ok(out)
     }
