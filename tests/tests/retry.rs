@@ -72,8 +72,8 @@ async fn a_received_message_is_retried_at_its_backoff_until_parked_and_redrive_s
     let r = client.retry("orders", "r-1", &first.message, &policy).await.unwrap();
     let near_calls = since(&before, proxy.meter().calls());
     assert_eq!(
-        (r.status, r.attempt, r.attempt_job_id.as_deref(), r.duplicate),
-        (JobStatus::Scheduled, Some(2), Some("r-1:a2"), Some(false)),
+        (r.status, r.attempt, r.job_id.as_str(), r.duplicate),
+        (JobStatus::Scheduled, Some(2), "r-1", Some(false)),
         "{r:?}"
     );
     let due = r.perform_at.expect("perform_at");
@@ -122,23 +122,40 @@ async fn a_received_message_is_retried_at_its_backoff_until_parked_and_redrive_s
         .await
         .unwrap();
     assert_eq!(
-        (parked.jobs[0].job_id.as_str(), parked.jobs[0].attempts),
-        ("r-1:a4", Some(3))
+        (
+            parked.jobs[0].job_id.as_str(),
+            parked.jobs[0].attempts,
+            parked.jobs[0].attempt
+        ),
+        ("r-1", Some(3), Some(4)),
+        "one id across attempts"
     );
-    let redriven = client.redrive("orders", "r-1:a4").await.unwrap();
+    let redriven = client.redrive("orders", "r-1").await.unwrap();
     assert_eq!(redriven.status, JobStatus::Scheduled, "{redriven:?}");
     let mut poller = Function::start("poller", &rig.env).await;
     poller.invoke_ok(&json!({})).await;
     let fourth = one(&rig, Duration::from_secs(10), Duration::ZERO).await;
     assert_eq!(attempt(&fourth), Some("4"), "redrive sends attempt n+1");
+    // The redriven attempt, past max_attempts, can itself fail: parked again, not refused.
+    let again = client.retry("orders", "r-1", &fourth.message, &policy).await.unwrap();
+    assert_eq!(
+        (again.status, again.attempts, again.attempt),
+        (JobStatus::Parked, Some(4), Some(5)),
+        "{again:?}"
+    );
 
     // A backoff past the lookahead stays stored for the poller: its calls too.
+    let stored_before = rig.emu.job_count("orders").await;
     let before = proxy.meter().calls();
     let long = RetryPolicy::exponential(3600, 2.0, 86_400).jitter(false);
     let r = client.retry("orders", "r-9", &first.message, &long).await.unwrap();
     let far_calls = since(&before, proxy.meter().calls());
     assert_eq!(r.status, JobStatus::Scheduled, "{r:?}");
-    assert_eq!(rig.emu.job_count("orders").await, 1, "the attempt is stored");
+    assert_eq!(
+        rig.emu.job_count("orders").await,
+        stored_before + 1,
+        "the attempt is stored (beside r-1's parked attempt 5)"
+    );
     println!("calls per retry at the proxy, handed over at once: {near_calls:?}; stored for the poller: {far_calls:?}");
     assert_eq!(
         far_calls,
@@ -153,12 +170,164 @@ async fn a_received_message_is_retried_at_its_backoff_until_parked_and_redrive_s
     );
 }
 
+/// One job across its attempts (issue 35), with history off (`WAITER_HISTORY_DAYS=0`): a
+/// caller's id with `:` never meets an attempt; `get` and `cancel` by the job's id see its
+/// pending attempt, and cancel stops the chain; a stale report answers `conflict` with the
+/// current attempt; `reschedule` of an attempt keeps `waiter.attempt` and no path lets a caller
+/// forge one.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_id_across_attempts_cancel_stops_the_chain_and_callers_cannot_forge_an_attempt() {
+    let rig = Rig::builder(&["orders"])
+        .settings(&[("WAITER_HISTORY_DAYS", "0")])
+        .start()
+        .await;
+    let watch = Watch::start("enqueue", &rig.env).await;
+    let client = Client::new(watch.lambda_client().await, "enqueue");
+    let near = RetryPolicy::exponential(1, 2.0, 3600).jitter(false);
+    let far = RetryPolicy::exponential(3600, 2.0, 86_400).jitter(false);
+
+    // A caller's own `o-1:a2`, stored, and `o-1` sent at once with a forged waiter.attempt.
+    let theirs = client
+        .enqueue(
+            &Job::new("orders", "theirs")
+                .id("o-1:a2")
+                .delay(Duration::from_secs(3600)),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", watch.log()));
+    assert_eq!(theirs.status, JobStatus::Scheduled);
+    let sent = client
+        .enqueue(
+            &Job::new("orders", "mine")
+                .id("o-1")
+                .attribute("waiter.attempt", sqs_waiter_client::MessageAttribute::number(7)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(sent.status, JobStatus::Sent);
+    let first = one(&rig, Duration::from_secs(10), Duration::ZERO).await;
+    assert_eq!(
+        attempt(&first),
+        None,
+        "a caller's waiter.* attribute is replaced by ours"
+    );
+
+    let r = client.retry("orders", "o-1", &first.message, &near).await.unwrap();
+    assert_eq!(
+        (r.status, r.attempt, r.duplicate),
+        (JobStatus::Scheduled, Some(2), Some(false)),
+        "the caller's o-1:a2 is another job: {r:?}"
+    );
+    let second = one(&rig, Duration::from_secs(10), Duration::from_secs(1)).await;
+    assert_eq!((attempt(&second), second.message.body()), (Some("2"), Some("mine")));
+    let untouched = client.get("orders", "o-1:a2").await.unwrap();
+    assert_eq!((untouched.status, untouched.attempt), (JobStatus::Scheduled, None));
+
+    // Attempt 3, far: `get` and `reschedule` by the job's id see it.
+    let third = client.retry("orders", "o-1", &second.message, &far).await.unwrap();
+    assert_eq!(
+        (third.status, third.attempt),
+        (JobStatus::Scheduled, Some(3)),
+        "{third:?}"
+    );
+    let got = client.get("orders", "o-1").await.unwrap();
+    assert_eq!((got.status, got.attempt), (JobStatus::Scheduled, Some(3)), "{got:?}");
+    let stale = client.retry("orders", "o-1", &first.message, &near).await.unwrap();
+    assert_eq!(
+        (stale.status, stale.attempt),
+        (JobStatus::Conflict, Some(3)),
+        "a redelivered attempt 1, history off: {stale:?}"
+    );
+    let moved: sqs_waiter_client::Reschedule = serde_json::from_value(json!({
+        "queue": "orders", "job_id": "o-1", "delay_seconds": 1,
+        "message_attributes": {"waiter.attempt": {"data_type": "Number", "string_value": "99"},
+                               "kind": {"data_type": "String", "string_value": "k"}}}))
+    .unwrap();
+    assert_eq!(client.reschedule(&moved).await.unwrap().status, JobStatus::Rescheduled);
+    let mut poller = Function::start("poller", &rig.env).await;
+    poller.invoke_ok(&json!({})).await;
+    let delivered = one(&rig, Duration::from_secs(10), Duration::ZERO).await;
+    assert_eq!(
+        attempt(&delivered),
+        Some("3"),
+        "reschedule keeps the attempt, ours not the caller's"
+    );
+
+    // Attempt 4 pending; cancel by the job's id stops the chain.
+    let fourth = client.retry("orders", "o-1", &delivered.message, &far).await.unwrap();
+    assert_eq!(fourth.attempt, Some(4));
+    assert_eq!(
+        client.cancel("orders", "o-1").await.unwrap().status,
+        JobStatus::Cancelled
+    );
+    for message in [&delivered.message, &second.message] {
+        let after = client.retry("orders", "o-1", message, &near).await.unwrap();
+        assert!(
+            matches!(after.status, JobStatus::Cancelled | JobStatus::Conflict),
+            "a retry after cancel schedules nothing: {after:?}"
+        );
+    }
+    let got = client.get("orders", "o-1").await.unwrap();
+    assert_eq!((got.status, got.attempt), (JobStatus::Cancelled, Some(4)), "{got:?}");
+    assert_eq!(
+        rig.emu.job_count("orders").await,
+        1,
+        "only the caller's o-1:a2 is stored"
+    );
+}
+
+/// An attempt keeps its job's expiry (issue 35): the next attempt that would arrive after it is
+/// not scheduled. Two retries of one attempt with different `max_attempts` leave the job
+/// parked or scheduled, never both.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_attempt_keeps_its_expiry_and_exhaustion_is_one_transition() {
+    let rig = Rig::builder(&["orders"]).start().await;
+    let watch = Watch::start("enqueue", &rig.env).await;
+    let client = Client::new(watch.lambda_client().await, "enqueue");
+    let expires = Utc::now() + TimeDelta::seconds(30);
+    let sent = client
+        .enqueue(&Job::new("orders", "e").id("e-1").expires_at(expires))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", watch.log()));
+    assert_eq!(sent.status, JobStatus::Sent);
+    let first = one(&rig, Duration::from_secs(10), Duration::ZERO).await;
+    let late = RetryPolicy::exponential(60, 2.0, 3600).jitter(false);
+    let r = client.retry("orders", "e-1", &first.message, &late).await.unwrap();
+    assert_eq!(r.status, JobStatus::Expired, "60 s from now is past its expiry: {r:?}");
+    assert_eq!(rig.emu.job_count("orders").await, 0, "nothing stored");
+
+    let sent = client.enqueue(&Job::new("orders", "x").id("x-1")).await.unwrap();
+    assert_eq!(sent.status, JobStatus::Sent);
+    let message = one(&rig, Duration::from_secs(10), Duration::ZERO).await.message;
+    let (last, more) = (late.clone().max_attempts(1), late.clone().max_attempts(5));
+    let (a, b) = tokio::join!(
+        client.retry("orders", "x-1", &message, &last),
+        client.retry("orders", "x-1", &message, &more),
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let parked = client
+        .parked(&ListParked {
+            queue: "orders".into(),
+            limit: None,
+            cursor: None,
+        })
+        .await
+        .unwrap();
+    let scheduled = client.get("orders", "x-1").await.unwrap();
+    println!("racing retries answered {:?} and {:?}", a.status, b.status);
+    assert_eq!(
+        usize::from(!parked.jobs.is_empty()) + usize::from(scheduled.status == JobStatus::Scheduled),
+        1,
+        "parked or scheduled, never both: {parked:?} {scheduled:?}"
+    );
+}
+
 /// The example consumer, served by `cargo lambda watch`, gets an `SqsEvent`: it hands the record
 /// it failed on back to `retry` (through a second watch serving `enqueue`), and reports as a
 /// batch item failure only the record it could not hand back.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_example_consumer_retries_what_it_failed_on_and_reports_only_what_it_could_not_hand_back() {
-    let rig = Rig::builder(&["orders"]).start().await;
+    let rig = Rig::builder(&["orders", "jobs.fifo"]).start().await;
     let enqueue = Watch::start("enqueue", &rig.env).await;
     let mut env = rig.env.clone();
     env.retain(|(k, _)| k != "AWS_ENDPOINT_URL");
@@ -167,11 +336,12 @@ async fn the_example_consumer_retries_what_it_failed_on_and_reports_only_what_it
     let consumer = Watch::start("retry-consumer", &env).await;
     let lambda = consumer.lambda_client().await;
 
-    let record = |id: &str, body: serde_json::Value| {
+    let record_on = |queue: &str, id: &str, body: serde_json::Value| {
         json!({"messageId": id, "body": body.to_string(), "eventSource": "aws:sqs",
-               "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:orders", "awsRegion": "us-east-1",
-               "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {}})
+               "eventSourceARN": format!("arn:aws:sqs:us-east-1:000000000000:{queue}"), "awsRegion": "us-east-1",
+               "attributes": {"ApproximateReceiveCount": "1", "MessageGroupId": "g-1"}, "messageAttributes": {}})
     };
+    let record = |id: &str, body: serde_json::Value| record_on("orders", id, body);
     let event = json!({"Records": [
         record("m-ok", json!({"order_id": "o-ok"})),
         record("m-fail", json!({"order_id": "o-fail", "outcome": "fail"})),
@@ -197,4 +367,27 @@ async fn the_example_consumer_retries_what_it_failed_on_and_reports_only_what_it
     assert_eq!(attempt(&retried), Some("2"));
     assert!(retried.at >= start + TimeDelta::seconds(2), "the example's 2 s backoff");
     assert!(retried.message.body().unwrap().contains("o-fail"));
+
+    // FIFO: the record it could not hand back stops the batch; the later ones are reported
+    // unprocessed (the failing f-2 is not handed back, so nothing is stored for it).
+    let event = json!({"Records": [
+        record_on("jobs.fifo", "f-bad", json!({"order_id": "not an id!", "outcome": "fail"})),
+        record_on("jobs.fifo", "f-2", json!({"order_id": "f-2", "outcome": "fail"})),
+        record_on("jobs.fifo", "f-3", json!({"order_id": "f-3"})),
+    ]});
+    let out = lambda
+        .invoke()
+        .function_name("retry-consumer")
+        .payload(aws_sdk_lambda::primitives::Blob::new(event.to_string()))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", consumer.log()));
+    let reply: serde_json::Value = serde_json::from_slice(out.payload().unwrap().as_ref()).unwrap();
+    assert_eq!(
+        reply["batchItemFailures"],
+        json!([{"itemIdentifier": "f-bad"}, {"itemIdentifier": "f-2"}, {"itemIdentifier": "f-3"}]),
+        "{reply}\n{}",
+        consumer.log()
+    );
+    assert_eq!(rig.emu.job_count("jobs.fifo").await, 0, "f-2 was not processed");
 }

@@ -140,7 +140,6 @@ pub fn details(r: &JobReply) -> String {
     row("parked_at", opt_time(r.parked_at));
     let number = |n: Option<u32>| n.map(|n| n.to_string()).unwrap_or_default();
     row("attempt", number(r.attempt));
-    row("attempt_job_id", r.attempt_job_id.clone().unwrap_or_default());
     row("attempts", number(r.attempts));
     row("reason", r.reason.clone().unwrap_or_default());
     if let Some(e) = &r.error {

@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
 use base64::Engine as _;
 
-use crate::{attempt_of, MessageAttribute, Retry, RetryPolicy};
+use crate::{attempt_of, job_id_of, MessageAttribute, Retry, RetryPolicy};
 
 /// The `retry` of a received message: its body, its message attributes (so
 /// `ReceiveMessage` must ask for them: `message_attribute_names("All")`), the attempt it is
 /// (its `waiter.attempt`, 1 without one) and, on a FIFO queue, its group (ask for the system
-/// attribute `MessageGroupId`). `job_id` is the id the job was enqueued under.
+/// attribute `MessageGroupId`). `job_id` is the id the job was enqueued under; a replayed copy's
+/// message names its own (`waiter.job_id`), and that one is retried.
 pub fn retry_of(queue: &str, job_id: &str, message: &Message, policy: &RetryPolicy) -> Retry {
     let attributes: BTreeMap<String, MessageAttribute> = message
         .message_attributes()
@@ -28,7 +29,8 @@ pub fn retry_of(queue: &str, job_id: &str, message: &Message, policy: &RetryPoli
         })
         .collect();
     let attempt = attempt_of(&attributes);
-    let mut retry = Retry::new(queue, job_id, attempt, message.body().unwrap_or_default())
+    let job_id = job_id_of(&attributes, job_id).to_owned();
+    let mut retry = Retry::new(queue, &job_id, attempt, message.body().unwrap_or_default())
         .attributes(attributes)
         .policy(policy);
     if let Some(group) = message
@@ -74,5 +76,14 @@ mod tests {
         let r = retry_of("orders", "o-8", &first, &RetryPolicy::default());
         assert_eq!(r.attempt, 1, "a first delivery is attempt 1");
         assert!(r.message_group_id.is_none() && r.message_attributes.is_empty());
+        let copy = Message::builder()
+            .body("x")
+            .message_attributes("waiter.job_id", value("String", Some("o-8~3"), None))
+            .build();
+        let r = retry_of("orders", "o-8", &copy, &RetryPolicy::default());
+        assert_eq!(
+            r.job_id, "o-8~3",
+            "a replayed copy is retried under the id its message names"
+        );
     }
 }

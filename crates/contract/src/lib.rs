@@ -47,9 +47,9 @@ pub use reply::{
     ParkedReply, RedriveAllReply, StatsReply,
 };
 pub use retry::{
-    attempt_of, Backoff, Retry, RetryPolicy, ATTEMPTS_EXHAUSTED, ATTEMPT_ATTRIBUTE, DEFAULT_BASE_S, DEFAULT_FACTOR,
-    DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_S, MAX_ATTEMPT, MAX_BASE_S, MAX_ERROR_CHARS, MAX_FACTOR, MAX_MAX_S,
-    RESERVED_ATTRIBUTE_PREFIX,
+    attempt_of, job_id_of, Backoff, Retry, RetryPolicy, ATTEMPTS_EXHAUSTED, ATTEMPT_ATTRIBUTE, DEFAULT_BASE_S,
+    DEFAULT_FACTOR, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_S, JOB_ID_ATTRIBUTE, MAX_ATTEMPT, MAX_ATTEMPT_NUMBER, MAX_BASE_S,
+    MAX_ERROR_CHARS, MAX_FACTOR, MAX_MAX_S, RESERVED_ATTRIBUTE_PREFIX,
 };
 
 /// The most jobs one `enqueue` request (or one `job_ids` list) may hold.

@@ -139,13 +139,9 @@ pub struct JobReply {
     /// `replay`: the job this one is a copy of.
     pub replay_of: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    /// `retry`: the attempt scheduled (for `conflict`, the job's latest). A stored or parked
-    /// job of a retried job: the attempt its message is (`waiter.attempt`).
+    /// `retry`: the attempt scheduled (for `conflict` and `cancelled`, the job's latest). `get`,
+    /// `list`, history: the attempt of a retried job (its messages' `waiter.attempt`), when past 1.
     pub attempt: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    /// `retry`: the id the scheduled attempt is stored under (`{job_id}:a{attempt}`), for
-    /// `get`, `cancel` and `reschedule`.
-    pub attempt_job_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// Parked because its attempts ran out: how many were made.
     pub attempts: Option<u32>,

@@ -12,8 +12,14 @@ use crate::job::MessageAttribute;
 pub const ATTEMPT_ATTRIBUTE: &str = "waiter.attempt";
 /// Attributes under this prefix are the waiter's: a caller's are replaced by ours.
 pub const RESERVED_ATTRIBUTE_PREFIX: &str = "waiter.";
-/// `attempt` is from 1 to this.
+/// The message attribute a replayed copy's messages carry: the copy's own `job_id`, the id its
+/// consumer retries it under (`DataType` `String`).
+pub const JOB_ID_ATTRIBUTE: &str = "waiter.job_id";
+/// `max_attempts` is from 1 to this.
 pub const MAX_ATTEMPT: u32 = 10_000;
+/// `attempt` is from 1 to this: past `MAX_ATTEMPT`, since each `redrive` of a job whose attempts
+/// ran out sends one more attempt, which can fail in turn.
+pub const MAX_ATTEMPT_NUMBER: u32 = 1_000_000;
 /// `max_attempts` when none is given.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 10;
 /// The longest `error`, in characters.
@@ -174,6 +180,16 @@ impl RetryPolicy {
         self.max_attempts = Some(n);
         self
     }
+}
+
+/// The id to `retry` a received message under: its `waiter.job_id` (a replayed copy names
+/// itself), else `enqueued`, the id the job was enqueued under.
+pub fn job_id_of<'a>(attributes: &'a BTreeMap<String, MessageAttribute>, enqueued: &'a str) -> &'a str {
+    attributes
+        .get(JOB_ID_ATTRIBUTE)
+        .and_then(|a| a.string_value.as_deref())
+        .filter(|id| !id.is_empty())
+        .unwrap_or(enqueued)
 }
 
 /// The attempt a received message is, from its `waiter.attempt` attribute: 1 when it has none

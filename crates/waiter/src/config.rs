@@ -8,7 +8,11 @@ use crate::limits::{DDB_MAX_TABLE_NAME_CHARS, SQS_MAX_DELAY_SECONDS, SQS_MAX_QUE
 /// How long the record of a retried job's attempt is kept with history off: a consumer's
 /// repeated `retry` of one attempt comes within seconds or minutes, and a day also covers SQS
 /// redelivering the failed message after its visibility timeout (at most 12 hours).
-pub const RETRY_RECORD_KEEP: chrono::TimeDelta = chrono::TimeDelta::days(1);
+/// How long at least the record of an attempt after the first is kept: SQS's longest message
+/// retention (<https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html>,
+/// `MessageRetentionPeriod` up to 1,209,600 s), so that a `retry` of an earlier attempt, from a
+/// message SQS still holds, is always known to be stale.
+pub const RETRY_RECORD_KEEP: chrono::TimeDelta = chrono::TimeDelta::days(14);
 
 pub const ENV_QUEUES: &str = "WAITER_QUEUES";
 pub const ENV_TABLE_PREFIX: &str = "WAITER_TABLE_PREFIX";
@@ -221,13 +225,14 @@ impl Config {
     }
 
     /// How long the record of a job is kept when it leaves the table: `history_keep`, but an
-    /// attempt of a retried job (`retried`: it carries `waiter.attempt`) is always recorded, for
-    /// at least `RETRY_RECORD_KEEP`, since its record makes a repeated `retry` a duplicate.
+    /// attempt after the first (`retried`) is always recorded, for at least `RETRY_RECORD_KEEP`,
+    /// since its record tells a repeated `retry` (a duplicate) and a stale one (`conflict`)
+    /// from a new one.
     pub fn history_keep_for(&self, retried: bool) -> Option<chrono::TimeDelta> {
         match (self.history_keep(), retried) {
-            (Some(keep), _) => Some(keep),
+            (Some(keep), true) => Some(keep.max(RETRY_RECORD_KEEP)),
             (None, true) => Some(RETRY_RECORD_KEEP),
-            (None, false) => None,
+            (keep, false) => keep,
         }
     }
 }

@@ -9,7 +9,10 @@ use crate::config::QueueName;
 use crate::windows::Windows;
 
 pub use sqs_waiter_contract::MAX_JOBS_PER_REQUEST;
-use sqs_waiter_contract::{CRITICAL_PRIORITY, DEFAULT_PRIORITY, DEFAULT_WEIGHT, PRIORITY_ATTRIBUTE, WEIGHT_ATTRIBUTE};
+use sqs_waiter_contract::{
+    ATTEMPT_ATTRIBUTE, CRITICAL_PRIORITY, DEFAULT_PRIORITY, DEFAULT_WEIGHT, JOB_ID_ATTRIBUTE, PRIORITY_ATTRIBUTE,
+    RESERVED_ATTRIBUTE_PREFIX, WEIGHT_ATTRIBUTE,
+};
 
 /// What a send may take to reach SQS (network, an SDK retry): at the moment of sending, a message
 /// that would arrive within this of its `expires_at` counts as arriving expired.
@@ -63,12 +66,19 @@ pub struct Job {
     pub priority: u16,
     /// Messages this job counts as against the rate budget.
     pub weight: u16,
+    /// Which attempt of the job this is: 1 until a consumer's `retry`, then one more each time.
+    /// Its messages carry it as `waiter.attempt` from 2 on.
+    pub attempt: u32,
+    /// A replayed copy: its messages carry its `job_id` as `waiter.job_id`, the id its consumer
+    /// retries it under (the body names the job it copies).
+    pub names_itself: bool,
 }
 
 impl Job {
-    /// The attempt a retried job's message is (`waiter.attempt`); `None` for a job never retried.
-    pub fn attempt(&self) -> Option<u32> {
-        attempt_in(&self.message_attributes)
+    /// Whether this is an attempt after the first: its records are kept whatever the history
+    /// settings (`Config::history_keep_for`), since they tell a stale `retry` from a new one.
+    pub fn is_retried(&self) -> bool {
+        self.attempt > 1
     }
 
     /// Body plus attributes, as SQS counts a message's size.
@@ -77,8 +87,10 @@ impl Job {
             + self.rank_attributes().map(|(n, a)| a.size_with_name(n)).sum::<usize>()
     }
 
-    /// The attributes the message carries: the caller's, and `waiter.priority` and
-    /// `waiter.weight` where they are not the defaults (so that a consumer's `retry` keeps them).
+    /// The attributes the message carries: the caller's, and ours where they say something:
+    /// `waiter.attempt` from the second attempt on, `waiter.job_id` on a replayed copy, and
+    /// `waiter.priority` and `waiter.weight` where they are not the defaults (so that a
+    /// consumer's `retry` keeps them).
     pub fn sent_attributes(&self) -> Attributes {
         let mut attributes = self.message_attributes.clone();
         attributes.extend(self.rank_attributes().map(|(n, a)| (n.to_owned(), a)));
@@ -86,13 +98,22 @@ impl Job {
     }
 
     fn rank_attributes(&self) -> impl Iterator<Item = (&'static str, MessageAttribute)> {
-        let number = |n: u16| MessageAttribute {
+        let number = |n: String| MessageAttribute {
             data_type: "Number".to_owned(),
-            data: AttributeData::String(n.to_string()),
+            data: AttributeData::String(n),
         };
         [
-            (self.priority != DEFAULT_PRIORITY).then(|| (PRIORITY_ATTRIBUTE, number(self.priority))),
-            (self.weight != DEFAULT_WEIGHT).then(|| (WEIGHT_ATTRIBUTE, number(self.weight))),
+            self.is_retried()
+                .then(|| (ATTEMPT_ATTRIBUTE, number(self.attempt.to_string()))),
+            self.names_itself.then(|| {
+                let id = MessageAttribute {
+                    data_type: "String".to_owned(),
+                    data: AttributeData::String(self.job_id.clone()),
+                };
+                (JOB_ID_ATTRIBUTE, id)
+            }),
+            (self.priority != DEFAULT_PRIORITY).then(|| (PRIORITY_ATTRIBUTE, number(self.priority.to_string()))),
+            (self.weight != DEFAULT_WEIGHT).then(|| (WEIGHT_ATTRIBUTE, number(self.weight.to_string()))),
         ]
         .into_iter()
         .flatten()
@@ -124,7 +145,14 @@ impl Job {
 
 /// The attempt a message's attributes carry in `waiter.attempt`, if any.
 pub fn attempt_in(attributes: &Attributes) -> Option<u32> {
-    number_in(attributes, sqs_waiter_contract::ATTEMPT_ATTRIBUTE)
+    number_in(attributes, ATTEMPT_ATTRIBUTE)
+}
+
+/// A caller's attributes without `waiter.*` ones: every path that sends a message replaces
+/// them with ours (`Job::sent_attributes`), so a caller can neither forge nor drop them.
+pub fn without_reserved<V>(mut attributes: BTreeMap<String, V>) -> BTreeMap<String, V> {
+    attributes.retain(|name, _| !name.starts_with(RESERVED_ATTRIBUTE_PREFIX));
+    attributes
 }
 
 /// A whole number a message's attributes carry under `name` (a `waiter.*` one), if any.

@@ -32,15 +32,19 @@ async fn a_dispatched_job_is_replayed_once_with_its_body_and_attributes() {
     let r = call(&w, replay("j")).await;
     assert_eq!(
         (r["status"].as_str(), r["replay_of"].as_str()),
-        (Some("sent"), Some("j")),
+        (Some("scheduled"), Some("j")),
         "{r}"
     );
-    assert_eq!(
-        r["job_id"], "j:r1",
-        "the default id: job_id, ':r', the record's version"
-    );
+    assert_eq!(r["job_id"], "j~1", "the default id: job_id, '~', the record's version");
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    d.run(clock.now() + TimeDelta::seconds(30)).await;
     let sent = queue.sent();
     assert_eq!(sent.len(), 2);
+    assert_eq!(
+        sent[1].message.attributes["waiter.job_id"].data,
+        AttributeData::String("j~1".into()),
+        "the copy's message names it, for its consumer's retry"
+    );
     assert_eq!(sent[1].message.body, "the body");
     assert_eq!(
         sent[1].message.attributes["kind"].data,
@@ -51,7 +55,7 @@ async fn a_dispatched_job_is_replayed_once_with_its_body_and_attributes() {
     let again = call(&w, replay("j")).await;
     assert_eq!(
         (again["duplicate"].as_bool(), again["job_id"].as_str()),
-        (Some(true), Some("j:r1")),
+        (Some(true), Some("j~1")),
         "{again}"
     );
     assert_eq!(queue.sent().len(), 2);
@@ -113,10 +117,10 @@ async fn an_active_job_is_a_conflict_and_a_direct_send_is_replayable() {
     let r = call(&w, replay("d")).await;
     assert_eq!(
         (r["status"].as_str(), r["job_id"].as_str()),
-        (Some("sent"), Some("d:r1")),
+        (Some("scheduled"), Some("d~1")),
         "{r}"
     );
-    assert_eq!(queue.sent().len(), 2);
+    assert_eq!(queue.sent().len(), 2, "a copy due now is handed over at once");
     assert_eq!(queue.sent()[1].message.body, "the body");
 }
 
@@ -131,7 +135,9 @@ async fn a_fifo_copy_keeps_its_group_and_gets_its_own_deduplication_id() {
     .await;
     assert_eq!(r["status"], "sent", "{r}");
     let r = call(&w, json!({"action": "replay", "queue": "jobs.fifo", "job_id": "f"})).await;
-    assert_eq!(r["status"], "sent", "{r}");
+    assert_eq!(r["status"], "scheduled", "{r}");
+    let d = dispatcher_for(&w);
+    d.run(w.clock.now() + TimeDelta::seconds(30)).await;
     let copy = &queue.sent()[1].message;
     assert_eq!(copy.group_id.as_deref(), Some("g-1"));
     assert_ne!(
@@ -152,6 +158,10 @@ async fn bad_replay_requests_are_refused_naming_the_field() {
         ),
         (
             json!({"action": "replay", "queue": "orders", "job_id": "j", "new_job_id": ""}),
+            "new_job_id",
+        ),
+        (
+            json!({"action": "replay", "queue": "orders", "job_id": "j", "new_job_id": "j~9"}),
             "new_job_id",
         ),
         (
@@ -176,4 +186,79 @@ async fn bad_replay_requests_are_refused_naming_the_field() {
     call(&w, json!({"action": "cancel", "queue": "orders", "job_id": long})).await;
     let e = refused(&w, replay(&long)).await;
     assert_eq!(e.field, "new_job_id", "{e:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replayed_copy_is_retried_under_its_own_id_not_the_original_chain() {
+    let (w, _, queue, clock) = test_waiter("orders", &[BODY_ON]);
+    let d = dispatcher_for(&w);
+    let retry = |job_id: &str, attempt: u64, attributes: serde_json::Value| {
+        json!({"action": "retry", "queue": "orders", "job_id": job_id, "attempt": attempt,
+               "message_body": "the body", "message_attributes": attributes,
+               "backoff": {"base_s": 2, "jitter": false}})
+    };
+    // o-2 fails twice: attempt 3 is its latest.
+    assert_eq!(call(&w, enqueue("o-2", 0)).await["status"], "sent");
+    assert_eq!(call(&w, retry("o-2", 1, json!({}))).await["attempt"], 2);
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    d.run(clock.now() + TimeDelta::seconds(30)).await;
+    let copy = call(&w, replay("o-2")).await;
+    let copy_id = copy["job_id"].as_str().expect("the copy's id").to_owned();
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    d.run(clock.now() + TimeDelta::seconds(30)).await;
+    let sent = queue.sent();
+    let received = sent.last().expect("the copy was sent");
+    let named = match &received.message.attributes["waiter.job_id"].data {
+        AttributeData::String(s) => s.clone(),
+        AttributeData::Binary(_) => panic!("waiter.job_id is a string"),
+    };
+    assert_eq!(named, copy_id);
+    // The consumer retries the id the message names, attempt 1 (it carries no waiter.attempt).
+    assert!(!received.message.attributes.contains_key("waiter.attempt"));
+    let r = call(
+        &w,
+        retry(
+            &named,
+            1,
+            json!({"waiter.job_id": {"data_type": "String", "string_value": named}}),
+        ),
+    )
+    .await;
+    assert_eq!(
+        (r["status"].as_str(), r["attempt"].as_u64(), r["duplicate"].as_bool()),
+        (Some("scheduled"), Some(2), Some(false)),
+        "{r}"
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    d.run(clock.now() + TimeDelta::seconds(30)).await;
+    let last = queue.sent().last().expect("attempt 2 of the copy").message.clone();
+    assert_eq!(
+        last.attributes["waiter.job_id"].data,
+        AttributeData::String(copy_id.clone())
+    );
+    assert_eq!(
+        last.attributes["waiter.attempt"].data,
+        AttributeData::String("2".into())
+    );
+    let original = call(&w, json!({"action": "get", "queue": "orders", "job_id": "o-2"})).await;
+    assert_eq!(original["attempt"], 2, "the original chain is untouched: {original}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn replaying_twice_makes_one_copy_whatever_the_history_settings() {
+    let settings = [BODY_ON, ("WAITER_DIRECT_HISTORY", "false")];
+    let (w, _, queue, clock) = test_waiter("orders", &settings);
+    let d = dispatcher_for(&w);
+    call(&w, enqueue("k", 5000)).await;
+    call(&w, json!({"action": "cancel", "queue": "orders", "job_id": "k"})).await;
+    let first = call(&w, replay("k")).await;
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    d.run(clock.now() + TimeDelta::seconds(30)).await;
+    let again = call(&w, replay("k")).await;
+    assert_eq!(
+        (again["duplicate"].as_bool(), &again["job_id"]),
+        (Some(true), &first["job_id"]),
+        "{again}"
+    );
+    assert_eq!(queue.sent().len(), 1, "one copy");
 }

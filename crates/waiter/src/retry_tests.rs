@@ -39,12 +39,8 @@ async fn each_attempt_is_sent_at_its_backoff_with_its_number() {
     let start = clock.now();
     let r = call(&w, retry(1)).await;
     assert_eq!(
-        (
-            r["status"].as_str(),
-            r["attempt"].as_u64(),
-            r["attempt_job_id"].as_str()
-        ),
-        (Some("scheduled"), Some(2), Some("o-1:a2")),
+        (r["status"].as_str(), r["attempt"].as_u64()),
+        (Some("scheduled"), Some(2)),
         "{r}"
     );
     assert_eq!(
@@ -74,8 +70,14 @@ async fn each_attempt_is_sent_at_its_backoff_with_its_number() {
     assert!(sent.iter().all(|s| s.at >= start));
     assert_eq!(
         counts(&store),
-        (0, 2),
-        "a history record per attempt, so a repeat is a duplicate"
+        (0, 1),
+        "one record of the job, its latest attempt, so a repeat is a duplicate"
+    );
+    let got = call(&w, json!({"action": "get", "queue": "orders", "job_id": "o-1"})).await;
+    assert_eq!(
+        (got["status"].as_str(), got["attempt"].as_u64()),
+        (Some("dispatched"), Some(3)),
+        "{got}"
     );
 }
 
@@ -129,16 +131,25 @@ async fn with_history_off_an_attempt_sent_still_makes_a_repeated_retry_a_duplica
 
 #[tokio::test(start_paused = true)]
 async fn an_attempt_older_than_the_latest_is_a_conflict() {
-    let (w, _, queue, _) = test_waiter("orders", &NO_LOOKAHEAD);
+    let (w, _, queue, clock) = test_waiter("orders", &NO_LOOKAHEAD);
+    let d = dispatcher_for(&w);
     call(&w, retry(1)).await;
-    call(&w, retry(2)).await;
+    let early = call(&w, retry(2)).await;
+    assert_eq!(
+        (early["status"].as_str(), early["attempt"].as_u64()),
+        (Some("conflict"), Some(2)),
+        "attempt 2 is not sent yet, so no consumer can have failed it: {early}"
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(d.run(clock.now() + TimeDelta::seconds(30)).await.dispatched, 1);
+    assert_eq!(call(&w, retry(2)).await["attempt"], 3);
     let r = call(&w, retry(1)).await;
     assert_eq!(
         (r["status"].as_str(), r["attempt"].as_u64()),
         (Some("conflict"), Some(3)),
         "attempt 2 was scheduled and failed in turn: {r}"
     );
-    assert!(queue.sent().is_empty());
+    assert_eq!(queue.sent().len(), 1, "attempt 2 only");
 }
 
 #[tokio::test(start_paused = true)]
@@ -150,7 +161,11 @@ async fn a_stored_attempt_is_due_at_its_backoff_and_never_early() {
     let start = clock.now();
     let reply = call(&w, r).await;
     let job = stored_jobs(&store).remove(0);
-    assert_eq!(job.job.job_id, "o-1:a2", "stored under its attempt id");
+    assert_eq!(
+        (job.job.job_id.as_str(), job.job.attempt),
+        ("o-1", 2),
+        "one id across attempts"
+    );
     assert_eq!(job.job.perform_at, start + TimeDelta::seconds(600), "{reply}");
     assert_eq!(d.run(clock.now() + TimeDelta::seconds(30)).await.dispatched, 0);
     tokio::time::sleep(std::time::Duration::from_secs(601)).await;
@@ -158,8 +173,12 @@ async fn a_stored_attempt_is_due_at_its_backoff_and_never_early() {
     let sent = queue.sent();
     assert!(sent[0].at >= start + TimeDelta::seconds(600));
     assert_eq!(attempt_attribute(&sent[0]), AttributeData::String("2".into()));
-    let got = call(&w, json!({"action": "get", "queue": "orders", "job_id": "o-1:a2"})).await;
-    assert_eq!(got["status"], "dispatched", "{got}");
+    let got = call(&w, json!({"action": "get", "queue": "orders", "job_id": "o-1"})).await;
+    assert_eq!(
+        (got["status"].as_str(), got["attempt"].as_u64()),
+        (Some("dispatched"), Some(2)),
+        "{got}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -208,12 +227,13 @@ async fn the_last_attempt_parks_the_job_and_redrive_sends_the_next() {
             job["attempts"].as_u64(),
             job["error"]["message"].as_str()
         ),
-        (Some("o-1:a4"), Some(3), Some("payment API timed out")),
+        (Some("o-1"), Some(3), Some("payment API timed out")),
         "{parked}"
     );
     assert_eq!(job["error"]["code"], "attempts_exhausted");
 
-    let r = call(&w, json!({"action": "redrive", "queue": "orders", "job_id": "o-1:a4"})).await;
+    assert_eq!(job["attempt"], 4, "the attempt redrive sends");
+    let r = call(&w, json!({"action": "redrive", "queue": "orders", "job_id": "o-1"})).await;
     assert_eq!(r["status"], "scheduled", "{r}");
     let d = dispatcher_for(&w);
     assert_eq!(d.run(w.clock.now() + TimeDelta::seconds(30)).await.dispatched, 1);
@@ -233,7 +253,7 @@ async fn a_fifo_retry_keeps_its_group_and_is_stored() {
     assert!(queue.sent().is_empty(), "FIFO queues take no per-message delay");
     let job = &stored_jobs(&store)[0];
     assert_eq!(job.job.message_group_id.as_deref(), Some("customer-7"));
-    assert_eq!(job.job.job_id, "f:a2");
+    assert_eq!((job.job.job_id.as_str(), job.job.attempt), ("f", 2));
 }
 
 #[tokio::test(start_paused = true)]
@@ -247,7 +267,7 @@ async fn bad_retries_name_the_field_and_leave_nothing_behind() {
     };
     for (change, field) in [
         (json!({"attempt": 0}), "attempt"),
-        (json!({"attempt": 10_001}), "attempt"),
+        (json!({"attempt": 1_000_001}), "attempt"),
         (json!({"attempt": -1}), "attempt"),
         (json!({"max_attempts": 0}), "max_attempts"),
         (json!({"backoff": {"base_s": 0}}), "backoff.base_s"),
@@ -260,7 +280,8 @@ async fn bad_retries_name_the_field_and_leave_nothing_behind() {
         (json!({"backoff": {"kind": "linear"}}), "backoff.kind"),
         (json!({"error": "e".repeat(1025)}), "error"),
         (json!({"message_attributes": attrs(10)}), "message_attributes"),
-        (json!({"job_id": "x".repeat(122)}), "job_id"),
+        (json!({"job_id": "x".repeat(129)}), "job_id"),
+        (json!({"job_id": "o 1"}), "job_id"),
         (json!({"queue": "jobs.fifo"}), "message_group_id"),
     ] {
         let mut r = retry(1);

@@ -100,6 +100,8 @@ mod tests {
             windows: None,
             priority: sqs_waiter_contract::DEFAULT_PRIORITY,
             weight: sqs_waiter_contract::DEFAULT_WEIGHT,
+            attempt: 1,
+            names_itself: false,
         }
     }
 

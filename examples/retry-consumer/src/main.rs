@@ -4,6 +4,12 @@
 //!
 //! Only a record it could not hand back is reported as a batch item failure, so SQS redelivers
 //! that one (the event source mapping needs `FunctionResponseTypes: [ReportBatchItemFailures]`).
+//! On a FIFO queue it stops at that record and reports it and every later one, unprocessed, as
+//! AWS requires of a FIFO batch handler, so no later message of its group runs before it
+//! (<https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html>).
+//!
+//! The job a message is retried under: its `waiter.job_id` (a replayed copy names itself), else
+//! the body's `order_id`; its attempt is `waiter.attempt` (absent: 1).
 //!
 //! Settings: `SQS_WAITER_FUNCTION` (default `sqs-waiter-enqueue`). Bodies are JSON with an
 //! `order_id`, the job's id across attempts; `"outcome": "fail"` makes the work fail.
@@ -13,7 +19,7 @@ use std::collections::BTreeMap;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use base64::Engine as _;
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use sqs_waiter_client::{attempt_of, Client, JobStatus, MessageAttribute, Retry, RetryPolicy};
+use sqs_waiter_client::{attempt_of, job_id_of, Client, JobStatus, MessageAttribute, Retry, RetryPolicy};
 
 /// Seconds before the second attempt; each next one waits twice as long, at most a day.
 const RETRY_BASE_S: u64 = 2;
@@ -69,7 +75,8 @@ async fn handle(client: &Client, policy: &RetryPolicy, record: &SqsMessage) -> R
         return Ok(());
     };
     let queue = queue_of(record).ok_or("no eventSourceARN")?;
-    let mut retry = Retry::new(queue, &order.order_id, attempt, body)
+    let job_id = job_id_of(&attributes, &order.order_id).to_owned();
+    let mut retry = Retry::new(queue, &job_id, attempt, body)
         .attributes(attributes)
         .policy(policy)
         .error(error);
@@ -77,10 +84,13 @@ async fn handle(client: &Client, policy: &RetryPolicy, record: &SqsMessage) -> R
         retry = retry.group(group.clone());
     }
     let reply = client.retry_request(&retry).await.map_err(|e| e.to_string())?;
-    tracing::info!(order_id = %order.order_id, attempt, status = %reply.status, next = ?reply.attempt, "handed back");
+    tracing::info!(job_id = %job_id, attempt, status = %reply.status, next = ?reply.attempt, "handed back");
     match reply.status {
-        // Scheduled (or already), or parked for good: either way this delivery is done.
-        JobStatus::Scheduled | JobStatus::Parked | JobStatus::Conflict => Ok(()),
+        // Scheduled (or already), parked for good, stale, cancelled by an operator, or past its
+        // expiry: either way this delivery is done.
+        JobStatus::Scheduled | JobStatus::Parked | JobStatus::Conflict | JobStatus::Cancelled | JobStatus::Expired => {
+            Ok(())
+        }
         other => Err(format!("retry answered {other}")),
     }
 }
@@ -91,11 +101,17 @@ async fn handler(
     event: LambdaEvent<SqsEvent>,
 ) -> Result<SqsBatchResponse, Error> {
     let mut response = SqsBatchResponse::default();
+    let mut stopped = false;
     for record in &event.payload.records {
+        let id = record.message_id.clone().unwrap_or_default();
+        if stopped {
+            response.add_failure(id);
+            continue;
+        }
         if let Err(e) = handle(client, policy, record).await {
-            let id = record.message_id.clone().unwrap_or_default();
             tracing::warn!(message_id = %id, error = %e, "left for SQS to redeliver");
             response.add_failure(id);
+            stopped = queue_of(record).is_some_and(|q| q.ends_with(".fifo"));
         }
     }
     Ok(response)

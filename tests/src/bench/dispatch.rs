@@ -98,6 +98,8 @@ pub(crate) async fn load_ranked_items(
                     windows: None,
                     priority,
                     weight: sqs_waiter_client::DEFAULT_WEIGHT,
+                    attempt: 1,
+                    names_itself: false,
                 },
                 enqueued_at: due,
                 parked: None,

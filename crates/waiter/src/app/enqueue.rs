@@ -93,48 +93,67 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                     ..reply_for_job(&job, JobStatus::Sent, false)
                 })
             }
-            Route::Store => {
-                let stored = StoredJob {
-                    partition: home.clone(),
-                    job,
-                    enqueued_at: now,
-                    parked: None,
-                    version: 1,
-                    maybe_delivered_at: None,
-                };
-                check_stored_size(self.store.item_bytes(&stored))?;
-                // After WAITER_SHARDS changed, the id may sit in its shard under an older count.
-                let elsewhere: Vec<Partition> = self
-                    .candidate_partitions(&stored.job.queue, &stored.job.job_id)
-                    .await?
-                    .into_iter()
-                    .filter(|p| *p != home)
-                    .collect();
-                if !elsewhere.is_empty() {
-                    if let Some(existing) = self
-                        .existing(&stored.job.queue, &stored.job.job_id, &elsewhere, now)
-                        .await?
-                    {
-                        info!(queue = %stored.job.queue, job_id = %stored.job.job_id, "duplicate");
-                        return Ok(duplicate(&existing));
-                    }
-                }
-                match self.store.put_new(&stored).await? {
-                    PutOutcome::Created { version } => {
-                        let delay_s = (stored.job.perform_at - now).num_seconds();
-                        info!(queue = %stored.job.queue, job_id = %stored.job.job_id, delay_s, version, "scheduled");
-                        Ok(reply(&StoredJob { version, ..stored }, JobStatus::Scheduled, false))
-                    }
-                    PutOutcome::Duplicate(existing) => {
-                        info!(queue = %existing.job.queue, job_id = %existing.job.job_id, "duplicate");
-                        Ok(reply(&existing, JobStatus::Scheduled, true))
-                    }
-                    PutOutcome::Done(history) => {
-                        info!(queue = %history.queue, job_id = %history.job_id, status = history.status.as_str(), "duplicate of a finished job");
-                        Ok(duplicate(&Found::History(*history)))
-                    }
-                }
+            Route::Store => Ok(self.store_new(job, now).await?.0),
+        }
+    }
+
+    /// Stores a new job at its home key (a duplicate when its id names a job, or a record
+    /// still in force); with the job as stored when it was created.
+    pub(super) async fn store_new(
+        &self,
+        job: Job,
+        now: DateTime<Utc>,
+    ) -> Result<(JobReply, Option<StoredJob>), HandlerError> {
+        let home = Partition::Shard(shard_for(&job.job_id, self.config.shards_for(&job.queue)));
+        let stored = StoredJob {
+            partition: home.clone(),
+            job,
+            enqueued_at: now,
+            parked: None,
+            version: 1,
+            maybe_delivered_at: None,
+        };
+        check_stored_size(self.store.item_bytes(&stored))?;
+        // After WAITER_SHARDS changed, the id may sit in its shard under an older count.
+        let elsewhere: Vec<Partition> = self
+            .candidate_partitions(&stored.job.queue, &stored.job.job_id)
+            .await?
+            .into_iter()
+            .filter(|p| *p != home)
+            .collect();
+        if !elsewhere.is_empty() {
+            if let Some(existing) = self
+                .existing(&stored.job.queue, &stored.job.job_id, &elsewhere, now)
+                .await?
+            {
+                info!(queue = %stored.job.queue, job_id = %stored.job.job_id, "duplicate");
+                return Ok((duplicate(&existing), None));
             }
         }
+        match self.store.put_new(&stored).await? {
+            PutOutcome::Created { version } => {
+                let delay_s = (stored.job.perform_at - now).num_seconds();
+                info!(queue = %stored.job.queue, job_id = %stored.job.job_id, delay_s, version, "scheduled");
+                let stored = StoredJob { version, ..stored };
+                Ok((reply(&stored, JobStatus::Scheduled, false), Some(stored)))
+            }
+            PutOutcome::Duplicate(existing) => {
+                info!(queue = %existing.job.queue, job_id = %existing.job.job_id, "duplicate");
+                Ok((reply(&existing, JobStatus::Scheduled, true), None))
+            }
+            PutOutcome::Done(history) => {
+                info!(queue = %history.queue, job_id = %history.job_id, status = history.status.as_str(), "duplicate of a finished job");
+                Ok((duplicate(&Found::History(*history)), None))
+            }
+        }
+    }
+
+    /// `store_new`, then the hand-over of a job due within the lookahead, as `reschedule` does.
+    pub(super) async fn store_and_hand_over(&self, job: Job, cut: DateTime<Utc>) -> Result<JobReply, HandlerError> {
+        let (reply, created) = self.store_new(job, self.clock.now()).await?;
+        if let Some(stored) = created {
+            self.hand_over_if_near(&stored, cut).await;
+        }
+        Ok(reply)
     }
 }

@@ -9,6 +9,7 @@ use crate::ports::{
     CancelOutcome, Clock, Found, History, HistoryStatus, JobKey, JobStore, MessageQueue, Partition, RemoveOutcome,
     StoredJob,
 };
+use crate::routing::shard_for;
 use crate::wire::reply::{describe, describe_history};
 
 use super::*;
@@ -81,7 +82,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         for _ in 0..CANCEL_ATTEMPTS {
             let record = match (
                 &current.partition,
-                self.config.history_keep_for(current.job.attempt().is_some()),
+                self.config.history_keep_for(current.job.is_retried()),
             ) {
                 (Partition::Shard(_), Some(keep)) => Some(
                     History::of(&current, HistoryStatus::Cancelled, self.clock.now(), None, keep)
@@ -91,9 +92,12 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             };
             match self.store.cancel(&current, record.as_ref()).await? {
                 RemoveOutcome::Removed => {
+                    if current.partition == Partition::Parked && current.job.is_retried() {
+                        self.fence_cancelled_chain(&current).await?;
+                    }
                     return Ok(CancelOutcome::Cancelled {
                         maybe_delivered_at: current.maybe_delivered_at,
-                    })
+                    });
                 }
                 RemoveOutcome::Dispatching => return Ok(CancelOutcome::Dispatching),
                 RemoveOutcome::Changed => match self.store.read(&current.job.queue, &[current.key()]).await?.pop() {
@@ -106,6 +110,29 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             operation: "cancel",
             source: "the job changed under every attempt; retry".into(),
         })
+    }
+
+    /// A parked attempt of a retried job was cancelled: its home key records the cancel (over
+    /// the record of the attempt before), so that a later `retry` of any attempt up to it
+    /// schedules nothing.
+    async fn fence_cancelled_chain(&self, parked: &StoredJob) -> Result<(), PortError> {
+        let home = StoredJob {
+            partition: Partition::Shard(shard_for(&parked.job.job_id, self.config.shards_for(&parked.job.queue))),
+            ..parked.clone()
+        };
+        let keep = self
+            .config
+            .history_keep_for(true)
+            .unwrap_or(crate::config::RETRY_RECORD_KEEP);
+        self.store
+            .record(&History::of(
+                &home,
+                HistoryStatus::Cancelled,
+                self.clock.now(),
+                None,
+                keep,
+            ))
+            .await
     }
 
     pub(super) async fn cancel(&self, queue: &QueueName, job_id: &str) -> Result<JobReply, HandlerError> {

@@ -99,7 +99,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 .bounded(cut, "stats", self.stats(q))
                 .await
                 .map(|s| Reply::Stats(Box::new(s))),
-            Request::Replay(r) => self.bounded(cut, "replay", self.replay(*r)).await.map(Reply::from),
+            Request::Replay(r) => self.bounded(cut, "replay", self.replay(*r, cut)).await.map(Reply::from),
             Request::Retry(r) => self.bounded(cut, "retry", self.retry(*r, cut)).await.map(Reply::from),
         }
     }

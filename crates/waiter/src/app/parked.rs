@@ -140,6 +140,20 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 Ok(reply(&StoredJob { version, ..into }, JobStatus::Scheduled, false))
             }
             PutOutcome::Duplicate(active) => Ok(reply(&active, JobStatus::Scheduled, true)),
+            // An earlier attempt's record fences the home key of a job whose attempts ran out
+            // (`retry`): the redriven attempt takes its place.
+            PutOutcome::Done(history) if history.attempt < into.job.attempt => {
+                let into = StoredJob {
+                    version: into.version.max(history.version + 1),
+                    ..into
+                };
+                if !self.store.put_over(&into, &history).await? {
+                    return Ok(duplicate(&Found::History(*history)));
+                }
+                self.store.remove(&parked).await?;
+                info!(queue = %queue, job_id, attempt = into.job.attempt, "re-driven");
+                Ok(reply(&into, JobStatus::Scheduled, false))
+            }
             PutOutcome::Done(history) => Ok(duplicate(&Found::History(*history))),
         }
     }

@@ -1,133 +1,250 @@
 //! `retry`: the next attempt of a job a consumer failed on, at exponential backoff, or the job
 //! parked when its attempts ran out.
 //!
-//! Attempt k of job `X` is a stored job of its own, `X:ak` (`attempt_job_id`), carrying
-//! `waiter.attempt` = k. Its conditional put (over the job, or the history record it leaves) is
-//! the idempotency of `retry` by (`job_id`, `attempt`), and `get`, `cancel`, `list_parked` and
-//! `redrive` work on an attempt as on any job.
+//! A job keeps its `job_id` across its attempts: attempt k is the job's item with `attempt` = k
+//! (its messages carry `waiter.attempt`), written over the record attempt k−1 left when it was
+//! sent, conditional on that record's version. What the id holds when the `retry` of attempt n
+//! is read decides (`decide`): attempt n+1 already (a duplicate), a later one (`conflict`), a
+//! cancelled one (`cancelled`), or attempt n or nothing (schedule n+1, or park it).
 
 use chrono::{DateTime, Utc};
 use tracing::info;
 
 use crate::backoff;
-use crate::error::HandlerError;
-use crate::job::{AttributeData, Job, MessageAttribute};
+use crate::error::{HandlerError, PortError};
+use crate::job::Job;
 use crate::ports::{
-    Clock, Found, HistoryStatus, JobKey, JobStore, MessageQueue, ParkInfo, Partition, PutOutcome, StoredJob,
+    Clock, Found, History, HistoryStatus, JobKey, JobStore, MessageQueue, ParkInfo, Partition, PutOutcome, StoredJob,
 };
 use crate::routing::shard_for;
 use crate::wire::field_rules::{check_message, check_stored_size};
 use crate::wire::normalise::Given;
 use crate::wire::reply::{describe, reply, status_only};
-use crate::wire::retry::{attempt_job_id, Retry};
+use crate::wire::retry::Retry;
 
-use super::get_cancel::what_an_id_names;
 use super::*;
-use sqs_waiter_contract::{JobReply, JobStatus, ATTEMPTS_EXHAUSTED, ATTEMPT_ATTRIBUTE};
+use sqs_waiter_contract::{JobReply, JobStatus, ATTEMPTS_EXHAUSTED};
+
+/// Reads and conditional writes of one `retry` before it gives up: each lost race is to another
+/// change of the same job (a concurrent `retry`, `cancel` or `redrive`).
+const RETRY_ROUNDS: usize = 4;
+
+/// What the job's id holds, as far as the chain of its attempts goes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Current {
+    /// An attempt is stored: pending, or parked.
+    Stored(StoredJob),
+    /// An attempt left the table (a live record): sent, cancelled or expired.
+    Left(History),
+}
+
+impl Current {
+    fn attempt(&self) -> u32 {
+        match self {
+            Self::Stored(j) => j.job.attempt,
+            Self::Left(h) => h.attempt,
+        }
+    }
+}
+
+/// What a `retry` of attempt `failed` does, given what the job's id holds.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Decision {
+    /// Attempt `failed + 1` exists already: the first reply again.
+    Duplicate,
+    /// The job has moved past `failed + 1` (or is pending at an attempt this report cannot
+    /// have come from): nothing is scheduled; the reply names the current attempt.
+    Conflict(u32),
+    /// The chain was cancelled at this attempt: nothing is scheduled.
+    Cancelled(u32),
+    /// Attempt `failed` (or an earlier one, or nothing) is what is known: the next is made.
+    Next,
+}
+
+pub(crate) fn decide(failed: u32, current: Option<&Current>) -> Decision {
+    let Some(current) = current else {
+        return Decision::Next;
+    };
+    let (attempt, next) = (current.attempt(), failed + 1);
+    match current {
+        Current::Left(h) if h.status == HistoryStatus::Cancelled => {
+            if failed <= attempt {
+                Decision::Cancelled(attempt)
+            } else {
+                Decision::Conflict(attempt)
+            }
+        }
+        _ if attempt == next => Decision::Duplicate,
+        Current::Left(_) if attempt < next => Decision::Next,
+        _ => Decision::Conflict(attempt),
+    }
+}
+
+/// The chain's state among the items read under one id: the latest attempt, a stored one
+/// before a record of the same attempt; records past their time are forgotten.
+pub(crate) fn current_of(found: &[Found], now: DateTime<Utc>) -> Option<Current> {
+    found
+        .iter()
+        .filter_map(|f| match f {
+            Found::Job(j) => Some(Current::Stored(j.clone())),
+            Found::History(h) if h.is_live(now) => Some(Current::Left(h.clone())),
+            Found::History(_) => None,
+        })
+        .max_by_key(|c| (c.attempt(), matches!(c, Current::Stored(_))))
+}
 
 impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q, C> {
     pub(super) async fn retry(&self, r: Retry, cut: DateTime<Utc>) -> Result<JobReply, HandlerError> {
-        let now = self.clock.now();
-        let next = r.attempt + 1;
-        let next_id = attempt_job_id(&r.job_id, next);
-        let later_id = attempt_job_id(&r.job_id, next + 1);
-        // One consistent read of both ids, wherever they may be (any shard count, parked).
-        let mut keys = Vec::new();
-        for id in [&next_id, &later_id] {
-            let mut partitions = self.candidate_partitions(&r.queue, id).await?;
+        for _ in 0..RETRY_ROUNDS {
+            let now = self.clock.now();
+            let home = Partition::Shard(shard_for(&r.job_id, self.config.shards_for(&r.queue)));
+            let mut partitions = self.candidate_partitions(&r.queue, &r.job_id).await?;
             partitions.push(Partition::Parked);
-            keys.extend(JobKey::in_each(id, &partitions));
-        }
-        let (mut of_next, mut of_later) = (Vec::new(), Vec::new());
-        for found in self.store.read_any(&r.queue, &keys).await? {
-            let id = match &found {
-                Found::Job(j) => &j.job.job_id,
-                Found::History(h) => &h.job_id,
-            };
-            if *id == next_id {
-                of_next.push(found);
+            let found = self
+                .store
+                .read_any(&r.queue, &JobKey::in_each(&r.job_id, &partitions))
+                .await?;
+            // What a write at the home key must find there: any record, live or past its time.
+            let at_home = found.iter().find_map(|f| match f {
+                Found::History(h) if h.partition == home => Some(h.clone()),
+                _ => None,
+            });
+            let current = current_of(&found, now);
+            match decide(r.attempt, current.as_ref()) {
+                Decision::Duplicate => {
+                    info!(queue = %r.queue, job_id = %r.job_id, attempt = r.attempt, "duplicate retry");
+                    return Ok(retry_reply(&r, current.as_ref()));
+                }
+                Decision::Conflict(attempt) | Decision::Cancelled(attempt) => {
+                    let cancelled =
+                        matches!(current, Some(Current::Left(ref h)) if h.status == HistoryStatus::Cancelled);
+                    info!(queue = %r.queue, job_id = %r.job_id, attempt = r.attempt, current = attempt, cancelled, "stale retry");
+                    let status = if cancelled {
+                        JobStatus::Cancelled
+                    } else {
+                        JobStatus::Conflict
+                    };
+                    return Ok(JobReply {
+                        attempt: Some(attempt),
+                        ..status_only(status, &r.queue, &r.job_id)
+                    });
+                }
+                Decision::Next => {}
+            }
+            let job = self.next_attempt(&r, current.as_ref(), now)?;
+            let written = if r.attempt >= r.max_attempts {
+                self.park_exhausted(&r, job, home, at_home.as_ref()).await?
             } else {
-                of_later.push(found);
+                self.schedule_next(&r, job, home, at_home.as_ref(), cut).await?
+            };
+            if let Some(reply) = written {
+                return Ok(reply);
             }
         }
-        if what_an_id_names(of_later, now).is_some() {
-            // Attempt `next` was scheduled and has failed in turn: this report is stale.
-            info!(queue = %r.queue, job_id = %r.job_id, attempt = r.attempt, "stale retry");
-            return Ok(JobReply {
-                attempt: Some(next + 1),
-                ..status_only(JobStatus::Conflict, &r.queue, &r.job_id)
-            });
+        Err(PortError::Throttled {
+            operation: "retry",
+            source: "the job changed under every attempt; retry".into(),
         }
-        if let Some(found) = what_an_id_names(of_next, now) {
-            info!(queue = %r.queue, job_id = %r.job_id, attempt = r.attempt, "duplicate retry");
-            return Ok(retry_reply(&r, &next_id, &found));
-        }
+        .into())
+    }
 
-        let mut attributes = r.message_attributes.clone();
-        attributes.insert(
-            ATTEMPT_ATTRIBUTE.to_owned(),
-            MessageAttribute {
-                data_type: "Number".to_owned(),
-                data: AttributeData::String(next.to_string()),
-            },
-        );
-        let mut job = Job {
+    /// Attempt `r.attempt + 1`: the consumer's message, with what the job keeps across its
+    /// attempts (its expiry, windows, and whether its messages name it) from what was read.
+    fn next_attempt(&self, r: &Retry, current: Option<&Current>, now: DateTime<Utc>) -> Result<Job, HandlerError> {
+        let (expires_at, windows, names_itself) = match current {
+            Some(Current::Left(h)) => (h.expires_at, h.windows.clone(), h.names_itself),
+            Some(Current::Stored(j)) => (j.job.expires_at, j.job.windows.clone(), j.job.names_itself),
+            None => (None, None, false),
+        };
+        let job = Job {
             queue: r.queue.clone(),
-            job_id: next_id.clone(),
+            job_id: r.job_id.clone(),
             job_id_given: true,
             message_body: r.message_body.clone(),
-            message_attributes: attributes,
+            message_attributes: r.message_attributes.clone(),
             perform_at: crate::time::ceil_to_micros(now).unwrap_or(now),
-            expires_at: None,
+            expires_at,
             message_group_id: r.message_group_id.clone(),
             message_deduplication_id: None,
-            windows: None,
+            windows,
             priority: r.priority,
             weight: r.weight,
+            attempt: r.attempt + 1,
+            names_itself: names_itself || r.names_itself,
         };
         check_message(&Given::default(), &job)?;
+        Ok(job)
+    }
 
-        if r.attempt >= r.max_attempts {
-            return self.park_exhausted(&r, job, &next_id).await;
-        }
-
+    /// Stores the next attempt at its backoff (in its windows), over the record the last one
+    /// left at the home key, or into a free key; `None` when the key changed since it was read.
+    /// A near attempt is handed over at once, as `reschedule` does.
+    async fn schedule_next(
+        &self,
+        r: &Retry,
+        mut job: Job,
+        home: Partition,
+        at_home: Option<&History>,
+        cut: DateTime<Utc>,
+    ) -> Result<Option<JobReply>, HandlerError> {
+        let now = self.clock.now();
         let delay = r.backoff.delay(r.attempt, backoff::draw(&r.job_id, r.attempt));
-        let due = now + delay;
-        job.perform_at = crate::time::ceil_to_micros(due).unwrap_or(due);
-        // Always stored, never sent straight: the conditional put is what makes a repeated
-        // `retry` a duplicate, even when a write fails after SQS took the message. A near
-        // attempt is handed over at once, as `reschedule` does.
+        let due = crate::time::ceil_to_micros(now + delay).unwrap_or(now + delay);
+        job.perform_at = job.windows.as_ref().map_or(due, |w| w.next_open(due));
+        if job.arrives_expired(job.perform_at) {
+            // Never sent after its expiry: nothing is stored, and the same `retry` again
+            // answers the same (the backoff's draw is the job's and the attempt's).
+            info!(queue = %r.queue, job_id = %r.job_id, attempt = job.attempt, "next attempt would arrive expired");
+            return Ok(Some(JobReply {
+                attempt: Some(job.attempt),
+                perform_at: Some(job.perform_at),
+                expires_at: job.expires_at,
+                ..status_only(JobStatus::Expired, &r.queue, &r.job_id)
+            }));
+        }
         let stored = StoredJob {
-            partition: Partition::Shard(shard_for(&next_id, self.config.shards_for(&r.queue))),
+            partition: home,
+            version: at_home.map_or(1, |h| h.version + 1),
             job,
             enqueued_at: now,
             parked: None,
-            version: 1,
             maybe_delivered_at: None,
         };
         check_stored_size(self.store.item_bytes(&stored))?;
-        let stored = match self.store.put_new(&stored).await? {
-            PutOutcome::Created { version } => StoredJob { version, ..stored },
-            PutOutcome::Duplicate(existing) => return Ok(retry_reply(&r, &next_id, &Found::Job(*existing))),
-            PutOutcome::Done(history) => return Ok(retry_reply(&r, &next_id, &Found::History(*history))),
+        let stored = match at_home {
+            Some(record) => {
+                if !self.store.put_over(&stored, record).await? {
+                    return Ok(None);
+                }
+                stored
+            }
+            None => match self.store.put_new(&stored).await? {
+                PutOutcome::Created { version } => StoredJob { version, ..stored },
+                PutOutcome::Duplicate(_) | PutOutcome::Done(_) => return Ok(None),
+            },
         };
         info!(
-            queue = %r.queue, job_id = %r.job_id, attempt = next,
+            queue = %r.queue, job_id = %r.job_id, attempt = stored.job.attempt,
             delay_ms = delay.num_milliseconds(), "retry scheduled"
         );
         self.hand_over_if_near(&stored, cut).await;
-        Ok(JobReply {
-            job_id: r.job_id.clone(),
-            attempt: Some(next),
-            attempt_job_id: Some(next_id),
+        Ok(Some(JobReply {
+            attempt: Some(stored.job.attempt),
             version: Some(stored.version),
             ..reply(&stored, JobStatus::Scheduled, false)
-        })
+        }))
     }
 
-    /// `attempt` reached `max_attempts`: the next attempt is parked, not scheduled, with the
-    /// consumer's error; `redrive` of its id sends it.
-    async fn park_exhausted(&self, r: &Retry, job: Job, next_id: &str) -> Result<JobReply, HandlerError> {
+    /// `attempt` reached `max_attempts`: the next attempt is parked with the consumer's error,
+    /// and the home key fenced with a record of the failed attempt, in one transaction, so the
+    /// job is parked or scheduled, never both. `redrive` sends it.
+    async fn park_exhausted(
+        &self,
+        r: &Retry,
+        job: Job,
+        home: Partition,
+        at_home: Option<&History>,
+    ) -> Result<Option<JobReply>, HandlerError> {
         let now = self.clock.now();
         let parked = StoredJob {
             partition: Partition::Parked,
@@ -142,56 +259,66 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             maybe_delivered_at: None,
         };
         check_stored_size(self.store.item_bytes(&parked))?;
-        if !self.store.place(&parked).await? {
-            // A concurrent `retry` of the same attempt parked it first.
-            if let Some(found) = self.store.find(&r.queue, next_id, &[Partition::Parked]).await? {
-                return Ok(retry_reply(r, next_id, &Found::Job(found)));
-            }
+        let keep = self
+            .config
+            .history_keep_for(true)
+            .unwrap_or(crate::config::RETRY_RECORD_KEEP);
+        let fence = History {
+            partition: home,
+            version: at_home.map_or(1, |h| h.version + 1),
+            attempt: r.attempt,
+            ..History::of(&parked, HistoryStatus::Dispatched, now, None, keep)
+        };
+        if !self.store.park_exhausted(&parked, &fence, at_home).await? {
+            return Ok(None);
         }
         info!(queue = %r.queue, job_id = %r.job_id, attempts = r.attempt, "attempts exhausted; parked");
-        Ok(JobReply {
+        Ok(Some(JobReply {
             duplicate: Some(false),
-            ..exhausted_reply(r, next_id, &parked)
-        })
+            ..exhausted_reply(r, &parked)
+        }))
     }
 }
 
 /// The reply when the attempt after `r.attempt` exists already: the first reply again, with
 /// `duplicate: true`.
-fn retry_reply(r: &Retry, next_id: &str, found: &Found) -> JobReply {
-    let reply = match found {
-        Found::Job(j) if j.parked.as_ref().is_some_and(|p| p.code == ATTEMPTS_EXHAUSTED) => {
-            exhausted_reply(r, next_id, j)
+fn retry_reply(r: &Retry, current: Option<&Current>) -> JobReply {
+    let reply = match current {
+        Some(Current::Stored(j)) if j.parked.as_ref().is_some_and(|p| p.code == ATTEMPTS_EXHAUSTED) => {
+            exhausted_reply(r, j)
         }
         // SQS refused the attempt: it is parked like any refused job.
-        Found::Job(j) if j.parked.is_some() => describe(j),
-        Found::Job(j) => JobReply {
+        Some(Current::Stored(j)) if j.parked.is_some() => describe(j),
+        Some(Current::Stored(j)) => JobReply {
             perform_at: Some(j.job.perform_at),
             version: Some(j.version),
             ..status_only(JobStatus::Scheduled, &r.queue, &r.job_id)
         },
-        Found::History(h) => JobReply {
+        Some(Current::Left(h)) => JobReply {
             perform_at: Some(h.perform_at),
             version: Some(h.version),
             message_id: h.message_id.clone().filter(|_| h.status == HistoryStatus::Dispatched),
             ..status_only(JobStatus::Scheduled, &r.queue, &r.job_id)
         },
+        None => status_only(JobStatus::Scheduled, &r.queue, &r.job_id),
     };
     JobReply {
-        job_id: r.job_id.clone(),
         duplicate: Some(true),
         attempt: Some(r.attempt + 1),
-        attempt_job_id: Some(next_id.to_owned()),
         ..reply
     }
 }
 
-fn exhausted_reply(r: &Retry, next_id: &str, parked: &StoredJob) -> JobReply {
+fn exhausted_reply(r: &Retry, parked: &StoredJob) -> JobReply {
     JobReply {
         reason: Some(ATTEMPTS_EXHAUSTED.to_owned()),
         attempts: Some(r.attempt),
-        attempt_job_id: Some(next_id.to_owned()),
+        attempt: Some(parked.job.attempt),
         parked_at: parked.parked.as_ref().map(|p| p.parked_at),
         ..status_only(JobStatus::Parked, &r.queue, &r.job_id)
     }
 }
+
+#[cfg(test)]
+#[path = "retry_decide_tests.rs"]
+mod decide_tests;

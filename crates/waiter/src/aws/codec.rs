@@ -18,8 +18,12 @@ use sqs_waiter_contract::{DEFAULT_PRIORITY, DEFAULT_WEIGHT, MAX_PRIORITY, MAX_WE
 
 pub type Item = HashMap<String, AttributeValue>;
 
+#[path = "codec_chain.rs"]
+mod chain;
 #[path = "codec_ledger.rs"]
 mod ledger;
+use chain::{decode_chain, decode_windows, encode_chain, encode_windows};
+pub use chain::{A_ATTEMPT, A_NAMES_ITSELF};
 pub(crate) use ledger::{decode_rate, encode_rate};
 
 pub const INDEX_NAME: &str = "scheduler-perform_at-index";
@@ -226,11 +230,8 @@ pub fn encode(s: &StoredJob) -> Item {
     if let Some(d) = &job.message_deduplication_id {
         item.insert(A_DEDUP_ID.into(), AttributeValue::S(d.clone()));
     }
-    if let Some(w) = &job.windows {
-        let (spans, zone) = w.encode();
-        item.insert(A_WINDOWS.into(), AttributeValue::S(spans));
-        item.insert(A_TIME_ZONE.into(), AttributeValue::S(zone));
-    }
+    encode_windows(&mut item, &job.windows);
+    encode_chain(&mut item, job.attempt, job.names_itself);
     if let Some(t) = s.maybe_delivered_at {
         item.insert(A_MAYBE_DELIVERED_AT.into(), n(t));
     }
@@ -318,6 +319,8 @@ pub const ATTRIBUTES_WITHOUT_MESSAGE: &[&str] = &[
     A_MAYBE_DELIVERED_AT,
     A_PRIORITY,
     A_WEIGHT,
+    A_ATTEMPT,
+    A_NAMES_ITSELF,
 ];
 
 /// The one item codec: item to job. Errors name the attribute. The item's strings (the body
@@ -361,7 +364,9 @@ fn take_t(item: &mut Item, name: &str) -> Result<Option<DateTime<Utc>>, String> 
 /// `View::Keys`, everything but the keys as absent).
 pub fn decode_view(queue: &QueueName, mut item: Item, view: View) -> Result<StoredJob, String> {
     let partition = decode_partition(queue, &item)?;
-    let message_attributes = decode_attributes(&item)?;
+    let mut message_attributes = decode_attributes(&item)?;
+    let (attempt, names_itself) = decode_chain(&item, &mut message_attributes)?;
+    let windows = decode_windows(&item)?;
     let version = match item.get(A_VERSION) {
         None => 1,
         Some(AttributeValue::N(v)) => v.parse().map_err(|_| format!("version is not a whole number: {v}"))?,
@@ -392,13 +397,11 @@ pub fn decode_view(queue: &QueueName, mut item: Item, view: View) -> Result<Stor
             expires_at: take_t(item, A_EXPIRES_AT)?,
             message_group_id: take_s(item, A_GROUP_ID)?,
             message_deduplication_id: take_s(item, A_DEDUP_ID)?,
-            windows: match (take_s(item, A_WINDOWS)?, take_s(item, A_TIME_ZONE)?) {
-                (Some(spans), Some(zone)) => Some(crate::windows::Windows::decode(&spans, &zone)?),
-                (None, None) => None,
-                _ => return Err("windows and time_zone go together".into()),
-            },
+            windows,
             priority: take_u16(item, A_PRIORITY, DEFAULT_PRIORITY, 0, MAX_PRIORITY)?,
             weight: take_u16(item, A_WEIGHT, DEFAULT_WEIGHT, 1, MAX_WEIGHT)?,
+            attempt,
+            names_itself,
         },
         partition,
         enqueued_at: take_t(item, A_ENQUEUED_AT)?.unwrap_or(perform_at),
@@ -430,6 +433,11 @@ pub fn encode_history(h: &History) -> Item {
     if let Some(t) = h.maybe_delivered_at {
         item.insert(A_MAYBE_DELIVERED_AT.into(), n(t));
     }
+    if let Some(e) = h.expires_at {
+        item.insert(A_EXPIRES_AT.into(), n(e));
+    }
+    encode_windows(&mut item, &h.windows);
+    encode_chain(&mut item, h.attempt, h.names_itself);
     if let Some(kept) = &h.message {
         item.insert(A_MESSAGE_BODY.into(), AttributeValue::S(kept.body.clone()));
         if let Some(attrs) = encode_attributes(&kept.attributes) {
@@ -447,8 +455,11 @@ pub fn decode_any(queue: &QueueName, item: Item) -> Result<Found, String> {
     let Some(status) = item.get(A_HISTORY) else {
         return decode(queue, item).map(Found::Job);
     };
+    let status = status.clone();
+    let mut attempt_carrier = decode_attributes(&item)?;
+    let (attempt, names_itself) = decode_chain(&item, &mut attempt_carrier)?;
     let item = &item;
-    let status = match status {
+    let status = match &status {
         AttributeValue::S(s) if s == "dispatched" => HistoryStatus::Dispatched,
         AttributeValue::S(s) if s == "cancelled" => HistoryStatus::Cancelled,
         AttributeValue::S(s) if s == "expired" => HistoryStatus::Expired,
@@ -481,6 +492,13 @@ pub fn decode_any(queue: &QueueName, item: Item) -> Result<Found, String> {
             None => None,
             Some(_) => Some(t(A_MAYBE_DELIVERED_AT)?),
         },
+        attempt,
+        names_itself,
+        expires_at: match item.get(A_EXPIRES_AT) {
+            None => None,
+            Some(_) => Some(t(A_EXPIRES_AT)?),
+        },
+        windows: decode_windows(item)?,
         message: match item.get(A_MESSAGE_BODY) {
             None => None,
             Some(AttributeValue::S(body)) => Some(Box::new(KeptMessage {

@@ -78,6 +78,8 @@ pub(super) enum Done<'a> {
         messages: Vec<OutgoingMessage>,
         sent_at: DateTime<Utc>,
         result: Result<Vec<EntryOutcome>, PortError>,
+        /// Entries not sent: they started too late (`plan::start_late`).
+        dropped: Vec<(Planned, Fate)>,
     },
     Removed {
         items: Vec<Retired>,
@@ -221,12 +223,22 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                         }
                         let sent_at = d.clock.now();
                         pin_arrivals(&call, &mut messages, sent_at);
-                        let result = d.queue.send_batch(queue, &messages).await;
+                        // Started after its delays were taken: what still may go, and when.
+                        let (call, messages, dropped) = match hold {
+                            None if sent_at > now => start_late(call, messages, now, sent_at),
+                            _ => (call, messages, Vec::new()),
+                        };
+                        let result = if messages.is_empty() {
+                            Ok(Vec::new())
+                        } else {
+                            d.queue.send_batch(queue, &messages).await
+                        };
                         Done::Sent {
                             call,
                             messages,
                             sent_at,
                             result,
+                            dropped,
                         }
                     }));
                 }
@@ -307,9 +319,13 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                     messages,
                     sent_at,
                     result,
+                    dropped,
                 } => {
                     sends -= 1;
-                    self.sending -= call.len();
+                    self.sending -= call.len() + dropped.len();
+                    for (p, fate) in dropped {
+                        self.settle_unsent(&p, fate);
+                    }
                     let quick = result.is_ok() && d.clock.now() - sent_at <= QUICK_SEND;
                     send_limit = if quick { (send_limit + 1).min(max_sends) } else { 1 };
                     match result {
@@ -472,23 +488,26 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
     /// arrives no earlier than planned and at most a second later; a job that would now arrive
     /// after its `expires_at` is dropped as expired, and one outside its windows left stored.
     fn retime(&mut self, call: Call, planned_at: DateTime<Utc>, now: DateTime<Utc>) -> Call {
-        let late = u32::try_from((now - planned_at).num_seconds().max(0)).unwrap_or(u32::MAX);
         let mut kept = Vec::with_capacity(call.len());
         for (p, delay) in call {
-            let delay = delay.map(|d| d.saturating_sub(late));
-            let arrival = now + TimeDelta::seconds(i64::from(delay.unwrap_or(0)));
-            if p.job.job.expires_in_flight(arrival) {
-                info!(queue = %self.queue, job_id = %p.job.job.job_id, "expired before its resend: dropped, not sent");
-                self.summary.expired += 1;
-                self.retire(&p.job, HistoryStatus::Expired, None);
-            } else if p.job.job.outside_windows_in_flight(arrival) {
-                // Its window closed meanwhile: the next run moves it to the next opening.
-                self.left_behind = true;
-            } else {
-                kept.push((p, delay));
+            match fate_at(&p.job, delay, planned_at, now) {
+                Fate::Send(delay) => kept.push((p, delay)),
+                fate => self.settle_unsent(&p, fate),
             }
         }
         kept
+    }
+
+    /// An entry not sent because it started late (`Fate`): an expired one is recorded as such;
+    /// one outside its windows stays stored, and the next run moves it to the next opening.
+    fn settle_unsent(&mut self, p: &Planned, fate: Fate) {
+        if fate == Fate::Expired {
+            info!(queue = %self.queue, job_id = %p.job.job.job_id, "expired before its late send: dropped, not sent");
+            self.summary.expired += 1;
+            self.retire(&p.job, HistoryStatus::Expired, None);
+        } else {
+            self.left_behind = true;
+        }
     }
 
     /// Queues a job's removal; with history on (or for a retried job), its record is put in its
@@ -498,7 +517,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
         self.deletes.push(Retired {
             key: job.key(),
             edition: job.edition(),
-            record: self.d.config.history_keep_for(job.job.attempt().is_some()).map(|keep| {
+            record: self.d.config.history_keep_for(job.job.is_retried()).map(|keep| {
                 History::of(job, status, now, message_id, keep).keeping_message(&job.job, self.d.config.history_body)
             }),
         });

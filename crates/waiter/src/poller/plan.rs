@@ -78,6 +78,65 @@ pub(super) fn plan(
     }))
 }
 
+/// What becomes of an entry of a call planned at `planned_at` and sent at `now`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Fate {
+    /// Sent, with this delay.
+    Send(Option<u32>),
+    /// It would now arrive after its `expires_at`: dropped, recorded as expired.
+    Expired,
+    /// It would now arrive outside its windows: left stored; the next run moves it.
+    OutsideWindows,
+}
+
+/// An entry's delay shortened by the whole seconds since `planned_at`, so it arrives no earlier
+/// than planned and at most a second later, unless it would then arrive expired or outside its
+/// windows (the one rule for every late send).
+pub(super) fn fate_at(job: &StoredJob, delay: Option<u32>, planned_at: DateTime<Utc>, now: DateTime<Utc>) -> Fate {
+    let late = u32::try_from((now - planned_at).num_seconds().max(0)).unwrap_or(u32::MAX);
+    let delay = delay.map(|d| d.saturating_sub(late));
+    let arrival = now + TimeDelta::seconds(i64::from(delay.unwrap_or(0)));
+    if job.job.expires_in_flight(arrival) {
+        Fate::Expired
+    } else if job.job.outside_windows_in_flight(arrival) {
+        Fate::OutsideWindows
+    } else {
+        Fate::Send(delay)
+    }
+}
+
+/// A call whose send started at `sent_at`, after `prepared_at` when its delays were taken (the
+/// run prepared other batches first, with calls of their own): each entry as `fate_at` says,
+/// an entry moved to a booked second (its delay pinned at the send) checked at that arrival.
+/// Returns the entries still sent, their messages, and the others with their fates.
+pub(super) fn start_late(
+    call: super::drain::Call,
+    messages: Vec<crate::ports::OutgoingMessage>,
+    prepared_at: DateTime<Utc>,
+    sent_at: DateTime<Utc>,
+) -> (
+    super::drain::Call,
+    Vec<crate::ports::OutgoingMessage>,
+    Vec<(Planned, Fate)>,
+) {
+    let (mut kept, mut kept_messages, mut dropped) = (Vec::new(), Vec::new(), Vec::new());
+    for ((p, delay), mut m) in call.into_iter().zip(messages) {
+        let fate = match p.arrive_in {
+            Some(_) => fate_at(&p.job, m.delay_seconds, sent_at, sent_at),
+            None => fate_at(&p.job, delay, prepared_at, sent_at),
+        };
+        match fate {
+            Fate::Send(delay) => {
+                m.delay_seconds = delay;
+                kept.push((p, delay));
+                kept_messages.push(m);
+            }
+            other => dropped.push((p, other)),
+        }
+    }
+    (kept, kept_messages, dropped)
+}
+
 /// FIFO queues take no per-message delay.
 pub(super) fn delay_at(job: &StoredJob, fifo: bool, sent_at: DateTime<Utc>) -> Option<u32> {
     (!fifo).then(|| delay_for(job.job.perform_at, sent_at))
@@ -106,4 +165,60 @@ pub fn batch_len(pending: &VecDeque<Planned>, window: TimeDelta) -> usize {
 pub fn next_batch(pending: &mut VecDeque<Planned>, window: TimeDelta) -> Vec<Planned> {
     let n = batch_len(pending, window);
     pending.drain(..n).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ports::OutgoingMessage;
+    use crate::testing::stored;
+
+    #[test]
+    fn a_send_that_starts_after_its_delays_were_taken_drops_what_would_arrive_expired() {
+        let due = DateTime::parse_from_rfc3339("2026-12-01T09:00:07.25Z")
+            .unwrap()
+            .to_utc();
+        let mut job = stored("orders", "j", due, 1);
+        job.job.expires_at = Some(due + TimeDelta::milliseconds(450));
+        let mut other = stored("orders", "k", due, 1);
+        other.job.expires_at = None;
+        // Prepared one second before it is due (delay 1), started 550 ms later: 1 s of delay
+        // would land it 550 ms late, past `j`'s expiry; `k` has none and still goes.
+        let prepared_at = due - TimeDelta::seconds(1);
+        let sent_at = prepared_at + TimeDelta::milliseconds(550);
+        let planned = |j: StoredJob| Planned {
+            send_at: prepared_at,
+            bytes: j.job.message_bytes(),
+            job: j,
+            arrive_in: None,
+        };
+        let call = vec![(planned(job.clone()), Some(1)), (planned(other.clone()), Some(1))];
+        let messages = vec![
+            OutgoingMessage::for_job(&job.job, job.edition(), Some(1)),
+            OutgoingMessage::for_job(&other.job, other.edition(), Some(1)),
+        ];
+        let (kept, kept_messages, dropped) = start_late(call, messages, prepared_at, sent_at);
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].0.job.job.job_id, "k");
+        assert_eq!(
+            kept_messages[0].delay_seconds,
+            Some(1),
+            "under a second late: the delay stays"
+        );
+        assert_eq!(dropped.len(), 1);
+        assert_eq!(
+            (dropped[0].0.job.job.job_id.as_str(), dropped[0].1),
+            ("j", Fate::Expired)
+        );
+        // Started two seconds late, the delay is shortened by both: never early, at most 1 s late.
+        assert_eq!(
+            fate_at(
+                &other,
+                Some(5),
+                prepared_at,
+                prepared_at + TimeDelta::milliseconds(2_300)
+            ),
+            Fate::Send(Some(3))
+        );
+    }
 }

@@ -133,6 +133,13 @@ pub struct History {
     pub message: Option<Box<KeptMessage>>,
     /// The job's `maybe_delivered_at`: a crashed run may have delivered it before it left.
     pub maybe_delivered_at: Option<DateTime<Utc>>,
+    /// The attempt that left (1 for a job never retried): a `retry` of it schedules the next
+    /// over this record; a `retry` of an earlier one is stale.
+    pub attempt: u32,
+    /// What the job's next attempt keeps (docs/contract.md "One job across its attempts").
+    pub names_itself: bool,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub windows: Option<crate::windows::Windows>,
 }
 
 /// What a history record keeps of its job's message (`WAITER_HISTORY_BODY`): enough to send a
@@ -179,6 +186,10 @@ impl History {
             purge_at: at + keep,
             message: None,
             maybe_delivered_at: job.maybe_delivered_at,
+            attempt: job.job.attempt,
+            names_itself: job.job.names_itself,
+            expires_at: job.job.expires_at,
+            windows: job.job.windows.clone(),
         }
     }
 

@@ -54,6 +54,22 @@ pub trait Jobs: Send + Sync + 'static {
             .collect())
     }
 
+    /// Writes a job's next attempt in place of the history record its last attempt left (the
+    /// same key), if the key still holds that record (its version); `false`, and nothing
+    /// written, when it holds anything else.
+    async fn put_over(&self, job: &StoredJob, record: &History) -> Result<bool, PortError>;
+
+    /// Parks a job whose attempts ran out and leaves `home` at its home key, in one
+    /// transaction: only if the home key still holds `over` (that record's version), or nothing
+    /// when `over` is `None`, and the parked partition holds nothing under the id. `false`, and
+    /// nothing written, otherwise: a concurrent `retry` scheduled or parked it first.
+    async fn park_exhausted(
+        &self,
+        parked: &StoredJob,
+        home: &History,
+        over: Option<&History>,
+    ) -> Result<bool, PortError>;
+
     /// Writes a history record for a job sent straight to SQS, unless its key holds a job.
     async fn record(&self, history: &History) -> Result<(), PortError>;
 

@@ -181,6 +181,23 @@ impl<S: JobStore> Jobs for FaultyStore<S> {
         faulty!(self.faults, "PutItem", self.inner.record(h).await)
     }
 
+    async fn put_over(&self, job: &StoredJob, record: &History) -> Result<bool, PortError> {
+        faulty!(self.faults, "PutItem", self.inner.put_over(job, record).await)
+    }
+
+    async fn park_exhausted(
+        &self,
+        parked: &StoredJob,
+        home: &History,
+        over: Option<&History>,
+    ) -> Result<bool, PortError> {
+        faulty!(
+            self.faults,
+            "TransactWriteItems",
+            self.inner.park_exhausted(parked, home, over).await
+        )
+    }
+
     async fn cancel(&self, current: &StoredJob, record: Option<&History>) -> Result<RemoveOutcome, PortError> {
         faulty!(
             token: self.faults,

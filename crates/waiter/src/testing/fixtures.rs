@@ -55,6 +55,8 @@ pub fn stored(queue: &str, id: &str, perform_at: DateTime<Utc>, shards: u32) -> 
             windows: None,
             priority: sqs_waiter_contract::DEFAULT_PRIORITY,
             weight: sqs_waiter_contract::DEFAULT_WEIGHT,
+            attempt: 1,
+            names_itself: false,
             queue: q,
         },
         enqueued_at: perform_at,

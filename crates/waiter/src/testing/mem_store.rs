@@ -206,6 +206,42 @@ impl Jobs for MemStore {
             .collect())
     }
 
+    async fn put_over(&self, job: &StoredJob, record: &History) -> Result<bool, PortError> {
+        too_large(self.item_bytes(job))?;
+        let k = mem_key(&job.job.queue, &job.partition, &job.job.job_id);
+        let mut s = self.state.lock().unwrap();
+        let holds_record = !s.items.contains_key(&k) && s.history.get(&k).is_some_and(|h| h.version == record.version);
+        if holds_record {
+            s.write(k, Some(job.clone()), self.index_lag);
+        }
+        Ok(holds_record)
+    }
+
+    async fn park_exhausted(
+        &self,
+        parked: &StoredJob,
+        home: &History,
+        over: Option<&History>,
+    ) -> Result<bool, PortError> {
+        too_large(self.item_bytes(parked))?;
+        let queue = &parked.job.queue;
+        let home_key = mem_key(queue, &home.partition, &home.job_id);
+        let parked_key = mem_key(queue, &Partition::Parked, &parked.job.job_id);
+        let mut s = self.state.lock().unwrap();
+        let home_as_read = !s.items.contains_key(&home_key)
+            && match over {
+                Some(r) => s.history.get(&home_key).is_some_and(|h| h.version == r.version),
+                None => !s.history.contains_key(&home_key),
+            };
+        let parked_free = !s.items.contains_key(&parked_key) && !s.history.contains_key(&parked_key);
+        if !(home_as_read && parked_free) {
+            return Ok(false);
+        }
+        s.history.insert(home_key, home.clone());
+        s.write(parked_key, Some(parked.clone()), self.index_lag);
+        Ok(true)
+    }
+
     async fn record(&self, history: &History) -> Result<(), PortError> {
         let k = mem_key(&history.queue, &history.partition, &history.job_id);
         let mut s = self.state.lock().unwrap();
@@ -368,6 +404,8 @@ impl DueIndex for MemStore {
                             windows: None,
                             priority: j.job.priority,
                             weight: j.job.weight,
+                            attempt: 1,
+                            names_itself: false,
                         },
                         enqueued_at: j.job.perform_at,
                         parked: None,

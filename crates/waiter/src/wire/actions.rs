@@ -7,7 +7,7 @@ use super::decode::Decoded;
 use super::field_rules::*;
 use crate::config::QueueName;
 use crate::error::InvalidRequest;
-use crate::job::Attributes;
+use crate::job::{without_reserved, Attributes};
 use crate::windows::Windows;
 
 pub use sqs_waiter_contract::ListStatus;
@@ -152,7 +152,11 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Reschedule>> for Reschedule {
         let perform_at = when(&given, r.delay_seconds, r.perform_at, now)?
             .ok_or_else(|| InvalidRequest::new("perform_at", "is required (or delay_seconds)"))?;
         let message_body = r.message_body.map(|b| check_message_body(&given, b)).transpose()?;
-        let message_attributes = r.message_attributes.map(|a| check_attributes(&given, a)).transpose()?;
+        // Checked as given, then ours replace any `waiter.*` ones (the job's attempt is kept).
+        let message_attributes = r
+            .message_attributes
+            .map(|a| check_attributes(&given, a).map(without_reserved))
+            .transpose()?;
         let windows = check_windows(r.windows, r.time_zone)?;
         let expires_at = match r.expires_at {
             Some(Some(t)) => {
@@ -201,7 +205,7 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Reschedule>> for Reschedule {
 pub struct Replay {
     pub queue: QueueName,
     pub job_id: String,
-    /// `None`: the default, `{job_id}:r{version}` of the record replayed.
+    /// `None`: the default, `{job_id}~{version}` of the record replayed.
     pub new_job_id: Option<String>,
     /// `None`: now.
     pub perform_at: Option<DateTime<Utc>>,
@@ -217,7 +221,7 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Replay>> for Replay {
             job_id: check_job_id(&given.name("job_id"), r.job_id)?,
             new_job_id: r
                 .new_job_id
-                .map(|id| check_job_id(&given.name("new_job_id"), id))
+                .map(|id| check_new_job_id(&given.name("new_job_id"), id))
                 .transpose()?,
             perform_at: when(&given, r.delay_seconds, r.perform_at, now)?,
         })

@@ -14,7 +14,7 @@ use crate::limits::{
 };
 use crate::time;
 use crate::windows::Windows;
-use sqs_waiter_contract::{DEFAULT_WEIGHT, MAX_PRIORITY, MAX_WEIGHT};
+use sqs_waiter_contract::{DEFAULT_PRIORITY, DEFAULT_WEIGHT, MAX_PRIORITY, MAX_WEIGHT};
 
 pub(crate) use super::sqs_rules::{check_attributes, check_sqs_chars};
 /// Default and largest `limit` of a paged listing, so one reply stays far below Lambda's 6 MB.
@@ -91,14 +91,17 @@ pub(crate) fn check_message(given: &Given, job: &Job) -> Result<(), InvalidReque
     if sent.len() > SQS_MAX_MESSAGE_ATTRIBUTES {
         let field = if job.weight != DEFAULT_WEIGHT {
             "weight"
-        } else {
+        } else if job.priority != DEFAULT_PRIORITY {
             "priority"
+        } else {
+            "message_attributes"
         };
         return Err(InvalidRequest::new(
             given.name(field),
             format!(
-                "leaves no room in message_attributes: a {field} other than the default travels as \
-                 waiter.{field}, and SQS allows at most {SQS_MAX_MESSAGE_ATTRIBUTES} attributes ({} given)",
+                "leaves no room in message_attributes: ours travel with the message (waiter.attempt from the \
+                 second attempt, waiter.job_id on a replayed copy, waiter.priority and waiter.weight when not \
+                 the defaults), and SQS allows at most {SQS_MAX_MESSAGE_ATTRIBUTES} attributes ({} given)",
                 job.message_attributes.len()
             ),
         ));
@@ -199,11 +202,28 @@ pub(crate) fn check_job_id(field: &str, id: String) -> Result<String, InvalidReq
     }
     if !id
         .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'))
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-' | COPY_MARK))
     {
         return Err(InvalidRequest::new(
             field,
-            "must contain only A-Z, a-z, 0-9 and _ . : -",
+            "must contain only A-Z, a-z, 0-9 and _ . : - (and ~ in a replayed copy's id)",
+        ));
+    }
+    Ok(id)
+}
+
+/// Marks a replayed copy's default id, `{job_id}~{version}`: the one character a caller's own
+/// `job_id` may not hold, so that no caller's id can ever name a copy.
+pub(crate) const COPY_MARK: u8 = b'~';
+
+/// A `job_id` the caller chooses for a new job (`enqueue`, `replay`'s `new_job_id`): as any id,
+/// without `~`.
+pub(crate) fn check_new_job_id(field: &str, id: String) -> Result<String, InvalidRequest> {
+    let id = check_job_id(field, id)?;
+    if id.bytes().any(|b| b == COPY_MARK) {
+        return Err(InvalidRequest::new(
+            field,
+            "must contain only A-Z, a-z, 0-9 and _ . : - (~ is kept for the ids of replayed copies)",
         ));
     }
     Ok(id)

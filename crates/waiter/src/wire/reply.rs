@@ -83,7 +83,6 @@ pub(crate) fn status_only(status: JobStatus, queue: &QueueName, job_id: &str) ->
         expired_at: None,
         replay_of: None,
         attempt: None,
-        attempt_job_id: None,
         attempts: None,
         reason: None,
         priority: None,
@@ -113,6 +112,7 @@ pub(crate) fn describe_history(h: &History) -> JobReply {
     let mut r = JobReply {
         perform_at: Some(h.perform_at),
         version: Some(h.version),
+        attempt: (h.attempt > 1).then_some(h.attempt),
         maybe_delivered_at: h.maybe_delivered_at,
         ..status_only(status, &h.queue, &h.job_id)
     };
@@ -175,10 +175,8 @@ pub(crate) fn describe(stored: &StoredJob) -> JobReply {
             code: p.code.clone(),
             message: p.message.clone(),
         }),
-        attempt: job.attempt(),
-        attempts: exhausted
-            .then(|| job.attempt().and_then(|a| a.checked_sub(1)))
-            .flatten(),
+        attempt: job.is_retried().then_some(job.attempt),
+        attempts: exhausted.then(|| job.attempt.saturating_sub(1)),
         reason: exhausted.then(|| ATTEMPTS_EXHAUSTED.to_owned()),
         priority: Some(job.priority),
         weight: Some(job.weight),

@@ -18,12 +18,12 @@ use super::decode::Decoded;
 use super::normalise::kind;
 use crate::config::{Config, QueueName};
 use crate::error::InvalidRequest;
-use crate::job::{Job, MAX_JOBS_PER_REQUEST};
+use crate::job::{without_reserved, Job, MAX_JOBS_PER_REQUEST};
 use crate::time;
 use crate::wire::field_rules::{
     check_attributes, check_expires_at, check_expiry, check_fifo_id, check_job_id, check_job_ids, check_limit,
-    check_message, check_message_body, check_priority, check_queue, check_weight, check_windows, when,
-    DEFAULT_PAGE_LIMIT,
+    check_message, check_message_body, check_new_job_id, check_priority, check_queue, check_weight, check_windows,
+    when, DEFAULT_PAGE_LIMIT,
 };
 use sqs_waiter_contract::{DEFAULT_PRIORITY, DEFAULT_WEIGHT};
 
@@ -231,7 +231,8 @@ impl TryFrom<Decoded<'_, JobRequest>> for Job {
         let (j, given, now) = (d.request, d.given, d.now);
         let queue = check_queue(&given, &j.queue, d.config)?;
         let message_body = check_message_body(&given, j.message_body)?;
-        let message_attributes = check_attributes(&given, j.message_attributes)?;
+        // Checked as given, then ours replace any `waiter.*` ones.
+        let message_attributes = without_reserved(check_attributes(&given, j.message_attributes)?);
         let priority = check_priority(&given, j.priority, DEFAULT_PRIORITY)?;
         let weight = check_weight(&given, j.weight, DEFAULT_WEIGHT)?;
         let perform_at = when(&given, j.delay_seconds, j.perform_at, now)?
@@ -248,7 +249,7 @@ impl TryFrom<Decoded<'_, JobRequest>> for Job {
         };
         let (job_id, job_id_given) = match j.job_id {
             None => (uuid::Uuid::new_v4().to_string(), false),
-            Some(id) => (check_job_id(&given.name("job_id"), id)?, true),
+            Some(id) => (check_new_job_id(&given.name("job_id"), id)?, true),
         };
         let fifo_id = |field: &str, id: Option<String>| id.map(|id| check_fifo_id(&given.name(field), id)).transpose();
         let message_group_id = fifo_id("message_group_id", j.message_group_id)?;
@@ -276,6 +277,8 @@ impl TryFrom<Decoded<'_, JobRequest>> for Job {
             windows,
             priority,
             weight,
+            attempt: 1,
+            names_itself: false,
         };
         check_message(&given, &job)?;
         Ok(job)

@@ -2,9 +2,9 @@
 //! send again and the backoff with its defaults applied.
 
 use sqs_waiter_contract::{
-    DEFAULT_BASE_S, DEFAULT_FACTOR, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_S, DEFAULT_PRIORITY, DEFAULT_WEIGHT, MAX_ATTEMPT,
-    MAX_BASE_S, MAX_ERROR_CHARS, MAX_FACTOR, MAX_MAX_S, PRIORITY_ATTRIBUTE, RESERVED_ATTRIBUTE_PREFIX,
-    WEIGHT_ATTRIBUTE,
+    DEFAULT_BASE_S, DEFAULT_FACTOR, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_S, DEFAULT_PRIORITY, DEFAULT_WEIGHT,
+    JOB_ID_ATTRIBUTE, MAX_ATTEMPT, MAX_ATTEMPT_NUMBER, MAX_BASE_S, MAX_ERROR_CHARS, MAX_FACTOR, MAX_MAX_S,
+    PRIORITY_ATTRIBUTE, WEIGHT_ATTRIBUTE,
 };
 
 use super::decode::Decoded;
@@ -12,7 +12,7 @@ use super::field_rules::*;
 use crate::backoff::Backoff;
 use crate::config::QueueName;
 use crate::error::InvalidRequest;
-use crate::job::{Attributes, MAX_JOB_ID_CHARS};
+use crate::job::{without_reserved, Attributes};
 use crate::limits::SQS_MAX_MESSAGE_ATTRIBUTES;
 
 /// `{"action": "retry", ...}`.
@@ -20,8 +20,11 @@ use crate::limits::SQS_MAX_MESSAGE_ATTRIBUTES;
 pub struct Retry {
     pub queue: QueueName,
     pub job_id: String,
-    /// The attempt that failed, 1 to `MAX_ATTEMPT`.
+    /// The attempt that failed, 1 to `MAX_ATTEMPT_NUMBER`.
     pub attempt: u32,
+    /// The message named the job (`waiter.job_id`, a replayed copy's): its next attempt does too,
+    /// even when no record of the copy is left to say so.
+    pub names_itself: bool,
     pub message_body: String,
     /// The caller's attributes, `waiter.*` ones left out (ours replace them).
     pub message_attributes: Attributes,
@@ -34,16 +37,6 @@ pub struct Retry {
     pub weight: u16,
 }
 
-/// The id attempt `attempt` of `job_id` is stored under: each attempt is a job of its own, so
-/// that the store's conditional put by id is the idempotency of `retry` by (id, attempt).
-pub fn attempt_job_id(job_id: &str, attempt: u32) -> String {
-    format!("{job_id}:a{attempt}")
-}
-
-/// The longest `job_id` a `retry` takes: room is left for the attempt suffix, whose number has
-/// at most 5 digits (`MAX_ATTEMPT` + 2, the attempt after next, is 10002).
-pub const MAX_RETRY_JOB_ID_CHARS: usize = MAX_JOB_ID_CHARS - ":a".len() - 5;
-
 impl TryFrom<Decoded<'_, sqs_waiter_contract::Retry>> for Retry {
     type Error = InvalidRequest;
 
@@ -51,15 +44,7 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Retry>> for Retry {
         let (r, given) = (d.request, d.given);
         let queue = check_queue(&given, &r.queue, d.config)?;
         let job_id = check_job_id(&given.name("job_id"), r.job_id)?;
-        if job_id.chars().count() > MAX_RETRY_JOB_ID_CHARS {
-            return Err(InvalidRequest::new(
-                given.name("job_id"),
-                format!(
-                    "must be at most {MAX_RETRY_JOB_ID_CHARS} characters for retry (each attempt is stored as {{job_id}}:a{{attempt}})"
-                ),
-            ));
-        }
-        let attempt = in_range("attempt", r.attempt, 1, u64::from(MAX_ATTEMPT))? as u32;
+        let attempt = in_range("attempt", r.attempt, 1, u64::from(MAX_ATTEMPT_NUMBER))? as u32;
         let max_attempts = in_range(
             "max_attempts",
             r.max_attempts.unwrap_or(u64::from(DEFAULT_MAX_ATTEMPTS)),
@@ -67,7 +52,7 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Retry>> for Retry {
             u64::from(MAX_ATTEMPT),
         )? as u32;
         let message_body = check_message_body(&given, r.message_body)?;
-        let mut attributes = r.message_attributes;
+        let attributes = r.message_attributes;
         // The job's priority and weight, as its message carried them, unless given anew.
         let carried = |name: &str| {
             attributes
@@ -81,7 +66,10 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Retry>> for Retry {
             DEFAULT_PRIORITY,
         )?;
         let weight = check_weight(&given, r.weight.or_else(|| carried(WEIGHT_ATTRIBUTE)), DEFAULT_WEIGHT)?;
-        attributes.retain(|name, _| !name.starts_with(RESERVED_ATTRIBUTE_PREFIX));
+        let names_itself = attributes
+            .get(JOB_ID_ATTRIBUTE)
+            .is_some_and(|a| a.string_value.as_deref() == Some(job_id.as_str()));
+        let attributes = without_reserved(attributes);
         if attributes.len() >= SQS_MAX_MESSAGE_ATTRIBUTES {
             return Err(InvalidRequest::new(
                 given.name("message_attributes"),
@@ -129,6 +117,7 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Retry>> for Retry {
             queue,
             job_id,
             attempt,
+            names_itself,
             message_body,
             message_attributes,
             message_group_id,

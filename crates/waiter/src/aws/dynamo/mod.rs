@@ -31,6 +31,7 @@ use crate::ports::{
 };
 
 mod calls;
+mod chain;
 mod conditions;
 mod lease;
 mod rate;
@@ -154,6 +155,19 @@ impl Jobs for DynamoStore {
             .into_iter()
             .collect::<Result<_, _>>()?;
         Ok(chunks.into_iter().flatten().collect())
+    }
+
+    async fn put_over(&self, job: &StoredJob, record: &History) -> Result<bool, PortError> {
+        self.put_job_over(job, record).await
+    }
+
+    async fn park_exhausted(
+        &self,
+        parked: &StoredJob,
+        home: &History,
+        over: Option<&History>,
+    ) -> Result<bool, PortError> {
+        self.park_attempts_exhausted(parked, home, over).await
     }
 
     async fn record(&self, history: &History) -> Result<(), PortError> {

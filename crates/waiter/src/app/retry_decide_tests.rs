@@ -1,0 +1,94 @@
+//! `decide` and `current_of`: what a `retry` of attempt n does for each state of the job's id.
+
+use chrono::{TimeDelta, Utc};
+
+use super::*;
+use crate::testing::stored;
+
+fn stored_job(id: &str) -> StoredJob {
+    stored("orders", id, Utc::now(), 1)
+}
+
+fn left(attempt: u32, status: HistoryStatus) -> Current {
+    let mut j = stored_job("j");
+    j.job.attempt = attempt;
+    Current::Left(History::of(&j, status, Utc::now(), None, TimeDelta::days(14)))
+}
+
+fn pending(attempt: u32) -> Current {
+    let mut j = stored_job("j");
+    j.job.attempt = attempt;
+    Current::Stored(j)
+}
+
+#[test]
+fn nothing_known_or_the_failed_attempt_sent_makes_the_next() {
+    assert_eq!(decide(1, None), Decision::Next);
+    assert_eq!(decide(1, Some(&left(1, HistoryStatus::Dispatched))), Decision::Next);
+    assert_eq!(decide(4, Some(&left(4, HistoryStatus::Dispatched))), Decision::Next);
+    // An earlier record (a chain stored under `{id}:a{n}` before the upgrade) does not block.
+    assert_eq!(decide(3, Some(&left(1, HistoryStatus::Dispatched))), Decision::Next);
+}
+
+#[test]
+fn the_next_attempt_existing_is_a_duplicate_and_a_later_one_a_conflict() {
+    assert_eq!(decide(1, Some(&pending(2))), Decision::Duplicate);
+    assert_eq!(
+        decide(1, Some(&left(2, HistoryStatus::Dispatched))),
+        Decision::Duplicate
+    );
+    assert_eq!(decide(1, Some(&pending(3))), Decision::Conflict(3));
+    assert_eq!(
+        decide(1, Some(&left(3, HistoryStatus::Dispatched))),
+        Decision::Conflict(3)
+    );
+    // A pending attempt the report cannot come from (never delivered yet): nothing is made.
+    assert_eq!(decide(2, Some(&pending(2))), Decision::Conflict(2));
+    assert_eq!(decide(2, Some(&pending(1))), Decision::Conflict(1));
+}
+
+#[test]
+fn a_cancelled_chain_schedules_nothing_for_any_attempt_up_to_the_cancelled_one() {
+    for failed in 1..=3 {
+        assert_eq!(
+            decide(failed, Some(&left(3, HistoryStatus::Cancelled))),
+            Decision::Cancelled(3),
+            "{failed}"
+        );
+    }
+    assert_eq!(
+        decide(4, Some(&left(3, HistoryStatus::Cancelled))),
+        Decision::Conflict(3)
+    );
+}
+
+#[test]
+fn the_latest_attempt_wins_and_a_stored_one_over_a_record_of_the_same() {
+    let now = Utc::now();
+    let record = |attempt: u32, keep: i64| {
+        let mut j = stored_job("j");
+        j.job.attempt = attempt;
+        Found::History(History::of(
+            &j,
+            HistoryStatus::Dispatched,
+            now,
+            None,
+            TimeDelta::seconds(keep),
+        ))
+    };
+    let job = |attempt: u32| {
+        let mut j = stored_job("j");
+        j.job.attempt = attempt;
+        Found::Job(j)
+    };
+    assert_eq!(current_of(&[record(2, 60), job(3)], now).map(|c| c.attempt()), Some(3));
+    assert!(matches!(
+        current_of(&[record(3, 60), job(3)], now),
+        Some(Current::Stored(_))
+    ));
+    assert_eq!(
+        current_of(&[record(5, -1)], now),
+        None,
+        "a record past its time is forgotten"
+    );
+}
