@@ -46,6 +46,16 @@ async fn one(rig: &Rig, wait: Duration, settle: Duration) -> Received {
     got.remove(0)
 }
 
+/// The parked jobs of queue `orders`, one page.
+async fn parked_of(client: &Client) -> sqs_waiter_client::ParkedReply {
+    let page = ListParked {
+        queue: "orders".into(),
+        limit: None,
+        cursor: None,
+    };
+    client.parked(&page).await.expect("list_parked")
+}
+
 fn never_early(r: &Received, due: Option<DateTime<Utc>>) {
     let due = due.expect("perform_at in the reply");
     assert!(r.at >= due, "arrived at {} before its time {due}", r.at);
@@ -113,14 +123,7 @@ async fn a_received_message_is_retried_at_its_backoff_until_parked_and_redrive_s
         (JobStatus::Parked, Some("attempts_exhausted"), Some(3)),
         "{exhausted:?}"
     );
-    let parked = client
-        .parked(&ListParked {
-            queue: "orders".into(),
-            limit: None,
-            cursor: None,
-        })
-        .await
-        .unwrap();
+    let parked = parked_of(&client).await;
     assert_eq!(
         (
             parked.jobs[0].job_id.as_str(),
@@ -305,14 +308,7 @@ async fn an_attempt_keeps_its_expiry_and_exhaustion_is_one_transition() {
         client.retry("orders", "x-1", &message, &more),
     );
     let (a, b) = (a.unwrap(), b.unwrap());
-    let parked = client
-        .parked(&ListParked {
-            queue: "orders".into(),
-            limit: None,
-            cursor: None,
-        })
-        .await
-        .unwrap();
+    let parked = parked_of(&client).await;
     let scheduled = client.get("orders", "x-1").await.unwrap();
     println!("racing retries answered {:?} and {:?}", a.status, b.status);
     assert_eq!(
@@ -342,21 +338,26 @@ async fn the_example_consumer_retries_what_it_failed_on_and_reports_only_what_it
                "attributes": {"ApproximateReceiveCount": "1", "MessageGroupId": "g-1"}, "messageAttributes": {}})
     };
     let record = |id: &str, body: serde_json::Value| record_on("orders", id, body);
+    // The consumer's reply to one SqsEvent, through Lambda Invoke.
+    let consume = |event: &serde_json::Value| {
+        let invoke = lambda
+            .invoke()
+            .function_name("retry-consumer")
+            .payload(aws_sdk_lambda::primitives::Blob::new(event.to_string()));
+        let log = || consumer.log();
+        async move {
+            let out = invoke.send().await.unwrap_or_else(|e| panic!("{e:?}\n{}", log()));
+            assert_eq!(out.function_error(), None, "{}", log());
+            serde_json::from_slice::<serde_json::Value>(out.payload().expect("a reply").as_ref()).expect("JSON")
+        }
+    };
     let event = json!({"Records": [
         record("m-ok", json!({"order_id": "o-ok"})),
         record("m-fail", json!({"order_id": "o-fail", "outcome": "fail"})),
         record("m-bad", json!({"order_id": "not an id!", "outcome": "fail"})),
     ]});
     let start = Utc::now();
-    let out = lambda
-        .invoke()
-        .function_name("retry-consumer")
-        .payload(aws_sdk_lambda::primitives::Blob::new(event.to_string()))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", consumer.log()));
-    assert_eq!(out.function_error(), None, "{}", consumer.log());
-    let reply: serde_json::Value = serde_json::from_slice(out.payload().unwrap().as_ref()).unwrap();
+    let reply = consume(&event).await;
     assert_eq!(
         reply["batchItemFailures"],
         json!([{"itemIdentifier": "m-bad"}]),
@@ -375,14 +376,7 @@ async fn the_example_consumer_retries_what_it_failed_on_and_reports_only_what_it
         record_on("jobs.fifo", "f-2", json!({"order_id": "f-2", "outcome": "fail"})),
         record_on("jobs.fifo", "f-3", json!({"order_id": "f-3"})),
     ]});
-    let out = lambda
-        .invoke()
-        .function_name("retry-consumer")
-        .payload(aws_sdk_lambda::primitives::Blob::new(event.to_string()))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", consumer.log()));
-    let reply: serde_json::Value = serde_json::from_slice(out.payload().unwrap().as_ref()).unwrap();
+    let reply = consume(&event).await;
     assert_eq!(
         reply["batchItemFailures"],
         json!([{"itemIdentifier": "f-bad"}, {"itemIdentifier": "f-2"}, {"itemIdentifier": "f-3"}]),

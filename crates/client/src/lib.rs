@@ -193,7 +193,9 @@ impl Client {
 
     /// Hands back a message the consumer failed on: the next attempt at the request's backoff
     /// (`scheduled`, with `attempt`), `duplicate: true` for an attempt handed back already,
-    /// `conflict` for an older one, or `parked` when `max_attempts` is reached.
+    /// `conflict` for an older one (with the current `attempt`), `cancelled` when an operator
+    /// cancelled the job, `expired` when the next attempt would arrive after its `expires_at`, or
+    /// `parked` when `max_attempts` is reached. Every one of them means: delete the message.
     pub async fn retry_request(&self, request: &Retry) -> Result<JobReply, Error> {
         self.call(request).await
     }

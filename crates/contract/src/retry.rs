@@ -47,7 +47,8 @@ pub const ATTEMPTS_EXHAUSTED: &str = "attempts_exhausted";
 pub struct Retry {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
-    /// The job's id: the same for every attempt.
+    /// The job's id, the same for every attempt: the one its message names in `waiter.job_id`
+    /// (a replayed copy), else the one it was enqueued under.
     pub job_id: String,
     /// The attempt that just failed, from 1 (the first delivery). The next is `attempt + 1`.
     pub attempt: u64,

@@ -54,6 +54,7 @@ where
                         perform_at: Some(next.job.perform_at),
                         version: Some(next.version),
                         maybe_delivered_at: next.maybe_delivered_at,
+                        attempt: next.job.is_retried().then_some(next.job.attempt),
                         ..status(JobStatus::Rescheduled)
                     });
                 }

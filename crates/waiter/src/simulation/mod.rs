@@ -28,7 +28,10 @@
 //! - FIFO order per group: of two jobs of a group stored well before the earlier one fell due,
 //!   the earlier is delivered first;
 //! - retries (consumers handing back what they received, `retries`): one scheduled attempt per
-//!   (id, attempt), none lost, none early, and `waiter.attempt` monotone as received.
+//!   (id, attempt), none lost, none early, and `waiter.attempt` monotone as received; with
+//!   operators cancelling, rescheduling and redriving those ids and callers enqueueing
+//!   attempt-shaped ids of their own (`operators`): one stored attempt per id, never a
+//!   delivery after `cancelled`, and the callers' jobs delivered as any other.
 //!
 //! `SIM_SEEDS=n` runs n seeds (default 3000); `SIM_SEED=s` replays one.
 
@@ -50,6 +53,7 @@ use crate::windows::Windows;
 
 mod callers;
 mod checks;
+mod operators;
 mod priority;
 mod retries;
 
@@ -106,6 +110,8 @@ struct Outcome {
     fifo_pairs: usize,
     /// `retry` calls made by consumers.
     retries: usize,
+    /// Operators' and callers' actions on the retried ids.
+    operations: usize,
 }
 
 /// Jobs still waiting in a shard (parked ones excluded).
@@ -214,7 +220,7 @@ async fn simulate(seed: u64) -> Outcome {
         retries: retries::Retries::default(),
     };
     for _ in 0..w.rng.random_range(20..60) {
-        match w.rng.random_range(0..12) {
+        match w.rng.random_range(0..13) {
             0..=2 => w.enqueue().await,
             3..=5 => {
                 let deadline = w.clock.now() + TimeDelta::seconds(w.rng.random_range(5..30));
@@ -251,6 +257,7 @@ async fn simulate(seed: u64) -> Outcome {
             8 if w.next_id > 0 => w.reschedule().await,
             9 if w.next_id > 0 => w.cancel_beside_reschedule().await,
             10 => w.retry().await,
+            11 => w.operate().await,
             _ => tokio::time::sleep(Duration::from_millis(w.rng.random_range(0..2_000))).await,
         }
     }
@@ -271,6 +278,7 @@ async fn simulate(seed: u64) -> Outcome {
         for _ in 0..10 {
             dispatcher.run(clock.now() + TimeDelta::seconds(60)).await;
             checks::check_sent_and_stored(&mut w.out, &w.expected, &sink.sent(), &mem);
+            w.check_one_stored_attempt();
             let left = active_jobs(&mem);
             if left == 0 {
                 break;
@@ -288,6 +296,7 @@ async fn simulate(seed: u64) -> Outcome {
     let sent = sink.sent();
     retries::check(&mut out, &retries, &sent);
     out.retries = retries.calls;
+    out.operations = retries.operations;
     let sent: Vec<_> = sent.into_iter().filter(|s| !retries::is_retried(s)).collect();
     let duplicates = checks::check(&mut out, &expected, &sent, &mem);
     out.jobs = expected.len();
@@ -321,9 +330,10 @@ async fn random_interleavings_of_enqueue_dispatch_crash_cancel_reschedule_and_re
         total.rescheduled += o.rescheduled;
         total.fifo_pairs += o.fifo_pairs;
         total.retries += o.retries;
+        total.operations += o.operations;
     }
     println!(
-        "simulation: {} seeds, {} jobs, {} deliveries, {} duplicates, {} crashes, {} reschedules, {} retries, {} FIFO pairs in order, 0 violations",
+        "simulation: {} seeds, {} jobs, {} deliveries, {} duplicates, {} crashes, {} reschedules, {} retries, {} operations on retried ids, {} FIFO pairs in order, 0 violations",
         seeds.len(),
         total.jobs,
         total.deliveries,
@@ -331,6 +341,7 @@ async fn random_interleavings_of_enqueue_dispatch_crash_cancel_reschedule_and_re
         total.crashes,
         total.rescheduled,
         total.retries,
+        total.operations,
         total.fifo_pairs
     );
     assert!(

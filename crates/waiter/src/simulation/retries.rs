@@ -32,10 +32,21 @@ fn arrival(s: &Sent) -> DateTime<Utc> {
 
 #[derive(Debug, Default)]
 pub(super) struct Retries {
-    next_id: usize,
+    pub(super) next_id: usize,
     /// Per (body, attempt): the `perform_at` of every reply that scheduled it.
-    scheduled: BTreeMap<(String, u32), Vec<DateTime<Utc>>>,
+    pub(super) scheduled: BTreeMap<(String, u32), Vec<DateTime<Utc>>>,
+    /// Per (body, attempt): times an operator moved it to (`reschedule`, `redrive`).
+    pub(super) moved: BTreeMap<(String, u32), Vec<DateTime<Utc>>>,
+    /// Per body: when the cancel began that answered `cancelled` for the job.
+    pub(super) cancelled: BTreeMap<String, DateTime<Utc>>,
+    /// Bodies whose cancel may have taken effect though no answer said so (the caller
+    /// crashed, or the call failed after it was applied).
+    pub(super) maybe_cancelled: std::collections::BTreeSet<String>,
+    /// Bodies a `reschedule` may have moved though no answer said so.
+    pub(super) maybe_moved: std::collections::BTreeSet<String>,
     pub(super) calls: usize,
+    /// Operators' and callers' actions on these ids (`operators`).
+    pub(super) operations: usize,
 }
 
 impl World {
@@ -72,7 +83,8 @@ impl World {
         });
         self.retries.calls += 1;
         for call in 0..2 {
-            let Some(Ok(reply)) = self.call_may_crash(&request, call == 0).await else {
+            let got = self.call_may_crash(&request, call == 0).await;
+            let Some(Ok(reply)) = got else {
                 continue;
             };
             if reply["status"] == "scheduled" {
@@ -92,8 +104,10 @@ impl World {
 
 /// Records every broken retry invariant in `out`.
 pub(super) fn check(out: &mut Outcome, retries: &Retries, sent: &[Sent]) {
+    let sent: Vec<Sent> = sent.iter().filter(|s| is_retried(s)).cloned().collect();
+    super::operators::check_cancelled(out, &retries.cancelled, &sent);
     let mut first: BTreeMap<(String, u32), DateTime<Utc>> = BTreeMap::new();
-    for s in sent.iter().filter(|s| is_retried(s)) {
+    for s in &sent {
         let Some(attempt) = attempt_of(s) else {
             out.violations
                 .push(format!("{}: a retried message without waiter.attempt", s.message.body));
@@ -101,7 +115,13 @@ pub(super) fn check(out: &mut Outcome, retries: &Retries, sent: &[Sent]) {
         };
         let key = (s.message.body.clone(), attempt);
         let at = arrival(s);
-        if let Some(due) = retries.scheduled.get(&key).and_then(|d| d.iter().min()) {
+        let dues = retries
+            .scheduled
+            .get(&key)
+            .into_iter()
+            .chain(retries.moved.get(&key))
+            .flatten();
+        if let Some(due) = dues.min() {
             if at < *due {
                 out.violations
                     .push(format!("{} attempt {attempt}: early by {:?}", key.0, *due - at));
@@ -110,12 +130,19 @@ pub(super) fn check(out: &mut Outcome, retries: &Retries, sent: &[Sent]) {
         first.entry(key).and_modify(|t| *t = (*t).min(at)).or_insert(at);
     }
     for ((body, attempt), dues) in &retries.scheduled {
-        if dues.iter().any(|d| *d != dues[0]) {
+        // Moved by an operator: a later reply names the time it was moved to.
+        let moved = retries.moved.get(&(body.clone(), *attempt));
+        let differ = !retries.maybe_moved.contains(body)
+            && dues
+                .iter()
+                .any(|d| *d != dues[0] && !moved.is_some_and(|m| m.contains(d)));
+        let cancelled = retries.cancelled.contains_key(body) || retries.maybe_cancelled.contains(body);
+        if differ {
             out.violations.push(format!(
                 "{body} attempt {attempt}: scheduled at different times {dues:?}"
             ));
         }
-        if !first.contains_key(&(body.clone(), *attempt)) {
+        if !cancelled && !first.contains_key(&(body.clone(), *attempt)) {
             out.violations.push(format!(
                 "{body} attempt {attempt}: scheduled but never delivered (lost)"
             ));

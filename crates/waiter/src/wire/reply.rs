@@ -138,6 +138,7 @@ pub(crate) fn reply_for_job(job: &Job, status: JobStatus, duplicate: bool) -> Jo
     JobReply {
         duplicate: Some(duplicate),
         perform_at: Some(job.perform_at),
+        attempt: job.is_retried().then_some(job.attempt),
         ..status_only(status, &job.queue, &job.job_id)
     }
 }

@@ -1,0 +1,150 @@
+//! Operators and other callers on the ids consumers retry (issue 35): `cancel`, `reschedule`
+//! and `redrive` of a retried job by its id, and a caller enqueueing its own job under an id
+//! shaped like an attempt of one (`r3:a2`), which the scheme before wave 4 stored attempts
+//! under. Checks:
+//! - at most one stored attempt per job id (a job is pending or parked, never both, never two);
+//! - never a delivery after `cancelled` (a cancel answered for a retried job stops its chain);
+//! - a caller's attempt-shaped id is a job of its own: delivered, and never taken for an attempt.
+
+use super::*;
+use crate::testing::Sent;
+
+impl World {
+    /// One operator's (or caller's) action on the id of a retried job.
+    pub(super) async fn operate(&mut self) {
+        if self.retries.next_id == 0 {
+            return;
+        }
+        let n = self.rng.random_range(0..self.retries.next_id);
+        let id = format!("r{n}");
+        self.retries.operations += 1;
+        match self.rng.random_range(0..4) {
+            0 => self.cancel_chain(&id).await,
+            1 => self.reschedule_chain(&id).await,
+            2 => self.redrive_chain(&id).await,
+            _ => self.enqueue_lookalike(&id).await,
+        }
+        self.check_one_stored_attempt();
+    }
+
+    async fn cancel_chain(&mut self, id: &str) {
+        let began = self.clock.now();
+        let request = json!({"action": "cancel", "queue": "q", "job_id": id});
+        match self.call_may_crash(&request, true).await {
+            Some(Ok(reply)) if reply["status"] == "cancelled" => {
+                self.retries.cancelled.entry(retried_body(id)).or_insert(began);
+            }
+            Some(Ok(_)) => {}
+            // The caller crashed, or the call failed: it may have cancelled before its reply was
+            // lost, so the chain's pending attempt may never be delivered.
+            _ => {
+                self.retries.maybe_cancelled.insert(retried_body(id));
+            }
+        }
+    }
+
+    async fn reschedule_chain(&mut self, id: &str) {
+        let delay_ms = self.rng.random_range(0..10_000);
+        let at = self.clock.now() + TimeDelta::milliseconds(delay_ms);
+        let request = json!({"action": "reschedule", "queue": "q", "job_id": id, "perform_at": format_rfc3339(at)});
+        let got = self.call_may_crash(&request, true).await;
+        match got {
+            Some(Ok(reply)) if reply["status"] == "rescheduled" => {
+                self.moved_to(id, &reply);
+            }
+            Some(Ok(_)) => {}
+            // It may have moved the pending attempt before its reply was lost.
+            _ => {
+                self.retries.maybe_moved.insert(retried_body(id));
+            }
+        }
+    }
+
+    async fn redrive_chain(&mut self, id: &str) {
+        let request = json!({"action": "redrive", "queue": "q", "job_id": id});
+        if let Some(Ok(reply)) = self.call_may_crash(&request, true).await {
+            if reply["status"] == "scheduled" && reply["duplicate"] == false {
+                // Redriven: an attempt that must be delivered, due at the time it names.
+                if let Some(attempt) = self.moved_to(id, &reply) {
+                    self.retries.scheduled.entry((retried_body(id), attempt)).or_default();
+                }
+            }
+        }
+    }
+
+    /// Records the attempt and time a reply says an operator moved `id`'s pending attempt to.
+    fn moved_to(&mut self, id: &str, reply: &Value) -> Option<u32> {
+        let attempt = reply["attempt"]
+            .as_u64()
+            .and_then(|a| u32::try_from(a).ok())
+            .unwrap_or(1);
+        let at = parse_time(&reply["perform_at"])?;
+        self.retries
+            .moved
+            .entry((retried_body(id), attempt))
+            .or_default()
+            .push(at);
+        Some(attempt)
+    }
+
+    /// A caller's own job under `{id}:a{k}`: a job like any other, expected to be delivered.
+    async fn enqueue_lookalike(&mut self, id: &str) {
+        let lookalike = format!("{id}:a{}", self.rng.random_range(2..5));
+        self.version += 1;
+        let body = format!("{lookalike}@{}", self.version);
+        let at = self.clock.now() + TimeDelta::milliseconds(self.rng.random_range(1_000..20_000));
+        let request =
+            json!({"queue": "q", "job_id": lookalike, "message_body": body, "perform_at": format_rfc3339(at)});
+        self.queue_of.insert(lookalike, false);
+        let enqueued_at = self.clock.now();
+        let reply = self.waiter.handle(&request).await;
+        let e = self.expected.entry(body).or_default();
+        e.perform_at = Some(at);
+        e.enqueued_at = Some(enqueued_at);
+        // A duplicate when the caller used this id before; else a job that must be delivered.
+        e.acknowledged =
+            reply.is_ok_and(|r| r["duplicate"] == false && matches!(r["status"].as_str(), Some("scheduled" | "sent")));
+    }
+
+    /// At most one stored attempt per retried job's id, across its shards and the parked
+    /// partition.
+    pub(super) fn check_one_stored_attempt(&mut self) {
+        let state = self.mem.state.lock().unwrap();
+        let mut per_id: HashMap<&str, usize> = HashMap::new();
+        for (_, _, id) in state.items.keys() {
+            if id.starts_with('r') && !id.contains(':') {
+                *per_id.entry(id.as_str()).or_default() += 1;
+            }
+        }
+        for (id, n) in per_id.into_iter().filter(|(_, n)| *n > 1) {
+            let violation = format!("{id}: {n} attempts stored at once");
+            if !self.out.violations.contains(&violation) {
+                self.out.violations.push(violation);
+            }
+        }
+    }
+}
+
+/// The body of every message of retried job `id` (`retries::body_of`).
+fn retried_body(id: &str) -> String {
+    format!("retry:{id}")
+}
+
+/// Records every delivery of a retried job accepted by SQS after a cancel of it answered
+/// `cancelled` (that cancel began before the acceptance).
+pub(super) fn check_cancelled(
+    out: &mut Outcome,
+    cancelled: &std::collections::BTreeMap<String, DateTime<Utc>>,
+    sent: &[Sent],
+) {
+    for s in sent {
+        if let Some(began) = cancelled.get(&s.message.body) {
+            if s.at > *began {
+                out.violations.push(format!(
+                    "{}: accepted by SQS at {} after a cancel that began at {began} answered cancelled",
+                    s.message.body, s.at
+                ));
+            }
+        }
+    }
+}
