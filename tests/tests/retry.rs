@@ -385,3 +385,71 @@ async fn the_example_consumer_retries_what_it_failed_on_and_reports_only_what_it
     );
     assert_eq!(rig.emu.job_count("jobs.fifo").await, 0, "f-2 was not processed");
 }
+
+/// Attempts stored by the version before issue 35 as jobs of their own (`{job_id}:a{n}`, their
+/// attributes carrying `waiter.attempt`, written here as that version wrote them) keep being
+/// delivered with their attempt and can be cancelled under that id; the failure of one is
+/// retried under the job's own id (docs/operations.md, "Upgrading to one job across attempts").
+#[tokio::test(flavor = "multi_thread")]
+async fn attempts_stored_under_the_old_scheme_are_delivered_and_cancellable() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let mut s = e2e::rig::setup(
+        &["orders"],
+        &[("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_LOOKAHEAD", "2")],
+    )
+    .await;
+    let now = Utc::now().timestamp();
+    for (id, due, attempt) in [("o-9:a2", now + 1, "2"), ("o-8:a3", now + 3600, "3")] {
+        let shard = waiter::routing::shard_for(id, waiter::config::DEFAULT_SHARDS);
+        let s_ = |v: &str| AttributeValue::S(v.to_owned());
+        let n = |v: i64| AttributeValue::N(v.to_string());
+        let attempt_attribute = AttributeValue::M(HashMap::from([
+            ("data_type".to_owned(), s_("Number")),
+            ("string_value".to_owned(), s_(attempt)),
+        ]));
+        let item = HashMap::from([
+            ("scheduler".to_owned(), s_(&format!("orders#{shard}"))),
+            ("job_id".to_owned(), s_(id)),
+            ("perform_at".to_owned(), n(due)),
+            ("message_body".to_owned(), s_("legacy")),
+            (
+                "message_attributes".to_owned(),
+                AttributeValue::M(HashMap::from([("waiter.attempt".to_owned(), attempt_attribute)])),
+            ),
+            ("enqueued_at".to_owned(), n(now)),
+            ("version".to_owned(), n(1)),
+        ]);
+        s.emu
+            .dynamodb
+            .put_item()
+            .table_name("waiter-orders")
+            .set_item(Some(item))
+            .send()
+            .await
+            .expect("PutItem");
+    }
+    let cancelled = s
+        .enqueue_ok(json!({"action": "cancel", "queue": "orders", "job_id": "o-8:a3"}))
+        .await;
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    let got = s
+        .poll_and_receive(0, 1, Duration::from_secs(1), Duration::from_secs(15))
+        .await;
+    assert_eq!(got.len(), 1, "o-9:a2 only: {got:?}");
+    assert_eq!((attempt(&got[0]), got[0].message.body()), (Some("2"), Some("legacy")));
+    let retried = s
+        .enqueue_ok(
+            json!({"action": "retry", "queue": "orders", "job_id": "o-9", "attempt": 2,
+                           "message_body": "legacy", "backoff": {"base_s": 3600}}),
+        )
+        .await;
+    assert_eq!(
+        (retried["status"].as_str(), retried["attempt"].as_u64()),
+        (Some("scheduled"), Some(3)),
+        "{retried}"
+    );
+    let chain = s
+        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "o-9"}))
+        .await;
+    assert_eq!(chain["attempt"], 3, "from here on the chain lives under o-9: {chain}");
+}

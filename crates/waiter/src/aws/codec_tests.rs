@@ -148,3 +148,55 @@ fn a_rate_ledger_keeps_the_partitions_heads_and_floors() {
         Err("rate_heads.3: not a shard and rank|second|until".to_string())
     );
 }
+
+#[test]
+fn the_attempt_and_a_copys_mark_round_trip_on_jobs_and_records_and_are_absent_by_default() {
+    let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+    let first = stored("orders", "o-1", at, 1);
+    let item = encode(&first);
+    assert!(
+        !item.contains_key(A_ATTEMPT) && !item.contains_key(A_NAMES_ITSELF),
+        "nothing more for a first attempt"
+    );
+    let mut third = first.clone();
+    third.job.attempt = 3;
+    third.job.names_itself = true;
+    third.job.expires_at = Some(at + TimeDelta::hours(1));
+    let q = third.job.queue.clone();
+    assert_eq!(decode(&q, encode(&third)).unwrap(), third);
+    let record = History::of(
+        &third,
+        HistoryStatus::Dispatched,
+        at,
+        Some("m".into()),
+        TimeDelta::days(14),
+    );
+    assert_eq!(
+        decode_any(&q, encode_history(&record)).unwrap(),
+        Found::History(record),
+        "a record keeps the attempt, the mark and the expiry for the next attempt"
+    );
+}
+
+#[test]
+fn an_attempt_stored_as_its_own_job_before_issue_35_reads_as_that_attempt_and_sends_the_same() {
+    let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+    let mut old = stored("orders", "o-1:a2", at, 1);
+    old.job.message_attributes.insert(
+        "waiter.attempt".into(),
+        crate::job::MessageAttribute {
+            data_type: "Number".into(),
+            data: crate::job::AttributeData::String("2".into()),
+        },
+    );
+    let sent_before = old.job.message_attributes.clone();
+    let q = old.job.queue.clone();
+    let read = decode(&q, encode(&old)).unwrap();
+    assert_eq!(read.job.attempt, 2);
+    assert!(!read.job.message_attributes.contains_key("waiter.attempt"));
+    assert_eq!(
+        read.job.sent_attributes(),
+        sent_before,
+        "its message is the one the old version would send"
+    );
+}
