@@ -225,11 +225,12 @@ impl Config {
     }
 
     /// How long the record of a job is kept when it leaves the table: `history_keep`, but an
-    /// attempt after the first (`retried`) is always recorded, for at least `RETRY_RECORD_KEEP`,
-    /// since its record tells a repeated `retry` (a duplicate) and a stale one (`conflict`)
-    /// from a new one.
-    pub fn history_keep_for(&self, retried: bool) -> Option<chrono::TimeDelta> {
-        match (self.history_keep(), retried) {
+    /// attempt after the first, or a replayed copy (`keeps_record`, `Job::keeps_record`), is
+    /// always recorded, for at least `RETRY_RECORD_KEEP`, since its record tells a repeated
+    /// `retry` (a duplicate) and a stale one (`conflict`) from a new one, and makes a repeated
+    /// `replay` a duplicate.
+    pub fn history_keep_for(&self, keeps_record: bool) -> Option<chrono::TimeDelta> {
+        match (self.history_keep(), keeps_record) {
             (Some(keep), true) => Some(keep.max(RETRY_RECORD_KEEP)),
             (None, true) => Some(RETRY_RECORD_KEEP),
             (keep, false) => keep,

@@ -75,10 +75,16 @@ pub struct Job {
 }
 
 impl Job {
-    /// Whether this is an attempt after the first: its records are kept whatever the history
-    /// settings (`Config::history_keep_for`), since they tell a stale `retry` from a new one.
+    /// Whether this is an attempt after the first.
     pub fn is_retried(&self) -> bool {
         self.attempt > 1
+    }
+
+    /// Whether its record is kept whatever the history settings (`Config::history_keep_for`):
+    /// an attempt after the first's tells a stale `retry` from a new one, and a replayed copy's
+    /// makes a repeated `replay` a duplicate.
+    pub fn keeps_record(&self) -> bool {
+        self.is_retried() || self.names_itself
     }
 
     /// Body plus attributes, as SQS counts a message's size.

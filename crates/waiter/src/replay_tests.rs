@@ -262,3 +262,35 @@ async fn replaying_twice_makes_one_copy_whatever_the_history_settings() {
     );
     assert_eq!(queue.sent().len(), 1, "one copy");
 }
+
+#[tokio::test(start_paused = true)]
+async fn with_history_off_a_copy_of_a_retried_job_is_still_made_once() {
+    // History off: only the retried attempt's record (kept 14 days) knows the job, with its
+    // message; the copy, a job never retried, must still leave a record to make a second
+    // replay a duplicate (simulation seed 4206 of 15000 found two copies).
+    let (w, _, queue, clock) = test_waiter("orders", &[BODY_ON, ("WAITER_HISTORY_DAYS", "0")]);
+    let d = dispatcher_for(&w);
+    let retry = json!({"action": "retry", "queue": "orders", "job_id": "h-2", "attempt": 1,
+                       "message_body": "the body", "backoff": {"base_s": 1, "jitter": false}});
+    assert_eq!(call(&w, retry).await["attempt"], 2);
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    d.run(clock.now() + TimeDelta::seconds(30)).await;
+    let first = call(&w, replay("h-2")).await;
+    assert_eq!(
+        (first["status"].as_str(), first["duplicate"].as_bool()),
+        (Some("scheduled"), Some(false)),
+        "{first}"
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    d.run(clock.now() + TimeDelta::seconds(30)).await;
+    let sent = queue.sent().len();
+    let again = call(&w, replay("h-2")).await;
+    assert_eq!(
+        (again["duplicate"].as_bool(), &again["job_id"]),
+        (Some(true), &first["job_id"]),
+        "{again}"
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    d.run(clock.now() + TimeDelta::seconds(30)).await;
+    assert_eq!(queue.sent().len(), sent, "one copy");
+}

@@ -82,7 +82,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         for _ in 0..CANCEL_ATTEMPTS {
             let record = match (
                 &current.partition,
-                self.config.history_keep_for(current.job.is_retried()),
+                self.config.history_keep_for(current.job.keeps_record()),
             ) {
                 (Partition::Shard(_), Some(keep)) => Some(
                     History::of(&current, HistoryStatus::Cancelled, self.clock.now(), None, keep)

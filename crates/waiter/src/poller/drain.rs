@@ -517,7 +517,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
         self.deletes.push(Retired {
             key: job.key(),
             edition: job.edition(),
-            record: self.d.config.history_keep_for(job.job.is_retried()).map(|keep| {
+            record: self.d.config.history_keep_for(job.job.keeps_record()).map(|keep| {
                 History::of(job, status, now, message_id, keep).keeping_message(&job.job, self.d.config.history_body)
             }),
         });

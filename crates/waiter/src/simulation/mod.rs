@@ -29,7 +29,8 @@
 //!   the earlier is delivered first;
 //! - retries (consumers handing back what they received, `retries`): one scheduled attempt per
 //!   (id, attempt), none lost, none early, and `waiter.attempt` monotone as received; with
-//!   operators cancelling, rescheduling and redriving those ids and callers enqueueing
+//!   operators cancelling, rescheduling, redriving and replaying those ids (consumers retry
+//!   the copies under the ids their messages name) and callers enqueueing
 //!   attempt-shaped ids of their own (`operators`): one stored attempt per id, never a
 //!   delivery after `cancelled`, and the callers' jobs delivered as any other.
 //!
@@ -112,6 +113,9 @@ struct Outcome {
     retries: usize,
     /// Operators' and callers' actions on the retried ids.
     operations: usize,
+    /// Replayed copies of retried jobs, and `retry` calls of them.
+    copies: usize,
+    copy_retries: usize,
 }
 
 /// Jobs still waiting in a shard (parked ones excluded).
@@ -185,6 +189,11 @@ async fn simulate(seed: u64) -> Outcome {
         (
             "WAITER_HISTORY_DAYS",
             if rng.random_bool(0.5) { "7" } else { "0" }.to_string(),
+        ),
+        // Half keep messages in history, so that operators can replay retried jobs.
+        (
+            "WAITER_HISTORY_BODY",
+            if rng.random_bool(0.5) { "true" } else { "false" }.to_string(),
         ),
         // A third of the seeds limit arrivals, moving jobs to later seconds (and a third give
         // some jobs a window, so that the two meet in a ninth).
@@ -297,6 +306,8 @@ async fn simulate(seed: u64) -> Outcome {
     retries::check(&mut out, &retries, &sent);
     out.retries = retries.calls;
     out.operations = retries.operations;
+    out.copies = retries.copies.len();
+    out.copy_retries = retries.copy_calls;
     let sent: Vec<_> = sent.into_iter().filter(|s| !retries::is_retried(s)).collect();
     let duplicates = checks::check(&mut out, &expected, &sent, &mem);
     out.jobs = expected.len();
@@ -331,9 +342,11 @@ async fn random_interleavings_of_enqueue_dispatch_crash_cancel_reschedule_and_re
         total.fifo_pairs += o.fifo_pairs;
         total.retries += o.retries;
         total.operations += o.operations;
+        total.copies += o.copies;
+        total.copy_retries += o.copy_retries;
     }
     println!(
-        "simulation: {} seeds, {} jobs, {} deliveries, {} duplicates, {} crashes, {} reschedules, {} retries, {} operations on retried ids, {} FIFO pairs in order, 0 violations",
+        "simulation: {} seeds, {} jobs, {} deliveries, {} duplicates, {} crashes, {} reschedules, {} retries, {} operations on retried ids ({} replayed copies, retried {} times), {} FIFO pairs in order, 0 violations",
         seeds.len(),
         total.jobs,
         total.deliveries,
@@ -342,10 +355,12 @@ async fn random_interleavings_of_enqueue_dispatch_crash_cancel_reschedule_and_re
         total.rescheduled,
         total.retries,
         total.operations,
+        total.copies,
+        total.copy_retries,
         total.fifo_pairs
     );
     assert!(
-        total.crashes > 0 && total.jobs > 0 && total.rescheduled > 0 && total.retries > 0,
+        total.crashes > 0 && total.jobs > 0 && total.rescheduled > 0 && total.retries > 0 && total.copy_retries > 0,
         "the simulation exercised nothing"
     );
 }

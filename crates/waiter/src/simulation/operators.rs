@@ -18,10 +18,11 @@ impl World {
         let n = self.rng.random_range(0..self.retries.next_id);
         let id = format!("r{n}");
         self.retries.operations += 1;
-        match self.rng.random_range(0..4) {
+        match self.rng.random_range(0..5) {
             0 => self.cancel_chain(&id).await,
             1 => self.reschedule_chain(&id).await,
             2 => self.redrive_chain(&id).await,
+            3 => self.replay_chain(&id).await,
             _ => self.enqueue_lookalike(&id).await,
         }
         self.check_one_stored_attempt();
@@ -44,36 +45,64 @@ impl World {
     }
 
     async fn reschedule_chain(&mut self, id: &str) {
+        let began = self.clock.now();
         let delay_ms = self.rng.random_range(0..10_000);
         let at = self.clock.now() + TimeDelta::milliseconds(delay_ms);
         let request = json!({"action": "reschedule", "queue": "q", "job_id": id, "perform_at": format_rfc3339(at)});
         let got = self.call_may_crash(&request, true).await;
         match got {
             Some(Ok(reply)) if reply["status"] == "rescheduled" => {
-                self.moved_to(id, &reply);
+                self.moved_to(id, began, &reply);
             }
             Some(Ok(_)) => {}
-            // It may have moved the pending attempt before its reply was lost.
+            // It may have moved the pending attempt, to the time asked, before its reply was
+            // lost.
             _ => {
-                self.retries.maybe_moved.insert(retried_body(id));
+                self.retries
+                    .maybe_moved
+                    .entry(retried_body(id))
+                    .or_default()
+                    .push((began, at));
             }
         }
     }
 
     async fn redrive_chain(&mut self, id: &str) {
+        let began = self.clock.now();
         let request = json!({"action": "redrive", "queue": "q", "job_id": id});
         if let Some(Ok(reply)) = self.call_may_crash(&request, true).await {
             if reply["status"] == "scheduled" && reply["duplicate"] == false {
                 // Redriven: an attempt that must be delivered, due at the time it names.
-                if let Some(attempt) = self.moved_to(id, &reply) {
+                if let Some(attempt) = self.moved_to(id, began, &reply) {
                     self.retries.scheduled.entry((retried_body(id), attempt)).or_default();
                 }
             }
         }
     }
 
-    /// Records the attempt and time a reply says an operator moved `id`'s pending attempt to.
-    fn moved_to(&mut self, id: &str, reply: &Value) -> Option<u32> {
+    /// A copy of a job that left the table (with `WAITER_HISTORY_BODY`): a job of its own,
+    /// which must be delivered and which consumers retry under its id.
+    async fn replay_chain(&mut self, id: &str) {
+        let request = json!({"action": "replay", "queue": "q", "job_id": id});
+        if let Some(Ok(reply)) = self.call_may_crash(&request, true).await {
+            let copy = reply["job_id"].as_str().unwrap_or_default().to_owned();
+            if reply["status"] != "scheduled" || copy.is_empty() {
+                return;
+            }
+            if reply["duplicate"] == false {
+                if let Some(at) = parse_time(&reply["perform_at"]) {
+                    self.retries.scheduled.entry((copy.clone(), 1)).or_default().push(at);
+                }
+            }
+            if !self.retries.copies.contains(&copy) {
+                self.retries.copies.push(copy);
+            }
+        }
+    }
+
+    /// Records the attempt and time a reply says an operator's call (begun at `began`) moved
+    /// `id`'s pending attempt to.
+    fn moved_to(&mut self, id: &str, began: DateTime<Utc>, reply: &Value) -> Option<u32> {
         let attempt = reply["attempt"]
             .as_u64()
             .and_then(|a| u32::try_from(a).ok())
@@ -83,7 +112,7 @@ impl World {
             .moved
             .entry((retried_body(id), attempt))
             .or_default()
-            .push(at);
+            .push((began, at));
         Some(attempt)
     }
 
@@ -131,14 +160,14 @@ fn retried_body(id: &str) -> String {
 }
 
 /// Records every delivery of a retried job accepted by SQS after a cancel of it answered
-/// `cancelled` (that cancel began before the acceptance).
-pub(super) fn check_cancelled(
+/// `cancelled` (that cancel began before the acceptance); a replayed copy is a job of its own.
+pub(super) fn check_cancelled_chains(
     out: &mut Outcome,
     cancelled: &std::collections::BTreeMap<String, DateTime<Utc>>,
     sent: &[Sent],
 ) {
     for s in sent {
-        if let Some(began) = cancelled.get(&s.message.body) {
+        if let Some(began) = cancelled.get(&super::retries::chain_of(s)) {
             if s.at > *began {
                 out.violations.push(format!(
                     "{}: accepted by SQS at {} after a cancel that began at {began} answered cancelled",

@@ -17,36 +17,69 @@ fn body_of(id: &str) -> String {
     format!("retry:{id}")
 }
 
-/// Whether a message is one of a retried job (the other checks leave these out).
+/// Whether a message is one of a retried job or a copy of one (the other checks leave these out).
 pub(super) fn is_retried(s: &Sent) -> bool {
     s.message.body.starts_with("retry:")
 }
 
+/// A replayed copy's id, which its messages name (`waiter.job_id`).
+fn copy_of(s: &Sent) -> Option<&str> {
+    match &s.message.attributes.get(sqs_waiter_contract::JOB_ID_ATTRIBUTE)?.data {
+        crate::job::AttributeData::String(id) => Some(id),
+        crate::job::AttributeData::Binary(_) => None,
+    }
+}
+
+/// The chain a message is of: a replayed copy's (its own id), else the original's (its body).
+pub(super) fn chain_of(s: &Sent) -> String {
+    copy_of(s).map_or_else(|| s.message.body.clone(), str::to_owned)
+}
+
+/// The chain of a job id: a copy (`~`) is its own, the original's is its body.
+fn chain_of_id(id: &str) -> String {
+    if id.contains('~') {
+        id.to_owned()
+    } else {
+        body_of(id)
+    }
+}
+
+/// The attempt a message is: its `waiter.attempt`; a copy's first delivery carries none. (An
+/// original's first delivery is never sent here: consumers start at attempt 1 by themselves.)
 fn attempt_of(s: &Sent) -> Option<u32> {
-    crate::job::attempt_in(&s.message.attributes)
+    crate::job::attempt_in(&s.message.attributes).or_else(|| copy_of(s).map(|_| 1))
 }
 
 fn arrival(s: &Sent) -> DateTime<Utc> {
     s.at + TimeDelta::seconds(i64::from(s.message.delay_seconds.unwrap_or(0)))
 }
 
+/// When an operator's call began, and the time it moved an attempt to: it holds for what SQS
+/// accepted after the call began.
+pub(super) type Move = (DateTime<Utc>, DateTime<Utc>);
+
 #[derive(Debug, Default)]
 pub(super) struct Retries {
     pub(super) next_id: usize,
     /// Per (body, attempt): the `perform_at` of every reply that scheduled it.
     pub(super) scheduled: BTreeMap<(String, u32), Vec<DateTime<Utc>>>,
-    /// Per (body, attempt): times an operator moved it to (`reschedule`, `redrive`).
-    pub(super) moved: BTreeMap<(String, u32), Vec<DateTime<Utc>>>,
+    /// Per (body, attempt): when an operator's call began, and the time it moved the attempt to
+    /// (`reschedule`, `redrive`); it holds for what SQS accepted after the call began.
+    pub(super) moved: BTreeMap<(String, u32), Vec<Move>>,
     /// Per body: when the cancel began that answered `cancelled` for the job.
     pub(super) cancelled: BTreeMap<String, DateTime<Utc>>,
     /// Bodies whose cancel may have taken effect though no answer said so (the caller
     /// crashed, or the call failed after it was applied).
     pub(super) maybe_cancelled: std::collections::BTreeSet<String>,
-    /// Bodies a `reschedule` may have moved though no answer said so.
-    pub(super) maybe_moved: std::collections::BTreeSet<String>,
+    /// Bodies a `reschedule` may have moved though no answer said so: when it began, and the
+    /// time asked.
+    pub(super) maybe_moved: BTreeMap<String, Vec<Move>>,
     pub(super) calls: usize,
     /// Operators' and callers' actions on these ids (`operators`).
     pub(super) operations: usize,
+    /// Replayed copies' ids, which consumers retry too, and those `retry` calls.
+    pub(super) copies: Vec<String>,
+    pub(super) copy_calls: usize,
 }
 
 impl World {
@@ -58,13 +91,16 @@ impl World {
             self.retries.next_id += 1;
             (format!("r{}", self.retries.next_id - 1), 1)
         } else {
-            let id = format!("r{}", self.rng.random_range(0..self.retries.next_id));
+            let id = match self.retries.copies.len() {
+                n if n > 0 && self.rng.random_bool(0.25) => self.retries.copies[self.rng.random_range(0..n)].clone(),
+                _ => format!("r{}", self.rng.random_range(0..self.retries.next_id)),
+            };
             let now = self.clock.now();
             let latest = self
                 .sink
                 .sent()
                 .iter()
-                .filter(|s| s.message.body == body_of(&id) && arrival(s) <= now)
+                .filter(|s| chain_of(s) == chain_of_id(&id) && arrival(s) <= now)
                 .filter_map(attempt_of)
                 .max()
                 .unwrap_or(1);
@@ -75,12 +111,18 @@ impl World {
             };
             (id, attempt)
         };
-        let request = json!({
-            "action": "retry", "queue": "q", "job_id": id, "attempt": attempt, "message_body": body_of(&id),
+        let body = id.split('~').next().map(body_of).unwrap_or_default();
+        let mut request = json!({
+            "action": "retry", "queue": "q", "job_id": id, "attempt": attempt, "message_body": body,
             "backoff": {"base_s": self.rng.random_range(1..=4), "factor": 2, "max_s": 20,
                         "jitter": self.rng.random_bool(0.5)},
             "max_attempts": 4
         });
+        if id.contains('~') {
+            self.retries.copy_calls += 1;
+            // Handed back as received: a copy's message names it.
+            request["message_attributes"] = json!({"waiter.job_id": {"data_type": "String", "string_value": id}});
+        }
         self.retries.calls += 1;
         for call in 0..2 {
             let got = self.call_may_crash(&request, call == 0).await;
@@ -90,7 +132,11 @@ impl World {
             if reply["status"] == "scheduled" {
                 let next = reply["attempt"].as_u64().and_then(|n| u32::try_from(n).ok());
                 if let (Some(next), Some(at)) = (next, parse_time(&reply["perform_at"])) {
-                    self.retries.scheduled.entry((body_of(&id), next)).or_default().push(at);
+                    self.retries
+                        .scheduled
+                        .entry((chain_of_id(&id), next))
+                        .or_default()
+                        .push(at);
                 }
             }
             if call == 0 && self.rng.random_bool(0.5) {
@@ -105,7 +151,7 @@ impl World {
 /// Records every broken retry invariant in `out`.
 pub(super) fn check(out: &mut Outcome, retries: &Retries, sent: &[Sent]) {
     let sent: Vec<Sent> = sent.iter().filter(|s| is_retried(s)).cloned().collect();
-    super::operators::check_cancelled(out, &retries.cancelled, &sent);
+    super::operators::check_cancelled_chains(out, &retries.cancelled, &sent);
     let mut first: BTreeMap<(String, u32), DateTime<Utc>> = BTreeMap::new();
     for s in &sent {
         let Some(attempt) = attempt_of(s) else {
@@ -113,18 +159,35 @@ pub(super) fn check(out: &mut Outcome, retries: &Retries, sent: &[Sent]) {
                 .push(format!("{}: a retried message without waiter.attempt", s.message.body));
             continue;
         };
-        let key = (s.message.body.clone(), attempt);
+        let key = (chain_of(s), attempt);
         let at = arrival(s);
-        let dues = retries
+        // The times that hold for a delivery SQS accepted at `s.at`: every reply's, and those of
+        // operators' calls that began before it. An attempt no reply named (its `retry` crashed)
+        // has no known time: an unanswered `reschedule` may then not be about it either.
+        let after = |times: Option<&Vec<Move>>| {
+            times
+                .into_iter()
+                .flatten()
+                .filter(|(began, _)| *began <= s.at)
+                .map(|(_, to)| *to)
+                .collect::<Vec<_>>()
+        };
+        let known: Vec<DateTime<Utc>> = retries
             .scheduled
             .get(&key)
             .into_iter()
-            .chain(retries.moved.get(&key))
+            .flatten()
+            .copied()
+            .chain(after(retries.moved.get(&key)))
+            .collect();
+        let dues = (!known.is_empty())
+            .then(|| known.into_iter().chain(after(retries.maybe_moved.get(&key.0))))
+            .into_iter()
             .flatten();
         if let Some(due) = dues.min() {
-            if at < *due {
+            if at < due {
                 out.violations
-                    .push(format!("{} attempt {attempt}: early by {:?}", key.0, *due - at));
+                    .push(format!("{} attempt {attempt}: early by {:?}", key.0, due - at));
             }
         }
         first.entry(key).and_modify(|t| *t = (*t).min(at)).or_insert(at);
@@ -132,10 +195,10 @@ pub(super) fn check(out: &mut Outcome, retries: &Retries, sent: &[Sent]) {
     for ((body, attempt), dues) in &retries.scheduled {
         // Moved by an operator: a later reply names the time it was moved to.
         let moved = retries.moved.get(&(body.clone(), *attempt));
-        let differ = !retries.maybe_moved.contains(body)
+        let differ = !retries.maybe_moved.contains_key(body)
             && dues
                 .iter()
-                .any(|d| *d != dues[0] && !moved.is_some_and(|m| m.contains(d)));
+                .any(|d| *d != dues[0] && !moved.is_some_and(|m| m.iter().any(|(_, to)| to == d)));
         let cancelled = retries.cancelled.contains_key(body) || retries.maybe_cancelled.contains(body);
         if differ {
             out.violations.push(format!(
