@@ -110,20 +110,18 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 _ => None,
             });
             let current = current_of(&found, now);
-            match decide(r.attempt, current.as_ref()) {
+            let decision = decide(r.attempt, current.as_ref());
+            match decision {
                 Decision::Duplicate => {
                     info!(queue = %r.queue, job_id = %r.job_id, attempt = r.attempt, "duplicate retry");
                     return Ok(retry_reply(&r, current.as_ref()));
                 }
                 Decision::Conflict(attempt) | Decision::Cancelled(attempt) => {
-                    let cancelled =
-                        matches!(current, Some(Current::Left(ref h)) if h.status == HistoryStatus::Cancelled);
-                    info!(queue = %r.queue, job_id = %r.job_id, attempt = r.attempt, current = attempt, cancelled, "stale retry");
-                    let status = if cancelled {
-                        JobStatus::Cancelled
-                    } else {
-                        JobStatus::Conflict
+                    let status = match decision {
+                        Decision::Cancelled(_) => JobStatus::Cancelled,
+                        _ => JobStatus::Conflict,
                     };
+                    info!(queue = %r.queue, job_id = %r.job_id, attempt = r.attempt, current = attempt, status = status.as_str(), "stale retry");
                     return Ok(JobReply {
                         attempt: Some(attempt),
                         ..status_only(status, &r.queue, &r.job_id)
