@@ -5,7 +5,10 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use e2e::rig::{alone, assert_all_scheduled, in_secs, parse_time, run_two_groups, setup, sleep_until_just_after, Rig};
+use e2e::rig::{
+    alone, assert_all_scheduled, in_secs, parse_time, run_two_groups, setup, sleep_until_just_after, warm_two_groups,
+    Rig,
+};
 use e2e::Function;
 use serde_json::{json, Value};
 
@@ -113,6 +116,7 @@ async fn two_poller_groups_keep_the_order_across_their_partitions() {
     let mut enqueue = Function::start("enqueue", &rig.env).await;
     let mut first = Function::start("poller", &rig.env).await;
     let mut second = Function::start("poller", &rig.env).await;
+    warm_two_groups(&mut first, &mut second).await;
     let due = in_secs(4.0);
     for chunk in backlog(&due).chunks(16) {
         assert_all_scheduled(&enqueue.invoke_ok(&json!({ "jobs": chunk })).await);
