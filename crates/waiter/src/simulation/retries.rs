@@ -5,7 +5,8 @@
 //! - no loss: an attempt a reply scheduled is delivered;
 //! - never early: no delivery of attempt k arrives before that `perform_at`;
 //! - `waiter.attempt` is monotone as received: the first delivery of attempt k+1 comes after
-//!   the first delivery of attempt k.
+//!   the first delivery of attempt k;
+//! - nothing of a chain is accepted by SQS after a cancel of it answered `cancelled`.
 
 use std::collections::BTreeMap;
 
@@ -13,7 +14,7 @@ use super::*;
 use crate::testing::Sent;
 
 /// The body of every message of retried job `id`.
-fn body_of(id: &str) -> String {
+pub(super) fn body_of(id: &str) -> String {
     format!("retry:{id}")
 }
 
@@ -151,7 +152,7 @@ impl World {
 /// Records every broken retry invariant in `out`.
 pub(super) fn check(out: &mut Outcome, retries: &Retries, sent: &[Sent]) {
     let sent: Vec<Sent> = sent.iter().filter(|s| is_retried(s)).cloned().collect();
-    super::operators::check_cancelled_chains(out, &retries.cancelled, &sent);
+    check_cancelled_chains(out, &retries.cancelled, &sent);
     let mut first: BTreeMap<(String, u32), DateTime<Utc>> = BTreeMap::new();
     for s in &sent {
         let Some(attempt) = attempt_of(s) else {
@@ -217,6 +218,25 @@ pub(super) fn check(out: &mut Outcome, retries: &Retries, sent: &[Sent]) {
                 out.violations.push(format!(
                     "{body}: attempt {attempt} first arrived at {at}, not after attempt {} at {before}",
                     attempt - 1
+                ));
+            }
+        }
+    }
+}
+
+/// Records every delivery of a retried job accepted by SQS after a cancel of it answered
+/// `cancelled` (that cancel began before the acceptance); a replayed copy is a job of its own.
+fn check_cancelled_chains(
+    out: &mut Outcome,
+    cancelled: &std::collections::BTreeMap<String, DateTime<Utc>>,
+    sent: &[Sent],
+) {
+    for s in sent {
+        if let Some(began) = cancelled.get(&chain_of(s)) {
+            if s.at > *began {
+                out.violations.push(format!(
+                    "{}: accepted by SQS at {} after a cancel that began at {began} answered cancelled",
+                    s.message.body, s.at
                 ));
             }
         }
