@@ -8,7 +8,7 @@ use crate::job::Job;
 use crate::ports::{
     Clock, Found, History, HistoryStatus, JobStore, MessageQueue, OutgoingMessage, Partition, PutOutcome, StoredJob,
 };
-use crate::routing::{delay_for, route, shard_for, Route};
+use crate::routing::{delay_for, route, Route};
 use crate::wire::field_rules::check_stored_size;
 use crate::wire::reply::{duplicate, reply, reply_for_job};
 
@@ -20,7 +20,7 @@ use sqs_waiter_contract::{JobReply, JobStatus};
 impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q, C> {
     pub(super) async fn enqueue(&self, job: Job, precise_at: Option<DateTime<Utc>>) -> Result<JobReply, HandlerError> {
         let now = self.clock.now();
-        let home = Partition::Shard(shard_for(&job.job_id, self.config.shards_for(&job.queue)));
+        let home = self.home_of(&job.queue, &job.job_id);
         let mut routed = route(&job, now, self.config.direct_max_delay);
         if matches!(routed, Route::Direct { .. }) {
             // A caller-chosen id may name a job that is still stored; sending it again would
@@ -104,7 +104,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         job: Job,
         now: DateTime<Utc>,
     ) -> Result<(JobReply, Option<StoredJob>), HandlerError> {
-        let home = Partition::Shard(shard_for(&job.job_id, self.config.shards_for(&job.queue)));
+        let home = self.home_of(&job.queue, &job.job_id);
         let stored = StoredJob {
             partition: home.clone(),
             job,

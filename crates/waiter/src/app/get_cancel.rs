@@ -9,7 +9,6 @@ use crate::ports::{
     CancelOutcome, Clock, Found, History, HistoryStatus, JobKey, JobStore, MessageQueue, Partition, RemoveOutcome,
     StoredJob,
 };
-use crate::routing::shard_for;
 use crate::wire::reply::{describe, describe_history};
 
 use super::*;
@@ -117,7 +116,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
     /// schedules nothing.
     async fn fence_cancelled_chain(&self, parked: &StoredJob) -> Result<(), PortError> {
         let home = StoredJob {
-            partition: Partition::Shard(shard_for(&parked.job.job_id, self.config.shards_for(&parked.job.queue))),
+            partition: self.home_of(&parked.job.queue, &parked.job.job_id),
             ..parked.clone()
         };
         let keep = self

@@ -94,6 +94,11 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             .collect())
     }
 
+    /// The partition a job id is written to now: its shard under the current `WAITER_SHARDS`.
+    pub(crate) fn home_of(&self, queue: &QueueName, job_id: &str) -> Partition {
+        Partition::Shard(shard_for(job_id, self.config.shards_for(queue)))
+    }
+
     /// Every shard a job id may be stored in: its shard under each shard count ever used.
     pub(crate) async fn candidate_partitions(
         &self,

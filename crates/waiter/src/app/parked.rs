@@ -9,7 +9,6 @@ use crate::config::QueueName;
 use crate::cursor;
 use crate::error::HandlerError;
 use crate::ports::{Clock, Found, JobKey, JobStore, MessageQueue, Partition, PutOutcome, StoredJob};
-use crate::routing::shard_for;
 use crate::wire::reply::{describe, duplicate, error_result, reply, status_only, Reply};
 use crate::wire::request::RedriveTarget;
 use sqs_waiter_contract::{BatchReply, BatchResult, JobReply, JobStatus, ParkedReply, RedriveAllReply};
@@ -127,7 +126,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             return Ok(reply(&active, JobStatus::Scheduled, true));
         }
         let into = StoredJob {
-            partition: Partition::Shard(shard_for(job_id, self.config.shards_for(queue))),
+            partition: self.home_of(queue, job_id),
             job,
             enqueued_at: now,
             parked: None,

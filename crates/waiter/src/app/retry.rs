@@ -16,7 +16,6 @@ use crate::job::Job;
 use crate::ports::{
     Clock, Found, History, HistoryStatus, JobKey, JobStore, MessageQueue, ParkInfo, Partition, PutOutcome, StoredJob,
 };
-use crate::routing::shard_for;
 use crate::wire::field_rules::{check_message, check_stored_size};
 use crate::wire::normalise::Given;
 use crate::wire::reply::{describe, reply, status_only};
@@ -97,7 +96,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
     pub(super) async fn retry(&self, r: Retry, cut: DateTime<Utc>) -> Result<JobReply, HandlerError> {
         for _ in 0..RETRY_ROUNDS {
             let now = self.clock.now();
-            let home = Partition::Shard(shard_for(&r.job_id, self.config.shards_for(&r.queue)));
+            let home = self.home_of(&r.queue, &r.job_id);
             let mut partitions = self.candidate_partitions(&r.queue, &r.job_id).await?;
             partitions.push(Partition::Parked);
             let found = self
