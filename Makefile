@@ -99,13 +99,23 @@ BUILD_FOR_TESTS := cargo build --workspace --all-targets
 build-for-tests:
 	$(BUILD_FOR_TESTS)
 
-# The e2e suite runs twice, on moto (with the unit tests) and on LocalStack, both at once
+# Each phase is timed (scripts/phase.sh; `.ci/run` prints the table). The e2e suite runs twice,
+# on moto (after the unit tests and the simulation) and on LocalStack, both at once
 # (scripts/test_both_backends.sh). The rehearsal runs the same debug build as the deployed
-# functions' code.
-test: venv ddb-local localstack-install lint-rust lint-template template-test build-for-tests rehearse infra-test
+# functions' code. docs/contributing.md says how to run one phase alone.
+PHASE := bash scripts/phase.sh
+SUBMAKE := $(MAKE) --no-print-directory
+test:
+	$(PHASE) --reset
+	$(PHASE) install $(SUBMAKE) venv venv-infra ddb-local localstack-install $(INFRA_DEPS) $(MACHETE) $(REHEARSAL_EXECUTOR)
+	$(PHASE) lint $(SUBMAKE) lint-rust lint-template
+	$(PHASE) build $(SUBMAKE) build-for-tests
+	$(PHASE) template $(SUBMAKE) template-test infra-test
+	$(PHASE) rehearsal $(SUBMAKE) rehearse
 	rm -rf target/iam-calls
 	bash scripts/test_both_backends.sh
-	$(MAKE) --no-print-directory iam-check
+	$(PHASE) iam-check $(SUBMAKE) iam-check
+	$(PHASE) --report
 
 # Every AWS call the functions made in the e2e suite (recorded at the fault proxy) against the
 # statements their roles get from template.yaml and from the CDK construct.

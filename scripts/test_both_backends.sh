@@ -1,29 +1,56 @@
 #!/usr/bin/env bash
-# The test suite on both backends at once: unit tests and the e2e suite on moto in the
-# foreground, the e2e suite on LocalStack beside it (its output kept, then printed whole, so the
-# two never interleave). The e2e tests mostly wait on delays and emulators, so the two passes
-# share 2 cores well: 759 s together against 1058 s one after the other (measured here, 2
-# cores). Both run to the end; the exit status is the first failure's.
+# The test suite on both backends at once, each part timed (scripts/phase.sh): in the
+# foreground the unit tests, the simulation, then the e2e suite on moto; beside them the e2e
+# suite on LocalStack (its output kept, then printed whole, so the two never interleave). The
+# e2e tests mostly wait on delays and emulators, so the two passes share 2 cores well: 759 s
+# together against 1058 s one after the other (measured here, 2 cores). Every part runs to the
+# end; the exit status is the first failure's.
+#
+# One part alone: `scripts/test_both_backends.sh unit|simulation|e2e-moto|e2e-localstack`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+phase="bash scripts/phase.sh"
+# Every part selects the whole workspace, so cargo resolves one feature set and builds nothing
+# that `make build-for-tests` did not (a `-p` selection would rebuild the SDK stack).
+# (scripts/binary_times.py adds how long each test binary ran; pipefail keeps cargo's status.)
+times() { python3 scripts/binary_times.py; }
+unit() {
+  cargo test --workspace --no-fail-fast --lib --bins -- --skip simulation 2>&1 | times \
+    && cargo test --workspace --no-fail-fast --doc 2>&1 | times
+}
+simulation() { cargo test --workspace --no-fail-fast --lib simulation 2>&1 | times; }
+e2e_moto() { cargo test --workspace --no-fail-fast --test '*' 2>&1 | times; }
+e2e_localstack() { E2E_BACKEND=localstack cargo test --workspace --no-fail-fast --test '*' 2>&1 | times; }
+
+export -f times unit simulation e2e_moto e2e_localstack
+case "${1:-all}" in
+  unit | simulation | e2e-moto | e2e-localstack) $phase "$1" bash -o pipefail -c "${1/-/_}"; exit ;;
+  all) ;;
+  *) echo "usage: $0 [unit|simulation|e2e-moto|e2e-localstack]" >&2; exit 2 ;;
+esac
+
 log=target/e2e-localstack.log
 mkdir -p target
 # Job control puts the LocalStack pass in a process group of its own, which an interrupt of
 # this script stops whole (cargo, the test binaries, and through their guards the emulators).
 set -m
-E2E_BACKEND=localstack cargo test --workspace --no-fail-fast --test '*' > "$log" 2>&1 &
+$phase e2e-localstack bash -o pipefail -c e2e_localstack > "$log" 2>&1 &
 localstack=$!
 set +m
 trap 'kill -INT -- -"$localstack" 2>/dev/null; wait "$localstack"; exit 130' INT TERM
-cargo test --workspace --no-fail-fast
-moto_status=$?
+status=0
+for part in unit simulation e2e_moto; do
+  $phase "${part/_/-}" bash -o pipefail -c "$part"
+  rc=$?
+  [ "$status" -ne 0 ] || status=$rc
+done
 wait "$localstack"
 localstack_status=$?
 echo "==== the e2e suite on LocalStack ($log) ===="
 cat "$log"
-if [ "$moto_status" -ne 0 ]; then
-  echo "the suite on moto failed (exit $moto_status)" >&2
-  exit "$moto_status"
+if [ "$status" -ne 0 ]; then
+  echo "the suite on moto failed (exit $status)" >&2
+  exit "$status"
 fi
 if [ "$localstack_status" -ne 0 ]; then
   echo "the e2e suite on LocalStack failed (exit $localstack_status)" >&2

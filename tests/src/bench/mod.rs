@@ -4,11 +4,13 @@
 mod api_calls;
 mod cold_start;
 mod dispatch;
+mod ledger;
 mod precision;
 
 pub use api_calls::*;
 pub use cold_start::*;
 pub use dispatch::*;
+pub use ledger::*;
 pub use precision::*;
 
 use std::path::PathBuf;

@@ -20,6 +20,9 @@ enum Section {
     /// Priority under `WAITER_MAX_RATE`: what one run reads, books and sends of a held-back
     /// backlog (20 000 jobs with --quick, else 100 000).
     Priority,
+    /// Contention on the rate ledger: 1, 4, 8 and 16 writers booking one queue at once on
+    /// DynamoDB Local.
+    Ledger,
     /// A herd of overdue jobs drained by poller groups at once (BENCH_HERD_JOBS).
     Herd,
     /// One 1000-job enqueue request at the bench's per-call latency.
@@ -61,6 +64,7 @@ async fn main() {
         Section::Throughput => "throughput",
         Section::MaxRate => "max-rate",
         Section::Priority => "priority",
+        Section::Ledger => "ledger",
         Section::Herd => "herd",
         Section::EnqueueLatency => "enqueue-latency",
         Section::DispatchMoto => "dispatch-moto",
@@ -244,6 +248,17 @@ async fn main() {
             rows.push(r);
         }
         println!("written to {}\n", write_json("priority.json", &rows).display());
+    }
+    if all || what == "ledger" {
+        let each = if quick { 20 } else { 100 };
+        println!("rate ledger: writers (separate stores, as separate poller processes) each booking {each} batches of 10 arrivals into one queue's ledger at once, DynamoDB Local");
+        let mut rows = Vec::new();
+        for writers in [1, 4, 8, 16] {
+            let r = ledger_contention(writers, each).await;
+            println!("  {}", r.line());
+            rows.push(r);
+        }
+        println!("written to {}\n", write_json("ledger.json", &rows).display());
     }
     if all || what == "herd" {
         // 1M jobs by default (about 1 GB in the in-memory table); BENCH_HERD_JOBS for another.

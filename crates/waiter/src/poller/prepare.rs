@@ -127,7 +127,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         }
         if !unused.is_empty() {
             // A booking not given back only leaves a slot of that second unused.
-            if let Err(e) = self.d.store.release(queue, &unused, now).await {
+            if let Err(e) = self.d.store.release(queue, &unused, now, self.stop_at).await {
                 warn!(queue = %queue, bookings = unused.len(), error = %display_chain(&e), "giving back unused arrival bookings failed");
             }
         }

@@ -113,7 +113,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         };
         self.d
             .store
-            .book(self.queue, rate, &[], Some(&reading), now)
+            .book(self.queue, rate, &[], Some(&reading), now, self.stop_at)
             .await
             .map(|_| ())
     }
@@ -131,7 +131,10 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             ranks: Vec::new(),
             next: self.next_head(now),
         };
-        self.d.store.book(self.queue, rate, &[], Some(&head), now).await?;
+        self.d
+            .store
+            .book(self.queue, rate, &[], Some(&head), now, self.stop_at)
+            .await?;
         self.rank_wait = Some(now + GATHER);
         Ok(())
     }
@@ -170,7 +173,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         let booked = self
             .d
             .store
-            .book(self.queue, rate, &raised, claim.as_ref(), now)
+            .book(self.queue, rate, &raised, claim.as_ref(), now, self.stop_at)
             .await?;
         for ((i, w), b) in booking.into_iter().zip(&wants).zip(booked) {
             match b {

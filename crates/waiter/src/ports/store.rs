@@ -332,6 +332,9 @@ pub trait Leases: Send + Sync + 'static {
 pub trait RateLedger: Send + Sync + 'static {
     /// Books each want in order, at most `rate` units per second (see `rate::Bookings::book`);
     /// with a claim, in rank order across the queue's partitions (`rate::Bookings::book_claimed`).
+    /// A store shared by several writers tries again after every lost race until `until` (the
+    /// run's stop instant), never for a fixed number of rounds: only time left running out
+    /// fails a booking (a retryable error).
     async fn book(
         &self,
         queue: &QueueName,
@@ -339,10 +342,17 @@ pub trait RateLedger: Send + Sync + 'static {
         wants: &[ArrivalWant],
         claim: Option<&Claim>,
         now: DateTime<Utc>,
+        until: DateTime<Utc>,
     ) -> Result<Vec<Booked>, PortError>;
 
-    /// Gives back bookings that were not used.
-    async fn release(&self, queue: &QueueName, bookings: &[Booking], now: DateTime<Utc>) -> Result<(), PortError>;
+    /// Gives back bookings that were not used, trying until `until` as `book` does.
+    async fn release(
+        &self,
+        queue: &QueueName,
+        bookings: &[Booking],
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<(), PortError>;
 }
 
 /// A whole store: every capability. Implemented for anything that has them all.

@@ -312,11 +312,12 @@ impl<S: JobStore> RateLedger for FaultyStore<S> {
         wants: &[crate::rate::ArrivalWant],
         claim: Option<&crate::rate::Claim>,
         now: DateTime<Utc>,
+        until: DateTime<Utc>,
     ) -> Result<Vec<crate::rate::Booked>, PortError> {
         faulty!(
             self.faults,
             "PutItem",
-            self.inner.book(q, rate, wants, claim, now).await
+            self.inner.book(q, rate, wants, claim, now, until).await
         )
     }
 
@@ -325,8 +326,13 @@ impl<S: JobStore> RateLedger for FaultyStore<S> {
         q: &QueueName,
         bookings: &[crate::rate::Booking],
         now: DateTime<Utc>,
+        until: DateTime<Utc>,
     ) -> Result<(), PortError> {
-        faulty!(self.faults, "PutItem", self.inner.release(q, bookings, now).await)
+        faulty!(
+            self.faults,
+            "PutItem",
+            self.inner.release(q, bookings, now, until).await
+        )
     }
 }
 

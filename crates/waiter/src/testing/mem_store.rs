@@ -560,6 +560,7 @@ impl RateLedger for MemStore {
         wants: &[crate::rate::ArrivalWant],
         claim: Option<&crate::rate::Claim>,
         now: DateTime<Utc>,
+        _until: DateTime<Utc>,
     ) -> Result<Vec<crate::rate::Booked>, PortError> {
         let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let seconds = st.bookings.entry(queue.clone()).or_default();
@@ -572,6 +573,7 @@ impl RateLedger for MemStore {
         queue: &QueueName,
         bookings: &[crate::rate::Booking],
         _now: DateTime<Utc>,
+        _until: DateTime<Utc>,
     ) -> Result<(), PortError> {
         let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(b) = st.bookings.get_mut(queue) {

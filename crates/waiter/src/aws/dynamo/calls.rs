@@ -29,6 +29,7 @@ impl DynamoStore {
             config,
             ledgers: Arc::default(),
             ledger_turn: Arc::default(),
+            ledger_counts: Arc::default(),
         }
     }
 

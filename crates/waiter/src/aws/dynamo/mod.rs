@@ -37,6 +37,8 @@ mod lease;
 mod rate;
 mod retire;
 
+pub use rate::LedgerCounts;
+
 use calls::*;
 use conditions::*;
 
@@ -49,6 +51,7 @@ pub struct DynamoStore {
     /// One ledger change at a time in this process, so that its partitions never race each
     /// other for the item (only other processes' runs can).
     ledger_turn: Arc<tokio::sync::Mutex<()>>,
+    ledger_counts: Arc<rate::LedgerCounts>,
 }
 
 #[async_trait]
