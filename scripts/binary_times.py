@@ -13,13 +13,16 @@ import re
 import sys
 import time
 
-running = re.compile(r"^\s*Running (?:unittests )?(\S+)")
+# "Running tests/lifecycle.rs (target/debug/deps/lifecycle-0123abcd)", or "Running unittests
+# src/lib.rs (target/debug/deps/waiter-0123abcd)": named by the file, and the crate for unittests.
+running = re.compile(r"^\s*Running (unittests )?(\S+)(?: \(\S*/([^/]+?)(?:-[0-9a-f]+)?\))?")
 started, name, took = None, None, []
 for line in sys.stdin:
     sys.stdout.write(line)
     m = running.match(line)
     if m:
-        started, name = time.monotonic(), m.group(1)
+        unittests, path, crate = m.groups()
+        started, name = time.monotonic(), (f"{crate} {path}" if unittests and crate else path)
     elif line.startswith("test result:") and started is not None:
         seconds = time.monotonic() - started
         took.append((seconds, name))
