@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export MOTO_SERVER := $(CURDIR)/$(VENV)/bin/moto_server
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help venv venv-infra demo test iam-check build-for-tests unit e2e e2e-localstack localstack localstack-install lint lint-rust lint-template template-test rehearse infra-test fmt build synth sam-build deploy clean
+.PHONY: help venv venv-infra demo test test-installs iam-check build-for-tests unit e2e e2e-localstack localstack localstack-install lint lint-rust clippy lint-deps lint-template template-test rehearse infra-test fmt build synth sam-build deploy clean
 
 help:
 	@echo "make demo   run both functions under cargo lambda watch against moto, end to end (BACKEND=localstack for LocalStack)"
@@ -61,11 +61,18 @@ MACHETE := .tools/cargo/bin/cargo-machete
 $(MACHETE):
 	cargo install --locked --quiet --root .tools/cargo cargo-machete@0.9.2
 
-lint-rust: $(MACHETE)
+lint-rust: clippy lint-deps
+
+clippy:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+
+lint-deps: $(MACHETE)
 	$(MACHETE) --with-metadata
 	bash scripts/check_function_deps.sh
+
+# Everything `make test` installs (scripts/test_prepare.sh runs it beside the Rust build).
+test-installs: venv venv-infra ddb-local localstack-install $(INFRA_DEPS) $(MACHETE) $(REHEARSAL_EXECUTOR)
 
 lint-template: venv-infra
 	cfn-lint template.yaml
@@ -99,19 +106,17 @@ BUILD_FOR_TESTS := cargo build --workspace --all-targets
 build-for-tests:
 	$(BUILD_FOR_TESTS)
 
-# Each phase is timed (scripts/phase.sh; `.ci/run` prints the table). The e2e suite runs twice,
-# on moto (after the unit tests and the simulation) and on LocalStack, both at once
-# (scripts/test_both_backends.sh). The rehearsal runs the same debug build as the deployed
-# functions' code. docs/contributing.md says how to run one phase alone.
+# Each phase is timed (scripts/phase.sh; `.ci/run` prints the table). The installs run beside
+# clippy and the build (scripts/test_prepare.sh). The e2e suite runs twice, on moto (after the
+# unit tests and the simulation, before the template checks and the rehearsal) and on
+# LocalStack, both at once (scripts/test_both_backends.sh). The rehearsal runs the same debug
+# build as the deployed functions' code. docs/contributing.md says how to run one phase alone.
 PHASE := bash scripts/phase.sh
 SUBMAKE := $(MAKE) --no-print-directory
 test:
 	$(PHASE) --reset
-	$(PHASE) install $(SUBMAKE) venv venv-infra ddb-local localstack-install $(INFRA_DEPS) $(MACHETE) $(REHEARSAL_EXECUTOR)
-	$(PHASE) lint $(SUBMAKE) lint-rust lint-template
-	$(PHASE) build $(SUBMAKE) build-for-tests
-	$(PHASE) template $(SUBMAKE) template-test infra-test
-	$(PHASE) rehearsal $(SUBMAKE) rehearse
+	bash scripts/test_prepare.sh
+	$(PHASE) lint $(SUBMAKE) lint-deps lint-template
 	rm -rf target/iam-calls
 	bash scripts/test_both_backends.sh
 	$(PHASE) iam-check $(SUBMAKE) iam-check

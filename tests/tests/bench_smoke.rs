@@ -147,3 +147,12 @@ async fn priority_bench_runs_and_counts_the_calls() {
         "the ledger: {row:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ledger_bench_runs_and_no_booking_fails_with_time_left() {
+    let row = e2e::bench::ledger_contention(4, 5).await;
+    println!("{}", row.line());
+    assert_eq!((row.writers, row.bookings), (4, 20), "{row:?}");
+    assert_eq!(row.failed, 0, "{row:?}");
+    assert!(row.rounds_per_booking >= 1.0, "{row:?}");
+}

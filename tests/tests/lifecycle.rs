@@ -268,16 +268,9 @@ async fn concurrent_pollers(k: usize, n: usize, grouped: bool) -> usize {
     duplicates
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn two_pollers_at_once_lose_nothing_and_send_nothing_twice() {
-    let _machine = alone().await;
-    assert_eq!(
-        concurrent_pollers(2, 1000, false).await,
-        0,
-        "no double send without a crash"
-    );
-}
-
+/// Four pollers over every partition at once: each pair of them races for the same leases as two
+/// pollers would (a separate two-poller run of the same 1000 jobs checked nothing more, and cost
+/// a herd's time on each backend).
 #[tokio::test(flavor = "multi_thread")]
 async fn four_pollers_at_once_lose_nothing_and_send_nothing_twice() {
     let _machine = alone().await;
