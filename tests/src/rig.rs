@@ -361,6 +361,22 @@ pub async fn run_two_groups(first: &mut Function, second: &mut Function, jobs: u
     (a, b)
 }
 
+/// Runs `run` (poller invocations) while receiving up to `expect` messages from `url` for at most
+/// `wait`, so that a message's receipt is when it became visible. Received after the run
+/// instead, every message that became visible while the run was still removing what it sent
+/// comes in one receipt: a run that outlasted a second of delays on a loaded machine made
+/// messages of two booked seconds look like one, and a default job look as early as an urgent
+/// one.
+pub async fn receive_while<T>(
+    emu: &Emulator,
+    url: &str,
+    wait: Duration,
+    expect: usize,
+    run: impl std::future::Future<Output = T>,
+) -> (T, Vec<crate::emulator::Received>) {
+    tokio::join!(run, emu.receive_for(url, wait, expect))
+}
+
 pub fn parse_time(s: &str) -> chrono::DateTime<chrono::Utc> {
     chrono::DateTime::parse_from_rfc3339(s)
         .expect("rfc3339")

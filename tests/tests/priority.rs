@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use e2e::rig::{
-    alone, assert_all_scheduled, in_secs, parse_time, run_two_groups, setup, sleep_until_just_after, warm_two_groups,
-    Rig,
+    alone, assert_all_scheduled, in_secs, parse_time, receive_while, run_two_groups, setup, sleep_until_just_after,
+    warm_two_groups, Rig,
 };
 use e2e::Function;
 use serde_json::{json, Value};
@@ -31,15 +31,16 @@ async fn a_backlog_at_4_a_second_arrives_urgent_first_and_a_critical_job_is_not_
         assert_all_scheduled(&reply);
     }
     sleep_until_just_after(&due).await;
-    let summary = s.poll().await;
+    let url = s.urls[0].clone();
+    let event = json!({});
+    let poll = s.poller.invoke_ok(&event);
+    let (summary, got) = receive_while(&s.emu, &url, Duration::from_secs(12), 21, poll).await;
     assert_eq!(summary["dispatched"], 21, "{summary}");
     // The default jobs waited for the budget; the urgent and critical ones did not. (Four of
     // them may have wanted the next second anyway, when the run booked within `SEND_GUARD` of
     // a second's end.)
     let held = summary["held_back"].as_u64().unwrap_or(0);
     assert!((12..=16).contains(&held), "{summary}");
-    let url = s.urls[0].clone();
-    let got = s.emu.receive_for(&url, Duration::from_secs(12), 21).await;
     urgent_first(got, parse_time(&due));
 }
 
@@ -122,8 +123,8 @@ async fn two_poller_groups_keep_the_order_across_their_partitions() {
         assert_all_scheduled(&enqueue.invoke_ok(&json!({ "jobs": chunk })).await);
     }
     sleep_until_just_after(&due).await;
-    run_two_groups(&mut first, &mut second, 21).await;
-    let got = rig.emu.receive_for(&rig.urls[0], Duration::from_secs(12), 21).await;
+    let runs = run_two_groups(&mut first, &mut second, 21);
+    let (_, got) = receive_while(&rig.emu, &rig.urls[0], Duration::from_secs(12), 21, runs).await;
     urgent_first(got, parse_time(&due));
 }
 
