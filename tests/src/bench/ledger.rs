@@ -30,6 +30,8 @@ pub struct LedgerRow {
     pub rounds_per_booking: f64,
     /// The most rounds any one writer's booking took, on average over its bookings.
     pub worst_writer_rounds: f64,
+    /// The most races one booking lost in a row (the rule before was to give up at 16).
+    pub most_lost_in_a_row: u64,
     /// Bookings that failed (only time running out may fail one; the bench gives each 120 s).
     pub failed: u64,
 }
@@ -67,10 +69,15 @@ pub async fn ledger_contention(writers: usize, bookings_each: usize) -> LedgerRo
                 }
             }
             let c = store.ledger_counts();
-            (c.changes.load(Relaxed), c.writes.load(Relaxed), failed)
+            (
+                c.changes.load(Relaxed),
+                c.writes.load(Relaxed),
+                failed,
+                c.most_lost_in_a_row.load(Relaxed),
+            )
         })
     });
-    let per_writer: Vec<(u64, u64, u64)> = futures::future::join_all(tasks)
+    let per_writer: Vec<(u64, u64, u64, u64)> = futures::future::join_all(tasks)
         .await
         .into_iter()
         .map(|t| t.expect("writer task"))
@@ -92,13 +99,14 @@ pub async fn ledger_contention(writers: usize, bookings_each: usize) -> LedgerRo
             .map(|w| w.1 as f64 / w.0.max(1) as f64)
             .fold(0.0, f64::max),
         failed: per_writer.iter().map(|w| w.2).sum(),
+        most_lost_in_a_row: per_writer.iter().map(|w| w.3).max().unwrap_or(0),
     }
 }
 
 impl LedgerRow {
     pub fn line(&self) -> String {
         format!(
-            "{:>2} writers: {} bookings of {} in {:.1} s, {:.0} bookings/s, {:.2} rounds per booking (worst writer {:.2}), {} failed",
+            "{:>2} writers: {} bookings of {} in {:.1} s, {:.0} bookings/s, {:.2} rounds per booking (worst writer {:.2}, most lost in a row {}), {} failed",
             self.writers,
             self.bookings,
             self.batch,
@@ -106,6 +114,7 @@ impl LedgerRow {
             self.bookings_per_s,
             self.rounds_per_booking,
             self.worst_writer_rounds,
+            self.most_lost_in_a_row,
             self.failed
         )
     }

@@ -31,12 +31,14 @@ use crate::rate::{ArrivalWant, Booked, Booking, Bookings, Claim};
 const LEDGER_BACKOFF_CAP: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Counts of this store's ledger changes, for the bench's contention figures: changes asked
-/// for, conditional writes sent, and writes that lost the race to another process.
+/// for, conditional writes sent, writes that lost the race to another process, and the most
+/// races one change lost in a row.
 #[derive(Debug, Default)]
 pub struct LedgerCounts {
     pub changes: AtomicU64,
     pub writes: AtomicU64,
     pub lost: AtomicU64,
+    pub most_lost_in_a_row: AtomicU64,
 }
 
 /// The backoff before round `round + 1` of a booking that lost round `round`.
@@ -115,6 +117,9 @@ impl DynamoStore {
                     self.ledger_counts.lost.fetch_add(1, Relaxed);
                     let pause = backoff(round);
                     round += 1;
+                    self.ledger_counts
+                        .most_lost_in_a_row
+                        .fetch_max(u64::from(round), Relaxed);
                     if Utc::now() + pause >= until {
                         self.forget(queue);
                         return Err(PortError::Throttled {
