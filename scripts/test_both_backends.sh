@@ -2,10 +2,9 @@
 # The test suite on both backends at once, each part timed (scripts/phase.sh): in the
 # foreground the unit tests, the simulation, the e2e suite on moto, then the template checks and
 # the deploy rehearsal; beside them the e2e suite on LocalStack (its output kept, then printed
-# whole, so the two never interleave). The
-# e2e tests mostly wait on delays and emulators, so the two passes share 2 cores well: 759 s
-# together against 1058 s one after the other (measured here, 2 cores). Every part runs to the
-# end; the exit status is the first failure's.
+# whole, so the two never interleave). The e2e tests mostly wait on delays and emulators, so the
+# two passes share 2 cores well: 759 s together against 1058 s one after the other (measured
+# here, 2 cores). Every part runs to the end; the exit status is the first failure's.
 #
 # One part alone: `scripts/test_both_backends.sh unit|simulation|e2e-moto|e2e-localstack`.
 set -uo pipefail
