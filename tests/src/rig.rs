@@ -98,6 +98,53 @@ impl Rig {
         }
     }
 
+    /// Moves every stored job of `table` to `due`, by a conditional write of its `perform_at`.
+    ///
+    /// A herd is enqueued far ahead and then made due at once: on a loaded machine a loaded
+    /// emulator took long enough to store a herd of 1000 (ten requests of 100) that its last jobs
+    /// were due before they were stored, and went straight to SQS instead (`sent`, not
+    /// `scheduled`). Returns how many jobs it moved.
+    pub async fn make_all_due(&self, table: &str, due: chrono::DateTime<chrono::Utc>) -> usize {
+        use aws_sdk_dynamodb::types::AttributeValue;
+        use futures::StreamExt;
+        use waiter::aws::codec::{A_JOB_ID, A_PERFORM_AT, A_SCHEDULER};
+        let ddb = self.table_client().await;
+        let items: Vec<_> = ddb
+            .scan()
+            .table_name(table)
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+            .await
+            .expect("Scan")
+            .into_iter()
+            .filter(|i| i.contains_key(A_PERFORM_AT))
+            .collect();
+        let at = AttributeValue::N(waiter::time::format_epoch(due));
+        let moved = futures::stream::iter(items.iter().map(|item| {
+            let ddb = ddb.clone();
+            let at = at.clone();
+            async move {
+                ddb.update_item()
+                    .table_name(table)
+                    .key(A_SCHEDULER, item[A_SCHEDULER].clone())
+                    .key(A_JOB_ID, item[A_JOB_ID].clone())
+                    .update_expression("SET #at = :at")
+                    .condition_expression("attribute_exists(#at)")
+                    .expression_attribute_names("#at", A_PERFORM_AT)
+                    .expression_attribute_values(":at", at)
+                    .send()
+                    .await
+                    .expect("UpdateItem perform_at")
+            }
+        }))
+        .buffer_unordered(8)
+        .count()
+        .await;
+        moved
+    }
+
     /// The fault proxy; panics if the rig was built without one.
     pub fn proxy(&self) -> &FaultProxy {
         self.proxy.as_ref().expect("the rig was built with a fault proxy")

@@ -195,11 +195,10 @@ async fn concurrent_pollers(k: usize, n: usize, grouped: bool) -> usize {
     let (emu, env, url) = (&rig.emu, &rig.env, rig.urls[0].clone());
     let ddb = rig.table_client().await;
     let mut enqueue = Function::start("enqueue", env).await;
-    // One due time for all, far enough ahead that a slow emulator on a busy machine stores every
-    // batch before it (a job already due would go straight to SQS and skip the pollers): up to
-    // 1.5 s a request of 100 was seen with both backends' suites running at once.
-    let due = chrono::Utc::now() + chrono::TimeDelta::milliseconds(5_000 + n as i64 * 15);
-    let perform_at = due.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    // Stored far ahead, then all made due at once: however long a loaded emulator takes to
+    // store them, none is due before it is stored (it would go straight to SQS).
+    let far = chrono::Utc::now() + chrono::TimeDelta::hours(1);
+    let perform_at = far.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
     for chunk in 0..n.div_ceil(100) {
         let jobs: Vec<Value> = (chunk * 100..((chunk + 1) * 100).min(n))
             .map(|i| json!({"queue": "orders", "message_body": format!("m{i}"), "job_id": format!("j{i}"), "perform_at": perform_at}))
@@ -213,6 +212,8 @@ async fn concurrent_pollers(k: usize, n: usize, grouped: bool) -> usize {
             .collect();
         assert!(refused.is_empty(), "not scheduled: {refused:?}");
     }
+    let due = chrono::Utc::now() + chrono::TimeDelta::milliseconds(500);
+    assert_eq!(rig.make_all_due("orders", due).await, n);
     let until_due = (due - chrono::Utc::now()).to_std().unwrap_or_default();
     tokio::time::sleep(until_due + Duration::from_millis(500)).await;
     let mut pollers = Vec::new();
