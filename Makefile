@@ -106,9 +106,10 @@ BUILD_FOR_TESTS := cargo build --workspace --all-targets
 build-for-tests:
 	$(BUILD_FOR_TESTS)
 
-# Each phase is timed (scripts/phase.sh; `.ci/run` prints the table). The installs, clippy and
-# the build run one after the other: side by side they took as long (both CPU-bound here, 287 s
-# and 289 s together against 160 s and about 150 s alone). The e2e suite runs twice, on moto (after the
+# Each phase is timed (scripts/phase.sh; `.ci/run` prints the table). The installs run two at a
+# time (pip and npm mostly wait on one core; cargo-machete's build takes both). The installs,
+# clippy and the build run one after the other: side by side they took as long (both CPU-bound
+# here, 287 s and 289 s together against 160 s and about 150 s alone). The e2e suite runs twice, on moto (after the
 # unit tests and the simulation, before the template checks and the rehearsal) and on
 # LocalStack, both at once (scripts/test_both_backends.sh). The rehearsal runs the same debug
 # build as the deployed functions' code. docs/contributing.md says how to run one phase alone.
@@ -116,7 +117,7 @@ PHASE := bash scripts/phase.sh
 SUBMAKE := $(MAKE) --no-print-directory
 test:
 	$(PHASE) --reset
-	$(PHASE) install $(SUBMAKE) test-installs
+	$(PHASE) install $(SUBMAKE) -j2 --output-sync=target test-installs
 	$(PHASE) clippy $(SUBMAKE) clippy
 	$(PHASE) build $(SUBMAKE) build-for-tests
 	$(PHASE) lint $(SUBMAKE) lint-deps lint-template
@@ -174,7 +175,7 @@ REHEARSAL_EXECUTOR := .tools/localstack/venv/.installed-host-executor
 rehearse: venv-infra localstack-install $(REHEARSAL_EXECUTOR) build-for-tests $(INFRA_DEPS)
 	$(VENV)/bin/python tests/rehearsal/rehearse.py
 
-$(REHEARSAL_EXECUTOR): tests/rehearsal/host_executor/pyproject.toml tests/rehearsal/host_executor/sqs_waiter_host_executor.py
+$(REHEARSAL_EXECUTOR): tests/rehearsal/host_executor/pyproject.toml tests/rehearsal/host_executor/sqs_waiter_host_executor.py | localstack-install
 	.tools/localstack/venv/bin/pip install --quiet --disable-pip-version-check ./tests/rehearsal/host_executor
 	touch $@
 

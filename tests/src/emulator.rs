@@ -457,6 +457,7 @@ fn descendants(pid: u32) -> Vec<(u32, Vec<u8>)> {
 
 pub async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
     aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(waiter::aws::http_client())
         .endpoint_url(endpoint)
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_sqs::config::Credentials::new("test", "test", None, None, "e2e"))

@@ -44,7 +44,7 @@ fn fail(why: &str) -> ExitCode {
 }
 
 async fn client(cli: &Cli) -> Client {
-    let mut loader = aws_config::defaults(BehaviorVersion::latest());
+    let mut loader = aws_config::defaults(BehaviorVersion::latest()).http_client(https_client());
     if let Some(region) = &cli.region {
         loader = loader.region(Region::new(region.clone()));
     }
@@ -53,6 +53,15 @@ async fn client(cli: &Cli) -> Client {
     }
     let config = loader.load().await;
     Client::new(aws_sdk_lambda::Client::new(&config), cli.function.clone())
+}
+
+/// HTTPS for the SDK: hyper with rustls on ring, trusting the system's roots (the SDK's
+/// default client, rustls on aws-lc, is not compiled in: see the workspace Cargo.toml).
+fn https_client() -> aws_sdk_lambda::config::SharedHttpClient {
+    use aws_smithy_http_client::tls;
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(tls::Provider::Rustls(tls::rustls_provider::CryptoMode::Ring))
+        .build_https()
 }
 
 /// The error as one line that names what to fix.

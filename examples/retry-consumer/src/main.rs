@@ -17,6 +17,7 @@
 use std::collections::BTreeMap;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+use aws_smithy_http_client::tls;
 use base64::Engine as _;
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use sqs_waiter_client::{attempt_of, job_id_of, Client, JobStatus, MessageAttribute, Retry, RetryPolicy};
@@ -121,7 +122,16 @@ async fn handler(
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let function = std::env::var("SQS_WAITER_FUNCTION").unwrap_or_else(|_| "sqs-waiter-enqueue".into());
-    let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    // rustls on ring, as sqs-waiter's functions: this workspace leaves out the SDK's default
+    // HTTPS client (rustls on aws-lc). With aws-config's default features, `load_defaults`
+    // alone is enough.
+    let https = aws_smithy_http_client::Builder::new()
+        .tls_provider(tls::Provider::Rustls(tls::rustls_provider::CryptoMode::Ring))
+        .build_https();
+    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(https)
+        .load()
+        .await;
     let client = Client::new(aws_sdk_lambda::Client::new(&config), function);
     let policy = RetryPolicy::exponential(RETRY_BASE_S, 2.0, 86_400)
         .jitter(false)

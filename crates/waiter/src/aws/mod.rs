@@ -135,9 +135,8 @@ pub fn timeout_config() -> aws_config::timeout::TimeoutConfig {
 
 #[cfg(test)]
 mod tests {
-    /// The functions are built without the SDK's default HTTPS client (the workspace-wide test
-    /// build has it, through the CLI), so a config without ours would build and then fail at the
-    /// first call of a release binary.
+    /// The SDK's default HTTPS client is compiled nowhere in the workspace, so a config without
+    /// ours would build and then fail at its first call.
     #[tokio::test]
     async fn the_sdk_config_carries_our_https_client() {
         assert!(super::sdk_config().await.http_client().is_some());
