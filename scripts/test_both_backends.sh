@@ -56,9 +56,10 @@ for part in unit simulation e2e_moto; do
   [ "$status" -ne 0 ] || status=$rc
 done
 # The LocalStack pass is the longer one (about 1000 s against 800 s on moto, cold, 2 cores):
-# the template checks and the deploy rehearsal fill the foreground's wait for it instead of
-# running before both passes (measured: 178 s off the critical path).
-for step in "template template-test infra-test" "rehearsal rehearse"; do
+# the template checks, the deploy rehearsal and the dependency lint (cargo-machete's own build
+# is most of it) fill the foreground's wait for it instead of running before both passes
+# (measured: 178 s off the critical path for the first two).
+for step in "template template-test infra-test" "rehearsal rehearse" "lint-deps lint-deps"; do
   # shellcheck disable=SC2086 # a phase name, then make targets
   set -- $step
   name=$1
