@@ -310,15 +310,7 @@ impl Emulator {
         &self,
         table: &str,
     ) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
-        self.dynamodb
-            .scan()
-            .table_name(table)
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .expect("Scan")
+        scan_all(&self.dynamodb, table).await
     }
 
     /// Receives every message that becomes visible within `wait`, with the local time it arrived.
@@ -440,6 +432,22 @@ impl Drop for Emulator {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Every item of `table`, all pages (for assertions and test setups).
+pub async fn scan_all(
+    dynamodb: &aws_sdk_dynamodb::Client,
+    table: &str,
+) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+    dynamodb
+        .scan()
+        .table_name(table)
+        .into_paginator()
+        .items()
+        .send()
+        .collect::<Result<Vec<_>, _>>()
+        .await
+        .expect("Scan")
 }
 
 /// Every process below `pid`, with its command line, from /proc.

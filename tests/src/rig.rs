@@ -109,18 +109,8 @@ impl Rig {
         use futures::StreamExt;
         use waiter::aws::codec::{A_JOB_ID, A_PERFORM_AT, A_SCHEDULER};
         let ddb = self.table_client().await;
-        let items: Vec<_> = ddb
-            .scan()
-            .table_name(table)
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .expect("Scan")
-            .into_iter()
-            .filter(|i| i.contains_key(A_PERFORM_AT))
-            .collect();
+        let mut items = crate::emulator::scan_all(&ddb, table).await;
+        items.retain(|i| i.contains_key(A_PERFORM_AT));
         let at = AttributeValue::N(waiter::time::format_epoch(due));
         let moved = futures::stream::iter(items.iter().map(|item| {
             let ddb = ddb.clone();
