@@ -109,11 +109,11 @@ build-for-tests:
 # Each phase is timed (scripts/phase.sh; `.ci/run` prints the table). The installs, clippy and
 # the build run one after the other: side by side they took as long (both CPU-bound here, 287 s
 # and 289 s together against 160 s and about 150 s alone; the installs two at a time, 183 s
-# against 159 s). cargo-machete (a 56 s build) is built and run by `lint-deps` at the end of the
-# foreground's side of scripts/test_both_backends.sh, which ends before the LocalStack pass. The e2e suite runs twice, on moto (after the
-# unit tests and the simulation, before the template checks and the rehearsal) and on
-# LocalStack, both at once (scripts/test_both_backends.sh). The rehearsal runs the same debug
-# build as the deployed functions' code. docs/contributing.md says how to run one phase alone.
+# against 159 s). The e2e suite then runs twice at once (scripts/test_both_backends.sh): on
+# moto in the foreground, after the unit tests and the simulation and before the template
+# checks, the rehearsal and `lint-deps` (cargo-machete, a 56 s build, off the critical path);
+# on LocalStack beside it. The rehearsal runs the same debug build as the deployed functions'
+# code. docs/contributing.md says how long each phase takes and how to run one alone.
 PHASE := bash scripts/phase.sh
 SUBMAKE := $(MAKE) --no-print-directory
 test:
