@@ -34,6 +34,8 @@ mod fuzz;
 #[cfg(test)]
 mod history_tests;
 #[cfg(test)]
+mod meeting_retry_tests;
+#[cfg(test)]
 mod pipeline_tests;
 #[cfg(test)]
 mod priority_tests;

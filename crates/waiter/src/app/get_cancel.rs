@@ -6,8 +6,8 @@ use tracing::info;
 use crate::config::QueueName;
 use crate::error::PortError;
 use crate::ports::{
-    CancelOutcome, Clock, Found, History, HistoryStatus, JobKey, JobStore, MessageQueue, Partition, RemoveOutcome,
-    StoredJob,
+    CancelOutcome, Clock, Found, History, HistoryStatus, JobKey, JobStore, MessageQueue, Over, Partition,
+    RemoveOutcome, StoredJob,
 };
 use crate::wire::reply::{describe, describe_history};
 
@@ -79,21 +79,24 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
     ) -> Result<CancelOutcome, PortError> {
         let mut current = found.clone();
         for _ in 0..CANCEL_ATTEMPTS {
-            let record = match (
-                &current.partition,
-                self.config.history_keep_for(current.job.keeps_record()),
-            ) {
+            // A job whose message may be in SQS keeps its record whatever the history
+            // settings: a `retry` of that delivery must find the chain cancelled.
+            let now = self.clock.now();
+            let keeps_record = current.job.keeps_record() || current.may_have_been_sent(now);
+            let record = match (&current.partition, self.config.history_keep_for(keeps_record)) {
                 (Partition::Shard(_), Some(keep)) => Some(
-                    History::of(&current, HistoryStatus::Cancelled, self.clock.now(), None, keep)
+                    History::of(&current, HistoryStatus::Cancelled, now, None, keep)
                         .keeping_message(&current.job, self.config.history_body),
                 ),
                 _ => None,
             };
-            match self.store.cancel(&current, record.as_ref()).await? {
+            let outcome = if current.partition == Partition::Parked && current.job.is_retried() {
+                self.cancel_parked_chain(&current).await?
+            } else {
+                self.store.cancel(&current, record.as_ref()).await?
+            };
+            match outcome {
                 RemoveOutcome::Removed => {
-                    if current.partition == Partition::Parked && current.job.is_retried() {
-                        self.fence_cancelled_chain(&current).await?;
-                    }
                     return Ok(CancelOutcome::Cancelled {
                         maybe_delivered_at: current.maybe_delivered_at,
                     });
@@ -111,27 +114,38 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         })
     }
 
-    /// A parked attempt of a retried job was cancelled: its home key records the cancel (over
-    /// the record of the attempt before), so that a later `retry` of any attempt up to it
-    /// schedules nothing.
-    async fn fence_cancelled_chain(&self, parked: &StoredJob) -> Result<(), PortError> {
-        let home = StoredJob {
-            partition: self.home_of(&parked.job.queue, &parked.job.job_id),
-            ..parked.clone()
+    /// Cancels a parked attempt of a retried job and records the cancel at its home key (over
+    /// what the key holds, with a version above it and the parked item's), in one transaction:
+    /// a `retry` that read the key before, or between two separate steps, finds it changed, and
+    /// a later one of any attempt up to the parked one schedules nothing.
+    async fn cancel_parked_chain(&self, parked: &StoredJob) -> Result<RemoveOutcome, PortError> {
+        let queue = &parked.job.queue;
+        let home = self.home_of(queue, &parked.job.job_id);
+        let at_home = self
+            .store
+            .read_any(queue, &JobKey::in_each(&parked.job.job_id, std::slice::from_ref(&home)))
+            .await?
+            .pop();
+        let over = match &at_home {
+            None => Over::Free,
+            Some(Found::History(h)) => Over::Record(h),
+            // The chain's live attempt is stored: the caller's cancel removes it in its turn;
+            // the parked copy goes alone.
+            Some(Found::Job(_)) => return self.store.cancel(parked, None).await,
         };
         let keep = self
             .config
             .history_keep_for(true)
             .unwrap_or(crate::config::RETRY_RECORD_KEEP);
-        self.store
-            .record(&History::of(
-                &home,
-                HistoryStatus::Cancelled,
-                self.clock.now(),
-                None,
-                keep,
-            ))
-            .await
+        let at = StoredJob {
+            partition: home,
+            ..parked.clone()
+        };
+        let record = History {
+            version: parked.version.max(over.version()) + 1,
+            ..History::of(&at, HistoryStatus::Cancelled, self.clock.now(), None, keep)
+        };
+        self.store.cancel_parked_chain(parked, &record, over).await
     }
 
     pub(super) async fn cancel(&self, queue: &QueueName, job_id: &str) -> Result<JobReply, HandlerError> {

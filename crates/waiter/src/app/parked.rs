@@ -8,7 +8,7 @@ use crate::app::Waiter;
 use crate::config::QueueName;
 use crate::cursor;
 use crate::error::HandlerError;
-use crate::ports::{Clock, Found, JobKey, JobStore, MessageQueue, Partition, PutOutcome, StoredJob};
+use crate::ports::{Clock, Found, JobKey, JobStore, MessageQueue, Over, Partition, PutOutcome, StoredJob};
 use crate::wire::reply::{describe, duplicate, error_result, reply, status_only, Reply};
 use crate::wire::request::RedriveTarget;
 use sqs_waiter_contract::{BatchReply, BatchResult, JobReply, JobStatus, ParkedReply, RedriveAllReply};
@@ -123,6 +123,11 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         }
         let candidates = self.candidate_partitions(queue, job_id).await?;
         if let Some(active) = self.store.find(queue, job_id, &candidates).await? {
+            if parked.job.is_retried() && active.job.attempt >= parked.job.attempt {
+                // A copy an earlier redrive left behind (moved, then not removed): the
+                // attempt it holds is home already.
+                self.store.remove(&parked).await?;
+            }
             return Ok(reply(&active, JobStatus::Scheduled, true));
         }
         let into = StoredJob {
@@ -133,28 +138,55 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             version: parked.version + 1,
             maybe_delivered_at: parked.maybe_delivered_at,
         };
+        if parked.job.is_retried() {
+            return self.redrive_attempt(&parked, into).await;
+        }
         match self.store.unpark(&parked, &into).await? {
             PutOutcome::Created { version } => {
                 info!(queue = %queue, job_id, version, "re-driven");
                 Ok(reply(&StoredJob { version, ..into }, JobStatus::Scheduled, false))
             }
             PutOutcome::Duplicate(active) => Ok(reply(&active, JobStatus::Scheduled, true)),
-            // An earlier attempt's record fences the home key of a job whose attempts ran out
-            // (`retry`): the redriven attempt takes its place.
-            PutOutcome::Done(history) if history.attempt < into.job.attempt => {
-                let into = StoredJob {
-                    version: into.version.max(history.version + 1),
-                    ..into
-                };
-                if !self.store.put_over(&into, &history).await? {
-                    return Ok(duplicate(&Found::History(*history)));
-                }
-                self.store.remove(&parked).await?;
-                info!(queue = %queue, job_id, attempt = into.job.attempt, "re-driven");
-                Ok(reply(&into, JobStatus::Scheduled, false))
-            }
             PutOutcome::Done(history) => Ok(duplicate(&Found::History(*history))),
         }
+    }
+}
+
+impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q, C> {
+    /// Redrives a parked attempt of a retried job: one transaction moves it home, over the
+    /// record that fences the key (the attempt before it), so the parked copy never outlives
+    /// the move and a `retry` of the redriven attempt finds only it.
+    async fn redrive_attempt(&self, parked: &StoredJob, into: StoredJob) -> Result<JobReply, HandlerError> {
+        let queue = &parked.job.queue;
+        let job_id = &parked.job.job_id;
+        let now = self.clock.now();
+        let at_home = self.store.read_any(queue, &[into.key()]).await?.pop();
+        let over = match &at_home {
+            Some(Found::Job(active)) => return Ok(reply(active, JobStatus::Scheduled, true)),
+            Some(Found::History(h)) if h.is_live(now) && h.attempt >= into.job.attempt => {
+                return Ok(duplicate(&Found::History(h.clone())))
+            }
+            Some(Found::History(h)) => Over::Record(h),
+            None => Over::Free,
+        };
+        let into = StoredJob {
+            version: into.version.max(over.version() + 1),
+            ..into
+        };
+        if !self.store.unpark_over(parked, &into, over).await? {
+            // A concurrent redrive, retry or cancel changed the id since it was read.
+            return Ok(
+                match self
+                    .existing(queue, job_id, std::slice::from_ref(&into.partition), now)
+                    .await?
+                {
+                    Some(found) => duplicate(&found),
+                    None => status_only(JobStatus::NotFound, queue, job_id),
+                },
+            );
+        }
+        info!(queue = %queue, job_id, attempt = into.job.attempt, "re-driven");
+        Ok(reply(&into, JobStatus::Scheduled, false))
     }
 }
 

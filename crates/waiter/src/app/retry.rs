@@ -5,7 +5,10 @@
 //! (its messages carry `waiter.attempt`), written over the record attempt k−1 left when it was
 //! sent, conditional on that record's version. What the id holds when the `retry` of attempt n
 //! is read decides (`decide`): attempt n+1 already (a duplicate), a later one (`conflict`), a
-//! cancelled one (`cancelled`), or attempt n or nothing (schedule n+1, or park it).
+//! cancelled one (`cancelled`), or attempt n or nothing (schedule n+1, or park it). Attempt n
+//! may still be stored when its retry comes (the poller removes what it sent in batches, at the
+//! end of a FIFO hold, or in its next run): the message proves it was sent, so n+1 is written
+//! over it, conditional on its edition, and the poller's removal of n then finds a newer one.
 
 use chrono::{DateTime, Utc};
 use tracing::info;
@@ -14,7 +17,8 @@ use crate::backoff;
 use crate::error::{HandlerError, PortError};
 use crate::job::Job;
 use crate::ports::{
-    Clock, Found, History, HistoryStatus, JobKey, JobStore, MessageQueue, ParkInfo, Partition, PutOutcome, StoredJob,
+    Clock, Found, History, HistoryStatus, JobKey, JobStore, MessageQueue, Over, ParkInfo, Partition, PutOutcome,
+    ReplaceOutcome, StoredJob,
 };
 use crate::wire::field_rules::{check_message, check_stored_size};
 use crate::wire::normalise::Given;
@@ -44,6 +48,15 @@ impl Current {
             Self::Left(h) => h.attempt,
         }
     }
+
+    /// The stored attempt, when a message of it may be in a consumer's hands: SQS holds one
+    /// until it is due (`StoredJob::may_have_been_sent`).
+    fn sent_and_stored(&self, now: DateTime<Utc>) -> Option<&StoredJob> {
+        match self {
+            Self::Stored(j) if j.may_have_been_sent(now) => Some(j),
+            _ => None,
+        }
+    }
 }
 
 /// What a `retry` of attempt `failed` does, given what the job's id holds.
@@ -60,7 +73,7 @@ pub(crate) enum Decision {
     Next,
 }
 
-pub(crate) fn decide(failed: u32, current: Option<&Current>) -> Decision {
+pub(crate) fn decide(failed: u32, current: Option<&Current>, now: DateTime<Utc>) -> Decision {
     let Some(current) = current else {
         return Decision::Next;
     };
@@ -75,6 +88,8 @@ pub(crate) fn decide(failed: u32, current: Option<&Current>) -> Decision {
         }
         _ if attempt == next => Decision::Duplicate,
         Current::Left(_) if attempt < next => Decision::Next,
+        // The failed attempt, sent and not yet removed: its message proves the send.
+        Current::Stored(_) if attempt == failed && current.sent_and_stored(now).is_some() => Decision::Next,
         _ => Decision::Conflict(attempt),
     }
 }
@@ -96,7 +111,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
     pub(super) async fn retry(&self, r: Retry, cut: DateTime<Utc>) -> Result<JobReply, HandlerError> {
         for _ in 0..RETRY_ROUNDS {
             let now = self.clock.now();
-            let home = self.home_of(&r.queue, &r.job_id);
+            let mut home = self.home_of(&r.queue, &r.job_id);
             let mut partitions = self.candidate_partitions(&r.queue, &r.job_id).await?;
             partitions.push(Partition::Parked);
             let found = self
@@ -109,7 +124,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 _ => None,
             });
             let current = current_of(&found, now);
-            let decision = decide(r.attempt, current.as_ref());
+            let decision = decide(r.attempt, current.as_ref(), now);
             match decision {
                 Decision::Duplicate => {
                     info!(queue = %r.queue, job_id = %r.job_id, attempt = r.attempt, "duplicate retry");
@@ -129,10 +144,18 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 Decision::Next => {}
             }
             let job = self.next_attempt(&r, current.as_ref(), now)?;
+            // The next attempt goes where the failed one is still stored, else to the home key.
+            let over = match current.as_ref().and_then(|c| c.sent_and_stored(now)) {
+                Some(sent) if sent.job.attempt == r.attempt => {
+                    home = sent.partition.clone();
+                    Over::Sent(sent)
+                }
+                _ => at_home.as_ref().map_or(Over::Free, Over::Record),
+            };
             let written = if r.attempt >= r.max_attempts {
-                self.park_exhausted(&r, job, home, at_home.as_ref()).await?
+                self.park_exhausted(&r, job, home, over).await?
             } else {
-                self.schedule_next(&r, job, home, at_home.as_ref(), cut).await?
+                self.schedule_next(&r, job, home, over, cut).await?
             };
             if let Some(reply) = written {
                 return Ok(reply);
@@ -173,15 +196,15 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         Ok(job)
     }
 
-    /// Stores the next attempt at its backoff (in its windows), over the record the last one
-    /// left at the home key, or into a free key; `None` when the key changed since it was read.
-    /// A near attempt is handed over at once, as `reschedule` does.
+    /// Stores the next attempt at its backoff (in its windows), over what its key held when read
+    /// (the record the last attempt left, that attempt still stored, or nothing); `None` when the
+    /// key changed since. A near attempt is handed over at once, as `reschedule` does.
     async fn schedule_next(
         &self,
         r: &Retry,
         mut job: Job,
         home: Partition,
-        at_home: Option<&History>,
+        over: Over<'_>,
         cut: DateTime<Utc>,
     ) -> Result<Option<JobReply>, HandlerError> {
         let now = self.clock.now();
@@ -201,21 +224,27 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         }
         let stored = StoredJob {
             partition: home,
-            version: at_home.map_or(1, |h| h.version + 1),
+            version: over.version() + 1,
             job,
             enqueued_at: now,
             parked: None,
             maybe_delivered_at: None,
         };
         check_stored_size(self.store.item_bytes(&stored))?;
-        let stored = match at_home {
-            Some(record) => {
+        let stored = match over {
+            Over::Record(record) => {
                 if !self.store.put_over(&stored, record).await? {
                     return Ok(None);
                 }
                 stored
             }
-            None => match self.store.put_new(&stored).await? {
+            Over::Sent(sent) => {
+                if self.store.rewrite(sent, &stored).await? != ReplaceOutcome::Replaced {
+                    return Ok(None);
+                }
+                stored
+            }
+            Over::Free => match self.store.put_new(&stored).await? {
                 PutOutcome::Created { version } => StoredJob { version, ..stored },
                 PutOutcome::Duplicate(_) | PutOutcome::Done(_) => return Ok(None),
             },
@@ -240,7 +269,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         r: &Retry,
         job: Job,
         home: Partition,
-        at_home: Option<&History>,
+        over: Over<'_>,
     ) -> Result<Option<JobReply>, HandlerError> {
         let now = self.clock.now();
         let parked = StoredJob {
@@ -262,11 +291,11 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             .unwrap_or(crate::config::RETRY_RECORD_KEEP);
         let fence = History {
             partition: home,
-            version: at_home.map_or(1, |h| h.version + 1),
+            version: over.version() + 1,
             attempt: r.attempt,
             ..History::of(&parked, HistoryStatus::Dispatched, now, None, keep)
         };
-        if !self.store.park_exhausted(&parked, &fence, at_home).await? {
+        if !self.store.park_exhausted(&parked, &fence, over).await? {
             return Ok(None);
         }
         info!(queue = %r.queue, job_id = %r.job_id, attempts = r.attempt, "attempts exhausted; parked");

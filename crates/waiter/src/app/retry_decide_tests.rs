@@ -15,7 +15,15 @@ fn left(attempt: u32, status: HistoryStatus) -> Current {
     Current::Left(History::of(&j, status, Utc::now(), None, TimeDelta::days(14)))
 }
 
+/// An attempt stored, due in an hour: no message of it can have been sent yet.
 fn pending(attempt: u32) -> Current {
+    let mut j = stored("orders", "j", Utc::now() + TimeDelta::hours(1), 1);
+    j.job.attempt = attempt;
+    Current::Stored(j)
+}
+
+/// An attempt stored and due: the poller may have sent it and not removed it yet.
+fn due(attempt: u32) -> Current {
     let mut j = stored_job("j");
     j.job.attempt = attempt;
     Current::Stored(j)
@@ -23,41 +31,74 @@ fn pending(attempt: u32) -> Current {
 
 #[test]
 fn nothing_known_or_the_failed_attempt_sent_makes_the_next() {
-    assert_eq!(decide(1, None), Decision::Next);
-    assert_eq!(decide(1, Some(&left(1, HistoryStatus::Dispatched))), Decision::Next);
-    assert_eq!(decide(4, Some(&left(4, HistoryStatus::Dispatched))), Decision::Next);
+    assert_eq!(decide(1, None, Utc::now()), Decision::Next);
+    assert_eq!(
+        decide(1, Some(&left(1, HistoryStatus::Dispatched)), Utc::now()),
+        Decision::Next
+    );
+    assert_eq!(
+        decide(4, Some(&left(4, HistoryStatus::Dispatched)), Utc::now()),
+        Decision::Next
+    );
     // An earlier record (a chain stored under `{id}:a{n}` before the upgrade) does not block.
-    assert_eq!(decide(3, Some(&left(1, HistoryStatus::Dispatched))), Decision::Next);
+    assert_eq!(
+        decide(3, Some(&left(1, HistoryStatus::Dispatched)), Utc::now()),
+        Decision::Next
+    );
 }
 
 #[test]
 fn the_next_attempt_existing_is_a_duplicate_and_a_later_one_a_conflict() {
-    assert_eq!(decide(1, Some(&pending(2))), Decision::Duplicate);
+    assert_eq!(decide(1, Some(&pending(2)), Utc::now()), Decision::Duplicate);
     assert_eq!(
-        decide(1, Some(&left(2, HistoryStatus::Dispatched))),
+        decide(1, Some(&left(2, HistoryStatus::Dispatched)), Utc::now()),
         Decision::Duplicate
     );
-    assert_eq!(decide(1, Some(&pending(3))), Decision::Conflict(3));
+    assert_eq!(decide(1, Some(&pending(3)), Utc::now()), Decision::Conflict(3));
     assert_eq!(
-        decide(1, Some(&left(3, HistoryStatus::Dispatched))),
+        decide(1, Some(&left(3, HistoryStatus::Dispatched)), Utc::now()),
         Decision::Conflict(3)
     );
     // A pending attempt the report cannot come from (never delivered yet): nothing is made.
-    assert_eq!(decide(2, Some(&pending(2))), Decision::Conflict(2));
-    assert_eq!(decide(2, Some(&pending(1))), Decision::Conflict(1));
+    assert_eq!(decide(2, Some(&pending(2)), Utc::now()), Decision::Conflict(2));
+    assert_eq!(decide(2, Some(&pending(1)), Utc::now()), Decision::Conflict(1));
+}
+
+#[test]
+fn a_failed_attempt_still_stored_once_due_makes_the_next_over_it() {
+    let now = Utc::now();
+    // Sent, and not yet removed by the poller (a batch's removal, a FIFO hold, a debt).
+    assert_eq!(decide(2, Some(&due(2)), now), Decision::Next);
+    assert_eq!(decide(1, Some(&due(1)), now + TimeDelta::days(1)), Decision::Next);
+    // Moved to a later window after a send that may have happened.
+    let mut moved = stored("orders", "j", now + TimeDelta::hours(1), 1);
+    moved.maybe_delivered_at = Some(now - TimeDelta::minutes(1));
+    assert_eq!(decide(1, Some(&Current::Stored(moved)), now), Decision::Next);
+    // Parked after SQS refused it: never delivered.
+    let mut refused = stored_job("j");
+    refused.parked = Some(ParkInfo {
+        parked_at: now,
+        code: "InvalidMessageContents".into(),
+        message: String::new(),
+    });
+    assert_eq!(decide(1, Some(&Current::Stored(refused)), now), Decision::Conflict(1));
+    // The attempt after the failed one is a duplicate, a later one a conflict, due or not.
+    assert_eq!(decide(1, Some(&due(2)), now), Decision::Duplicate);
+    assert_eq!(decide(2, Some(&due(3)), now), Decision::Duplicate);
+    assert_eq!(decide(1, Some(&due(3)), now), Decision::Conflict(3));
 }
 
 #[test]
 fn a_cancelled_chain_schedules_nothing_for_any_attempt_up_to_the_cancelled_one() {
     for failed in 1..=3 {
         assert_eq!(
-            decide(failed, Some(&left(3, HistoryStatus::Cancelled))),
+            decide(failed, Some(&left(3, HistoryStatus::Cancelled)), Utc::now()),
             Decision::Cancelled(3),
             "{failed}"
         );
     }
     assert_eq!(
-        decide(4, Some(&left(3, HistoryStatus::Cancelled))),
+        decide(4, Some(&left(3, HistoryStatus::Cancelled)), Utc::now()),
         Decision::Conflict(3)
     );
 }

@@ -69,7 +69,19 @@ pub struct StoredJob {
     pub maybe_delivered_at: Option<DateTime<Utc>>,
 }
 
+/// A stored job this close to its `perform_at` may already be in a consumer's hands, as far as
+/// one process's clock can tell: the poller that sent it (never early by its own clock) may run
+/// ahead of it by this much.
+pub const SENT_CLOCK_SKEW: chrono::TimeDelta = chrono::TimeDelta::seconds(1);
+
 impl StoredJob {
+    /// Whether a message of this edition may be in SQS: it is due (a run may have sent it and
+    /// not yet removed it, or crashed before), or it was moved to a later window after a send
+    /// that may have happened. A parked job was refused, never sent as it is.
+    pub fn may_have_been_sent(&self, now: DateTime<Utc>) -> bool {
+        self.parked.is_none() && (self.maybe_delivered_at.is_some() || self.job.perform_at <= now + SENT_CLOCK_SKEW)
+    }
+
     pub fn key(&self) -> JobKey {
         JobKey {
             partition: self.partition.clone(),
@@ -219,6 +231,29 @@ impl History {
 pub enum Found {
     Job(StoredJob),
     History(History),
+}
+
+/// What the key a job's next attempt (or its fence) is written to holds, as it was read: the
+/// write is conditional on it still holding exactly that.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Over<'a> {
+    /// Nothing.
+    Free,
+    /// The record the last attempt left when it was sent.
+    Record(&'a History),
+    /// The last attempt itself, still stored: sent, and not yet removed by the poller.
+    Sent(&'a StoredJob),
+}
+
+impl Over<'_> {
+    /// The version of what the key holds (0: nothing); what is written over it takes more.
+    pub fn version(self) -> u64 {
+        match self {
+            Self::Free => 0,
+            Self::Record(h) => h.version,
+            Self::Sent(j) => j.version,
+        }
+    }
 }
 
 /// A job leaving the table: its key, the edition that left (a removal of any other edition is

@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 use futures::stream::BoxStream;
 
 use super::{
-    Found, History, IndexPosition, JobKey, Lease, LeaseOutcome, Page, ParkInfo, Partition, PutOutcome, RemoveOutcome,
-    ReplaceOutcome, Retired, StoredJob,
+    Found, History, IndexPosition, JobKey, Lease, LeaseOutcome, Over, Page, ParkInfo, Partition, PutOutcome,
+    RemoveOutcome, ReplaceOutcome, Retired, StoredJob,
 };
 use crate::config::QueueName;
 use crate::error::PortError;
@@ -59,16 +59,28 @@ pub trait Jobs: Send + Sync + 'static {
     /// written, when it holds anything else.
     async fn put_over(&self, job: &StoredJob, record: &History) -> Result<bool, PortError>;
 
-    /// Parks a job whose attempts ran out and leaves `home` at its home key, in one
-    /// transaction: only if the home key still holds `over` (that record's version), or nothing
-    /// when `over` is `None`, and the parked partition holds nothing under the id. `false`, and
-    /// nothing written, otherwise: a concurrent `retry` scheduled or parked it first.
-    async fn park_exhausted(
+    /// Parks a job whose attempts ran out and leaves `home` at its key, in one transaction: only
+    /// if that key still holds `over` (the record's version, or the sent attempt's edition), and
+    /// the parked partition holds nothing under the id. `false`, and nothing written, otherwise:
+    /// a concurrent `retry` scheduled or parked it first.
+    async fn park_exhausted(&self, parked: &StoredJob, home: &History, over: Over<'_>) -> Result<bool, PortError>;
+
+    /// Cancels the parked attempt of a retried job and leaves `record` (cancelled) at its home
+    /// key, in one transaction: only if the parked item is still `parked`'s edition and the home
+    /// key still holds `over`. `Changed`, and nothing written, otherwise.
+    async fn cancel_parked_chain(
         &self,
         parked: &StoredJob,
-        home: &History,
-        over: Option<&History>,
-    ) -> Result<bool, PortError>;
+        record: &History,
+        over: Over<'_>,
+    ) -> Result<RemoveOutcome, PortError>;
+
+    /// Moves a parked attempt of a retried job back to its home key (`into`), in one
+    /// transaction: only if the parked item is still `parked`'s edition and the home key still
+    /// holds `over`. `false`, and nothing written, otherwise. (A copy-then-remove that failed
+    /// between its steps would leave the parked copy, and every `retry` of the attempt would
+    /// then meet it.)
+    async fn unpark_over(&self, parked: &StoredJob, into: &StoredJob, over: Over<'_>) -> Result<bool, PortError>;
 
     /// Writes a history record for a job sent straight to SQS, unless its key holds a job.
     async fn record(&self, history: &History) -> Result<(), PortError>;

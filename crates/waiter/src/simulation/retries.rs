@@ -103,8 +103,12 @@ impl World {
                 .iter()
                 .filter(|s| chain_of(s) == chain_of_id(&id) && arrival(s) <= now)
                 .filter_map(attempt_of)
-                .max()
-                .unwrap_or(1);
+                .max();
+            // A consumer can hand back only what it received: a copy before its first delivery
+            // is not retried. (An original's attempt 1 stands for a delivery of its own.)
+            let Some(latest) = latest.or((!id.contains('~')).then_some(1)) else {
+                return;
+            };
             let attempt = if latest > 1 && self.rng.random_bool(0.2) {
                 latest - 1
             } else {

@@ -185,16 +185,32 @@ impl<S: JobStore> Jobs for FaultyStore<S> {
         faulty!(self.faults, "PutItem", self.inner.put_over(job, record).await)
     }
 
-    async fn park_exhausted(
-        &self,
-        parked: &StoredJob,
-        home: &History,
-        over: Option<&History>,
-    ) -> Result<bool, PortError> {
+    async fn park_exhausted(&self, parked: &StoredJob, home: &History, over: Over<'_>) -> Result<bool, PortError> {
         faulty!(
             self.faults,
             "TransactWriteItems",
             self.inner.park_exhausted(parked, home, over).await
+        )
+    }
+
+    async fn cancel_parked_chain(
+        &self,
+        parked: &StoredJob,
+        record: &History,
+        over: Over<'_>,
+    ) -> Result<RemoveOutcome, PortError> {
+        faulty!(
+            token: self.faults,
+            "TransactWriteItems",
+            self.inner.cancel_parked_chain(parked, record, over).await
+        )
+    }
+
+    async fn unpark_over(&self, parked: &StoredJob, into: &StoredJob, over: Over<'_>) -> Result<bool, PortError> {
+        faulty!(
+            token: self.faults,
+            "TransactWriteItems",
+            self.inner.unpark_over(parked, into, over).await
         )
     }
 

@@ -102,6 +102,39 @@ impl MemState {
         self.index_log.push_back((tokio::time::Instant::now() + lag, k, v));
     }
 
+    /// Whether `key` holds what `over` says it held when read.
+    fn holds(&self, key: &Key, over: Over<'_>) -> bool {
+        match over {
+            Over::Free => !self.items.contains_key(key) && !self.history.contains_key(key),
+            Over::Record(r) => {
+                !self.items.contains_key(key) && self.history.get(key).is_some_and(|h| h.version == r.version)
+            }
+            Over::Sent(j) => self
+                .items
+                .get(key)
+                .is_some_and(|stored| stored.edition() == j.edition()),
+        }
+    }
+
+    /// The first half of a transaction that moves a job out of the parked partition: if the
+    /// parked item is that edition and the home key holds `over`, the parked item and whatever
+    /// job the home key held are removed; else nothing changes.
+    fn leaves_parked(&mut self, parked: &StoredJob, home_key: &Key, over: Over<'_>, lag: std::time::Duration) -> bool {
+        let parked_key = mem_key(&parked.job.queue, &Partition::Parked, &parked.job.job_id);
+        let parked_as_read = self
+            .items
+            .get(&parked_key)
+            .is_some_and(|j| j.edition() == parked.edition());
+        if !(parked_as_read && self.holds(home_key, over)) {
+            return false;
+        }
+        self.write(parked_key, None, lag);
+        if self.items.contains_key(home_key) {
+            self.write(home_key.clone(), None, lag);
+        }
+        true
+    }
+
     fn catch_up_index(&mut self) {
         let now = tokio::time::Instant::now();
         while self.index_log.front().is_some_and(|(at, _, _)| *at <= now) {
@@ -217,28 +250,48 @@ impl Jobs for MemStore {
         Ok(holds_record)
     }
 
-    async fn park_exhausted(
-        &self,
-        parked: &StoredJob,
-        home: &History,
-        over: Option<&History>,
-    ) -> Result<bool, PortError> {
+    async fn park_exhausted(&self, parked: &StoredJob, home: &History, over: Over<'_>) -> Result<bool, PortError> {
         too_large(self.item_bytes(parked))?;
         let queue = &parked.job.queue;
         let home_key = mem_key(queue, &home.partition, &home.job_id);
         let parked_key = mem_key(queue, &Partition::Parked, &parked.job.job_id);
         let mut s = self.state.lock().unwrap();
-        let home_as_read = !s.items.contains_key(&home_key)
-            && match over {
-                Some(r) => s.history.get(&home_key).is_some_and(|h| h.version == r.version),
-                None => !s.history.contains_key(&home_key),
-            };
+        let home_as_read = s.holds(&home_key, over);
         let parked_free = !s.items.contains_key(&parked_key) && !s.history.contains_key(&parked_key);
         if !(home_as_read && parked_free) {
             return Ok(false);
         }
+        if matches!(over, Over::Sent(_)) {
+            s.write(home_key.clone(), None, self.index_lag);
+        }
         s.history.insert(home_key, home.clone());
         s.write(parked_key, Some(parked.clone()), self.index_lag);
+        Ok(true)
+    }
+
+    async fn cancel_parked_chain(
+        &self,
+        parked: &StoredJob,
+        record: &History,
+        over: Over<'_>,
+    ) -> Result<RemoveOutcome, PortError> {
+        let home_key = mem_key(&record.queue, &record.partition, &record.job_id);
+        let mut s = self.state.lock().unwrap();
+        if !s.leaves_parked(parked, &home_key, over, self.index_lag) {
+            return Ok(RemoveOutcome::Changed);
+        }
+        s.history.insert(home_key, record.clone());
+        Ok(RemoveOutcome::Removed)
+    }
+
+    async fn unpark_over(&self, parked: &StoredJob, into: &StoredJob, over: Over<'_>) -> Result<bool, PortError> {
+        too_large(self.item_bytes(into))?;
+        let home_key = mem_key(&into.job.queue, &into.partition, &into.job.job_id);
+        let mut s = self.state.lock().unwrap();
+        if !s.leaves_parked(parked, &home_key, over, self.index_lag) {
+            return Ok(false);
+        }
+        s.write(home_key, Some(into.clone()), self.index_lag);
         Ok(true)
     }
 
@@ -476,111 +529,5 @@ impl Parking for MemStore {
             items,
             next: next.flatten(),
         })
-    }
-}
-
-#[async_trait]
-impl Leases for MemStore {
-    async fn acquire_lease(
-        &self,
-        queue: &QueueName,
-        shard: u32,
-        lease: &Lease,
-        now: DateTime<Utc>,
-    ) -> Result<LeaseOutcome, PortError> {
-        let mut s = self.state.lock().unwrap();
-        let k = (queue.clone(), shard);
-        match s.leases.get(&k).cloned() {
-            Some(l) if l.until >= now && l.owner != lease.owner => Ok(LeaseOutcome::Held(Some(l))),
-            previous => {
-                let horizon = previous
-                    .as_ref()
-                    .map_or(lease.horizon, |p| p.horizon.max(lease.horizon));
-                let (debts, handed_on_by) = match s.lease_debts.get(&k) {
-                    Some((debts, by)) => (debts.clone(), Some(by.as_str())),
-                    None => (Vec::new(), None),
-                };
-                let inherited = previous
-                    .as_ref()
-                    .filter(|p| p.left_unsettled(handed_on_by))
-                    .map(|p| p.horizon);
-                s.leases.insert(
-                    k,
-                    Lease {
-                        horizon,
-                        ..lease.clone()
-                    },
-                );
-                Ok(LeaseOutcome::Acquired {
-                    horizon,
-                    inherited,
-                    debts,
-                })
-            }
-        }
-    }
-
-    async fn release_lease(&self, queue: &QueueName, shard: u32, owner: &str) -> Result<(), PortError> {
-        let mut s = self.state.lock().unwrap();
-        let k = (queue.clone(), shard);
-        if s.leases.get(&k).is_some_and(|l| l.owner == owner) {
-            s.leases.remove(&k);
-            s.lease_debts.remove(&k);
-        }
-        Ok(())
-    }
-
-    async fn hand_on(
-        &self,
-        queue: &QueueName,
-        shard: u32,
-        owner: &str,
-        debts: &[Retired],
-        until: DateTime<Utc>,
-    ) -> Result<bool, PortError> {
-        let mut s = self.state.lock().unwrap();
-        let k = (queue.clone(), shard);
-        match s.leases.get_mut(&k) {
-            Some(l) if l.owner == owner => {
-                l.until = until;
-                s.lease_debts.insert(k, (debts.to_vec(), owner.to_owned()));
-                Ok(true)
-            }
-            _ => Ok(false),
-        }
-    }
-}
-
-#[async_trait]
-impl RateLedger for MemStore {
-    async fn book(
-        &self,
-        queue: &QueueName,
-        rate: u32,
-        wants: &[crate::rate::ArrivalWant],
-        claim: Option<&crate::rate::Claim>,
-        now: DateTime<Utc>,
-        _until: DateTime<Utc>,
-    ) -> Result<Vec<crate::rate::Booked>, PortError> {
-        let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let seconds = st.bookings.entry(queue.clone()).or_default();
-        seconds.forget_before(now);
-        Ok(seconds.book_claimed(rate, wants, claim, now))
-    }
-
-    async fn release(
-        &self,
-        queue: &QueueName,
-        bookings: &[crate::rate::Booking],
-        _now: DateTime<Utc>,
-        _until: DateTime<Utc>,
-    ) -> Result<(), PortError> {
-        let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(b) = st.bookings.get_mut(queue) {
-            for booking in bookings {
-                b.release(*booking);
-            }
-        }
-        Ok(())
     }
 }

@@ -4,6 +4,7 @@
 mod fakes;
 mod faults;
 mod fixtures;
+mod mem_leases;
 mod mem_store;
 
 pub use fakes::*;

@@ -26,7 +26,7 @@ use crate::config::{Config, QueueName};
 use crate::error::PortError;
 use crate::limits::DDB_MAX_BATCH_GET_KEYS;
 use crate::ports::{
-    DueIndex, Found, History, IndexPosition, JobKey, Jobs, Page, Parking, Partition, PutOutcome, RemoveOutcome,
+    DueIndex, Found, History, IndexPosition, JobKey, Jobs, Over, Page, Parking, Partition, PutOutcome, RemoveOutcome,
     ReplaceOutcome, Retired, StoredJob, View,
 };
 
@@ -164,13 +164,26 @@ impl Jobs for DynamoStore {
         self.put_job_over(job, record).await
     }
 
-    async fn park_exhausted(
+    async fn park_exhausted(&self, parked: &StoredJob, home: &History, over: Over<'_>) -> Result<bool, PortError> {
+        self.park_attempts_exhausted(parked, home, over).await
+    }
+
+    async fn cancel_parked_chain(
         &self,
         parked: &StoredJob,
-        home: &History,
-        over: Option<&History>,
-    ) -> Result<bool, PortError> {
-        self.park_attempts_exhausted(parked, home, over).await
+        record: &History,
+        over: Over<'_>,
+    ) -> Result<RemoveOutcome, PortError> {
+        let left = self.leave_parked(parked, encode_history(record), over).await?;
+        Ok(if left {
+            RemoveOutcome::Removed
+        } else {
+            RemoveOutcome::Changed
+        })
+    }
+
+    async fn unpark_over(&self, parked: &StoredJob, into: &StoredJob, over: Over<'_>) -> Result<bool, PortError> {
+        self.leave_parked(parked, encode(into), over).await
     }
 
     async fn record(&self, history: &History) -> Result<(), PortError> {

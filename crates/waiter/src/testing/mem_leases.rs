@@ -1,0 +1,116 @@
+//! The in-memory store's leases and rate ledger (`Leases`, `RateLedger`), beside its jobs
+//! (`mem_store`).
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::*;
+use crate::config::QueueName;
+use crate::error::PortError;
+use crate::ports::*;
+
+#[async_trait]
+impl Leases for MemStore {
+    async fn acquire_lease(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        lease: &Lease,
+        now: DateTime<Utc>,
+    ) -> Result<LeaseOutcome, PortError> {
+        let mut s = self.state.lock().unwrap();
+        let k = (queue.clone(), shard);
+        match s.leases.get(&k).cloned() {
+            Some(l) if l.until >= now && l.owner != lease.owner => Ok(LeaseOutcome::Held(Some(l))),
+            previous => {
+                let horizon = previous
+                    .as_ref()
+                    .map_or(lease.horizon, |p| p.horizon.max(lease.horizon));
+                let (debts, handed_on_by) = match s.lease_debts.get(&k) {
+                    Some((debts, by)) => (debts.clone(), Some(by.as_str())),
+                    None => (Vec::new(), None),
+                };
+                let inherited = previous
+                    .as_ref()
+                    .filter(|p| p.left_unsettled(handed_on_by))
+                    .map(|p| p.horizon);
+                s.leases.insert(
+                    k,
+                    Lease {
+                        horizon,
+                        ..lease.clone()
+                    },
+                );
+                Ok(LeaseOutcome::Acquired {
+                    horizon,
+                    inherited,
+                    debts,
+                })
+            }
+        }
+    }
+
+    async fn release_lease(&self, queue: &QueueName, shard: u32, owner: &str) -> Result<(), PortError> {
+        let mut s = self.state.lock().unwrap();
+        let k = (queue.clone(), shard);
+        if s.leases.get(&k).is_some_and(|l| l.owner == owner) {
+            s.leases.remove(&k);
+            s.lease_debts.remove(&k);
+        }
+        Ok(())
+    }
+
+    async fn hand_on(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        owner: &str,
+        debts: &[Retired],
+        until: DateTime<Utc>,
+    ) -> Result<bool, PortError> {
+        let mut s = self.state.lock().unwrap();
+        let k = (queue.clone(), shard);
+        match s.leases.get_mut(&k) {
+            Some(l) if l.owner == owner => {
+                l.until = until;
+                s.lease_debts.insert(k, (debts.to_vec(), owner.to_owned()));
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
+#[async_trait]
+impl RateLedger for MemStore {
+    async fn book(
+        &self,
+        queue: &QueueName,
+        rate: u32,
+        wants: &[crate::rate::ArrivalWant],
+        claim: Option<&crate::rate::Claim>,
+        now: DateTime<Utc>,
+        _until: DateTime<Utc>,
+    ) -> Result<Vec<crate::rate::Booked>, PortError> {
+        let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let seconds = st.bookings.entry(queue.clone()).or_default();
+        seconds.forget_before(now);
+        Ok(seconds.book_claimed(rate, wants, claim, now))
+    }
+
+    async fn release(
+        &self,
+        queue: &QueueName,
+        bookings: &[crate::rate::Booking],
+        _now: DateTime<Utc>,
+        _until: DateTime<Utc>,
+    ) -> Result<(), PortError> {
+        let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(b) = st.bookings.get_mut(queue) {
+            for booking in bookings {
+                b.release(*booking);
+            }
+        }
+        Ok(())
+    }
+}
