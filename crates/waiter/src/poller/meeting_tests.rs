@@ -332,3 +332,40 @@ async fn a_job_moved_by_a_run_that_inherited_a_lapsed_lease_says_it_may_have_bee
         "history keeps the mark: {after}"
     );
 }
+
+/// Issue 46 defect 2: on a FIFO queue under `WAITER_MAX_RATE`, entries whose second was full
+/// were left for a later run without holding back their group, and critical jobs are never
+/// booked, so a priority-0 job was sent before the earlier jobs of its group. Priority reorders
+/// nothing on a FIFO queue: the group's order holds, whatever the budget.
+#[tokio::test(start_paused = true)]
+async fn a_critical_fifo_job_never_overtakes_earlier_jobs_of_its_group_held_by_the_rate() {
+    let (d, store, queue, clock) = dispatcher(&[
+        ("WAITER_SHARDS", "1"),
+        ("WAITER_MAX_RATE", "1"),
+        ("WAITER_LOOKAHEAD", "0"),
+    ]);
+    let now = clock.now();
+    // More than a short run can book at one a second: the later ones come back full.
+    let ids: Vec<String> = (0..12).map(|i| format!("a{i:02}")).collect();
+    for (i, id) in ids.iter().enumerate() {
+        store.insert(stored("billing.fifo", id, now - ms(500 - i as i64 * 10), 1));
+    }
+    let mut critical = stored("billing.fifo", "crit", now - ms(100), 1);
+    critical.job.priority = 0;
+    store.insert(critical);
+    let mut order = Vec::new();
+    for _ in 0..20 {
+        d.run(clock.now() + TimeDelta::seconds(5)).await;
+        order = queue.sent().iter().map(|s| s.message.body.clone()).collect::<Vec<_>>();
+        if order.len() == ids.len() + 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+    let expected: Vec<String> = ids
+        .iter()
+        .map(|id| format!("body-{id}"))
+        .chain(["body-crit".to_owned()])
+        .collect();
+    assert_eq!(order, expected);
+}

@@ -25,14 +25,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         let fifo = queue.is_fifo();
         let blocked: Vec<bool> = batch
             .iter()
-            .map(|p| {
-                fifo && p
-                    .job
-                    .job
-                    .message_group_id
-                    .as_ref()
-                    .is_some_and(|g| self.blocked_groups.contains(g))
-            })
+            .map(|p| fifo && group_of(p).is_some_and(|g| self.blocked_groups.contains(g)))
             .collect();
         let arrival_of = |p: &Planned| {
             let delay = delay_at(&p.job, fifo, now);
@@ -55,8 +48,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 later.push(p);
                 continue;
             }
-            if blocked {
-                debug!(queue = %queue, job_id = %p.job.job.job_id, "an earlier message of its group failed: left for a later run");
+            // Held in this batch: an earlier entry of its group was left for a later run.
+            let group_held = fifo && group_of(&p).is_some_and(|g| self.blocked_groups.contains(g));
+            if blocked || group_held {
+                unused.extend(booking.and_then(|(b, _)| b.second()).map(held));
+                debug!(queue = %queue, job_id = %p.job.job.job_id, "an earlier message of its group waits: left for a later run");
                 self.left_behind = true;
                 continue;
             }
@@ -72,6 +68,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 }
                 Some((Booked::Full, _)) => {
                     debug!(queue = %queue, job_id = %p.job.job.job_id, "arrival budget full: left for a later run");
+                    self.hold_group_of(&p);
                     self.budget_full |= self.ranks();
                     self.summary.held_back += 1;
                     self.left_behind = true;
@@ -108,6 +105,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 // sends it if the window is still open then, or moves it to the next opening.
                 unused.extend(second_used);
                 debug!(queue = %queue, job_id = %p.job.job.job_id, "spread past its window: left for a later run");
+                self.hold_group_of(&p);
                 self.left_behind = true;
                 continue;
             }
@@ -136,4 +134,17 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             .filter(|t| *t > now);
         Ok((call, hold))
     }
+
+    /// A FIFO entry left for a later run holds back the rest of its group for this run: SQS
+    /// must receive a group's messages in order, and priority reorders nothing there (a
+    /// critical job books nothing, so it would otherwise go first).
+    fn hold_group_of(&mut self, p: &Planned) {
+        if let Some(g) = group_of(p).filter(|_| self.queue.is_fifo()) {
+            self.blocked_groups.insert(g.clone());
+        }
+    }
+}
+
+fn group_of(p: &Planned) -> Option<&String> {
+    p.job.job.message_group_id.as_ref()
 }
