@@ -19,6 +19,10 @@ use super::{ArrivalWant, Bookings, Floors, Rank};
 /// How long a head holds other partitions back unless its run renews it.
 pub const HEAD_TTL: TimeDelta = TimeDelta::seconds(3);
 
+/// The most floors a queue's ledger keeps (each about 40 bytes in the item): beyond it,
+/// neighbouring floors merge (`Bookings::merge_closest_floors`).
+pub const MAX_FLOORS: usize = 48;
+
 /// A partition's best-ranked job that it has still to book, and the second it wants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Head {
@@ -66,9 +70,41 @@ impl Bookings {
         self.2.range(..rank).map(|(_, f)| *f).max()
     }
 
+    /// Records that no want ranked after `rank` books before `floor`. The floors stay a
+    /// staircase (each one higher than every better rank's), and at most `MAX_FLOORS` of them:
+    /// the ledger is one item, written whole by every booking, so its size is both DynamoDB's
+    /// 400 KB limit and the write units each booking bills.
     fn raise_floor(&mut self, rank: Rank, floor: i64) {
-        let f = self.2.entry(rank).or_insert(floor);
-        *f = (*f).max(floor);
+        if self.2.range(..=rank).any(|(_, f)| *f >= floor) {
+            return; // A better (or this) rank's floor says as much already.
+        }
+        self.2.insert(rank, floor);
+        let implied: Vec<Rank> = self
+            .2
+            .range((std::ops::Bound::Excluded(rank), std::ops::Bound::Unbounded))
+            .filter(|(_, f)| **f <= floor)
+            .map(|(r, _)| *r)
+            .collect();
+        for r in implied {
+            self.2.remove(&r);
+        }
+        while self.2.len() > MAX_FLOORS {
+            self.merge_closest_floors();
+        }
+    }
+
+    /// Merges the two neighbouring floors closest in second into the better rank, with the
+    /// higher floor: the ranks between them are held back a little longer than they need, and
+    /// none books before a better-ranked want was moved to (the order holds; only delay grows).
+    fn merge_closest_floors(&mut self) {
+        let entries: Vec<(Rank, i64)> = self.2.iter().map(|(r, f)| (*r, *f)).collect();
+        let Some(i) = (0..entries.len().saturating_sub(1)).min_by_key(|i| entries[i + 1].1.abs_diff(entries[*i].1))
+        else {
+            return;
+        };
+        let ((better, f1), (worse, f2)) = (entries[i], entries[i + 1]);
+        self.2.remove(&worse);
+        self.2.insert(better, f1.max(f2));
     }
 
     /// Books `wants` in order as `book_all` does; with a claim, a want that another partition's
@@ -264,6 +300,38 @@ mod tests {
         assert_eq!(b, first, "unchanged: nothing to write");
         b.book_claimed(4, &[], Some(&claim), at(102_000));
         assert_eq!(b.heads().next().map(|(_, h)| h.until_ms), Some(105_000));
+    }
+
+    /// Issue 46 defect 5: one floor per distinct (second, priority) of every moved booking made
+    /// the ledger item grow without bound (400 KB, after which every booking fails; long before,
+    /// tens of write units per booking on one hot key).
+    #[test]
+    fn floors_stay_few_and_never_let_a_worse_rank_book_earlier_than_it_would_have() {
+        let mut capped = Bookings::default();
+        // Every floor as the uncapped ledger kept it, to compare against.
+        let mut all: Vec<(Rank, i64)> = Vec::new();
+        let mut seed = 7u64;
+        for i in 0..2_000i64 {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let priority = (seed >> 33) as u16 % 300;
+            let due = 100 + (seed >> 20) as i64 % 600;
+            let r = PriorityOrder::Time.coarse_rank(at(due * 1000), priority);
+            let floor = due + 1 + i % 120;
+            capped.raise_floor(r, floor);
+            all.push((r, floor));
+        }
+        assert!(capped.floors().count() <= MAX_FLOORS, "{}", capped.floors().count());
+        let floors: Vec<(Rank, i64)> = capped.floors().collect();
+        assert!(
+            floors.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1),
+            "a staircase: {floors:?}"
+        );
+        // For every rank, the capped floor is at least the true one: the order holds.
+        for (probe, _) in &all {
+            let exact = all.iter().filter(|(r, _)| r < probe).map(|(_, f)| *f).max();
+            let kept = capped.floor_for(*probe);
+            assert!(kept >= exact, "{probe:?}: {kept:?} < {exact:?}");
+        }
     }
 
     #[test]
