@@ -141,6 +141,7 @@ async fn a_partitions_head_in_the_ledger_holds_back_worse_ranked_bookings_of_ano
         shard: 0,
         ranks: vec![],
         next: Some((urgent, second)),
+        awaits: Vec::new(),
     };
     first
         .book(&queue, 4, &[], Some(&head), now, run_ends(now))
@@ -151,6 +152,7 @@ async fn a_partitions_head_in_the_ledger_holds_back_worse_ranked_bookings_of_ano
         shard: 1,
         ranks: vec![plain, plain],
         next: None,
+        awaits: Vec::new(),
     };
     assert_eq!(
         second_process
@@ -164,6 +166,7 @@ async fn a_partitions_head_in_the_ledger_holds_back_worse_ranked_bookings_of_ano
         shard: 0,
         ranks: vec![urgent],
         next: None,
+        awaits: Vec::new(),
     };
     assert_eq!(
         first

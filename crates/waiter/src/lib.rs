@@ -38,6 +38,8 @@ mod meeting_retry_tests;
 #[cfg(test)]
 mod pipeline_tests;
 #[cfg(test)]
+mod priority_ahead_tests;
+#[cfg(test)]
 mod priority_tests;
 #[cfg(test)]
 mod replay_tests;

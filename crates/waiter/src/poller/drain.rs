@@ -58,6 +58,10 @@ pub(super) struct PartitionRun<'a, S, Q, C> {
     pub(super) announced: bool,
     pub(super) gathered: bool,
     pub(super) rank_wait: Option<DateTime<Utc>>,
+    /// Ranked, with poller groups: the queue's partitions that other groups work, which this
+    /// one waits for (up to `rank::CHECK_IN_WAIT` after `started`) to check in before booking.
+    pub(super) others: std::sync::Arc<[u32]>,
+    pub(super) started: DateTime<Utc>,
     pub(super) summary: RunSummary,
 }
 
@@ -283,7 +287,8 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                             if requery && now + FIFO_REQUERY < hold_until {
                                 next_query = Some(now + FIFO_REQUERY);
                             }
-                            None
+                            // Nothing due here: the other groups need not wait for this one.
+                            self.check_in_idle(now).await.err()
                         }
                         Some(Err(e)) => {
                             reading = false;

@@ -18,6 +18,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         shard: u32,
         deadline: DateTime<Utc>,
         owner: &str,
+        others: std::sync::Arc<[u32]>,
     ) -> RunSummary {
         let mut sum = RunSummary {
             partitions: 1,
@@ -103,6 +104,8 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             gathered: false,
             budget_full: false,
             rank_wait: None,
+            others,
+            started: now,
             summary: sum,
         };
         // What the previous holder sent and could not remove goes first, and is not sent again.

@@ -232,18 +232,21 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
                 }
             };
             let target = if q.is_fifo() { &mut fifo } else { &mut standard };
+            // The queue's partitions that other groups work: a ranked partition waits for them
+            // to check in before it books.
+            let others: std::sync::Arc<[u32]> = (0..shards).filter(|s| !groups::owns(group, q, *s)).collect();
             target.extend(
                 (0..shards)
                     .filter(|s| groups::owns(group, q, *s))
-                    .map(|s| (q.clone(), s)),
+                    .map(|s| (q.clone(), s, others.clone())),
             );
         }
-        let pool = |partitions: Vec<(QueueName, u32)>| {
+        let pool = |partitions: Vec<(QueueName, u32, std::sync::Arc<[u32]>)>| {
             let owner = owner.clone();
             stream::iter(partitions)
-                .map(move |(q, s)| {
+                .map(move |(q, s, others)| {
                     let owner = owner.clone();
-                    async move { (self.run_partition(&q, s, deadline, &owner).await, q) }
+                    async move { (self.run_partition(&q, s, deadline, &owner, others).await, q) }
                 })
                 .buffer_unordered(self.config.concurrency as usize)
         };
@@ -264,7 +267,8 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
     /// it moved near).
     pub async fn run_shard(&self, queue: &QueueName, shard: u32, deadline: DateTime<Utc>) -> RunSummary {
         let owner = uuid::Uuid::new_v4().to_string();
-        self.run_partition(queue, shard, deadline, &owner).await
+        self.run_partition(queue, shard, deadline, &owner, std::sync::Arc::from([]))
+            .await
     }
 }
 /// Records a partition's error in the summary and the log, with its source chain.

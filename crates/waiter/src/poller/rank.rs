@@ -28,6 +28,11 @@ pub const GATHER: TimeDelta = TimeDelta::milliseconds(100);
 pub const SEND_GUARD: TimeDelta = TimeDelta::milliseconds(100);
 /// A blocked partition tries again after this (one ledger read while nothing changed).
 pub const BLOCKED_RETRY: TimeDelta = TimeDelta::milliseconds(100);
+/// With poller groups, a ranked partition waits up to this long after its run started for the
+/// partitions of the other groups to check in (their runs start apart: each group's schedule
+/// fires on its own, and a cold start adds to it). A group that does not run costs the others
+/// this much latency per run.
+pub const CHECK_IN_WAIT: TimeDelta = TimeDelta::seconds(5);
 /// A ranked partition books no further ahead than this (or `WAITER_LOOKAHEAD`, if longer):
 /// jobs held back past it stay stored, so that a better-ranked job that falls due meanwhile
 /// waits at most this long behind the booked ones. The next run (a minute later) books on.
@@ -90,13 +95,17 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         }
     }
 
-    /// The partition's best ready job still to book, after the batch taken off `pending`.
+    /// The partition's best job still to book, after the batch taken off `pending`: ready now
+    /// or read ahead of its time (a standard job is sent in the second before it is due), with
+    /// the second it will want when it is sent. A head read ahead holds worse-ranked jobs of
+    /// other partitions back from its second on, until this partition books it.
     fn next_head(&self, now: DateTime<Utc>) -> Option<(Rank, i64)> {
         self.pending
             .iter()
-            .take_while(|p| p.send_at <= now)
-            .find(|p| !p.job.job.is_critical())
-            .map(|p| (self.rank_of(p), self.want_of(p, now).second))
+            .filter(|p| !p.job.job.is_critical())
+            .map(|p| (self.rank_of(p), p))
+            .min_by_key(|(rank, p)| (*rank, p.send_at))
+            .map(|(rank, p)| (rank, self.want_of(p, p.send_at.max(now)).second))
     }
 
     /// The partition's first page of due jobs: its head in the ledger says "reading" (ranked
@@ -108,12 +117,43 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         self.announced = true;
         let reading = Claim {
             shard: self.shard,
-            ranks: Vec::new(),
             next: Some((Rank::FIRST, i64::MIN)),
+            ..Claim::default()
         };
         self.d
             .store
             .book(self.queue, rate, &[], Some(&reading), now, self.stop_at)
+            .await
+            .map(|_| ())
+    }
+
+    /// The other groups' partitions this one still waits for to check in: all of them, until
+    /// `CHECK_IN_WAIT` after the run started.
+    fn awaits(&self, now: DateTime<Utc>) -> Vec<u32> {
+        if now < self.started + CHECK_IN_WAIT {
+            self.others.to_vec()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Nothing due in this partition: with poller groups, it says so in the ledger (one
+    /// `PutItem` per run), so that the other groups' partitions need not wait for it.
+    pub(super) async fn check_in_idle(&mut self, now: DateTime<Utc>) -> Result<(), PortError> {
+        let Some(rate) = self.d.config.max_rate.filter(|_| self.ranks() && !self.announced) else {
+            return Ok(());
+        };
+        if self.others.is_empty() {
+            return Ok(());
+        }
+        self.announced = true;
+        let done = Claim {
+            shard: self.shard,
+            ..Claim::default()
+        };
+        self.d
+            .store
+            .book(self.queue, rate, &[], Some(&done), now, self.stop_at)
             .await
             .map(|_| ())
     }
@@ -128,8 +168,8 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         self.rank_ready(now);
         let head = Claim {
             shard: self.shard,
-            ranks: Vec::new(),
             next: self.next_head(now),
+            ..Claim::default()
         };
         self.d
             .store
@@ -163,6 +203,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             shard: self.shard,
             ranks: booking.iter().map(|i| self.rank_of(&batch[*i])).collect(),
             next: self.next_head(now),
+            awaits: self.awaits(now),
         });
         // Earlier batches of this run were better ranked: none of these overtakes them. Ranked,
         // the ledger's floors say so for every partition (and need each job's own second).

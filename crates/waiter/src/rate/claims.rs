@@ -32,13 +32,32 @@ pub struct Head {
     pub until_ms: i64,
 }
 
-/// A ranked booking: the partition (its shard), each want's rank, and the partition's next job
-/// after these (rank and wanted second), if it has one ready.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How long a partition that has nothing (more) to book counts as having read its due jobs in
+/// this round of runs: longer than runs of one round start apart, shorter than the schedule's
+/// minute between rounds.
+pub const DONE_FOR: TimeDelta = TimeDelta::seconds(10);
+
+impl Head {
+    /// The mark of a partition with nothing (more) to book: ranked after every job.
+    pub fn done(until_ms: i64) -> Self {
+        Self {
+            rank: Rank::LAST,
+            second: i64::MAX,
+            until_ms,
+        }
+    }
+}
+
+/// A ranked booking: the partition (its shard), each want's rank, the partition's next job
+/// after these (rank and wanted second), if it has one, and the partitions of other poller
+/// groups it waits for: until each of them has checked in (a head, or nothing to book), none
+/// of its wants books.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Claim {
     pub shard: u32,
     pub ranks: Vec<Rank>,
     pub next: Option<(Rank, i64)>,
+    pub awaits: Vec<u32>,
 }
 
 /// What a want got.
@@ -128,6 +147,10 @@ impl Bookings {
         let own = self.1.remove(&claim.shard);
         let mut floors = Floors::default();
         let mut blocked: Option<(Rank, i64)> = None;
+        // Another group's partition has not read its due jobs yet: it may hold better ones.
+        if claim.awaits.iter().any(|s| !self.1.contains_key(s)) {
+            blocked = claim.ranks.first().zip(wants.first()).map(|(r, w)| (*r, w.second));
+        }
         let mut out = Vec::with_capacity(wants.len());
         for (w, rank) in wants.iter().zip(&claim.ranks) {
             if blocked.is_some() {
@@ -162,22 +185,24 @@ impl Bookings {
                 out.push(Booked::At(second));
             }
         }
-        if let Some((rank, second)) = blocked.or(claim.next) {
-            let now_ms = now.timestamp_millis();
-            // Renewed only when half its time is gone: a run waiting on a better head writes
-            // nothing while its own stays the same.
-            let until_ms = match own {
-                Some(h)
-                    if h.rank == rank
-                        && h.second == second
-                        && h.until_ms - now_ms > HEAD_TTL.num_milliseconds() / 2 =>
-                {
-                    h.until_ms
-                }
-                _ => now_ms + HEAD_TTL.num_milliseconds(),
-            };
-            self.1.insert(claim.shard, Head { rank, second, until_ms });
-        }
+        let now_ms = now.timestamp_millis();
+        let Some((rank, second)) = blocked.or(claim.next) else {
+            // Nothing (more) to book: checked in for this round, blocking no one.
+            let until_ms = now_ms + DONE_FOR.num_milliseconds();
+            self.1.insert(claim.shard, Head::done(until_ms));
+            return out;
+        };
+        // Renewed only when half its time is gone: a run waiting on a better head writes
+        // nothing while its own stays the same.
+        let until_ms = match own {
+            Some(h)
+                if h.rank == rank && h.second == second && h.until_ms - now_ms > HEAD_TTL.num_milliseconds() / 2 =>
+            {
+                h.until_ms
+            }
+            _ => now_ms + HEAD_TTL.num_milliseconds(),
+        };
+        self.1.insert(claim.shard, Head { rank, second, until_ms });
         out
     }
 }
@@ -212,6 +237,7 @@ mod tests {
             shard: 1,
             ranks: vec![],
             next: Some((rank(1), 100)),
+            awaits: Vec::new(),
         };
         assert!(b.book_claimed(4, &[], Some(&urgent), now).is_empty());
         // Shard 0's default jobs of the same second are blocked, all of them.
@@ -219,6 +245,7 @@ mod tests {
             shard: 0,
             ranks: vec![rank(100), rank(100)],
             next: None,
+            awaits: Vec::new(),
         };
         assert_eq!(
             b.book_claimed(4, &[want(100), want(100)], Some(&plain), now),
@@ -231,18 +258,80 @@ mod tests {
             shard: 1,
             ranks: vec![rank(1)],
             next: None,
+            awaits: Vec::new(),
         };
         assert_eq!(
             b.book_claimed(4, &[want(100)], Some(&booked), now),
             vec![Booked::At(100)]
         );
-        assert_eq!(b.heads().map(|(s, _)| s).collect::<Vec<_>>(), vec![0]);
+        assert_eq!(waiting(&b), vec![0]);
         // Now shard 0 books after it.
         assert_eq!(
             b.book_claimed(4, &[want(100), want(100)], Some(&plain), now),
             vec![Booked::At(100), Booked::At(100)]
         );
-        assert_eq!(b.heads().count(), 0);
+        assert!(waiting(&b).is_empty());
+        assert_eq!(b.heads().count(), 2, "both checked in for the round, done");
+    }
+
+    /// The partitions whose heads rank a job (not done).
+    fn waiting(b: &Bookings) -> Vec<u32> {
+        b.heads()
+            .filter(|(_, h)| h.rank != Rank::LAST)
+            .map(|(s, _)| s)
+            .collect()
+    }
+
+    #[test]
+    fn a_partition_waits_for_the_other_groups_partitions_to_check_in_and_not_for_done_ones() {
+        let now = at(100_000);
+        let mut b = Bookings::default();
+        let waits = Claim {
+            shard: 0,
+            ranks: vec![rank(200)],
+            next: None,
+            awaits: vec![1, 2],
+        };
+        assert_eq!(
+            b.book_claimed(4, &[want(100)], Some(&waits), now),
+            vec![Booked::Blocked]
+        );
+        // Shard 1 has nothing due; shard 2 reads and finds an urgent job.
+        let idle = Claim {
+            shard: 1,
+            ..Claim::default()
+        };
+        b.book_claimed(4, &[], Some(&idle), now);
+        let urgent = Claim {
+            shard: 2,
+            next: Some((rank(1), 100)),
+            ..Claim::default()
+        };
+        b.book_claimed(4, &[], Some(&urgent), now);
+        assert_eq!(
+            b.book_claimed(4, &[want(100)], Some(&waits), now),
+            vec![Booked::Blocked],
+            "checked in, with a better job of the same second"
+        );
+        let urgent_booked = Claim {
+            shard: 2,
+            ranks: vec![rank(1)],
+            ..Claim::default()
+        };
+        assert_eq!(
+            b.book_claimed(4, &[want(100)], Some(&urgent_booked), now),
+            vec![Booked::At(100)]
+        );
+        assert_eq!(
+            b.book_claimed(4, &[want(100)], Some(&waits), now),
+            vec![Booked::At(100)]
+        );
+        // A done mark counts for `DONE_FOR`: the next round waits again.
+        b.forget_before(now + DONE_FOR);
+        assert_eq!(
+            b.book_claimed(4, &[want(120)], Some(&waits), now + DONE_FOR),
+            vec![Booked::Blocked]
+        );
     }
 
     #[test]
@@ -270,6 +359,7 @@ mod tests {
             shard: 0,
             ranks: vec![rank(100)],
             next: None,
+            awaits: Vec::new(),
         };
         assert_eq!(
             b.book_claimed(4, &[want(100)], Some(&claim), now),
@@ -281,8 +371,10 @@ mod tests {
             full.book_claimed(4, &[want(100)], Some(&claim), now),
             vec![Booked::Full]
         );
-        // Past its time, a head is forgotten.
+        // Past its time, a head is forgotten; a done mark after `DONE_FOR`.
         b.forget_before(at(103_500));
+        assert!(waiting(&b).is_empty());
+        b.forget_before(at(100_000) + DONE_FOR);
         assert_eq!(b.heads().count(), 0);
     }
 
@@ -293,6 +385,7 @@ mod tests {
             shard: 3,
             ranks: vec![],
             next: Some((rank(7), 100)),
+            awaits: Vec::new(),
         };
         b.book_claimed(4, &[], Some(&claim), at(100_000));
         let first = b.clone();

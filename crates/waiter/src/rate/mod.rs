@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 mod claims;
-pub use claims::{Booked, Claim, Head, HEAD_TTL};
+pub use claims::{Booked, Claim, Head, DONE_FOR, HEAD_TTL};
 
 /// One arrival to book: its own second, the latest second it may move to (Unix seconds), and
 /// the messages it counts as.
@@ -99,6 +99,8 @@ pub struct Rank(i64, u16, i64);
 impl Rank {
     /// Before every job: the head of a partition still reading its due jobs.
     pub const FIRST: Rank = Rank(i64::MIN, 0, i64::MIN);
+    /// After every job: a partition with nothing (more) to book.
+    pub const LAST: Rank = Rank(i64::MAX, u16::MAX, i64::MAX);
 
     pub fn encode(&self) -> String {
         format!("{}:{}:{}", self.0, self.1, self.2)
