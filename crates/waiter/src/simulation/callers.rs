@@ -295,12 +295,16 @@ impl World {
         }
     }
 
-    /// One caller action, as it would arrive while a poller run is under way.
+    /// One caller action, as it would arrive while a poller run is under way: a caller's, a
+    /// consumer's `retry` (of an attempt the run may have just sent and not yet removed), or an
+    /// operator's action on a retried job.
     pub(super) async fn call_beside(&mut self) {
-        match self.rng.random_range(0..3) {
+        match self.rng.random_range(0..5) {
             0 => self.enqueue().await,
             1 if self.next_id > 0 => self.cancel().await,
             2 if self.next_id > 0 => self.reschedule().await,
+            3 => self.retry().await,
+            4 => self.operate().await,
             _ => {}
         }
     }

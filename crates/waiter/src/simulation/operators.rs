@@ -32,7 +32,12 @@ impl World {
     async fn cancel_chain(&mut self, id: &str) {
         let began = self.clock.now();
         let request = json!({"action": "cancel", "queue": "q", "job_id": id});
-        match self.call_may_crash(&request, true).await {
+        let reply = self.call_may_crash(&request, true).await;
+        self.chain_cancel_answered(id, began, reply);
+    }
+
+    fn chain_cancel_answered(&mut self, id: &str, began: DateTime<Utc>, reply: Option<Result<Value, HandlerError>>) {
+        match reply {
             Some(Ok(reply)) if reply["status"] == "cancelled" => {
                 self.retries.cancelled.entry(body_of(id)).or_insert(began);
             }
@@ -43,6 +48,51 @@ impl World {
                 self.retries.maybe_cancelled.insert(body_of(id));
             }
         }
+    }
+
+    /// A consumer's `retry` of a chain and an operator's `cancel` of it at once (the consumer
+    /// may report a redelivered last attempt, with a larger `max_attempts`).
+    pub(super) async fn retry_beside_cancel(&mut self) {
+        if self.retries.next_id == 0 {
+            return;
+        }
+        // A parked chain where there is one: its last attempt's message may be redelivered and
+        // retried by a consumer that now allows more attempts.
+        let parked: Vec<String> = {
+            let state = self.mem.state.lock().unwrap();
+            state
+                .items
+                .keys()
+                .filter(|(_, p, id)| *p == Partition::Parked && id.starts_with('r') && !id.contains([':', '~']))
+                .map(|(_, _, id)| id.clone())
+                .collect()
+        };
+        let id = match parked.len() {
+            0 => format!("r{}", self.rng.random_range(0..self.retries.next_id)),
+            n => parked[self.rng.random_range(0..n)].clone(),
+        };
+        let Some(mut call) = self.retry_call(Some(id.clone())) else {
+            return;
+        };
+        if !parked.is_empty() {
+            call.request["max_attempts"] = json!(9);
+        }
+        self.retries.operations += 1;
+        let began = self.clock.now();
+        let cancel = json!({"action": "cancel", "queue": "q", "job_id": id});
+        let lead = Duration::from_millis(self.rng.random_range(0..20));
+        let (retried, cancelled) = tokio::join!(
+            async {
+                tokio::time::sleep(lead).await;
+                self.waiter.handle(&call.request).await
+            },
+            self.waiter.handle(&cancel)
+        );
+        if let Ok(reply) = &retried {
+            self.retry_answered(&call, reply);
+        }
+        self.chain_cancel_answered(&id, began, Some(cancelled));
+        self.check_one_stored_attempt();
     }
 
     async fn reschedule_chain(&mut self, id: &str) {

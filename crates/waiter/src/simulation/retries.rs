@@ -6,7 +6,10 @@
 //! - never early: no delivery of attempt k arrives before that `perform_at`;
 //! - `waiter.attempt` is monotone as received: the first delivery of attempt k+1 comes after
 //!   the first delivery of attempt k;
-//! - nothing of a chain is accepted by SQS after a cancel of it answered `cancelled`.
+//! - nothing of a chain is accepted by SQS after a cancel of it answered `cancelled`;
+//! - a `retry` of the latest attempt delivered never answers `conflict` naming it or an
+//!   earlier one (the consumer deletes the message, and the chain is lost), unless an operator
+//!   moved or cancelled the chain.
 
 use std::collections::BTreeMap;
 
@@ -81,6 +84,17 @@ pub(super) struct Retries {
     /// Replayed copies' ids, which consumers retry too, and those `retry` calls.
     pub(super) copies: Vec<String>,
     pub(super) copy_calls: usize,
+    /// `retry` replies that lost a chain: `conflict` to its latest delivered attempt.
+    pub(super) lost: Vec<String>,
+}
+
+/// A consumer's `retry` as it makes it: the id, the attempt it reports, the latest attempt of
+/// the chain delivered when it chose, and the request.
+pub(super) struct RetryCall {
+    id: String,
+    attempt: u32,
+    latest_delivered: u32,
+    pub(super) request: Value,
 }
 
 impl World {
@@ -88,14 +102,36 @@ impl World {
     /// attempt it received of one retried before, or now and then an older one (a duplicate or
     /// a stale report). It may crash mid-call and call again.
     pub(super) async fn retry(&mut self) {
-        let (id, attempt) = if self.retries.next_id == 0 || self.rng.random_bool(0.3) {
+        let Some(call) = self.retry_call(None) else {
+            return;
+        };
+        for n in 0..2 {
+            let got = self.call_may_crash(&call.request, n == 0).await;
+            let Some(Ok(reply)) = got else {
+                continue;
+            };
+            self.retry_answered(&call, &reply);
+            if n == 0 && self.rng.random_bool(0.5) {
+                // The consumer's own retry of a call that succeeded: a duplicate.
+                continue;
+            }
+            break;
+        }
+    }
+
+    /// The `retry` a consumer makes now: of chain `id` if given (the latest attempt it
+    /// received, with a larger `max_attempts` now and then, as a new release of the consumer
+    /// would), else as `retry` picks. `None` when there is nothing to hand back.
+    pub(super) fn retry_call(&mut self, of: Option<String>) -> Option<RetryCall> {
+        let new_chain = of.is_none() && (self.retries.next_id == 0 || self.rng.random_bool(0.3));
+        let (id, attempt, latest_delivered) = if new_chain {
             self.retries.next_id += 1;
-            (format!("r{}", self.retries.next_id - 1), 1)
+            (format!("r{}", self.retries.next_id - 1), 1, 0)
         } else {
-            let id = match self.retries.copies.len() {
+            let id = of.unwrap_or_else(|| match self.retries.copies.len() {
                 n if n > 0 && self.rng.random_bool(0.25) => self.retries.copies[self.rng.random_range(0..n)].clone(),
                 _ => format!("r{}", self.rng.random_range(0..self.retries.next_id)),
-            };
+            });
             let now = self.clock.now();
             let latest = self
                 .sink
@@ -106,22 +142,26 @@ impl World {
                 .max();
             // A consumer can hand back only what it received: a copy before its first delivery
             // is not retried. (An original's attempt 1 stands for a delivery of its own.)
-            let Some(latest) = latest.or((!id.contains('~')).then_some(1)) else {
-                return;
-            };
+            let latest = latest.or((!id.contains('~')).then_some(1))?;
             let attempt = if latest > 1 && self.rng.random_bool(0.2) {
                 latest - 1
             } else {
                 latest
             };
-            (id, attempt)
+            (id, attempt, latest)
         };
         let body = id.split('~').next().map(body_of).unwrap_or_default();
+        // Chains run out of attempts often enough that operators meet parked ones.
+        let max_attempts = if self.rng.random_bool(0.1) {
+            9
+        } else {
+            self.rng.random_range(2..=4)
+        };
         let mut request = json!({
             "action": "retry", "queue": "q", "job_id": id, "attempt": attempt, "message_body": body,
             "backoff": {"base_s": self.rng.random_range(1..=4), "factor": 2, "max_s": 20,
                         "jitter": self.rng.random_bool(0.5)},
-            "max_attempts": 4
+            "max_attempts": max_attempts
         });
         if id.contains('~') {
             self.retries.copy_calls += 1;
@@ -129,32 +169,50 @@ impl World {
             request["message_attributes"] = json!({"waiter.job_id": {"data_type": "String", "string_value": id}});
         }
         self.retries.calls += 1;
-        for call in 0..2 {
-            let got = self.call_may_crash(&request, call == 0).await;
-            let Some(Ok(reply)) = got else {
-                continue;
-            };
-            if reply["status"] == "scheduled" {
-                let next = reply["attempt"].as_u64().and_then(|n| u32::try_from(n).ok());
-                if let (Some(next), Some(at)) = (next, parse_time(&reply["perform_at"])) {
-                    self.retries
-                        .scheduled
-                        .entry((chain_of_id(&id), next))
-                        .or_default()
-                        .push(at);
-                }
+        Some(RetryCall {
+            id,
+            attempt,
+            latest_delivered,
+            request,
+        })
+    }
+
+    /// Records what a `retry` answered.
+    pub(super) fn retry_answered(&mut self, call: &RetryCall, reply: &Value) {
+        let RetryCall {
+            id,
+            attempt,
+            latest_delivered,
+            ..
+        } = call;
+        // The attempt a consumer holds the latest delivery of moves the chain on (or answers a
+        // duplicate, or cancelled): `conflict` naming it or an earlier one means the chain was
+        // lost, unless an operator moved or cancelled it meanwhile.
+        let stuck = reply["status"] == "conflict"
+            && reply["attempt"].as_u64().is_some_and(|a| a <= u64::from(*attempt))
+            && attempt == latest_delivered;
+        let body = chain_of_id(id);
+        let operated = self.retries.moved.keys().any(|(b, _)| *b == body)
+            || self.retries.maybe_moved.contains_key(&body)
+            || self.retries.cancelled.contains_key(&body)
+            || self.retries.maybe_cancelled.contains(&body);
+        if stuck && !operated {
+            self.retries.lost.push(format!(
+                "{id} attempt {attempt}: the latest delivered, answered {reply} (the chain is lost)"
+            ));
+        }
+        if reply["status"] == "scheduled" {
+            let next = reply["attempt"].as_u64().and_then(|n| u32::try_from(n).ok());
+            if let (Some(next), Some(at)) = (next, parse_time(&reply["perform_at"])) {
+                self.retries.scheduled.entry((body, next)).or_default().push(at);
             }
-            if call == 0 && self.rng.random_bool(0.5) {
-                // The consumer's own retry of a call that succeeded: a duplicate.
-                continue;
-            }
-            break;
         }
     }
 }
 
 /// Records every broken retry invariant in `out`.
 pub(super) fn check(out: &mut Outcome, retries: &Retries, sent: &[Sent]) {
+    out.violations.extend(retries.lost.iter().cloned());
     let sent: Vec<Sent> = sent.iter().filter(|s| is_retried(s)).cloned().collect();
     check_cancelled_chains(out, &retries.cancelled, &sent);
     let mut first: BTreeMap<(String, u32), DateTime<Utc>> = BTreeMap::new();
