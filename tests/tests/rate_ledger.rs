@@ -142,6 +142,7 @@ async fn a_partitions_head_in_the_ledger_holds_back_worse_ranked_bookings_of_ano
         ranks: vec![],
         next: Some((urgent, second)),
         awaits: Vec::new(),
+        read_to: 0,
     };
     first
         .book(&queue, 4, &[], Some(&head), now, run_ends(now))
@@ -153,6 +154,7 @@ async fn a_partitions_head_in_the_ledger_holds_back_worse_ranked_bookings_of_ano
         ranks: vec![plain, plain],
         next: None,
         awaits: Vec::new(),
+        read_to: 0,
     };
     assert_eq!(
         second_process
@@ -167,6 +169,7 @@ async fn a_partitions_head_in_the_ledger_holds_back_worse_ranked_bookings_of_ano
         ranks: vec![urgent],
         next: None,
         awaits: Vec::new(),
+        read_to: 0,
     };
     assert_eq!(
         first

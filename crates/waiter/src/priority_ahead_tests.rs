@@ -25,6 +25,18 @@ async fn herd_read_ahead(
     offset_ms: u64,
     settings: &[(&str, &str)],
 ) -> BTreeMap<String, i64> {
+    let spread: Vec<(String, u16, i64)> = jobs.iter().map(|(id, p)| (id.clone(), *p, 0)).collect();
+    herd_spread(&spread, due_in_s, groups, offset_ms, settings).await
+}
+
+/// `herd_read_ahead` with each job due `ms` after the due instant.
+async fn herd_spread(
+    jobs: &[(String, u16, i64)],
+    due_in_s: i64,
+    groups: u32,
+    offset_ms: u64,
+    settings: &[(&str, &str)],
+) -> BTreeMap<String, i64> {
     let clock = FakeClock::default();
     let store = MemStore::default();
     let start = clock.now();
@@ -34,8 +46,8 @@ async fn herd_read_ahead(
         .find(|(k, _)| *k == "WAITER_SHARDS")
         .map_or(Ok(4), |(_, v)| v.parse::<u32>())
         .expect("WAITER_SHARDS");
-    for (id, priority) in jobs {
-        let mut job = stored("orders", id, due, shards);
+    for (id, priority, ms) in jobs {
+        let mut job = stored("orders", id, due + TimeDelta::milliseconds(*ms), shards);
         job.job.priority = *priority;
         store.insert(job);
     }
@@ -239,4 +251,26 @@ async fn idle_partitions_of_a_late_group_check_in_and_hold_no_one_up() {
         "{arrived:?}"
     );
     assert!(arrived["p50"] <= 1, "no wait for the idle partitions: {arrived:?}");
+}
+
+/// A run reads whole seconds ahead: a herd due within one second is never split between two
+/// runs' lookaheads (the first run would book the part it read into the second the rest wants).
+#[tokio::test(start_paused = true)]
+async fn a_second_of_jobs_is_read_by_one_run_whatever_the_lookahead_cuts() {
+    // The clock's phase is .123456: the runs' lookahead ends there, between the two jobs.
+    let jobs = vec![("worse".to_owned(), 200, -100), ("better".to_owned(), 10, 500)];
+    let arrived = herd_spread(
+        &jobs,
+        6,
+        1,
+        0,
+        &[
+            ("WAITER_MAX_RATE", "1"),
+            ("WAITER_PRIORITY_ORDER", "priority"),
+            ("WAITER_LOOKAHEAD", "2"),
+            ("WAITER_SHARDS", "1"),
+        ],
+    )
+    .await;
+    assert!(arrived["better"] <= arrived["worse"], "{arrived:?}");
 }

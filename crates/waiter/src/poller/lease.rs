@@ -34,10 +34,17 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         } else {
             self.config.lookahead
         }));
+        let horizon_at = |now: DateTime<Utc>| {
+            if queue.is_fifo() {
+                now + window
+            } else {
+                to_end_of_second(now + window)
+            }
+        };
         let mut lease = Lease {
             owner: owner.to_owned(),
             until: deadline + LEASE_GRACE,
-            horizon: now + window,
+            horizon: horizon_at(now),
         };
         let mut handover_until: Option<DateTime<Utc>> = None;
         let (horizon, inherited, debts) = loop {
@@ -68,7 +75,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
                         return sum;
                     }
                     self.clock.sleep_until((now + HANDOVER_POLL).min(wait_until)).await;
-                    lease.horizon = self.clock.now() + window;
+                    lease.horizon = horizon_at(self.clock.now());
                 }
                 Some(Err(e)) => {
                     report_error(&mut sum, queue, Some(shard), &e);
@@ -223,4 +230,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             }
         }
     }
+}
+
+/// The last instant of the second `t` is in: a standard run reads whole seconds of due jobs,
+/// so that jobs due in one second (a herd) are read, ranked and booked by one run, never split
+/// between two runs' lookaheads.
+fn to_end_of_second(t: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp(t.timestamp() + 1, 0).map_or(t, |end| end - TimeDelta::microseconds(1))
 }

@@ -43,6 +43,7 @@ use drain::PartitionRun;
 pub use groups::PollerGroup;
 pub use plan::{batch_len, next_batch};
 use plan::{fate_at, plan, start_late, Fate, Plan};
+pub use rank::SEND_GUARD;
 
 /// Jobs whose send instants lie this close together share a batch; it is also the most a job is
 /// held back past its instant by batching.

@@ -53,8 +53,13 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
     }
 
     /// Puts the jobs ready to be sent by `now` in `WAITER_PRIORITY_ORDER`, so that batches
-    /// book the budget's earliest seconds in that order; how many are ready. `None`: nothing
+    /// book the budget's earliest seconds in that order; how many may book now. `None`: nothing
     /// to rank (no rate, a FIFO queue, or nothing ready).
+    ///
+    /// A job read ahead is ready at the instant its delay is a whole number of seconds (within
+    /// a second of each other for jobs due in one second): a ready job ranked after one not
+    /// ready yet waits for it (`rank_wait`), at most that second, so that it does not take a
+    /// second the better one wants.
     pub(super) fn rank_ready(&mut self, now: DateTime<Utc>) -> Option<usize> {
         if !self.ranks() {
             return None;
@@ -66,7 +71,24 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         let order = self.d.config.priority_order;
         // A stable sort: already ranked entries (the rest of the last batch's) cost little.
         self.pending.make_contiguous()[..ready].sort_by_key(|p| order.rank(p.job.job.perform_at, p.job.job.priority));
-        Some(ready)
+        let Some((better, ready_at)) = self
+            .pending
+            .range(ready..)
+            .filter(|p| !p.job.job.is_critical())
+            .map(|p| (self.rank_of(p), p.send_at))
+            .min()
+        else {
+            return Some(ready);
+        };
+        let go = self
+            .pending
+            .range(..ready)
+            .take_while(|p| p.job.job.is_critical() || self.rank_of(p) <= better)
+            .count();
+        if go == 0 {
+            self.rank_wait = Some(ready_at);
+        }
+        Some(go)
     }
 
     /// The arrival second a job wants if sent at `now` (or up to `SEND_GUARD` later), and the
@@ -95,17 +117,20 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         }
     }
 
-    /// The partition's best job still to book, after the batch taken off `pending`: ready now
-    /// or read ahead of its time (a standard job is sent in the second before it is due), with
-    /// the second it will want when it is sent. A head read ahead holds worse-ranked jobs of
-    /// other partitions back from its second on, until this partition books it.
+    /// The partition's head: the best rank of the jobs it has still to book (after the batch
+    /// taken off `pending`), ready now or read ahead of their time (a standard job is sent in
+    /// the second before it is due), and the earliest second they want when sent. It holds
+    /// worse-ranked jobs of other partitions back from that second on, until this partition
+    /// has booked them.
     fn next_head(&self, now: DateTime<Utc>) -> Option<(Rank, i64)> {
-        self.pending
-            .iter()
-            .filter(|p| !p.job.job.is_critical())
-            .map(|p| (self.rank_of(p), p))
-            .min_by_key(|(rank, p)| (*rank, p.send_at))
-            .map(|(rank, p)| (rank, self.want_of(p, p.send_at.max(now)).second))
+        let unbooked = || self.pending.iter().filter(|p| !p.job.job.is_critical());
+        let best = unbooked().map(|p| self.rank_of(p)).min()?;
+        // The earliest second any of them wants (not only the best one): a worse-ranked job of
+        // another partition must not take a second that this partition's second-best wants
+        // either. Conservative, never a deadlock: each partition books its own in rank order,
+        // and the one with the best job is never blocked.
+        let earliest = unbooked().map(|p| self.want_of(p, p.send_at.max(now)).second).min()?;
+        Some((best, earliest))
     }
 
     /// The partition's first page of due jobs: its head in the ledger says "reading" (ranked
@@ -149,6 +174,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         self.announced = true;
         let done = Claim {
             shard: self.shard,
+            read_to: self.horizon.timestamp(),
             ..Claim::default()
         };
         self.d
@@ -169,6 +195,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         let head = Claim {
             shard: self.shard,
             next: self.next_head(now),
+            read_to: self.horizon.timestamp(),
             ..Claim::default()
         };
         self.d
@@ -204,6 +231,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             ranks: booking.iter().map(|i| self.rank_of(&batch[*i])).collect(),
             next: self.next_head(now),
             awaits: self.awaits(now),
+            read_to: self.horizon.timestamp(),
         });
         // Earlier batches of this run were better ranked: none of these overtakes them. Ranked,
         // the ledger's floors say so for every partition (and need each job's own second).

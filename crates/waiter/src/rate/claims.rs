@@ -38,26 +38,34 @@ pub struct Head {
 pub const DONE_FOR: TimeDelta = TimeDelta::seconds(10);
 
 impl Head {
-    /// The mark of a partition with nothing (more) to book: ranked after every job.
-    pub fn done(until_ms: i64) -> Self {
+    /// The mark of a partition with nothing (more) to book among the jobs due up to second
+    /// `read_to`: ranked after every job.
+    pub fn done(read_to: i64, until_ms: i64) -> Self {
         Self {
             rank: Rank::LAST,
-            second: i64::MAX,
+            second: read_to,
             until_ms,
         }
+    }
+
+    /// Whether the partition has checked in for wants of `second`: it has a job to book, or
+    /// has read (and booked) everything due up to that second.
+    fn checked_in_for(&self, second: i64) -> bool {
+        self.rank != Rank::LAST || self.second >= second
     }
 }
 
 /// A ranked booking: the partition (its shard), each want's rank, the partition's next job
-/// after these (rank and wanted second), if it has one, and the partitions of other poller
-/// groups it waits for: until each of them has checked in (a head, or nothing to book), none
-/// of its wants books.
+/// after these (rank and wanted second), if it has one, the partitions of other poller groups
+/// it waits for (until each of them has checked in, none of its wants books), and the second
+/// up to which this partition has read its due jobs (its run's horizon).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Claim {
     pub shard: u32,
     pub ranks: Vec<Rank>,
     pub next: Option<(Rank, i64)>,
     pub awaits: Vec<u32>,
+    pub read_to: i64,
 }
 
 /// What a want got.
@@ -147,8 +155,14 @@ impl Bookings {
         let own = self.1.remove(&claim.shard);
         let mut floors = Floors::default();
         let mut blocked: Option<(Rank, i64)> = None;
-        // Another group's partition has not read its due jobs yet: it may hold better ones.
-        if claim.awaits.iter().any(|s| !self.1.contains_key(s)) {
+        // Another group's partition has not read its due jobs yet (up to the seconds these
+        // want): it may hold better ones.
+        let earliest = wants.iter().map(|w| w.second).min().unwrap_or(i64::MAX);
+        if claim
+            .awaits
+            .iter()
+            .any(|s| self.1.get(s).is_none_or(|h| !h.checked_in_for(earliest)))
+        {
             blocked = claim.ranks.first().zip(wants.first()).map(|(r, w)| (*r, w.second));
         }
         let mut out = Vec::with_capacity(wants.len());
@@ -189,7 +203,7 @@ impl Bookings {
         let Some((rank, second)) = blocked.or(claim.next) else {
             // Nothing (more) to book: checked in for this round, blocking no one.
             let until_ms = now_ms + DONE_FOR.num_milliseconds();
-            self.1.insert(claim.shard, Head::done(until_ms));
+            self.1.insert(claim.shard, Head::done(claim.read_to, until_ms));
             return out;
         };
         // Renewed only when half its time is gone: a run waiting on a better head writes
@@ -238,6 +252,7 @@ mod tests {
             ranks: vec![],
             next: Some((rank(1), 100)),
             awaits: Vec::new(),
+            read_to: 0,
         };
         assert!(b.book_claimed(4, &[], Some(&urgent), now).is_empty());
         // Shard 0's default jobs of the same second are blocked, all of them.
@@ -246,6 +261,7 @@ mod tests {
             ranks: vec![rank(100), rank(100)],
             next: None,
             awaits: Vec::new(),
+            read_to: 0,
         };
         assert_eq!(
             b.book_claimed(4, &[want(100), want(100)], Some(&plain), now),
@@ -259,6 +275,7 @@ mod tests {
             ranks: vec![rank(1)],
             next: None,
             awaits: Vec::new(),
+            read_to: 0,
         };
         assert_eq!(
             b.book_claimed(4, &[want(100)], Some(&booked), now),
@@ -291,6 +308,7 @@ mod tests {
             ranks: vec![rank(200)],
             next: None,
             awaits: vec![1, 2],
+            read_to: 130,
         };
         assert_eq!(
             b.book_claimed(4, &[want(100)], Some(&waits), now),
@@ -299,6 +317,7 @@ mod tests {
         // Shard 1 has nothing due; shard 2 reads and finds an urgent job.
         let idle = Claim {
             shard: 1,
+            read_to: 130,
             ..Claim::default()
         };
         b.book_claimed(4, &[], Some(&idle), now);
@@ -316,6 +335,7 @@ mod tests {
         let urgent_booked = Claim {
             shard: 2,
             ranks: vec![rank(1)],
+            read_to: 130,
             ..Claim::default()
         };
         assert_eq!(
@@ -326,7 +346,11 @@ mod tests {
             b.book_claimed(4, &[want(100)], Some(&waits), now),
             vec![Booked::At(100)]
         );
-        // A done mark counts for `DONE_FOR`: the next round waits again.
+        // A done mark counts for the seconds that partition read up to, for `DONE_FOR`.
+        assert_eq!(
+            b.book_claimed(4, &[want(131)], Some(&waits), now),
+            vec![Booked::Blocked]
+        );
         b.forget_before(now + DONE_FOR);
         assert_eq!(
             b.book_claimed(4, &[want(120)], Some(&waits), now + DONE_FOR),
@@ -360,6 +384,7 @@ mod tests {
             ranks: vec![rank(100)],
             next: None,
             awaits: Vec::new(),
+            read_to: 0,
         };
         assert_eq!(
             b.book_claimed(4, &[want(100)], Some(&claim), now),
@@ -386,6 +411,7 @@ mod tests {
             ranks: vec![],
             next: Some((rank(7), 100)),
             awaits: Vec::new(),
+            read_to: 0,
         };
         b.book_claimed(4, &[], Some(&claim), at(100_000));
         let first = b.clone();

@@ -3,10 +3,17 @@
 //! store that pages at random sizes. Checks: never early, none lost, the budget per arrival
 //! second (critical jobs aside), and the order: of two jobs held back together (due in the
 //! same second with `time`, any two with `priority`), the lower priority number never arrives
-//! in a later second.
+//! in a later second once it was held back (later than the second it wants when sent at its
+//! own instant). Each by the clock of the process that sent it.
 //!
 //! Over 1 to 4 shards, worked by one run or by two poller groups at once, with store calls
 //! taking up to 30 ms: the order holds across partitions, not only within one.
+//!
+//! Half the seeds (issue 46) instead enqueue a herd due within one second, some seconds ahead,
+//! and invoke the poller every second, as a deployment does: the runs read the herd ahead of
+//! its time (`WAITER_LOOKAHEAD` 1 to 6 s), the second group's runs start up to 1.5 s after the
+//! first's, and its process's clock differs by up to 100 ms. These check everything but the
+//! order (a known limit, below); critical jobs arrive within a second of their time.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -43,6 +50,14 @@ async fn simulate(seed: u64) -> (Vec<String>, usize) {
     };
     let shards = rng.random_range(1..=4u32).to_string();
     let grouped = rng.random_bool(0.5);
+    let ahead = rng.random_bool(0.5);
+    let lookahead = if ahead { rng.random_range(1..=6) } else { 0 }.to_string();
+    let skew_ms = if grouped && ahead {
+        rng.random_range(0..1_500)
+    } else {
+        0
+    };
+    let clock_skew = TimeDelta::milliseconds(rng.random_range(-100..=100));
     let sink = FakeQueue::new(clock.clone());
     let rate: u16 = rng.random_range(1..=6);
     let order = if rng.random_bool(0.5) { "time" } else { "priority" };
@@ -52,17 +67,25 @@ async fn simulate(seed: u64) -> (Vec<String>, usize) {
         &[
             ("WAITER_SHARDS", &shards),
             ("WAITER_DIRECT_MAX_DELAY", "0"),
-            ("WAITER_LOOKAHEAD", "0"),
+            ("WAITER_LOOKAHEAD", &lookahead),
             ("WAITER_MAX_RATE", &rate_s),
             ("WAITER_PRIORITY_ORDER", order),
+            ("WAITER_POLLER_GROUPS", if grouped { "2" } else { "1" }),
         ],
     );
     if std::env::var("SIM_SEED").is_ok() {
-        println!("seed {seed}: shards {shards}, grouped {grouped}, rate {rate}, order {order}");
+        println!(
+            "seed {seed}: shards {shards}, grouped {grouped}, rate {rate}, order {order}, ahead {ahead} \
+             (lookahead {lookahead}, second group {skew_ms} ms later, clock {clock_skew})"
+        );
     }
     let waiter = Waiter::new(cfg.clone(), mem.clone(), sink.clone(), clock.clone());
     let dispatcher = Dispatcher::new(cfg.clone(), store.clone(), sink.clone(), clock.clone());
-    let other = Dispatcher::new(cfg, store, sink.clone(), clock.clone());
+    // The other group's process: its own clock, and its sends recorded by it (the budget and
+    // "never early" hold by the clock of the process that sends).
+    let other_clock = clock.skewed(clock_skew);
+    let other_sink = FakeQueue::new(other_clock.clone());
+    let other = Dispatcher::new(cfg, store, other_sink.clone(), other_clock);
     let mut jobs: HashMap<String, Job> = HashMap::new();
     let start = clock.now();
     for i in 0..rng.random_range(10..80) {
@@ -77,7 +100,13 @@ async fn simulate(seed: u64) -> (Vec<String>, usize) {
         } else {
             1
         };
-        let perform_at = start + TimeDelta::milliseconds(rng.random_range(1_000..5_000));
+        let perform_at = if ahead {
+            // One second, some seconds ahead: every job wants it.
+            let second = DateTime::from_timestamp(start.timestamp() + 8, 0).unwrap_or(start);
+            second + TimeDelta::milliseconds(rng.random_range(0..1_000))
+        } else {
+            start + TimeDelta::milliseconds(rng.random_range(1_000..5_000))
+        };
         let body = format!("p{i}");
         let request = json!({"queue": "q", "message_body": body, "job_id": body, "perform_at": format_rfc3339(perform_at),
                              "priority": priority, "weight": weight});
@@ -92,6 +121,29 @@ async fn simulate(seed: u64) -> (Vec<String>, usize) {
                 weight,
             },
         );
+    }
+    if ahead {
+        // An invocation every second for each group, each lasting until it drained what it
+        // read; the second group's a little later, on a clock of its own.
+        let dispatchers = [&dispatcher, &other];
+        let invocation = |group: u32, tick: u64| {
+            let d = dispatchers[group as usize];
+            let at = tick * 1_000 + if group == 1 { skew_ms } else { 0 };
+            let clock = clock.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(at)).await;
+                let g = grouped.then_some(PollerGroup { group, groups: 2 });
+                d.run_group(clock.now() + TimeDelta::seconds(30), g).await;
+            }
+        };
+        let mut runs = Vec::new();
+        for tick in 0..30 {
+            runs.push(invocation(0, tick));
+            if grouped {
+                runs.push(invocation(1, tick));
+            }
+        }
+        futures::future::join_all(runs).await;
     }
     // Everything is due (and held back together) when the first run starts.
     tokio::time::sleep(Duration::from_secs(6)).await;
@@ -114,7 +166,7 @@ async fn simulate(seed: u64) -> (Vec<String>, usize) {
     let mut violations = Vec::new();
     let mut arrived: HashMap<&str, i64> = HashMap::new();
     let mut units: HashMap<i64, u16> = HashMap::new();
-    for m in sink.sent() {
+    for m in sink.sent().into_iter().chain(other_sink.sent()) {
         let at = m.at + TimeDelta::seconds(i64::from(m.message.delay_seconds.unwrap_or(0)));
         let Some((body, job)) = jobs.get_key_value(&m.message.body) else {
             violations.push(format!("an unknown message {:?}", m.message.body));
@@ -128,6 +180,9 @@ async fn simulate(seed: u64) -> (Vec<String>, usize) {
         }
         if job.priority != 0 {
             *units.entry(at.timestamp()).or_default() += job.weight.min(rate);
+        } else if ahead && at - job.perform_at >= TimeDelta::seconds(1) {
+            // Read ahead, a critical job is sent at its instant: not held back by the budget.
+            violations.push(format!("{body} (critical) late: {at} for {}", job.perform_at));
         }
     }
     for body in jobs.keys() {
@@ -144,10 +199,18 @@ async fn simulate(seed: u64) -> (Vec<String>, usize) {
     }
     for (a, ja) in &jobs {
         for (b, jb) in &jobs {
+            // A critical job books nothing and waits for no one: it arrives at its own time
+            // (checked below), in whichever second that is.
             let together = order == "priority" || ja.perform_at.timestamp() == jb.perform_at.timestamp();
-            if together && ja.priority < jb.priority {
+            // Read ahead, the order across partitions is not checked here: bookings made at
+            // send time, within the last second before the herd is due, can push a better job
+            // seconds behind worse ones (about 1 seed in 60; docs/guarantees.md, a known limit
+            // of issue 46 item 8). The unit tests in `priority_ahead_tests` hold the cases fixed.
+            if !ahead && together && ja.priority < jb.priority && ja.priority != 0 {
                 if let (Some(sa), Some(sb)) = (arrived.get(a.as_str()), arrived.get(b.as_str())) {
-                    if sa > sb {
+                    // Held back: later than the second it wants when sent at its own instant.
+                    let own = (ja.perform_at + crate::poller::SEND_GUARD).timestamp();
+                    if sa > sb && *sa > own {
                         violations.push(format!(
                             "{order} order: {a} (priority {}) arrived in {sa}, after {b} (priority {}) in {sb}",
                             ja.priority, jb.priority

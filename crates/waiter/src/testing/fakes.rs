@@ -136,6 +136,15 @@ impl FakeClock {
     pub fn advance(&self, d: TimeDelta) {
         *self.offset.lock().unwrap() += d;
     }
+
+    /// Another process's clock: `by` ahead of this one (behind if negative), from now on.
+    pub fn skewed(&self, by: TimeDelta) -> Self {
+        Self {
+            base: self.base,
+            start: self.start,
+            offset: Arc::new(Mutex::new(*self.offset.lock().unwrap() + by)),
+        }
+    }
 }
 
 #[async_trait]
