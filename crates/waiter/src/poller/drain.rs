@@ -169,11 +169,23 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                                     break;
                                 }
                             }
-                            // Waiting for the other partitions' heads, or for a better-ranked
-                            // partition to book first.
-                            if let Some(t) = self.rank_wait.filter(|t| *t > now) {
-                                wake_at = Some(wake_at.map_or(t, |w| w.min(t)));
-                                break;
+                            // Ranked: book what was read, in rank order, ahead of the sends,
+                            // unless waiting for the other partitions' heads or for a
+                            // better-ranked partition to book first. What is booked (and
+                            // critical jobs) is sent at its time meanwhile.
+                            if self.ranks() {
+                                match self.rank_wait.filter(|t| *t > now) {
+                                    Some(t) => wake_at = Some(wake_at.map_or(t, |w| w.min(t))),
+                                    None => {
+                                        if let Err(e) = self.book_ahead(now).await {
+                                            failure = Some(e);
+                                            break;
+                                        }
+                                        if let Some(t) = self.rank_wait.filter(|t| *t > now) {
+                                            wake_at = Some(wake_at.map_or(t, |w| w.min(t)));
+                                        }
+                                    }
+                                }
                             }
                             let n = match self.rank_ready(now) {
                                 // Ranked: every ready job may share a batch.
@@ -182,6 +194,12 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                             };
                             let Some(ready_at) = n.checked_sub(1).and_then(|i| self.pending.get(i)).map(|p| p.send_at)
                             else {
+                                // Ranked, nothing that may go yet: the next send instant, or
+                                // the booking retry set above.
+                                let next = self.pending.iter().map(|p| p.send_at).filter(|t| *t > now).min();
+                                if let Some(t) = next.filter(|_| self.ranks()) {
+                                    wake_at = Some(wake_at.map_or(t, |w| w.min(t)));
+                                }
                                 break;
                             };
                             if ready_at > now {
@@ -200,12 +218,14 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                             };
                             if self.budget_full {
                                 // Booked up to the horizon: what is left waits for the next
-                                // run, unread (a run never reads the whole backlog).
+                                // run, unread (a run never reads the whole backlog); what was
+                                // booked ahead is still sent.
                                 exhausted = true;
                                 next_query = None;
-                                if !self.pending.is_empty() {
-                                    self.pending.clear();
-                                    self.pending_bytes = 0;
+                                let before = self.pending.len();
+                                self.pending.retain(|p| p.booked.is_some() || p.job.job.is_critical());
+                                if self.pending.len() < before {
+                                    self.pending_bytes = self.pending.iter().map(|p| p.bytes).sum();
                                     self.left_behind = true;
                                 }
                             }

@@ -167,6 +167,9 @@ pub struct Planned {
     /// The arrival second `WAITER_MAX_RATE` moved it to (standard queues): its delay is taken
     /// from the instant of the send itself, so that it lands in that second.
     pub arrive_in: Option<i64>,
+    /// Ranked: the second booked for it ahead of its send (`rank::book_ahead`), and the one it
+    /// wanted.
+    pub booked: Option<(i64, i64)>,
 }
 
 /// Each message moved to a booked second gets the delay that lands it there when sent at

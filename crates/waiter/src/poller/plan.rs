@@ -75,6 +75,7 @@ pub(super) fn plan(
         job,
         bytes,
         arrive_in: None,
+        booked: None,
     }))
 }
 
@@ -191,6 +192,7 @@ mod tests {
             bytes: j.job.message_bytes(),
             job: j,
             arrive_in: None,
+            booked: None,
         };
         let call = vec![(planned(job.clone()), Some(1)), (planned(other.clone()), Some(1))];
         let messages = vec![

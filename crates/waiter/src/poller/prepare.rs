@@ -40,11 +40,17 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         let mut later = Vec::new();
         for (mut p, blocked) in batch.into_iter().zip(blocked) {
             let mut arrive_in = None;
-            let booking = booked.next().flatten();
+            let from_ledger = booked.next().flatten();
+            // Booked ahead (ranked): its second is held already.
+            let booking = p
+                .booked
+                .map(|(second, wanted)| (Booked::At(second), wanted))
+                .or(from_ledger);
             let units = units_of(u32::from(p.job.job.weight), rate.unwrap_or(1));
             let held = |second| Booking { second, units };
             if !later.is_empty() {
-                unused.extend(booking.and_then(|(b, _)| b.second()).map(held));
+                // Back to `pending`; a booking made ahead stays with it.
+                unused.extend(from_ledger.and_then(|(b, _)| b.second()).map(held));
                 later.push(p);
                 continue;
             }
@@ -78,6 +84,14 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 // for the next call, in order.
                 Some((Booked::At(second), _)) if fifo && fifo_second.is_some_and(|f| f != second) => {
                     unused.push(held(second));
+                    later.push(p);
+                    continue;
+                }
+                // Booked ahead, but sent too late to land in its second (a send held up): the
+                // second goes back, and it books again.
+                Some((Booked::At(second), _)) if p.booked.is_some() && second < arrival.timestamp() => {
+                    unused.push(held(second));
+                    p.booked = None;
                     later.push(p);
                     continue;
                 }

@@ -18,6 +18,7 @@ use crate::error::PortError;
 use crate::limits::SQS_MAX_DELAY_SECONDS;
 use crate::ports::{Clock, JobStore, MessageQueue};
 use crate::rate::{ArrivalWant, Booked, Claim, Rank};
+use crate::routing::aligned_send_instant;
 
 /// A ranked partition's first head waits this long before it books: the other partitions of
 /// runs started together read their due jobs and put their heads in meanwhile.
@@ -33,6 +34,9 @@ pub const BLOCKED_RETRY: TimeDelta = TimeDelta::milliseconds(100);
 /// fires on its own, and a cold start adds to it). A group that does not run costs the others
 /// this much latency per run.
 pub const CHECK_IN_WAIT: TimeDelta = TimeDelta::seconds(5);
+/// Jobs a ranked partition books ahead in one ledger call (the ledger item is written once per
+/// call, whatever the number).
+pub const AHEAD_PER_CALL: usize = 100;
 /// A ranked partition books no further ahead than this (or `WAITER_LOOKAHEAD`, if longer):
 /// jobs held back past it stay stored, so that a better-ranked job that falls due meanwhile
 /// waits at most this long behind the booked ones. The next run (a minute later) books on.
@@ -52,14 +56,9 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             .coarse_rank(p.job.job.perform_at, p.job.job.priority)
     }
 
-    /// Puts the jobs ready to be sent by `now` in `WAITER_PRIORITY_ORDER`, so that batches
-    /// book the budget's earliest seconds in that order; how many may book now. `None`: nothing
-    /// to rank (no rate, a FIFO queue, or nothing ready).
-    ///
-    /// A job read ahead is ready at the instant its delay is a whole number of seconds (within
-    /// a second of each other for jobs due in one second): a ready job ranked after one not
-    /// ready yet waits for it (`rank_wait`), at most that second, so that it does not take a
-    /// second the better one wants.
+    /// Ranked: puts the jobs ready to be sent by `now` that may go (booked ahead, or critical)
+    /// first, in `WAITER_PRIORITY_ORDER`; how many there are. `None`: not ranked (no rate, a
+    /// FIFO queue), or nothing ready. A ready job not booked yet waits for `book_ahead`.
     pub(super) fn rank_ready(&mut self, now: DateTime<Utc>) -> Option<usize> {
         if !self.ranks() {
             return None;
@@ -69,31 +68,94 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             return None;
         }
         let order = self.d.config.priority_order;
+        let may_go = |p: &Planned| p.booked.is_some() || p.job.job.is_critical();
         // A stable sort: already ranked entries (the rest of the last batch's) cost little.
-        self.pending.make_contiguous()[..ready].sort_by_key(|p| order.rank(p.job.job.perform_at, p.job.job.priority));
-        let Some((better, ready_at)) = self
-            .pending
-            .range(ready..)
-            .filter(|p| !p.job.job.is_critical())
-            .map(|p| (self.rank_of(p), p.send_at))
-            .min()
-        else {
-            return Some(ready);
-        };
-        let go = self
-            .pending
-            .range(..ready)
-            .take_while(|p| p.job.job.is_critical() || self.rank_of(p) <= better)
-            .count();
-        if go == 0 {
-            self.rank_wait = Some(ready_at);
-        }
-        Some(go)
+        self.pending.make_contiguous()[..ready]
+            .sort_by_key(|p| (!may_go(p), order.rank(p.job.job.perform_at, p.job.job.priority)));
+        Some(self.pending.range(..ready).take_while(|p| may_go(p)).count())
     }
 
-    /// The arrival second a job wants if sent at `now` (or up to `SEND_GUARD` later), and the
-    /// latest it may move to.
+    /// When a job not sent yet will be: its own send instant, or (a standard one, whose
+    /// instant has passed while it waited to book) the next instant at which its time left is
+    /// whole seconds, so that it still arrives exactly when due, in the second it booked.
+    fn send_instant(&self, p: &Planned, now: DateTime<Utc>) -> DateTime<Utc> {
+        if p.send_at >= now || self.queue.is_fifo() {
+            p.send_at.max(now)
+        } else {
+            aligned_send_instant(p.job.job.perform_at, now)
+        }
+    }
+
+    /// Books the partition's jobs in rank order before they are sent, as soon as they are
+    /// read (after `GATHER`), ready or not: a job read ahead of its time (a standard one is
+    /// sent within the second before it is due) holds its second from then on, so that the
+    /// queue's order does not depend on when each job's send instant comes. One ledger call
+    /// for up to `AHEAD_PER_CALL` jobs. A job that finds no room up to the horizon is left
+    /// for a later run.
+    pub(super) async fn book_ahead(&mut self, now: DateTime<Utc>) -> Result<(), PortError> {
+        if !self.ranks() || self.d.config.max_rate.is_none() {
+            return Ok(());
+        }
+        let order = self.d.config.priority_order;
+        let mut picked: Vec<usize> = (0..self.pending.len())
+            .filter(|i| self.pending[*i].booked.is_none() && !self.pending[*i].job.job.is_critical())
+            .collect();
+        if picked.is_empty() {
+            return Ok(());
+        }
+        picked.sort_by_key(|i| {
+            let p = &self.pending[*i];
+            order.rank(p.job.job.perform_at, p.job.job.priority)
+        });
+        picked.truncate(AHEAD_PER_CALL);
+        let batch: Vec<Planned> = picked.iter().map(|i| self.pending[*i].clone()).collect();
+        // Taken for now, so that the partition's next head is the job after these.
+        for i in &picked {
+            self.pending[*i].booked = Some((i64::MIN, i64::MIN));
+        }
+        let booked = self.book_batch(&batch, &vec![false; batch.len()], now).await;
+        let booked = match booked {
+            Ok(b) => b,
+            Err(e) => {
+                for i in &picked {
+                    self.pending[*i].booked = None;
+                }
+                return Err(e);
+            }
+        };
+        let mut full = Vec::new();
+        for (i, b) in picked.into_iter().zip(booked) {
+            self.pending[i].booked = match b {
+                Some((Booked::At(second), wanted)) => {
+                    // Sent when its booking assumed.
+                    self.pending[i].send_at = self.send_instant(&self.pending[i], now);
+                    Some((second, wanted))
+                }
+                Some((Booked::Full, _)) => {
+                    full.push(i);
+                    None
+                }
+                Some((Booked::Blocked, _)) | None => None,
+            };
+        }
+        // No room up to the horizon: left stored for a later run (which reads on from there).
+        full.sort_unstable_by(|a, b| b.cmp(a));
+        for i in full {
+            if let Some(p) = self.pending.remove(i) {
+                self.pending_bytes -= p.bytes;
+                self.summary.held_back += 1;
+            }
+            self.left_behind = true;
+            self.budget_full = true;
+        }
+        self.pending.make_contiguous().sort_by_key(|p| p.send_at);
+        Ok(())
+    }
+
+    /// The arrival second a job wants if sent at `now` (or at its own send instant, if later;
+    /// or up to `SEND_GUARD` after either), and the latest it may move to.
     fn want_of(&self, p: &Planned, now: DateTime<Utc>) -> ArrivalWant {
+        let now = self.send_instant(p, now);
         let delay = delay_at(&p.job, self.queue.is_fifo(), now);
         let second = (now + SEND_GUARD + TimeDelta::seconds(i64::from(delay.unwrap_or(0)))).timestamp();
         let latest = match delay {
@@ -123,13 +185,17 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
     /// worse-ranked jobs of other partitions back from that second on, until this partition
     /// has booked them.
     fn next_head(&self, now: DateTime<Utc>) -> Option<(Rank, i64)> {
-        let unbooked = || self.pending.iter().filter(|p| !p.job.job.is_critical());
+        let unbooked = || {
+            self.pending
+                .iter()
+                .filter(|p| p.booked.is_none() && !p.job.job.is_critical())
+        };
         let best = unbooked().map(|p| self.rank_of(p)).min()?;
         // The earliest second any of them wants (not only the best one): a worse-ranked job of
         // another partition must not take a second that this partition's second-best wants
         // either. Conservative, never a deadlock: each partition books its own in rank order,
         // and the one with the best job is never blocked.
-        let earliest = unbooked().map(|p| self.want_of(p, p.send_at.max(now)).second).min()?;
+        let earliest = unbooked().map(|p| self.want_of(p, now).second).min()?;
         Some((best, earliest))
     }
 
@@ -220,7 +286,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             return Ok(out);
         };
         let booking: Vec<usize> = (0..batch.len())
-            .filter(|i| !held_for_group[*i] && !batch[*i].job.job.is_critical())
+            .filter(|i| !held_for_group[*i] && !batch[*i].job.job.is_critical() && batch[*i].booked.is_none())
             .collect();
         if booking.is_empty() {
             return Ok(out);

@@ -427,6 +427,7 @@ fn batches_respect_window_count_and_bytes() {
         job: stored("orders", "x", t0, 1),
         bytes,
         arrive_in: None,
+        booked: None,
     };
     let mut q: VecDeque<Planned> = (0..25).map(|_| p(0, 10)).collect();
     assert_eq!(next_batch(&mut q, BATCH_WINDOW).len(), 10);

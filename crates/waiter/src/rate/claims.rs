@@ -200,6 +200,17 @@ impl Bookings {
             }
         }
         let now_ms = now.timestamp_millis();
+        // A blocked head wants the earliest second of any of the partition's jobs still to
+        // book, not only its own: the ones after it in this claim, and its next job.
+        let blocked = blocked.map(|(rank, second)| {
+            let later = out
+                .iter()
+                .zip(wants)
+                .filter(|(b, _)| **b == Booked::Blocked)
+                .map(|(_, w)| w.second);
+            let earliest = later.chain(claim.next.map(|(_, s)| s)).fold(second, i64::min);
+            (rank, earliest)
+        });
         let Some((rank, second)) = blocked.or(claim.next) else {
             // Nothing (more) to book: checked in for this round, blocking no one.
             let until_ms = now_ms + DONE_FOR.num_milliseconds();
