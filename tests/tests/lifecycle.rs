@@ -427,14 +427,17 @@ async fn two_poller_groups_keep_one_rate_budget_for_the_queue() {
         assert!(m.at >= due, "never early: {} before {due}", m.at);
         *per_second.entry((m.at - due).num_seconds()).or_default() += 1;
     }
-    // 20 at 5 a second for the queue: four seconds of arrivals, the last ones 3 s after the
-    // first by the runs' own account. Two budgets, one per group, would make it two seconds.
-    // The arrivals start when the first run found the herd (`backlog_age_s`, as in the test
-    // above): what the rate adds is the rest.
+    // 20 at 5 a second for the queue: four booked seconds, the last one starting 3 s after
+    // the first. The arrivals start when the first run found the herd (`backlog_age_s`, as in
+    // the test above), anywhere in the first booked second (the due instant's phase in its
+    // second plus how late the run found it), so what the rate adds is over 2 s and under 4.5.
+    // Two budgets, one per group, would book two seconds: at most about 1.5 s added. (The lower
+    // bound was 2.5 s, which held only while that phase and lateness stayed under half a
+    // second: a cold CI run on LocalStack found the herd 0.46 s late with a phase of 0.08 s.)
     let field = |r: &Value, f: &str| r[f].as_f64().unwrap_or(0.0);
     let lateness = field(&a, "max_lateness_ms").max(field(&b, "max_lateness_ms"));
     let found_late = field(&a, "backlog_age_s").min(field(&b, "backlog_age_s")) * 1000.0;
-    assert!((2_500.0..4_500.0).contains(&(lateness - found_late)), "{a} {b}");
+    assert!((2_000.0..4_500.0).contains(&(lateness - found_late)), "{a} {b}");
     // Receipt is polled and bucketed from `due`, and a late job's booked second starts anywhere
     // in a bucket: a bucket may hold parts of two booked seconds, at most twice the rate, where
     // two budgets would put up to four times it in one.

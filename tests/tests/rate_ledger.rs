@@ -143,6 +143,7 @@ async fn a_partitions_head_in_the_ledger_holds_back_worse_ranked_bookings_of_ano
         next: Some((urgent, second)),
         awaits: Vec::new(),
         read_to: 0,
+        enqueued_ms: 0,
     };
     first
         .book(&queue, 4, &[], Some(&head), now, run_ends(now))
@@ -155,6 +156,7 @@ async fn a_partitions_head_in_the_ledger_holds_back_worse_ranked_bookings_of_ano
         next: None,
         awaits: Vec::new(),
         read_to: 0,
+        enqueued_ms: 0,
     };
     assert_eq!(
         second_process
@@ -170,6 +172,7 @@ async fn a_partitions_head_in_the_ledger_holds_back_worse_ranked_bookings_of_ano
         next: None,
         awaits: Vec::new(),
         read_to: 0,
+        enqueued_ms: 0,
     };
     assert_eq!(
         first

@@ -298,6 +298,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             next: self.next_head(now),
             awaits: self.awaits(now),
             read_to: self.horizon.timestamp(),
+            enqueued_ms: booking
+                .iter()
+                .map(|i| batch[*i].job.enqueued_at.timestamp_millis())
+                .max()
+                .unwrap_or(i64::MIN),
         });
         // Earlier batches of this run were better ranked: none of these overtakes them. Ranked,
         // the ledger's floors say so for every partition (and need each job's own second).

@@ -48,17 +48,21 @@ impl Head {
         }
     }
 
-    /// Whether the partition has checked in for wants of `second`: it has a job to book, or
-    /// has read (and booked) everything due up to that second.
-    fn checked_in_for(&self, second: i64) -> bool {
-        self.rank != Rank::LAST || self.second >= second
+    /// Whether the partition has checked in for wants of `second` of jobs enqueued up to
+    /// `enqueued_ms`: it has a job to book, or has read (and booked) everything due up to that
+    /// second after those jobs were enqueued (a read before them, an earlier run's, may have
+    /// missed jobs enqueued with them).
+    fn checked_in_for(&self, second: i64, enqueued_ms: i64) -> bool {
+        let written_ms = self.until_ms - DONE_FOR.num_milliseconds();
+        self.rank != Rank::LAST || (self.second >= second && written_ms >= enqueued_ms)
     }
 }
 
 /// A ranked booking: the partition (its shard), each want's rank, the partition's next job
 /// after these (rank and wanted second), if it has one, the partitions of other poller groups
-/// it waits for (until each of them has checked in, none of its wants books), and the second
-/// up to which this partition has read its due jobs (its run's horizon).
+/// it waits for (until each of them has checked in, none of its wants books), the second up to
+/// which this partition has read its due jobs (its run's horizon), and when the latest of the
+/// wanted jobs was enqueued.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Claim {
     pub shard: u32,
@@ -66,6 +70,8 @@ pub struct Claim {
     pub next: Option<(Rank, i64)>,
     pub awaits: Vec<u32>,
     pub read_to: i64,
+    /// When the latest of the jobs being booked was enqueued (Unix milliseconds).
+    pub enqueued_ms: i64,
 }
 
 /// What a want got.
@@ -158,11 +164,11 @@ impl Bookings {
         // Another group's partition has not read its due jobs yet (up to the seconds these
         // want): it may hold better ones.
         let earliest = wants.iter().map(|w| w.second).min().unwrap_or(i64::MAX);
-        if claim
-            .awaits
-            .iter()
-            .any(|s| self.1.get(s).is_none_or(|h| !h.checked_in_for(earliest)))
-        {
+        if claim.awaits.iter().any(|s| {
+            self.1
+                .get(s)
+                .is_none_or(|h| !h.checked_in_for(earliest, claim.enqueued_ms))
+        }) {
             blocked = claim.ranks.first().zip(wants.first()).map(|(r, w)| (*r, w.second));
         }
         let mut out = Vec::with_capacity(wants.len());
@@ -264,6 +270,7 @@ mod tests {
             next: Some((rank(1), 100)),
             awaits: Vec::new(),
             read_to: 0,
+            enqueued_ms: 0,
         };
         assert!(b.book_claimed(4, &[], Some(&urgent), now).is_empty());
         // Shard 0's default jobs of the same second are blocked, all of them.
@@ -273,6 +280,7 @@ mod tests {
             next: None,
             awaits: Vec::new(),
             read_to: 0,
+            enqueued_ms: 0,
         };
         assert_eq!(
             b.book_claimed(4, &[want(100), want(100)], Some(&plain), now),
@@ -287,6 +295,7 @@ mod tests {
             next: None,
             awaits: Vec::new(),
             read_to: 0,
+            enqueued_ms: 0,
         };
         assert_eq!(
             b.book_claimed(4, &[want(100)], Some(&booked), now),
@@ -320,6 +329,7 @@ mod tests {
             next: None,
             awaits: vec![1, 2],
             read_to: 130,
+            enqueued_ms: 0,
         };
         assert_eq!(
             b.book_claimed(4, &[want(100)], Some(&waits), now),
@@ -356,6 +366,16 @@ mod tests {
         assert_eq!(
             b.book_claimed(4, &[want(100)], Some(&waits), now),
             vec![Booked::At(100)]
+        );
+        // A done mark written before the jobs were enqueued (an earlier run's read) does not
+        // count: that read may have missed jobs enqueued with them.
+        let newer = Claim {
+            enqueued_ms: now.timestamp_millis() + 1,
+            ..waits.clone()
+        };
+        assert_eq!(
+            b.book_claimed(4, &[want(100)], Some(&newer), now),
+            vec![Booked::Blocked]
         );
         // A done mark counts for the seconds that partition read up to, for `DONE_FOR`.
         assert_eq!(
@@ -396,6 +416,7 @@ mod tests {
             next: None,
             awaits: Vec::new(),
             read_to: 0,
+            enqueued_ms: 0,
         };
         assert_eq!(
             b.book_claimed(4, &[want(100)], Some(&claim), now),
@@ -423,6 +444,7 @@ mod tests {
             next: Some((rank(7), 100)),
             awaits: Vec::new(),
             read_to: 0,
+            enqueued_ms: 0,
         };
         b.book_claimed(4, &[], Some(&claim), at(100_000));
         let first = b.clone();
