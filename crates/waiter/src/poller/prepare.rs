@@ -75,9 +75,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 Some((Booked::Full, _)) => {
                     debug!(queue = %queue, job_id = %p.job.job.job_id, "arrival budget full: left for a later run");
                     self.hold_group_of(&p);
-                    self.budget_full |= self.ranks();
-                    self.summary.held_back += 1;
-                    self.left_behind = true;
+                    self.found_no_room();
                     continue;
                 }
                 // A FIFO call is sent at one instant: entries booked into a later second wait
@@ -147,6 +145,14 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             .and_then(|s| DateTime::from_timestamp(s, 0))
             .filter(|t| *t > now);
         Ok((call, hold))
+    }
+
+    /// A job found no second with room up to its latest: it is held back for a later run, and
+    /// (ranked) so is everything after it, unread.
+    pub(super) fn found_no_room(&mut self) {
+        self.budget_full |= self.ranks();
+        self.summary.held_back += 1;
+        self.left_behind = true;
     }
 
     /// A FIFO entry left for a later run holds back the rest of its group for this run: SQS

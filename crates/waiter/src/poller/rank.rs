@@ -93,7 +93,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
     /// for up to `AHEAD_PER_CALL` jobs. A job that finds no room up to the horizon is left
     /// for a later run.
     pub(super) async fn book_ahead(&mut self, now: DateTime<Utc>) -> Result<(), PortError> {
-        if !self.ranks() || self.d.config.max_rate.is_none() {
+        if !self.ranks() {
             return Ok(());
         }
         let order = self.d.config.priority_order;
@@ -143,10 +143,8 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         for i in full {
             if let Some(p) = self.pending.remove(i) {
                 self.pending_bytes -= p.bytes;
-                self.summary.held_back += 1;
+                self.found_no_room();
             }
-            self.left_behind = true;
-            self.budget_full = true;
         }
         self.pending.make_contiguous().sort_by_key(|p| p.send_at);
         Ok(())
