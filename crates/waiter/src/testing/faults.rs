@@ -28,6 +28,10 @@ pub struct Faults {
     /// The seeded schedule and the fault rate; `None` when off.
     plan: Arc<Mutex<Option<(rand::rngs::StdRng, f64)>>>,
     max_latency_ms: u64,
+    /// FIFO batches that split a group: (the body of an entry that failed, the body of a later
+    /// entry of its group accepted in the same batch). SQS does not document whether it
+    /// accepts that later entry; these fakes do (docs/guarantees.md, FIFO).
+    pub split_groups: Arc<Mutex<Vec<(String, String)>>>,
 }
 
 impl Faults {
@@ -36,6 +40,7 @@ impl Faults {
         Self {
             plan: Arc::new(Mutex::new(Some((rand::rngs::StdRng::seed_from_u64(seed), rate)))),
             max_latency_ms: 0,
+            split_groups: Arc::default(),
         }
     }
 
@@ -359,6 +364,21 @@ pub struct FaultyQueue<Q> {
     pub faults: Faults,
 }
 
+impl<Q> FaultyQueue<Q> {
+    fn record_split_groups(&self, messages: &[OutgoingMessage], fails: &[bool]) {
+        let mut split = self.faults.split_groups.lock().unwrap();
+        for (i, failed) in messages.iter().enumerate().filter(|(i, _)| fails[*i]) {
+            for (later, _) in messages[i + 1..]
+                .iter()
+                .zip(&fails[i + 1..])
+                .filter(|(m, f)| !**f && m.group_id.is_some() && m.group_id == failed.group_id)
+            {
+                split.push((failed.body.clone(), later.body.clone()));
+            }
+        }
+    }
+}
+
 #[async_trait]
 impl<Q: MessageQueue> MessageQueue for FaultyQueue<Q> {
     async fn send(&self, queue: &QueueName, m: &OutgoingMessage) -> Result<String, PortError> {
@@ -372,6 +392,7 @@ impl<Q: MessageQueue> MessageQueue for FaultyQueue<Q> {
     ) -> Result<Vec<EntryOutcome>, PortError> {
         faulty!(once: self.faults, "SendMessageBatch", {
             let fails: Vec<bool> = messages.iter().map(|_| self.faults.entry_fails()).collect();
+            self.record_split_groups(messages, &fails);
             let passing: Vec<OutgoingMessage> = messages
                 .iter()
                 .zip(&fails)

@@ -93,9 +93,16 @@ impl RateLedger for MemStore {
         _until: DateTime<Utc>,
     ) -> Result<Vec<crate::rate::Booked>, PortError> {
         let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let seconds = st.bookings.entry(queue.clone()).or_default();
+        let mut seconds = st.bookings.get(queue).cloned().unwrap_or_default();
         seconds.forget_before(now);
-        Ok(seconds.book_claimed(rate, wants, claim, now))
+        let booked = seconds.book_claimed(rate, wants, claim, now);
+        // The ledger is one item, written whole: past DynamoDB's item limit the write fails
+        // and nothing is booked.
+        let bytes = crate::aws::codec::item_size(&crate::aws::codec::encode_rate(queue, 1, &seconds));
+        super::mem_store::too_large(bytes)?;
+        st.ledger_max_bytes = st.ledger_max_bytes.max(bytes);
+        st.bookings.insert(queue.clone(), seconds);
+        Ok(booked)
     }
 
     async fn release(

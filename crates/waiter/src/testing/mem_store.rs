@@ -25,6 +25,8 @@ pub struct MemState {
     pub shard_counts: HashMap<QueueName, Vec<u32>>,
     /// Each queue's `WAITER_MAX_RATE` ledger, shared by every dispatcher over this store.
     pub bookings: HashMap<QueueName, crate::rate::Bookings>,
+    /// The largest ledger item any booking wrote, in bytes as DynamoDB counts them.
+    pub ledger_max_bytes: usize,
     /// What the due index shows: `items` as it was `index_lag` ago (a GSI is eventually
     /// consistent), fed by `index_log`.
     index: BTreeMap<Key, StoredJob>,
@@ -52,7 +54,7 @@ pub struct MemStore {
 }
 
 /// DynamoDB refuses an item over 400 KB (a `ValidationException`).
-fn too_large(bytes: usize) -> Result<(), PortError> {
+pub(super) fn too_large(bytes: usize) -> Result<(), PortError> {
     if bytes > crate::limits::DDB_MAX_ITEM_BYTES {
         return Err(PortError::Rejected {
             operation: "PutItem",
