@@ -245,7 +245,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                         if let Some(t) = hold {
                             d.clock.sleep_until(t).await;
                         }
-                        let sent_at = d.clock.now();
+                        let sent_at = clear_of_second_end(&d.clock, &call).await;
                         pin_arrivals(&call, &mut messages, sent_at);
                         // Started after its delays were taken: what still may go, and when.
                         let (call, messages, dropped) = match hold {

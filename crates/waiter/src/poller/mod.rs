@@ -184,6 +184,23 @@ fn pin_arrivals(call: &drain::Call, messages: &mut [crate::ports::OutgoingMessag
     }
 }
 
+/// When a call of jobs booked into arrival seconds may start: not within `SEND_GUARD` of a
+/// second's end, where the time the request takes to reach SQS (which starts the delay when it
+/// receives it) would move the arrivals into the next second, past its budget. Such a call
+/// waits for the next second (its delays are then one shorter).
+async fn clear_of_second_end<C: Clock>(clock: &C, call: &drain::Call) -> DateTime<Utc> {
+    let now = clock.now();
+    let timed = call.iter().filter(|(_, delay)| delay.is_some());
+    let pinned = timed.clone().next().is_some() && timed.clone().all(|(p, _)| p.arrive_in.is_some());
+    let into_second = TimeDelta::milliseconds(i64::from(now.timestamp_subsec_millis()));
+    if !pinned || into_second < TimeDelta::seconds(1) - rank::SEND_GUARD {
+        return now;
+    }
+    let next = DateTime::from_timestamp(now.timestamp() + 1, 0).unwrap_or(now);
+    clock.sleep_until(next).await;
+    clock.now()
+}
+
 pub struct Dispatcher<S, Q, C> {
     pub config: Arc<Config>,
     pub store: S,
