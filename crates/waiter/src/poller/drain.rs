@@ -515,7 +515,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
     fn retime(&mut self, call: Call, planned_at: DateTime<Utc>, now: DateTime<Utc>) -> Call {
         let mut kept = Vec::with_capacity(call.len());
         for (p, delay) in call {
-            match fate_at(&p.job, delay, planned_at, now) {
+            match fate_at(&p, delay, planned_at, now) {
                 Fate::Send(delay) => kept.push((p, delay)),
                 fate => self.settle_unsent(&p, fate),
             }
@@ -524,14 +524,25 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
     }
 
     /// An entry not sent because it started late (`Fate`): an expired one is recorded as such;
-    /// one outside its windows stays stored, and the next run moves it to the next opening.
+    /// one outside its windows stays stored, and the next run moves it to the next opening; one
+    /// past its booked second books again in this run.
     fn settle_unsent(&mut self, p: &Planned, fate: Fate) {
-        if fate == Fate::Expired {
-            info!(queue = %self.queue, job_id = %p.job.job.job_id, "expired before its late send: dropped, not sent");
-            self.summary.expired += 1;
-            self.retire(&p.job, HistoryStatus::Expired, None);
-        } else {
-            self.left_behind = true;
+        match fate {
+            Fate::Expired => {
+                info!(queue = %self.queue, job_id = %p.job.job.job_id, "expired before its late send: dropped, not sent");
+                self.summary.expired += 1;
+                self.retire(&p.job, HistoryStatus::Expired, None);
+            }
+            // Its booked second has passed: back to the front of `pending`, to book again.
+            Fate::Missed => {
+                self.pending_bytes += p.bytes;
+                self.pending.push_front(Planned {
+                    arrive_in: None,
+                    booked: None,
+                    ..p.clone()
+                });
+            }
+            Fate::OutsideWindows | Fate::Send(_) => self.left_behind = true,
         }
     }
 

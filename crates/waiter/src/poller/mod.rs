@@ -190,8 +190,7 @@ fn pin_arrivals(call: &drain::Call, messages: &mut [crate::ports::OutgoingMessag
 /// waits for the next second (its delays are then one shorter).
 async fn clear_of_second_end<C: Clock>(clock: &C, call: &drain::Call) -> DateTime<Utc> {
     let now = clock.now();
-    let timed = call.iter().filter(|(_, delay)| delay.is_some());
-    let pinned = timed.clone().next().is_some() && timed.clone().all(|(p, _)| p.arrive_in.is_some());
+    let pinned = call.iter().any(|(p, _)| prepare::pinned(p));
     let into_second = TimeDelta::milliseconds(i64::from(now.timestamp_subsec_millis()));
     if !pinned || into_second < TimeDelta::seconds(1) - rank::SEND_GUARD {
         return now;

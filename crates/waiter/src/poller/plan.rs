@@ -88,16 +88,22 @@ pub(super) enum Fate {
     Expired,
     /// It would now arrive outside its windows: left stored; the next run moves it.
     OutsideWindows,
+    /// It would now arrive after the second `WAITER_MAX_RATE` booked for it (a call that took
+    /// long, an SDK retry's backoff): not sent, it books again.
+    Missed,
 }
 
 /// An entry's delay shortened by the whole seconds since `planned_at`, so it arrives no earlier
 /// than planned and at most a second later, unless it would then arrive expired or outside its
 /// windows (the one rule for every late send).
-pub(super) fn fate_at(job: &StoredJob, delay: Option<u32>, planned_at: DateTime<Utc>, now: DateTime<Utc>) -> Fate {
+pub(super) fn fate_at(p: &Planned, delay: Option<u32>, planned_at: DateTime<Utc>, now: DateTime<Utc>) -> Fate {
+    let job = &p.job;
     let late = u32::try_from((now - planned_at).num_seconds().max(0)).unwrap_or(u32::MAX);
     let delay = delay.map(|d| d.saturating_sub(late));
     let arrival = now + TimeDelta::seconds(i64::from(delay.unwrap_or(0)));
-    if job.job.expires_in_flight(arrival) {
+    if p.booked.is_some_and(|(second, _)| arrival.timestamp() > second) {
+        Fate::Missed
+    } else if job.job.expires_in_flight(arrival) {
         Fate::Expired
     } else if job.job.outside_windows_in_flight(arrival) {
         Fate::OutsideWindows
@@ -123,8 +129,8 @@ pub(super) fn start_late(
     let (mut kept, mut kept_messages, mut dropped) = (Vec::new(), Vec::new(), Vec::new());
     for ((p, delay), mut m) in call.into_iter().zip(messages) {
         let fate = match p.arrive_in {
-            Some(_) => fate_at(&p.job, m.delay_seconds, sent_at, sent_at),
-            None => fate_at(&p.job, delay, prepared_at, sent_at),
+            Some(_) => fate_at(&p, m.delay_seconds, sent_at, sent_at),
+            None => fate_at(&p, delay, prepared_at, sent_at),
         };
         match fate {
             Fate::Send(delay) => {
@@ -215,12 +221,38 @@ mod tests {
         // Started two seconds late, the delay is shortened by both: never early, at most 1 s late.
         assert_eq!(
             fate_at(
-                &other,
+                &planned(other.clone()),
                 Some(5),
                 prepared_at,
                 prepared_at + TimeDelta::milliseconds(2_300)
             ),
             Fate::Send(Some(3))
+        );
+        // Booked into its arrival second by `WAITER_MAX_RATE`: it may arrive up to a second
+        // late only within that second; past it, it books again (an SDK retry took the time).
+        let booked = Planned {
+            booked: Some((due.timestamp(), due.timestamp())),
+            ..planned(other)
+        };
+        assert_eq!(
+            fate_at(
+                &booked,
+                Some(1),
+                prepared_at,
+                prepared_at + TimeDelta::milliseconds(500)
+            ),
+            Fate::Send(Some(1)),
+            "still lands in its second"
+        );
+        assert_eq!(
+            fate_at(
+                &booked,
+                Some(1),
+                prepared_at,
+                prepared_at + TimeDelta::milliseconds(800)
+            ),
+            Fate::Missed,
+            "would land in the next second"
         );
     }
 }

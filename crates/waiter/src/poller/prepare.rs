@@ -71,6 +71,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             }
             let (mut delay, mut arrival) = arrival_of(&p);
             let mut second_used = None;
+            let mut waits_for_budget = false;
             match booking {
                 None => {}
                 // A better-ranked job of another partition books first: back to `pending`,
@@ -102,11 +103,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 }
                 Some((Booked::At(second), wanted)) => {
                     second_used = Some(held(second));
+                    // A send that would now miss this second books again (`Fate::Missed`).
+                    p.booked = Some((second, wanted));
                     let moved = second - arrival.timestamp();
-                    if second > wanted {
-                        // Its own second was full: it waits for the budget.
-                        self.summary.held_back += 1;
-                    }
+                    // Its own second was full: it waits for the budget (counted once sent).
+                    waits_for_budget = second > wanted;
                     arrive_in = (moved > 0 && delay.is_some()).then_some(second);
                     if let Some(dl) = delay.as_mut() {
                         *dl += u32::try_from(moved).unwrap_or(0);
@@ -136,6 +137,14 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 continue;
             }
             p.arrive_in = arrive_in;
+            // A call is pinned to booked seconds for all its entries or none: a pinned call may
+            // wait for the next second (`clear_of_second_end`), which would move an unpinned
+            // entry off its own instant. The other kind goes in the next call, its second kept.
+            if call.first().is_some_and(|(c, _)| pinned(c) != pinned(&p)) {
+                later.push(p);
+                continue;
+            }
+            self.summary.held_back += u64::from(waits_for_budget);
             call.push((p, delay));
         }
         for p in later.into_iter().rev() {
@@ -170,6 +179,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             self.blocked_groups.insert(g.clone());
         }
     }
+}
+
+/// Whether its delay is taken at the send from the second booked for it.
+pub(super) fn pinned(p: &Planned) -> bool {
+    p.arrive_in.is_some()
 }
 
 fn group_of(p: &Planned) -> Option<&String> {

@@ -18,13 +18,11 @@
 //! And (issue 46) a quarter of the seeds use a FIFO queue, whose jobs are spread over four
 //! message groups: priority reorders nothing there, so each group arrives in the order it fell
 //! due, a critical job included, under the same budget. Sends take 0 to 30 ms, as SQS calls
-//! do (SQS starts a delay when it receives the request). With `SIM_CHAOS=1`, a third of the
-//! seeds run under faults (store and queue calls fail before or after taking effect, up to 10 %
+//! do (SQS starts a delay when it receives the request). A third of the seeds run under faults (store and queue calls fail before or after taking effect, up to 10 %
 //! of them) and crash a quarter of their runs at a random instant; the budget, never early and
 //! none lost hold there (a job may then arrive twice, each copy booked), and so does each FIFO
 //! group's order, while the priority order is checked in the seeds without faults (a failed
-//! send rightly moves its job later). That mode still finds defects (docs/guarantees.md), so it
-//! is not in `make test` yet. The ledger item is the adapter's encoding, and the in-memory
+//! send rightly moves its job later). The ledger item is the adapter's encoding, and the in-memory
 //! ledger refuses a booking past DynamoDB's item limit as DynamoDB does; each seed's
 //! largest ledger item is reported.
 
@@ -99,9 +97,8 @@ async fn simulate(seed: u64) -> Found {
     };
     let latency = rng.random_range(0..30);
     let fifo = more.random_bool(0.25);
-    // Faults and crashes still fail 1 of 1000 seeds (issue 46, open:
-    // docs/guarantees.md); they run with `SIM_CHAOS=1` until that is fixed.
-    let chaos = more.random_bool(0.33) && std::env::var("SIM_CHAOS").is_ok();
+    // A third of the seeds: faults and crashes.
+    let chaos = more.random_bool(0.33);
     let fault_rate = if chaos { more.random_range(0.0..0.1) } else { 0.0 };
     let faults = Faults::seeded(seed, fault_rate).with_latency(latency);
     let store = FaultyStore {
@@ -416,7 +413,7 @@ async fn random_priorities_and_weights_under_a_random_rate_keep_the_budget_and_t
         total.ledger_max_bytes
     );
     assert_eq!(failing, 0, "{failing} seeds broke an invariant (listed above)");
-    if seeds.len() > 100 && std::env::var("SIM_CHAOS").is_ok() {
+    if seeds.len() > 100 {
         assert!(total.crashes > 0 && chaotic > 0, "the chaos was never exercised");
     }
 }
