@@ -37,6 +37,9 @@ pub(super) struct World {
     /// What SQS accepted, as consumers receive it.
     pub(super) sink: FakeQueue,
     pub(super) retries: super::retries::Retries,
+    /// The callers' chains mode: callers enqueue jobs that consumers retry once delivered, and
+    /// operators cancel them between a send and its removal (`caller_chains`).
+    pub(super) caller_chains: bool,
 }
 
 impl World {

@@ -163,7 +163,7 @@ fn parse_time(v: &Value) -> Option<DateTime<Utc>> {
         .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
         .map(|t| t.with_timezone(&Utc))
 }
-async fn simulate(seed: u64) -> Outcome {
+async fn simulate(seed: u64, caller_chains: bool) -> Outcome {
     let mut rng = StdRng::seed_from_u64(seed);
     let clock = FakeClock::default();
     // Calls take up to 30 ms, so a partition's sends and deletes in flight finish in any order.
@@ -231,6 +231,7 @@ async fn simulate(seed: u64) -> Outcome {
         queue_of: HashMap::new(),
         sink: sink.clone(),
         retries: retries::Retries::default(),
+        caller_chains,
     };
     for _ in 0..w.rng.random_range(20..60) {
         match w.rng.random_range(0..14) {
@@ -272,6 +273,7 @@ async fn simulate(seed: u64) -> Outcome {
             10 => w.retry().await,
             11 => w.operate().await,
             12 => w.retry_beside_cancel().await,
+            13 if w.caller_chains => w.cancel_sent_then_retry().await,
             _ => tokio::time::sleep(Duration::from_millis(w.rng.random_range(0..2_000))).await,
         }
     }
@@ -321,19 +323,20 @@ async fn simulate(seed: u64) -> Outcome {
     out
 }
 
-#[tokio::test(start_paused = true)]
-async fn random_interleavings_of_enqueue_dispatch_crash_cancel_reschedule_and_retry_keep_the_invariants() {
+/// Runs the seeds (`SIM_SEEDS`, else `default`; `SIM_SEED=s` replays one) in one mode, failing
+/// at the first broken invariant; the totals.
+async fn run_seeds(caller_chains: bool, default: u64) -> (usize, Outcome) {
     let seeds: Vec<u64> = match std::env::var("SIM_SEED") {
         Ok(s) => vec![s.parse().expect("SIM_SEED is a number")],
         Err(_) => (0..std::env::var("SIM_SEEDS")
             .ok()
             .and_then(|n| n.parse().ok())
-            .unwrap_or(3000))
+            .unwrap_or(default))
             .collect(),
     };
     let mut total = Outcome::default();
     for seed in &seeds {
-        let o = simulate(*seed).await;
+        let o = simulate(*seed, caller_chains).await;
         assert!(
             o.violations.is_empty(),
             "seed {seed} broke an invariant (replay with SIM_SEED={seed}):\n{}",
@@ -350,9 +353,13 @@ async fn random_interleavings_of_enqueue_dispatch_crash_cancel_reschedule_and_re
         total.copies += o.copies;
         total.copy_retries += o.copy_retries;
     }
-    println!(
-        "simulation: {} seeds, {} jobs, {} deliveries, {} duplicates, {} crashes, {} reschedules, {} retries, {} operations on retried ids ({} replayed copies, retried {} times), {} FIFO pairs in order, 0 violations",
-        seeds.len(),
+    (seeds.len(), total)
+}
+
+fn summary(seeds: usize, total: &Outcome) -> String {
+    format!(
+        "{} seeds, {} jobs, {} deliveries, {} duplicates, {} crashes, {} reschedules, {} retries, {} operations on retried ids ({} replayed copies, retried {} times), {} FIFO pairs in order, 0 violations",
+        seeds,
         total.jobs,
         total.deliveries,
         total.duplicates,
@@ -363,9 +370,28 @@ async fn random_interleavings_of_enqueue_dispatch_crash_cancel_reschedule_and_re
         total.copies,
         total.copy_retries,
         total.fifo_pairs
-    );
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn random_interleavings_of_enqueue_dispatch_crash_cancel_reschedule_and_retry_keep_the_invariants() {
+    let (seeds, total) = run_seeds(false, 3000).await;
+    println!("simulation: {}", summary(seeds, &total));
     assert!(
         total.crashes > 0 && total.jobs > 0 && total.rescheduled > 0 && total.retries > 0 && total.copy_retries > 0,
+        "the simulation exercised nothing"
+    );
+}
+
+/// The same world, where callers also enqueue the jobs consumers retry (consumers hand back
+/// only what they received), and operators cancel such a job that SQS accepted before the
+/// poller removed it, after which its consumer retries that delivery (issue 46, defect 7).
+#[tokio::test(start_paused = true)]
+async fn callers_jobs_retried_once_delivered_and_cancelled_after_their_send_keep_the_invariants() {
+    let (seeds, total) = run_seeds(true, 1000).await;
+    println!("simulation with callers' chains: {}", summary(seeds, &total));
+    assert!(
+        total.retries > 0 && total.operations > 0,
         "the simulation exercised nothing"
     );
 }

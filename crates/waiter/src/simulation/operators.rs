@@ -95,6 +95,41 @@ impl World {
         self.check_one_stored_attempt();
     }
 
+    /// An operator cancels a caller's job that SQS accepted and that is still stored, then its
+    /// consumer retries the delivery it holds. Mostly `cancel` answers `dispatching` (the lease
+    /// item of the run that sent it covers it until it is removed); where the run that inherited
+    /// a crashed one's lease moved it past its window's close (`maybe_delivered_at`), `cancel`
+    /// answers `cancelled`, and then nothing more of it may be sent (defect 7: with history off,
+    /// the cancel left no record, and the retry scheduled attempt 2).
+    pub(super) async fn cancel_sent_then_retry(&mut self) {
+        let sent = self.sink.sent();
+        let stored: Vec<String> = {
+            let state = self.mem.state.lock().unwrap();
+            state
+                .items
+                .iter()
+                .filter(|((_, p, id), job)| {
+                    // Its first attempt: a retried one keeps its record whatever the settings.
+                    *p != Partition::Parked && self.retries.enqueued.contains(&body_of(id)) && !job.job.keeps_record()
+                })
+                .map(|((_, _, id), _)| id.clone())
+                .filter(|id| sent.iter().any(|s| s.message.body == body_of(id)))
+                .collect()
+        };
+        if stored.is_empty() {
+            return;
+        }
+        let id = stored[self.rng.random_range(0..stored.len())].clone();
+        self.retries.operations += 1;
+        self.cancel_chain(&id).await;
+        if let Some(call) = self.retry_call(Some(id)) {
+            if let Ok(reply) = self.waiter.handle(&call.request).await {
+                self.retry_answered(&call, &reply);
+            }
+        }
+        self.check_one_stored_attempt();
+    }
+
     async fn reschedule_chain(&mut self, id: &str) {
         let began = self.clock.now();
         let delay_ms = self.rng.random_range(0..10_000);

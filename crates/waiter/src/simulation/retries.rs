@@ -48,8 +48,9 @@ fn chain_of_id(id: &str) -> String {
     }
 }
 
-/// The attempt a message is: its `waiter.attempt`; a copy's first delivery carries none. (An
-/// original's first delivery is never sent here: consumers start at attempt 1 by themselves.)
+/// The attempt a message is: its `waiter.attempt`; a copy's first delivery carries none, and
+/// neither does a caller's job's (`Retries::attempt_seen`). (Other originals' first deliveries
+/// are never sent here: consumers start at attempt 1 by themselves.)
 fn attempt_of(s: &Sent) -> Option<u32> {
     crate::job::attempt_in(&s.message.attributes).or_else(|| copy_of(s).map(|_| 1))
 }
@@ -86,6 +87,15 @@ pub(super) struct Retries {
     pub(super) copy_calls: usize,
     /// `retry` replies that lost a chain: `conflict` to its latest delivered attempt.
     pub(super) lost: Vec<String>,
+    /// Bodies of the chains a caller enqueued (their first delivery carries no attempt).
+    pub(super) enqueued: std::collections::BTreeSet<String>,
+}
+
+impl Retries {
+    /// The attempt a message is, as a consumer reads it.
+    fn attempt_seen(&self, s: &Sent) -> Option<u32> {
+        attempt_of(s).or_else(|| self.enqueued.contains(&chain_of(s)).then_some(1))
+    }
 }
 
 /// A consumer's `retry` as it makes it: the id, the attempt it reports, the latest attempt of
@@ -102,6 +112,9 @@ impl World {
     /// attempt it received of one retried before, or now and then an older one (a duplicate or
     /// a stale report). It may crash mid-call and call again.
     pub(super) async fn retry(&mut self) {
+        if self.caller_chains && self.rng.random_bool(0.5) {
+            return self.enqueue_chain().await;
+        }
         let Some(call) = self.retry_call(None) else {
             return;
         };
@@ -116,6 +129,37 @@ impl World {
                 continue;
             }
             break;
+        }
+    }
+
+    /// A caller enqueues a job due within 3 s (stored, or sent straight to SQS) that consumers
+    /// then retry once it is delivered, as a consumer of any job would (issue 46: with history
+    /// off, a cancel of it after its send must still stop a retry of that delivery).
+    pub(super) async fn enqueue_chain(&mut self) {
+        self.retries.next_id += 1;
+        let id = format!("r{}", self.retries.next_id - 1);
+        let body = body_of(&id);
+        self.retries.enqueued.insert(body.clone());
+        // Half in windows (where the seed has them), due just before the window's close: a run
+        // that inherits a crashed one's lease moves such a sent job to the next opening, marked
+        // `maybe_delivered_at`, which `cancel` can then answer `cancelled` for.
+        let windowed = self.windows_on && self.rng.random_bool(0.5);
+        let at = if windowed {
+            self.window_close - TimeDelta::milliseconds(self.rng.random_range(0..15_000))
+        } else {
+            self.clock.now() + TimeDelta::milliseconds(self.rng.random_range(0..3_000))
+        };
+        let mut request = json!({"queue": "q", "job_id": id, "message_body": body, "perform_at": format_rfc3339(at)});
+        if windowed {
+            request["windows"] = json!([{"from": super::WINDOW.0, "to": super::WINDOW.1}]);
+            request["time_zone"] = json!("UTC");
+        }
+        for n in 0..2 {
+            if let Some(Ok(reply)) = self.call_may_crash(&request, n == 0).await {
+                let due = parse_time(&reply["perform_at"]).unwrap_or(at);
+                self.retries.scheduled.entry((body, 1)).or_default().push(due);
+                return;
+            }
         }
     }
 
@@ -138,11 +182,13 @@ impl World {
                 .sent()
                 .iter()
                 .filter(|s| chain_of(s) == chain_of_id(&id) && arrival(s) <= now)
-                .filter_map(attempt_of)
+                .filter_map(|s| self.retries.attempt_seen(s))
                 .max();
-            // A consumer can hand back only what it received: a copy before its first delivery
-            // is not retried. (An original's attempt 1 stands for a delivery of its own.)
-            let latest = latest.or((!id.contains('~')).then_some(1))?;
+            // A consumer can hand back only what it received: a copy or a caller's job before
+            // its first delivery is not retried. (Otherwise an original's attempt 1 stands for a
+            // delivery of its own.)
+            let own = !id.contains('~') && !self.retries.enqueued.contains(&body_of(&id));
+            let latest = latest.or(own.then_some(1))?;
             let attempt = if latest > 1 && self.rng.random_bool(0.2) {
                 latest - 1
             } else {
@@ -217,7 +263,7 @@ pub(super) fn check(out: &mut Outcome, retries: &Retries, sent: &[Sent]) {
     check_cancelled_chains(out, &retries.cancelled, &sent);
     let mut first: BTreeMap<(String, u32), DateTime<Utc>> = BTreeMap::new();
     for s in &sent {
-        let Some(attempt) = attempt_of(s) else {
+        let Some(attempt) = retries.attempt_seen(s) else {
             out.violations
                 .push(format!("{}: a retried message without waiter.attempt", s.message.body));
             continue;
