@@ -119,3 +119,144 @@ impl LedgerRow {
         )
     }
 }
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LedgerSizeRow {
+    pub backend: &'static str,
+    pub partitions: u32,
+    pub jobs: usize,
+    pub rate: u32,
+    pub bookings: usize,
+    /// The ledger item's size after each booking, as DynamoDB counts it (names and values).
+    pub mean_item_bytes: f64,
+    pub max_item_bytes: usize,
+    /// Write units of the bookings' `PutItem`s: each bills the larger of the item before and
+    /// after, 1 unit per KB rounded up.
+    pub write_units_per_booking: f64,
+    pub floors_at_end: usize,
+}
+
+/// A ranked herd booked as `WAITER_PRIORITY_ORDER` books it: `partitions` partitions each book
+/// their share of `jobs` (random priorities, weights 1-8) in rank order, 100 jobs per ledger
+/// call, through the real adapter on DynamoDB Local; the item is read back after each booking.
+pub async fn ledger_size(partitions: u32, jobs: usize, rate: u32) -> LedgerSizeRow {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use rand::{Rng, SeedableRng};
+    use waiter::rate::{Claim, PriorityOrder};
+    const PER_CALL: usize = 100;
+    let local = DynamoLocal::start().await;
+    let ddb = aws_sdk_dynamodb::Client::new(&sdk_config(&local.endpoint).await);
+    create_waiter_table(&ddb, "orders", IndexKind::Global).await;
+    let config =
+        Arc::new(Config::from_lookup(|k| (k == "WAITER_QUEUES").then(|| "orders".to_string())).expect("config"));
+    let queue = QueueName::parse("orders").expect("queue");
+    let store = DynamoStore::new(ddb.clone(), config);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(46);
+    let now = Utc::now();
+    let until = now + TimeDelta::seconds(600);
+    let due = now.timestamp() + 5;
+    // Each partition's share, in rank order (priority, then due instant).
+    let mut shares: Vec<Vec<(waiter::rate::Rank, ArrivalWant)>> = (0..partitions)
+        .map(|_| {
+            let mut share: Vec<_> = (0..jobs / partitions as usize)
+                .map(|_| {
+                    let at = now + TimeDelta::milliseconds(5_000 + rng.random_range(0..1_000));
+                    let rank = PriorityOrder::Priority.rank(at, rng.random_range(1..=1000));
+                    let want = ArrivalWant {
+                        second: due,
+                        latest: due + 900,
+                        weight: if rng.random_bool(0.3) {
+                            rng.random_range(1..=8)
+                        } else {
+                            1
+                        },
+                    };
+                    (rank, want)
+                })
+                .collect();
+            share.sort_by_key(|(r, _)| *r);
+            share
+        })
+        .collect();
+    let key = std::collections::HashMap::from([
+        ("scheduler".to_owned(), AttributeValue::S("orders#rate".to_owned())),
+        ("job_id".to_owned(), AttributeValue::S("rate".to_owned())),
+    ]);
+    let (mut sizes, mut units, mut previous) = (Vec::new(), 0usize, 0usize);
+    let mut floors_at_end = 0;
+    // Round robin over the partitions, one call each, as runs at once interleave.
+    while shares.iter().any(|s| !s.is_empty()) {
+        for (shard, share) in shares.iter_mut().enumerate() {
+            if share.is_empty() {
+                continue;
+            }
+            let batch: Vec<_> = share.drain(..PER_CALL.min(share.len())).collect();
+            let claim = Claim {
+                shard: shard as u32,
+                ranks: batch.iter().map(|(r, _)| *r).collect(),
+                next: share.first().map(|(r, w)| (*r, w.second)),
+                read_to: due,
+                ..Claim::default()
+            };
+            let wants: Vec<ArrivalWant> = batch.iter().map(|(_, w)| *w).collect();
+            let booked = store
+                .book(&queue, rate, &wants, Some(&claim), now, until)
+                .await
+                .expect("book");
+            // Blocked wants (a better head elsewhere) go back to the front of the share.
+            let blocked: Vec<_> = batch
+                .into_iter()
+                .zip(&booked)
+                .filter(|(_, b)| matches!(b, waiter::rate::Booked::Blocked))
+                .map(|(x, _)| x)
+                .collect();
+            share.splice(0..0, blocked);
+            let item = ddb
+                .get_item()
+                .table_name("orders")
+                .set_key(Some(key.clone()))
+                .consistent_read(true)
+                .send()
+                .await
+                .expect("the ledger item")
+                .item
+                .unwrap_or_default();
+            let bytes = waiter::aws::codec::item_size(&item);
+            units += previous.max(bytes).div_ceil(1024);
+            previous = bytes;
+            sizes.push(bytes);
+            floors_at_end = match item.get("rate_floors") {
+                Some(AttributeValue::M(m)) => m.len(),
+                _ => 0,
+            };
+        }
+    }
+    drop(local);
+    LedgerSizeRow {
+        backend: "DynamoDB Local",
+        partitions,
+        jobs,
+        rate,
+        bookings: sizes.len(),
+        mean_item_bytes: sizes.iter().sum::<usize>() as f64 / sizes.len().max(1) as f64,
+        max_item_bytes: sizes.iter().copied().max().unwrap_or(0),
+        write_units_per_booking: units as f64 / sizes.len().max(1) as f64,
+        floors_at_end,
+    }
+}
+
+impl LedgerSizeRow {
+    pub fn line(&self) -> String {
+        format!(
+            "{} jobs over {} partitions at {}/s: {} bookings, ledger item {:.0} bytes on average, {} at most, {:.2} write units per booking, {} floors at the end",
+            self.jobs,
+            self.partitions,
+            self.rate,
+            self.bookings,
+            self.mean_item_bytes,
+            self.max_item_bytes,
+            self.write_units_per_booking,
+            self.floors_at_end
+        )
+    }
+}

@@ -259,6 +259,16 @@ async fn main() {
             rows.push(r);
         }
         println!("written to {}\n", write_json("ledger.json", &rows).display());
+        // Its size under a ranked herd: every booking writes the item whole (issue 46, defect 5).
+        let jobs = if quick { 800 } else { 4_000 };
+        println!("rate ledger size: a ranked herd of {jobs} jobs (priorities 1-1000, weights 1-8 in a third) booked 100 per call, DynamoDB Local");
+        let mut sizes = Vec::new();
+        for (partitions, rate) in [(1, 10), (4, 10), (4, 100)] {
+            let r = ledger_size(partitions, jobs, rate).await;
+            println!("  {}", r.line());
+            sizes.push(r);
+        }
+        println!("written to {}\n", write_json("ledger_size.json", &sizes).display());
     }
     if all || what == "herd" {
         // 1M jobs by default (about 1 GB in the in-memory table); BENCH_HERD_JOBS for another.
