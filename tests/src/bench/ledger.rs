@@ -36,16 +36,22 @@ pub struct LedgerRow {
     pub failed: u64,
 }
 
-/// `writers` stores book `bookings_each` batches of 10 arrivals each, all at once, into one
-/// queue's ledger at 1000 a second.
-pub async fn ledger_contention(writers: usize, bookings_each: usize) -> LedgerRow {
-    const BATCH: usize = 10;
+/// DynamoDB Local with the `orders` queue's table, and the config and name of that queue.
+async fn orders_ledger() -> (DynamoLocal, aws_sdk_dynamodb::Client, Arc<Config>, QueueName) {
     let local = DynamoLocal::start().await;
     let ddb = aws_sdk_dynamodb::Client::new(&sdk_config(&local.endpoint).await);
     create_waiter_table(&ddb, "orders", IndexKind::Global).await;
     let config =
         Arc::new(Config::from_lookup(|k| (k == "WAITER_QUEUES").then(|| "orders".to_string())).expect("config"));
     let queue = QueueName::parse("orders").expect("queue");
+    (local, ddb, config, queue)
+}
+
+/// `writers` stores book `bookings_each` batches of 10 arrivals each, all at once, into one
+/// queue's ledger at 1000 a second.
+pub async fn ledger_contention(writers: usize, bookings_each: usize) -> LedgerRow {
+    const BATCH: usize = 10;
+    let (local, ddb, config, queue) = orders_ledger().await;
     let now = Utc::now();
     let until = now + TimeDelta::seconds(120);
     let want = ArrivalWant {
@@ -144,12 +150,7 @@ pub async fn ledger_size(partitions: u32, jobs: usize, rate: u32) -> LedgerSizeR
     use rand::{Rng, SeedableRng};
     use waiter::rate::{Claim, PriorityOrder};
     const PER_CALL: usize = 100;
-    let local = DynamoLocal::start().await;
-    let ddb = aws_sdk_dynamodb::Client::new(&sdk_config(&local.endpoint).await);
-    create_waiter_table(&ddb, "orders", IndexKind::Global).await;
-    let config =
-        Arc::new(Config::from_lookup(|k| (k == "WAITER_QUEUES").then(|| "orders".to_string())).expect("config"));
-    let queue = QueueName::parse("orders").expect("queue");
+    let (local, ddb, config, queue) = orders_ledger().await;
     let store = DynamoStore::new(ddb.clone(), config);
     let mut rng = rand::rngs::StdRng::seed_from_u64(46);
     let now = Utc::now();
