@@ -58,6 +58,7 @@ use crate::windows::Windows;
 
 mod callers;
 mod checks;
+mod close_crash;
 mod operators;
 mod priority;
 mod retries;
@@ -273,7 +274,7 @@ async fn simulate(seed: u64, caller_chains: bool) -> Outcome {
             10 => w.retry().await,
             11 => w.operate().await,
             12 => w.retry_beside_cancel().await,
-            13 if w.caller_chains => w.cancel_sent_then_retry().await,
+            13 if w.caller_chains => w.crash_at_close(&dispatcher).await,
             _ => tokio::time::sleep(Duration::from_millis(w.rng.random_range(0..2_000))).await,
         }
     }

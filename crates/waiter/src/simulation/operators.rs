@@ -120,9 +120,14 @@ impl World {
             return;
         }
         let id = stored[self.rng.random_range(0..stored.len())].clone();
+        self.cancel_then_retry(&id).await;
+    }
+
+    /// An operator cancels chain `id`; then its consumer retries the latest delivery it holds.
+    pub(super) async fn cancel_then_retry(&mut self, id: &str) {
         self.retries.operations += 1;
-        self.cancel_chain(&id).await;
-        if let Some(call) = self.retry_call(Some(id)) {
+        self.cancel_chain(id).await;
+        if let Some(call) = self.retry_call(Some(id.to_owned())) {
             if let Ok(reply) = self.waiter.handle(&call.request).await {
                 self.retry_answered(&call, &reply);
             }

@@ -136,19 +136,23 @@ impl World {
     /// then retry once it is delivered, as a consumer of any job would (issue 46: with history
     /// off, a cancel of it after its send must still stop a retry of that delivery).
     pub(super) async fn enqueue_chain(&mut self) {
-        self.retries.next_id += 1;
-        let id = format!("r{}", self.retries.next_id - 1);
-        let body = body_of(&id);
-        self.retries.enqueued.insert(body.clone());
-        // Half in windows (where the seed has them), due just before the window's close: a run
-        // that inherits a crashed one's lease moves such a sent job to the next opening, marked
-        // `maybe_delivered_at`, which `cancel` can then answer `cancelled` for.
+        // Half in windows (where the seed has them), due just before the window's close.
         let windowed = self.windows_on && self.rng.random_bool(0.5);
         let at = if windowed {
             self.window_close - TimeDelta::milliseconds(self.rng.random_range(0..15_000))
         } else {
             self.clock.now() + TimeDelta::milliseconds(self.rng.random_range(0..3_000))
         };
+        self.enqueue_chain_at(at, windowed).await;
+    }
+
+    /// A caller's job for consumers to retry, due at `at` (in the seed's window if `windowed`);
+    /// its id.
+    pub(super) async fn enqueue_chain_at(&mut self, at: DateTime<Utc>, windowed: bool) -> String {
+        self.retries.next_id += 1;
+        let id = format!("r{}", self.retries.next_id - 1);
+        let body = body_of(&id);
+        self.retries.enqueued.insert(body.clone());
         let mut request = json!({"queue": "q", "job_id": id, "message_body": body, "perform_at": format_rfc3339(at)});
         if windowed {
             request["windows"] = json!([{"from": super::WINDOW.0, "to": super::WINDOW.1}]);
@@ -158,9 +162,10 @@ impl World {
             if let Some(Ok(reply)) = self.call_may_crash(&request, n == 0).await {
                 let due = parse_time(&reply["perform_at"]).unwrap_or(at);
                 self.retries.scheduled.entry((body, 1)).or_default().push(due);
-                return;
+                break;
             }
         }
+        id
     }
 
     /// The `retry` a consumer makes now: of chain `id` if given (the latest attempt it
