@@ -204,6 +204,26 @@ async fn max_rate_spreads_a_thundering_herd_over_seconds_by_delay() {
     assert!((3_000.0..5_000.0).contains(&s.max_lateness_ms), "{s:?}");
 }
 
+/// Below a batch (3 a second), each batch's first entries land in their own second and the rest
+/// are moved to booked ones (separate calls since issue 46): the herd still takes every second
+/// in turn, three in each.
+#[tokio::test(start_paused = true)]
+async fn max_rate_below_a_batch_takes_every_second_in_turn() {
+    let b = bench("orders", 30, &[("WAITER_MAX_RATE", "3")]);
+    let started = b.clock.now();
+    let s = b.d.run(started + TimeDelta::seconds(60)).await;
+    assert_eq!(s.dispatched, 30, "{s:?}");
+    let seconds = per_second(&b.queue.inner.sent());
+    assert!(seconds.values().all(|n| *n == 3), "three in each second: {seconds:?}");
+    assert_eq!(seconds.len(), 10, "{seconds:?}");
+    let (first, last) = (seconds.keys().next().copied(), seconds.keys().last().copied());
+    assert_eq!(
+        last.zip(first).map(|(l, f)| l - f + 1),
+        Some(10),
+        "none skipped: {seconds:?}"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn max_rate_holds_fifo_sends_for_their_second() {
     let b = bench("billing.fifo", 30, &[("WAITER_MAX_RATE", "10")]);
