@@ -178,6 +178,14 @@ fn assert_in_due_order(sent: &[Sent]) {
     assert_eq!(ids, sorted, "one group, sent in the order it is due");
 }
 
+/// The seconds from the first to the last key, both counted (0 when empty).
+fn span<V>(by_second: &BTreeMap<i64, V>) -> i64 {
+    match (by_second.keys().next(), by_second.keys().last()) {
+        (Some(first), Some(last)) => last - first + 1,
+        _ => 0,
+    }
+}
+
 /// Messages per arrival second.
 fn per_second(sent: &[Sent]) -> BTreeMap<i64, usize> {
     let mut seconds = BTreeMap::new();
@@ -216,12 +224,7 @@ async fn max_rate_below_a_batch_takes_every_second_in_turn() {
     let seconds = per_second(&b.queue.inner.sent());
     assert!(seconds.values().all(|n| *n == 3), "three in each second: {seconds:?}");
     assert_eq!(seconds.len(), 10, "{seconds:?}");
-    let (first, last) = (seconds.keys().next().copied(), seconds.keys().last().copied());
-    assert_eq!(
-        last.zip(first).map(|(l, f)| l - f + 1),
-        Some(10),
-        "none skipped: {seconds:?}"
-    );
+    assert_eq!(span(&seconds), 10, "none skipped: {seconds:?}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -267,12 +270,7 @@ async fn max_rate_below_a_batch_still_drains_a_fifo_group_at_the_rate() {
     }
     assert!(units.values().all(|n| *n <= 3), "{units:?}");
     // Every second from the first arrival to the last takes some: none is skipped.
-    let (first, last) = (units.keys().next().copied(), units.keys().last().copied());
-    assert_eq!(
-        last.zip(first).map(|(l, f)| l - f + 1),
-        Some(units.len() as i64),
-        "{units:?}"
-    );
+    assert_eq!(span(&units), units.len() as i64, "{units:?}");
     assert_in_due_order(&sent);
 }
 
