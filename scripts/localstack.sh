@@ -39,13 +39,17 @@ find_python() {
 }
 
 install() {
-  if [ ! -f "$VENV/.installed-$LOCALSTACK_VERSION" ]; then
+  if [ ! -f "$VENV/.installed-$LOCALSTACK_VERSION" ] || [ ! -x "$VENV/bin/uv" ]; then
     py=$(find_python) || fail "python" "LocalStack needs Python >= 3.12 (set LOCALSTACK_PYTHON); none found"
     step "venv with $py"
     rm -rf "$VENV"
     "$py" -m venv "$VENV" || fail "venv" "python -m venv $VENV"
-    step "pip install localstack-core[runtime]==$LOCALSTACK_VERSION (pins: cbor2<6, pyopenssl<26)"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check \
+    # uv installs the packages (pip only uv itself, pinned in requirements-uv.txt): a few
+    # seconds where pip took most of a minute.
+    step "pip install uv, then uv pip install localstack-core[runtime]==$LOCALSTACK_VERSION (pins: cbor2<6, pyopenssl<26)"
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements-uv.txt \
+      || fail "pip" "installing uv (requirements-uv.txt)"
+    "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" \
       "localstack-core[runtime]==$LOCALSTACK_VERSION" 'cbor2<6' 'pyopenssl<26' hypercorn \
       || fail "pip" "installing localstack-core[runtime]==$LOCALSTACK_VERSION with cbor2<6 and pyopenssl<26"
     touch "$VENV/.installed-$LOCALSTACK_VERSION"
