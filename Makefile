@@ -152,8 +152,10 @@ synth: $(INFRA_DEPS)
 # names queues whose tables exist already, kept by an earlier deploy (docs/deploy.md).
 STACK ?= sqs-waiter
 ARCH ?= arm64
-# (SAM CLI refuses an empty override: a list left out keeps its default, empty.)
-SAM_OVERRIDES = $(if $(QUEUES),QueueNames=$(QUEUES)) $(if $(ADOPT),AdoptedQueueNames=$(ADOPT)) Architecture=$(ARCH) $(PARAMS)
+# Both queue lists are always sent, quoted so that an empty one reaches SAM CLI as "" (an
+# unquoted empty value it drops): `sam deploy` sends a parameter left out as UsePreviousValue,
+# so `make deploy QUEUES=a` kept the previous ADOPT while the checks before SAM saw none.
+SAM_OVERRIDES = 'QueueNames="$(QUEUES)"' 'AdoptedQueueNames="$(ADOPT)"' Architecture=$(ARCH) $(PARAMS)
 SAM_BUILD_DIR ?= .aws-sam/build
 # A parameter's value in PARAMS (`$(call sam_param,TablePrefix)`), for the checks before SAM.
 sam_param = $(patsubst $(1)=%,%,$(filter $(1)=%,$(PARAMS)))

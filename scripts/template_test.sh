@@ -27,7 +27,7 @@ deploy=$(grep -E '^sam deploy ' <<<"$dry") || fail "no sam deploy in: $dry"
   || fail "build and deploy overrides differ: '$build' vs '$deploy'"
 grep -q -- "--stack-name dev" <<<"$deploy" || fail "STACK not passed: $deploy"
 grep -q -- "--template-file .aws-sam/build/template.yaml" <<<"$deploy" || fail "deploy does not take the built template: $deploy"
-for want in "QueueNames=orders,billing.fifo" "Architecture=x86_64" "Shards=8"; do
+for want in "'QueueNames=\"orders,billing.fifo\"'" "'AdoptedQueueNames=\"\"'" "Architecture=x86_64" "Shards=8"; do
   grep -q -- "$want" <<<"$build" || fail "'$want' missing from: $build"
 done
 if out=$(make -s deploy 2>&1); then fail "make deploy without QUEUES succeeded"; fi
@@ -35,7 +35,19 @@ grep -q "QUEUES is required" <<<"$out" || fail "make deploy without QUEUES said:
 if out=$(make -s deploy QUEUES=orders ARCH=sparc 2>&1); then fail "ARCH=sparc accepted"; fi
 grep -q "ARCH must be arm64 or x86_64" <<<"$out" || fail "make deploy ARCH=sparc said: $out"
 dry=$(make -s -n deploy QUEUES=orders ADOPT=billing.fifo,refunds)
-grep -q -- 'QueueNames=orders AdoptedQueueNames=billing.fifo,refunds' <<<"$dry" || fail "ADOPT not passed: $dry"
+grep -q -- "'QueueNames=\"orders\"' 'AdoptedQueueNames=\"billing.fifo,refunds\"'" <<<"$dry" || fail "ADOPT not passed: $dry"
+# What SAM CLI makes of the overrides make passes: both lists every time, an empty one as "",
+# so a deploy never keeps a previous list (UsePreviousValue) that the checks did not see.
+overrides() {
+  local cmd
+  cmd=$(make -s -n deploy "$@" | grep -E '^sam deploy ')
+  eval "set -- ${cmd#*--parameter-overrides }"
+  python -c 'import sys; from samcli.cli.types import CfnParameterOverridesType as T; print(T().convert(tuple(sys.argv[1:]), None, None))' "$@"
+}
+got=$(overrides QUEUES=orders)
+[ "$got" = "{'QueueNames': 'orders', 'AdoptedQueueNames': '', 'Architecture': 'arm64'}" ] || fail "make deploy QUEUES=orders sends $got"
+got=$(overrides ADOPT=billing.fifo,refunds)
+[ "$got" = "{'QueueNames': '', 'AdoptedQueueNames': 'billing.fifo,refunds', 'Architecture': 'arm64'}" ] || fail "make deploy ADOPT=... sends $got"
 # Queue lists the template cannot deploy are refused before sam build, naming the queues.
 refused() {
   local want=$1; shift

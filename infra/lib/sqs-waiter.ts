@@ -356,9 +356,15 @@ export class SqsWaiter extends Construct {
     this.enqueueFunction.node.addDependency(enqueueRole.role);
     this.pollerFunction.node.addDependency(pollerRole.role);
 
+    // The schedules live in a group of their own, which the role's trust names: EventBridge
+    // Scheduler gives the schedule group's ARN as aws:SourceArn (docs/deploy.md).
+    const scheduleGroup = new scheduler.CfnScheduleGroup(this, "Schedules", {});
     const schedulerRole = new iam.Role(this, "SchedulerRole", {
       assumedBy: new iam.ServicePrincipal("scheduler.amazonaws.com", {
-        conditions: { StringEquals: { "aws:SourceAccount": Stack.of(this).account } },
+        conditions: {
+          StringEquals: { "aws:SourceAccount": Stack.of(this).account },
+          ArnEquals: { "aws:SourceArn": scheduleGroup.attrArn },
+        },
       }),
       inlinePolicies: {
         invoke: new iam.PolicyDocument({
@@ -381,6 +387,7 @@ export class SqsWaiter extends Construct {
     for (let group = 0; group < pollerGroups; group++) {
       new scheduler.CfnSchedule(this, group === 0 ? "EveryMinute" : `EveryMinute-Group${group}`, {
         description: `Runs the sqs-waiter poller, group ${group} of ${pollerGroups}`,
+        groupName: scheduleGroup.ref,
         scheduleExpression: "rate(1 minute)",
         flexibleTimeWindow: { mode: "OFF" },
         target: {

@@ -124,6 +124,32 @@ test("the poller runs every minute through EventBridge Scheduler", () => {
   });
 });
 
+test("only this stack's schedules may assume the scheduler role: its own schedule group, named in the trust", () => {
+  const { stack, template } = example();
+  const groups = Object.entries(template.findResources("AWS::Scheduler::ScheduleGroup")) as [string, any][];
+  assert.equal(groups.length, 1);
+  const [groupId, group] = groups[0];
+  assert.equal(group.Properties?.Name, undefined, "a fixed name would collide between two stacks");
+  for (const s of Object.values(template.findResources("AWS::Scheduler::Schedule")) as any[]) {
+    assert.deepEqual(s.Properties.GroupName, { Ref: groupId });
+  }
+  template.hasResourceProperties("AWS::IAM::Role", {
+    AssumeRolePolicyDocument: {
+      Statement: [
+        {
+          Action: "sts:AssumeRole",
+          Effect: "Allow",
+          Principal: { Service: "scheduler.amazonaws.com" },
+          Condition: {
+            StringEquals: { "aws:SourceAccount": stack.resolve(stack.account) },
+            ArnEquals: { "aws:SourceArn": { "Fn::GetAtt": [groupId, "Arn"] } },
+          },
+        },
+      ],
+    },
+  });
+});
+
 test("one schedule per poller group, each invoking the poller with its group", () => {
   const { template } = example();
   const single = Object.values(template.findResources("AWS::Scheduler::Schedule")) as any[];
@@ -479,10 +505,18 @@ test("ranges.json: the SAM parameters and the docs' table say the same", () => {
   for (const [prop, range] of Object.entries(RANGES)) {
     const param = template.match(new RegExp(`\\n  ${range.sam}:\\n((?:    .*\\n)+)`));
     assert.ok(param, `template.yaml has a parameter ${range.sam}`);
-    const min = param[1].match(/MinValue: (\d+)/)?.[1];
-    const max = param[1].match(/MaxValue: (\d+)/)?.[1];
-    assert.equal(Number(min), range.samNone ?? range.min, `${range.sam} MinValue`);
-    assert.equal(max === undefined ? null : Number(max), range.max, `${range.sam} MaxValue`);
+    const allowed = param[1].match(/AllowedValues: \[([\d, ]+)\]/)?.[1];
+    if (allowed !== undefined) {
+      // A whole-number parameter listed value by value (PollerGroups): the list is the range.
+      assert.ok(range.max !== null, `${range.sam} lists its values, so the range has a top`);
+      const span = Array.from({ length: range.max - range.min + 1 }, (_, i) => range.min + i);
+      assert.deepEqual(allowed.split(",").map((v) => Number(v.trim())), span, `${range.sam} AllowedValues`);
+    } else {
+      const min = param[1].match(/MinValue: (\d+)/)?.[1];
+      const max = param[1].match(/MaxValue: (\d+)/)?.[1];
+      assert.equal(Number(min), range.samNone ?? range.min, `${range.sam} MinValue`);
+      assert.equal(max === undefined ? null : Number(max), range.max, `${range.sam} MaxValue`);
+    }
     const unit = range.unit === "s" ? " s" : "";
     const span = range.max === null ? `≥ ${range.min}` : `${range.min}–${range.max}`;
     const row = `| \`${prop}\` | \`${range.sam}\` | ${range.env ? `\`${range.env}\`` : "–"} | ${span}${unit} |`;

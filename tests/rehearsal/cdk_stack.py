@@ -71,5 +71,8 @@ def functions_and_schedule(r):
     for logical, summary in res.items():
         by_type.setdefault(summary["ResourceType"], []).append((logical, summary["PhysicalResourceId"]))
     enqueue = [p for logical, p in by_type.get("AWS::Lambda::Function", []) if logical.startswith("WaiterEnqueue")]
-    schedules = [p for _, p in by_type.get("AWS::Scheduler::Schedule", [])]
+    # A schedule is named within its group: "group/name" (roundtrip.fire_schedule).
+    groups = [p for _, p in by_type.get("AWS::Scheduler::ScheduleGroup", [])]
+    group = f"{groups[0]}/" if groups else ""
+    schedules = [group + p for _, p in by_type.get("AWS::Scheduler::Schedule", [])]
     return (enqueue[0] if enqueue else None), (schedules[0] if schedules else None)

@@ -294,8 +294,14 @@ class Rehearsal:
             trust = self.iam.get_role(RoleName=roles["SchedulerRole"])["Role"]["AssumeRolePolicyDocument"]
             if isinstance(trust, str):
                 trust = json.loads(trust)
-            cond = trust["Statement"][0].get("Condition", {}).get("StringEquals", {})
-            check("aws:SourceAccount" in cond, f"{stack}: scheduler role trusts only this account (aws:SourceAccount)")
+            cond = trust["Statement"][0].get("Condition", {})
+            check("aws:SourceAccount" in cond.get("StringEquals", {}),
+                  f"{stack}: scheduler role trusts only this account (aws:SourceAccount)")
+            group = self.physical(res, "PollerScheduleGroup")
+            group_arn = self.sched.get_schedule_group(Name=group)["Arn"] if group else None
+            source = cond.get("ArnEquals", {}).get("aws:SourceArn")
+            check(group_arn is not None and source == group_arn,
+                  f"{stack}: scheduler role trusts only this stack's schedule group (aws:SourceArn {source}, group {group_arn})")
         failures_q = self.physical(res, "PollerFailures")
         own = {self.queue_arn(failures_q)} if failures_q else set()
         for logical in ("EnqueueRole", "PollerRole"):
@@ -340,10 +346,12 @@ class Rehearsal:
         groups = self.groups.get(stack, 1)
         inputs = []
         check(len(schedules) == groups, f"{stack}: one schedule per poller group ({groups}, got {len(schedules)})")
+        group = self.physical(res, "PollerScheduleGroup")
         for schedule in schedules:
             name = schedule["PhysicalResourceId"]
             check(name != "PollerFunctionEveryMinute", f"{stack}: schedule name generated per stack ({name})")
-            s = self.sched.get_schedule(Name=name)
+            s = self.sched.get_schedule(Name=name, GroupName=group or "default")
+            check(group is not None and s.get("GroupName") == group, f"{stack}: schedule in the stack's own group ({group})")
             t = s["Target"]
             inputs.append(json.loads(t.get("Input") or "{}"))
             dlq = self.physical(res, "ScheduleDeadLetters")
@@ -380,7 +388,10 @@ class Rehearsal:
 
     def schedule(self, stack, res):
         """The stack's schedules, one per poller group, or None (a failed check)."""
-        schedules = [r["PhysicalResourceId"] for r in res.values() if r["ResourceType"] == "AWS::Scheduler::Schedule"]
+        # A schedule is named within its group: "group/name" (roundtrip.fire_schedule).
+        group = self.physical(res, "PollerScheduleGroup")
+        prefix = f"{group}/" if group else ""
+        schedules = [prefix + r["PhysicalResourceId"] for r in res.values() if r["ResourceType"] == "AWS::Scheduler::Schedule"]
         return schedules if check(len(schedules) >= 1, f"{stack}: a schedule to run") else None
 
     def deliver(self, rt, stack, queue):

@@ -88,7 +88,8 @@ class RoundTrip:
             print("note LocalStack's EventBridge Scheduler stores schedules but never fires them: the rehearsal "
                   "invokes each schedule's target with the schedule's input, as the scheduler would", flush=True)
             RoundTrip.said_so = True
-        target = self.sched.get_schedule(Name=schedule_name)["Target"]
+        group, _, name = schedule_name.rpartition("/")
+        target = self.sched.get_schedule(Name=name, **({"GroupName": group} if group else {}))["Target"]
         payload = json.loads(target["Input"]) if target.get("Input") else {}
         error, reply = self.invoke(target["Arn"], payload)
         self.check(error is None and isinstance(reply, dict) and "dispatched" in reply and not reply.get("errors"),

@@ -30,6 +30,20 @@ def loop_body(name):
     return body
 
 
+def parameter_accepts(param, value):
+    """Whether CloudFormation takes `value` (as given on the command line) for a Number
+    parameter: a number, within MinValue and MaxValue, and one of AllowedValues if listed."""
+    try:
+        number = float(value)
+    except ValueError:
+        return False
+    if "MinValue" in param and number < float(param["MinValue"]):
+        return False
+    if "MaxValue" in param and number > float(param["MaxValue"]):
+        return False
+    return "AllowedValues" not in param or value in [str(v) for v in param["AllowedValues"]]
+
+
 def loop_collection(name):
     _, collection, _ = RESOURCES[f"Fn::ForEach::{name}"]
     return collection
@@ -116,7 +130,14 @@ class FirstAndSecondDeploy(unittest.TestCase):
     def test_poller_groups_run_exactly_the_groups_below_their_number(self):
         collection = loop_collection("PollerSchedules")
         params = TEMPLATE["Parameters"]["PollerGroups"]
-        top = int(params["MaxValue"])
+        # CloudFormation accepts for a Number parameter any number within MinValue/MaxValue and,
+        # with AllowedValues, only the values listed. 1.5 or 2.0 would equal no condition's
+        # number and turn on every group.
+        for odd in ("1.5", "2.0", "0", "17", "-1"):
+            self.assertFalse(parameter_accepts(params, odd), f"PollerGroups={odd} accepted")
+        accepted = [n for n in range(0, 40) if parameter_accepts(params, str(n))]
+        top = max(accepted)
+        self.assertEqual(accepted, list(range(1, 17)))
         self.assertEqual(collection, [str(i) for i in range(top)])
         conditions = TEMPLATE["Conditions"]
 
@@ -133,7 +154,7 @@ class FirstAndSecondDeploy(unittest.TestCase):
                 return vals[0] == vals[1]
             raise AssertionError(f"unexpected {fn}")
 
-        for n in range(int(params["MinValue"]), top + 1):
+        for n in accepted:
             on = [g for g in collection if holds(conditions[f"PollerGroupOn{g}"], n)]
             self.assertEqual(on, [str(i) for i in range(n)], f"PollerGroups={n}")
         env = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
@@ -251,11 +272,20 @@ class LeastPrivilege(unittest.TestCase):
             self.assertEqual(len(logs), 1, role)
             self.assertEqual(logs[0]["Resource"], {"Fn::GetAtt": [group, "Arn"]}, role)
 
-    def test_the_scheduler_role_is_for_this_account_only(self):
+    def test_the_scheduler_role_is_for_this_stacks_schedules_only(self):
         trust = RESOURCES["SchedulerRole"]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
         self.assertEqual(len(trust), 1)
         self.assertEqual(trust[0]["Principal"], {"Service": "scheduler.amazonaws.com"})
-        self.assertEqual(trust[0]["Condition"], {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}})
+        # The scheduler gives the schedule group's ARN as aws:SourceArn: the stack's own group.
+        self.assertEqual(trust[0]["Condition"], {
+            "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+            "ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": ["PollerScheduleGroup", "Arn"]}},
+        })
+        group = RESOURCES["PollerScheduleGroup"]
+        self.assertEqual(group["Type"], "AWS::Scheduler::ScheduleGroup")
+        self.assertNotIn("Name", group.get("Properties", {}), "a fixed name would collide between two stacks")
+        schedule = loop_body("PollerSchedules")["PollerSchedule${Group}"]
+        self.assertEqual(schedule["Properties"]["GroupName"], {"Ref": "PollerScheduleGroup"})
 
     def test_the_table_prefix_leaves_room_for_any_queue_name(self):
         # Table rights are by exact ARN, so an empty prefix grants no other table; a prefix and
