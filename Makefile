@@ -117,8 +117,8 @@ build-for-tests:
 # and 289 s together against 160 s and about 150 s alone; the installs two at a time, 183 s
 # against 159 s). The e2e suite then runs twice at once (scripts/test_both_backends.sh): on
 # moto in the foreground, after the unit tests and the simulation and before the template
-# checks, the rehearsal and `lint-deps` (cargo-machete, a 56 s build, off the critical path);
-# on LocalStack beside it. The rehearsal runs the same debug build as the deployed functions'
+# checks and the rehearsal; on LocalStack beside it, then `lint-deps` (cargo-machete, a 56 s
+# build, off the critical path). The rehearsal runs the same debug build as the deployed functions'
 # code. docs/contributing.md says how long each phase takes and how to run one alone.
 PHASE := bash scripts/phase.sh
 SUBMAKE := $(MAKE) --no-print-directory
