@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from derive import stripped_bootstrap, zipped_dir
+from roundtrip import schedule_ref
 
 ROOT = Path(__file__).resolve().parents[2]
 STACK = "SqsWaiterExample"
@@ -71,8 +72,6 @@ def functions_and_schedule(r):
     for logical, summary in res.items():
         by_type.setdefault(summary["ResourceType"], []).append((logical, summary["PhysicalResourceId"]))
     enqueue = [p for logical, p in by_type.get("AWS::Lambda::Function", []) if logical.startswith("WaiterEnqueue")]
-    # A schedule is named within its group: "group/name" (roundtrip.fire_schedule).
     groups = [p for _, p in by_type.get("AWS::Scheduler::ScheduleGroup", [])]
-    group = f"{groups[0]}/" if groups else ""
-    schedules = [group + p for _, p in by_type.get("AWS::Scheduler::Schedule", [])]
+    schedules = [schedule_ref(groups[0] if groups else None, p) for _, p in by_type.get("AWS::Scheduler::Schedule", [])]
     return (enqueue[0] if enqueue else None), (schedules[0] if schedules else None)

@@ -42,7 +42,7 @@ from botocore.config import Config
 
 import cdk_stack
 from derive import BINARIES, BUCKET, REGION, derived_template, stripped_bootstrap, zipped_dir
-from roundtrip import Deliveries, RoundTrip
+from roundtrip import Deliveries, RoundTrip, schedule_ref
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = "sqs,dynamodb,cloudformation,iam,lambda,scheduler,logs,cloudwatch,sts,s3,kms,ssm"
@@ -290,6 +290,7 @@ class Rehearsal:
             arns[logical] = role["Arn"]
             attached = self.iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]
             check(attached == [], f"{stack}: {logical} has no managed policies (no AWSLambdaBasicExecutionRole)")
+        schedule_group = self.physical(res, "PollerScheduleGroup")
         if "SchedulerRole" in arns:
             trust = self.iam.get_role(RoleName=roles["SchedulerRole"])["Role"]["AssumeRolePolicyDocument"]
             if isinstance(trust, str):
@@ -297,8 +298,7 @@ class Rehearsal:
             cond = trust["Statement"][0].get("Condition", {})
             check("aws:SourceAccount" in cond.get("StringEquals", {}),
                   f"{stack}: scheduler role trusts only this account (aws:SourceAccount)")
-            group = self.physical(res, "PollerScheduleGroup")
-            group_arn = self.sched.get_schedule_group(Name=group)["Arn"] if group else None
+            group_arn = self.sched.get_schedule_group(Name=schedule_group)["Arn"] if schedule_group else None
             source = cond.get("ArnEquals", {}).get("aws:SourceArn")
             check(group_arn is not None and source == group_arn,
                   f"{stack}: scheduler role trusts only this stack's schedule group (aws:SourceArn {source}, group {group_arn})")
@@ -346,12 +346,12 @@ class Rehearsal:
         groups = self.groups.get(stack, 1)
         inputs = []
         check(len(schedules) == groups, f"{stack}: one schedule per poller group ({groups}, got {len(schedules)})")
-        group = self.physical(res, "PollerScheduleGroup")
         for schedule in schedules:
             name = schedule["PhysicalResourceId"]
             check(name != "PollerFunctionEveryMinute", f"{stack}: schedule name generated per stack ({name})")
-            s = self.sched.get_schedule(Name=name, GroupName=group or "default")
-            check(group is not None and s.get("GroupName") == group, f"{stack}: schedule in the stack's own group ({group})")
+            s = self.sched.get_schedule(Name=name, GroupName=schedule_group or "default")
+            check(schedule_group is not None and s.get("GroupName") == schedule_group,
+                  f"{stack}: schedule in the stack's own group ({schedule_group})")
             t = s["Target"]
             inputs.append(json.loads(t.get("Input") or "{}"))
             dlq = self.physical(res, "ScheduleDeadLetters")
@@ -388,10 +388,8 @@ class Rehearsal:
 
     def schedule(self, stack, res):
         """The stack's schedules, one per poller group, or None (a failed check)."""
-        # A schedule is named within its group: "group/name" (roundtrip.fire_schedule).
         group = self.physical(res, "PollerScheduleGroup")
-        prefix = f"{group}/" if group else ""
-        schedules = [prefix + r["PhysicalResourceId"] for r in res.values() if r["ResourceType"] == "AWS::Scheduler::Schedule"]
+        schedules = [schedule_ref(group, r["PhysicalResourceId"]) for r in res.values() if r["ResourceType"] == "AWS::Scheduler::Schedule"]
         return schedules if check(len(schedules) >= 1, f"{stack}: a schedule to run") else None
 
     def deliver(self, rt, stack, queue):

@@ -24,6 +24,12 @@ ON_TIME_S = 5.0
 RECEIVE_TIMEOUT_S = 60
 
 
+def schedule_ref(group, name):
+    """A schedule as the rehearsal names it: "group/name", or the name alone in the default
+    group (`RoundTrip.fire_schedule` reads it back)."""
+    return f"{group}/{name}" if group else name
+
+
 def epoch(rfc3339):
     return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
 
