@@ -339,3 +339,56 @@ async fn a_check_in_from_before_the_herd_was_enqueued_does_not_count() {
         .collect();
     assert_ranked(&arrived);
 }
+
+/// Partitions of one run whose first reads come back far apart, as a loaded backend answers:
+/// the partition read first waits for its sibling to check in before it books, so that the
+/// sibling's urgent jobs still take the first second (`GATHER` alone covers reads 100 ms
+/// apart). Found in a cold CI run on LocalStack: `normal-10` and `normal-14` booked a second
+/// ahead of `urgent-1`, which a partition of the same run had not read yet.
+#[tokio::test(start_paused = true)]
+async fn a_partition_read_late_still_books_its_better_jobs_first() {
+    let clock = FakeClock::default();
+    let store = MemStore::default();
+    let queue = FakeQueue::new(clock.clone());
+    let cfg = config(
+        "orders",
+        &[
+            ("WAITER_MAX_RATE", "2"),
+            ("WAITER_PRIORITY_ORDER", "priority"),
+            ("WAITER_SHARDS", "2"),
+        ],
+    );
+    let now = clock.now();
+    let due = now + TimeDelta::seconds(2);
+    let normals = ["normal-1", "normal-3", "normal-5", "normal-7", "normal-9", "normal-10"];
+    let urgents = ["urgent-0", "urgent-2"];
+    for (ids, priority, shard) in [(&normals[..], 200, 0), (&urgents[..], 10, 1)] {
+        for id in ids {
+            assert_eq!(crate::routing::shard_for(id, 2), shard, "{id}");
+            let mut job = stored("orders", id, due, 2);
+            job.enqueued_at = now;
+            job.job.priority = priority;
+            store.insert(job);
+        }
+    }
+    // The urgent jobs' partition reads 600 ms after the other.
+    let slow = FaultyStore {
+        inner: store.clone(),
+        faults: Faults::seeded(3, 0.0).with_slow_index(1, 600),
+    };
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let d = Dispatcher::new(cfg, slow, queue.clone(), clock.clone());
+    d.run_group(clock.now() + TimeDelta::seconds(30), None).await;
+    assert_eq!(store.len(), 0, "all sent");
+    let arrived: BTreeMap<String, i64> = queue
+        .sent()
+        .iter()
+        .map(|m| {
+            let id = m.message.body.trim_start_matches("body-").to_owned();
+            (id, arrival(m).timestamp() - due.timestamp())
+        })
+        .collect();
+    let urgent_last = urgents.iter().map(|u| arrived[*u]).max();
+    let normal_first = normals.iter().map(|n| arrived[*n]).min();
+    assert!(urgent_last < normal_first, "{arrived:?}");
+}

@@ -61,6 +61,9 @@ pub(super) struct PartitionRun<'a, S, Q, C> {
     /// Ranked, with poller groups: the queue's partitions that other groups work, which this
     /// one waits for (up to `rank::CHECK_IN_WAIT` after `started`) to check in before booking.
     pub(super) others: std::sync::Arc<[u32]>,
+    /// This partition in its run's roll call: the run's other partitions of the queue wait
+    /// (in memory, up to the same `CHECK_IN_WAIT`) for it to check in before they book.
+    pub(super) presence: super::roll_call::Presence,
     pub(super) started: DateTime<Utc>,
     pub(super) summary: RunSummary,
 }
@@ -307,7 +310,8 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                             if requery && now + FIFO_REQUERY < hold_until {
                                 next_query = Some(now + FIFO_REQUERY);
                             }
-                            // Nothing due here: the other groups need not wait for this one.
+                            // Nothing due here: the other partitions need not wait for this one.
+                            self.presence.check_in();
                             self.check_in_idle(now).await.err()
                         }
                         Some(Err(e)) => {

@@ -19,6 +19,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         deadline: DateTime<Utc>,
         owner: &str,
         others: std::sync::Arc<[u32]>,
+        presence: roll_call::Presence,
     ) -> RunSummary {
         let mut sum = RunSummary {
             partitions: 1,
@@ -112,6 +113,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             budget_full: false,
             rank_wait: None,
             others,
+            presence,
             started: now,
             summary: sum,
         };

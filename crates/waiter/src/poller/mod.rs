@@ -36,6 +36,7 @@ mod meeting_tests;
 mod plan;
 mod prepare;
 mod rank;
+mod roll_call;
 #[cfg(test)]
 mod tests;
 
@@ -255,18 +256,22 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             // The queue's partitions that other groups work: a ranked partition waits for them
             // to check in before it books.
             let others: std::sync::Arc<[u32]> = (0..shards).filter(|s| !groups::owns(group, q, *s)).collect();
+            // And the ones this run works: they wait for each other in memory.
+            let roll_call = roll_call::RollCall::default();
             target.extend(
                 (0..shards)
                     .filter(|s| groups::owns(group, q, *s))
-                    .map(|s| (q.clone(), s, others.clone())),
+                    .map(|s| (q.clone(), s, others.clone(), roll_call.clone())),
             );
         }
-        let pool = |partitions: Vec<(QueueName, u32, std::sync::Arc<[u32]>)>| {
+        let pool = |partitions: Vec<(QueueName, u32, std::sync::Arc<[u32]>, roll_call::RollCall)>| {
             let owner = owner.clone();
             stream::iter(partitions)
-                .map(move |(q, s, others)| {
+                .map(move |(q, s, others, roll_call)| {
                     let owner = owner.clone();
-                    async move { (self.run_partition(&q, s, deadline, &owner, others).await, q) }
+                    // Enrolled as it starts (the pool fills every free place before it polls).
+                    let presence = roll_call.enrol(s);
+                    async move { (self.run_partition(&q, s, deadline, &owner, others, presence).await, q) }
                 })
                 .buffer_unordered(self.config.concurrency as usize)
         };
@@ -287,7 +292,8 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
     /// it moved near).
     pub async fn run_shard(&self, queue: &QueueName, shard: u32, deadline: DateTime<Utc>) -> RunSummary {
         let owner = uuid::Uuid::new_v4().to_string();
-        self.run_partition(queue, shard, deadline, &owner, std::sync::Arc::from([]))
+        let alone = roll_call::RollCall::default().enrol(shard);
+        self.run_partition(queue, shard, deadline, &owner, std::sync::Arc::from([]), alone)
             .await
     }
 }

@@ -209,11 +209,14 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             next: Some((Rank::FIRST, i64::MIN)),
             ..Claim::default()
         };
-        self.d
+        let written = self
+            .d
             .store
             .book(self.queue, rate, &[], Some(&reading), now, self.stop_at)
-            .await
-            .map(|_| ())
+            .await;
+        // Failed or not, waiting longer for it would not put it in.
+        self.presence.check_in();
+        written.map(|_| ())
     }
 
     /// The other groups' partitions this one still waits for to check in: all of them, until
@@ -266,7 +269,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             .store
             .book(self.queue, rate, &[], Some(&head), now, self.stop_at)
             .await?;
-        self.rank_wait = Some(now + GATHER);
+        // This run's other partitions of the queue: each has said it is reading (its head
+        // holds everyone back until it has ranked its jobs), or has nothing due.
+        let until = (self.started + CHECK_IN_WAIT).min(self.stop_at);
+        crate::ports::within(&self.d.clock, until, self.presence.siblings_in()).await;
+        self.rank_wait = Some(self.d.clock.now() + GATHER);
         Ok(())
     }
 

@@ -28,6 +28,9 @@ pub struct Faults {
     /// The seeded schedule and the fault rate; `None` when off.
     plan: Arc<Mutex<Option<(rand::rngs::StdRng, f64)>>>,
     max_latency_ms: u64,
+    /// A partition whose due-index query answers this late (a loaded backend answers one
+    /// partition's query long after another's): (shard, ms).
+    slow_index: Option<(u32, u64)>,
     /// FIFO batches that split a group: (the body of an entry that failed, the body of a later
     /// entry of its group accepted in the same batch). SQS does not document whether it
     /// accepts that later entry; these fakes do (docs/guarantees.md, FIFO).
@@ -40,7 +43,16 @@ impl Faults {
         Self {
             plan: Arc::new(Mutex::new(Some((rand::rngs::StdRng::seed_from_u64(seed), rate)))),
             max_latency_ms: 0,
+            slow_index: None,
             split_groups: Arc::default(),
+        }
+    }
+
+    /// The due-index query of `shard` then answers `ms` late.
+    pub fn with_slow_index(self, shard: u32, ms: u64) -> Self {
+        Self {
+            slow_index: Some((shard, ms)),
+            ..self
         }
     }
 
@@ -256,7 +268,16 @@ impl<S: JobStore> DueIndex for FaultyStore<S> {
         view: View,
     ) -> BoxStream<'a, Result<Vec<StoredJob>, PortError>> {
         if self.faults.roll() == Fault::None {
-            self.inner.by_time_after(q, partition, from, to, after, view)
+            let inner = self.inner.by_time_after(q, partition.clone(), from, to, after, view);
+            match self.faults.slow_index {
+                Some((shard, ms)) if partition == Partition::Shard(shard) => stream::once(async move {
+                    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                    inner
+                })
+                .flatten()
+                .boxed(),
+                _ => inner,
+            }
         } else {
             stream::once(async { Err(injected("Query")) }).boxed()
         }
