@@ -163,7 +163,8 @@ sam-build: venv-infra
 	@test -n "$(QUEUES)$(ADOPT)" || { echo "make deploy: QUEUES is required, e.g. make deploy QUEUES=orders,billing [ADOPT=q1,q2] [ARCH=arm64|x86_64] [STACK=name]" >&2; exit 2; }
 	@$(VENV)/bin/python scripts/check_queues.py "$(QUEUES)" "$(ADOPT)" \
 	  $(if $(filter TablePrefix=%,$(PARAMS)),--prefix "$(call sam_param,TablePrefix)") \
-	  $(if $(filter QueueKmsKeyArns=%,$(PARAMS)),--kms-keys "$(call sam_param,QueueKmsKeyArns)")
+	  $(if $(filter QueueKmsKeyArns=%,$(PARAMS)),--kms-keys "$(call sam_param,QueueKmsKeyArns)") \
+	  --stack "$(STACK)" --params '$(subst ','"'"',$(PARAMS))'
 	@case "$(ARCH)" in arm64|x86_64) ;; *) echo "make deploy: ARCH must be arm64 or x86_64, not '$(ARCH)'" >&2; exit 2;; esac
 	sam build --build-dir $(SAM_BUILD_DIR) --parameter-overrides $(SAM_OVERRIDES)
 

@@ -2,6 +2,7 @@
 """Refuses, before `sam build`, queue lists that template.yaml would turn into a failed deploy.
 
     check_queues.py QUEUES [ADOPTED] [--prefix P] [--region R] [--kms-keys ARN,...]
+                    [--params "K=V ..." --stack NAME]
 
 - Each name is an SQS queue name: 1 to 80 characters from [A-Za-z0-9_-], with `.fifo` at the
   end of a FIFO queue's name.
@@ -13,6 +14,8 @@
 - Every table name ({prefix}{queue}) fits DynamoDB's 3 to 255 characters, and each role's inline
   policies fit IAM's 10,240 characters in the deploy's partition (scripts/iam_budget.py; without
   --region, nor AWS_REGION or AWS_DEFAULT_REGION, in every partition at its longest region).
+- The other parameters fit each other (scripts/check_params.py), as PARAMS gives them or, left
+  out, as the stack has them now.
 Exit status 0 when the lists deploy, 2 with one line per problem otherwise.
 """
 
@@ -21,6 +24,7 @@ import os
 import re
 import sys
 
+import check_params
 import iam_budget
 
 SQS_NAME = re.compile(r"^[A-Za-z0-9_-]{1,75}(\.fifo)?$|^[A-Za-z0-9_-]{1,80}$")
@@ -67,11 +71,22 @@ def main(argv):
     parser.add_argument("--prefix", default="sqs-waiter-", help="TablePrefix (the template's default)")
     parser.add_argument("--region", default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None)
     parser.add_argument("--kms-keys", default="", help="QueueKmsKeyArns")
+    parser.add_argument("--params", default=None, help="PARAMS, as make passes them to SAM")
+    parser.add_argument("--stack", default="sqs-waiter", help="the stack's name, for its current parameters")
     args = parser.parse_args(argv[1:])
     queues, adopted = split(args.queues), split(args.adopted)
     found = problems(queues, adopted)
     if not found:
         found = iam_budget.problems(queues, adopted, args.prefix, region=args.region, kms_keys=split(args.kms_keys))
+    if args.params is not None:
+        overrides = check_params.parse_overrides(args.params)
+        current = {}
+        if any(k not in overrides for k in check_params.CHECKED):
+            current, why = check_params.current_parameters(args.stack, args.region)
+            if why:
+                print(f"make deploy: the current parameters of {args.stack} could not be read ({why[:200]}); "
+                      "those not in PARAMS are checked at template.yaml's defaults", file=sys.stderr)
+        found += check_params.problems(check_params.effective(overrides, current, iam_budget.load_template()))
     for p in found:
         print(f"make deploy: {p}", file=sys.stderr)
     return 2 if found else 0

@@ -62,6 +62,11 @@ refused "table name 'ab' (2 characters)" QUEUES=ab PARAMS="TablePrefix="
 refused "'orders' is named twice (also in QUEUES)" QUEUES=orders,billing ADOPT=orders
 refused "'bad name' is not an SQS queue name" QUEUES="bad name"
 refused "'x.fifo.fifo' is not an SQS queue name" QUEUES=x.fifo.fifo
+# Parameters CloudFormation cannot compare (issue 48 defect 8), refused before SAM. (No
+# credentials here: the stack's current values cannot be read, so the defaults stand in.)
+export AWS_EC2_METADATA_DISABLED=true
+refused "PollerTimeout (30) must be at least FifoHold + 5 (65)" QUEUES=orders STACK=no-such-stack PARAMS="FifoHold=60 PollerTimeout=30"
+refused "PollerReservedConcurrency (2) must be at least PollerGroups (4)" QUEUES=orders STACK=no-such-stack PARAMS="PollerGroups=4 PollerReservedConcurrency=2"
 python scripts/check_queues.py "$(python -c 'print("q" * 80)')" "$(python -c 'print("f" * 75 + ".fifo")')" \
   || fail "80-character names refused"
 if python scripts/check_queues.py "$(python -c 'print("q" * 81)')" 2>/dev/null; then fail "an 81-character name accepted"; fi

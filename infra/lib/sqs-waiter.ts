@@ -14,6 +14,14 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { RustFunction } from "cargo-lambda-cdk";
 import { Construct } from "constructs";
+import {
+  checkPollerTimeout,
+  checkReservedConcurrency,
+  checkWarmThroughput,
+  guardManagedPolicies,
+  MANAGED_POLICIES_PER_ROLE,
+  TABLE_QUOTA,
+} from "./checks.ts";
 import { inRange } from "./ranges.ts";
 
 /** `priorityOrder` as the functions read it, or an error naming the prop (JS callers skip the type). */
@@ -144,6 +152,13 @@ export interface SqsWaiterProps {
    * @default none
    */
   readonly queueKmsKeys?: kms.IKey[];
+  /**
+   * IAM's quota of managed policies per role in this account: many queues move grants into
+   * overflow managed policies, and synth fails past this. @default 10 (IAM's default; 20 at most)
+   */
+  readonly managedPolicyQuota?: number;
+  /** DynamoDB's table-level throughput quota, which bounds warmThroughput. @default 40000 */
+  readonly tableThroughputQuota?: number;
 }
 
 /**
@@ -173,6 +188,7 @@ export class SqsWaiter extends Construct {
       throw new Error("SqsWaiter: queues must name at least one queue (or adoptedQueues one whose table exists)");
     }
     const prefix = props.tablePrefix ?? "sqs-waiter-";
+    checkWarmThroughput(props.warmThroughput, props.tableThroughputQuota ?? TABLE_QUOTA);
     const billingMode = props.billingMode ?? dynamodb.BillingMode.PAY_PER_REQUEST;
     const provisioned = billingMode === dynamodb.BillingMode.PROVISIONED;
     const capacity = provisioned
@@ -224,13 +240,14 @@ export class SqsWaiter extends Construct {
     ];
 
     const pollerGroups = inRange("pollerGroups", props.pollerGroups, 1);
+    const fifoHoldS = inRange("fifoHold", props.fifoHold, 0);
     const environment: Record<string, string> = {
       WAITER_QUEUES: managed.map(([q]) => q.queueName).join(","),
       WAITER_TABLE_PREFIX: prefix,
       WAITER_SHARDS: String(inRange("shards", props.shards, 4)),
       WAITER_LOOKAHEAD: String(inRange("lookahead", props.lookahead, 120)),
       WAITER_DIRECT_MAX_DELAY: String(inRange("directMaxDelay", props.directMaxDelay, 900)),
-      WAITER_FIFO_HOLD: String(inRange("fifoHold", props.fifoHold, 0)),
+      WAITER_FIFO_HOLD: String(fifoHoldS),
       WAITER_HISTORY_DAYS: String(inRange("historyDays", props.historyDays, 7)),
       WAITER_HISTORY_BODY: String(props.historyBody ?? false),
       WAITER_MAX_RATE: String(inRange("maxRate", props.maxRate, 0)),
@@ -274,6 +291,12 @@ export class SqsWaiter extends Construct {
     });
     const pollerRole = this.functionRole("PollerRole", "poller");
     const pollerTimeoutS = inRange("pollerTimeout", props.pollerTimeout, 70);
+    checkPollerTimeout(pollerTimeoutS, fifoHoldS);
+    const reserved =
+      props.pollerReservedConcurrency === undefined
+        ? undefined
+        : inRange("pollerReservedConcurrency", props.pollerReservedConcurrency, 0);
+    checkReservedConcurrency(reserved, pollerGroups);
     this.pollerFunction = rustFunction("Poller", "poller", props.pollerCode, {
       description: "sqs-waiter poller (hands due jobs to SQS)",
       role: pollerRole.role,
@@ -282,10 +305,7 @@ export class SqsWaiter extends Construct {
       // More memory is more CPU: for herds (docs/performance.md "Herds").
       memorySize: inRange("pollerMemorySize", props.pollerMemorySize, 256),
       // Opt-in: partitions are leased, so concurrent runs are safe without a reservation.
-      reservedConcurrentExecutions:
-        props.pollerReservedConcurrency === undefined
-          ? undefined
-          : inRange("pollerReservedConcurrency", props.pollerReservedConcurrency, 0),
+      reservedConcurrentExecutions: reserved,
       // A failed run is not retried: the next starts within a minute and resumes from the table.
       retryAttempts: 0,
       maxEventAge: Duration.seconds(60),
@@ -353,6 +373,7 @@ export class SqsWaiter extends Construct {
     // The functions, and so the schedule that names the poller, wait for every policy of their
     // roles (the default policy and its overflow managed policies, which name the tables): a
     // first run before its rights exist would fail.
+    guardManagedPolicies(this, [enqueueRole.role, pollerRole.role], props.managedPolicyQuota ?? MANAGED_POLICIES_PER_ROLE.default);
     this.enqueueFunction.node.addDependency(enqueueRole.role);
     this.pollerFunction.node.addDependency(pollerRole.role);
 

@@ -401,7 +401,12 @@ test("every prop in ranges.json is checked at synth, naming the prop and its ran
     const queue = new sqs.Queue(stack, "Q");
     const range = RANGES[prop];
     const given = range.unit === "s" ? Duration.seconds(value) : value;
-    const extra = prop === "readCapacity" || prop === "writeCapacity" ? { billingMode: dynamodb.BillingMode.PROVISIONED } : {};
+    const extra =
+      prop === "readCapacity" || prop === "writeCapacity"
+        ? { billingMode: dynamodb.BillingMode.PROVISIONED }
+        : prop === "fifoHold"
+          ? { pollerTimeout: Duration.seconds(900) } // at least fifoHold + 5 s (checks.test.ts)
+          : {};
     return new SqsWaiter(stack, "W", { queues: [queue], enqueueCode: fakeCode(), pollerCode: fakeCode(), ...extra, [prop]: given });
   };
   assert.ok(Object.keys(RANGES).length >= 10);

@@ -13,6 +13,7 @@ from cfnlint.decode import cfn_yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import check_params  # noqa: E402
 import check_queues  # noqa: E402
 import iam_budget  # noqa: E402
 TEMPLATE = cfn_yaml.load(os.path.join(ROOT, "template.yaml"))
@@ -32,7 +33,11 @@ def loop_body(name):
 
 def parameter_accepts(param, value):
     """Whether CloudFormation takes `value` (as given on the command line) for a Number
-    parameter: a number, within MinValue and MaxValue, and one of AllowedValues if listed."""
+    parameter: a number, within MinValue and MaxValue, and one of AllowedValues if listed; for
+    a String one, the whole value matches AllowedPattern."""
+    if param["Type"] == "String":
+        pattern = param.get("AllowedPattern")
+        return pattern is None or re.fullmatch(pattern, value) is not None
     try:
         number = float(value)
     except ValueError:
@@ -171,7 +176,19 @@ class FirstAndSecondDeploy(unittest.TestCase):
             (index,) = props["GlobalSecondaryIndexes"]
             self.assertEqual(index["WarmThroughput"], warm, logical_id)
         self.assertEqual(TEMPLATE["Conditions"]["HasWarmThroughput"],
-                         {"Fn::Not": [{"Fn::Equals": [{"Ref": "WarmWriteUnits"}, 0]}]})
+                         {"Fn::Not": [{"Fn::Equals": [{"Ref": "WarmWriteUnits"}, "0"]}]})
+
+    def test_warm_throughput_takes_only_what_dynamodb_accepts(self):
+        # Issue 48 defect 5: DynamoDB refuses warm write units below a new table's own (4000)
+        # and above the table quota (40000 by default).
+        writes = TEMPLATE["Parameters"]["WarmWriteUnits"]
+        for ok in ("0", "4000", "9999", "10000", "39999", "40000"):
+            self.assertTrue(parameter_accepts(writes, ok), ok)
+        for bad in ("1", "3999", "40001", "100000", "4000.5", "04000", "-4000", "", "4e3"):
+            self.assertFalse(parameter_accepts(writes, bad), bad)
+        reads = TEMPLATE["Parameters"]["WarmReadUnits"]
+        self.assertEqual([v for v in ("11999", "12000", "40000", "40001") if parameter_accepts(reads, v)],
+                         ["12000", "40000"])
 
     def test_no_resource_has_a_fixed_physical_name(self):
         # Names that would collide between two stacks in one account and region. Table names
@@ -384,6 +401,54 @@ class TheResolver(unittest.TestCase):
         self.assertEqual(resolve(["k", {"Fn::If": ["No", "gone", {"Ref": "AWS::NoValue"}]}]), ["k"])
         with self.assertRaises(KeyError):
             resolve({"Ref": "NotAParameter"})
+
+
+class CrossParameters(unittest.TestCase):
+    """Issue 48 defect 8: what CloudFormation cannot compare, checked before `sam build`, with
+    each value as the deploy will use it: PARAMS, else the stack's current one, else the
+    template's default."""
+
+    def test_values_come_from_params_then_the_stack_then_the_defaults(self):
+        overrides = check_params.parse_overrides("FifoHold=60 'TablePrefix=a b'")
+        self.assertEqual(overrides, {"FifoHold": "60", "TablePrefix": "a b"})
+        current = {"PollerTimeout": "30", "FifoHold": "0"}
+        self.assertEqual(check_params.effective(overrides, current, TEMPLATE),
+                         {"PollerTimeout": "30", "FifoHold": "60", "PollerGroups": "1",
+                          "PollerReservedConcurrency": "0"})
+        # So raising FifoHold alone on a stack whose timeout is 30 s is refused.
+        (problem,) = check_params.problems(check_params.effective(overrides, current, TEMPLATE))
+        self.assertIn("PollerTimeout (30) must be at least FifoHold + 5 (65)", problem)
+
+    def test_each_rule_refuses_one_below_and_takes_the_limit(self):
+        def values(**kw):
+            return {"PollerTimeout": "70", "FifoHold": "0", "PollerGroups": "1",
+                    "PollerReservedConcurrency": "0", **{k: str(v) for k, v in kw.items()}}
+        self.assertEqual(check_params.problems(values()), [])
+        self.assertEqual(check_params.problems(values(FifoHold=65)), [])
+        self.assertEqual(len(check_params.problems(values(FifoHold=66))), 1)
+        self.assertEqual(check_params.problems(values(PollerGroups=4, PollerReservedConcurrency=4)), [])
+        self.assertEqual(check_params.problems(values(PollerGroups=4)), [], "0 reserves none")
+        (problem,) = check_params.problems(values(PollerGroups=4, PollerReservedConcurrency=3))
+        self.assertIn("PollerReservedConcurrency (3) must be at least PollerGroups (4)", problem)
+        # The template's own defaults fit, and FifoHold's maximum fits PollerTimeout's.
+        params = TEMPLATE["Parameters"]
+        self.assertEqual(check_params.problems(check_params.effective({}, {}, TEMPLATE)), [])
+        self.assertEqual(params["FifoHold"]["MaxValue"] + check_params.FIFO_HOLD_MARGIN_S,
+                         params["PollerTimeout"]["MaxValue"])
+
+    def test_a_stack_that_cannot_be_read_is_said_and_the_defaults_used(self):
+        os.environ.pop("AWS_PROFILE", None)
+        saved = {k: os.environ.pop(k, None) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+        os.environ["AWS_SHARED_CREDENTIALS_FILE"] = os.environ["AWS_CONFIG_FILE"] = os.devnull
+        os.environ["AWS_EC2_METADATA_DISABLED"] = "true"  # no instance-metadata call either
+        try:
+            current, why = check_params.current_parameters("no-such-stack", "us-east-1")
+        finally:
+            for k in ("AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_EC2_METADATA_DISABLED"):
+                os.environ.pop(k, None)
+            os.environ.update({k: v for k, v in saved.items() if v is not None})
+        self.assertIsNone(current)
+        self.assertIn("NoCredentialsError", why)
 
 
 class ScaleOfQueues(unittest.TestCase):

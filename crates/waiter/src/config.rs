@@ -3,7 +3,9 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use crate::limits::{DDB_MAX_TABLE_NAME_CHARS, SQS_MAX_DELAY_SECONDS, SQS_MAX_QUEUE_NAME_CHARS};
+use crate::limits::{
+    DDB_MAX_TABLE_NAME_CHARS, LAMBDA_MAX_TIMEOUT_SECONDS, SQS_MAX_DELAY_SECONDS, SQS_MAX_QUEUE_NAME_CHARS,
+};
 
 /// How long the record of a retried job's attempt is kept with history off: a consumer's
 /// repeated `retry` of one attempt comes within seconds or minutes, and a day also covers SQS
@@ -34,6 +36,11 @@ pub const DEFAULT_SHARDS: u32 = 4;
 pub const MAX_SHARDS: u32 = 256;
 pub const DEFAULT_CONCURRENCY: u32 = 8;
 pub const DEFAULT_FIFO_HOLD: u32 = 0;
+/// A poller run that holds FIFO jobs needs this much of its timeout beyond the hold (the
+/// stacks refuse a `PollerTimeout` below `FifoHold` + this).
+pub const FIFO_HOLD_MARGIN: u32 = 5;
+/// The longest hold a run can have: within Lambda's longest timeout, with the margin.
+pub const MAX_FIFO_HOLD: u32 = LAMBDA_MAX_TIMEOUT_SECONDS - FIFO_HOLD_MARGIN;
 pub const DEFAULT_HISTORY_DAYS: u32 = 7;
 pub const MAX_HISTORY_DAYS: u32 = 365;
 /// The highest `WAITER_MAX_RATE` accepted: far above what one queue's partitions can send.
@@ -193,7 +200,7 @@ impl Config {
             lookahead: int_var(&get, ENV_LOOKAHEAD, DEFAULT_LOOKAHEAD, 0, SQS_MAX_DELAY_SECONDS)?,
             shards: int_var(&get, ENV_SHARDS, DEFAULT_SHARDS, 1, MAX_SHARDS)?,
             concurrency: int_var(&get, ENV_CONCURRENCY, DEFAULT_CONCURRENCY, 1, 256)?,
-            fifo_hold: int_var(&get, ENV_FIFO_HOLD, DEFAULT_FIFO_HOLD, 0, SQS_MAX_DELAY_SECONDS)?,
+            fifo_hold: int_var(&get, ENV_FIFO_HOLD, DEFAULT_FIFO_HOLD, 0, MAX_FIFO_HOLD)?,
             direct_precise: bool_var(&get, ENV_DIRECT_PRECISE, false)?,
             history_days: int_var(&get, ENV_HISTORY_DAYS, DEFAULT_HISTORY_DAYS, 0, MAX_HISTORY_DAYS)?,
             direct_history: bool_var(&get, ENV_DIRECT_HISTORY, true)?,

@@ -7,6 +7,10 @@
 /// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html>
 pub const SQS_MAX_DELAY_SECONDS: u32 = 900;
 
+/// Longest timeout of a Lambda function, and so of a poller run.
+/// <https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html>
+pub const LAMBDA_MAX_TIMEOUT_SECONDS: u32 = 900;
+
 /// Entries per `SendMessageBatch` request.
 /// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessageBatch.html>
 pub const SQS_MAX_BATCH_ENTRIES: usize = 10;

@@ -1,0 +1,69 @@
+"""The deploy's parameters checked against each other, as CloudFormation cannot (its Rules
+compare no numbers), before `sam build`. A parameter's value is what `make deploy` sends
+(PARAMS), else the stack's current one (`sam deploy` sends a parameter left out as
+UsePreviousValue), else template.yaml's default.
+
+- PollerTimeout is at least FifoHold + 5: a run holds FIFO jobs up to FifoHold, and Lambda
+  stops it at its timeout.
+- PollerReservedConcurrency (unless 0, none) is at least PollerGroups: each group's schedule
+  invokes the poller every minute, and EventBridge Scheduler drops an invocation it could not
+  make within 60 s (the schedules' MaximumEventAgeInSeconds).
+"""
+
+import shlex
+
+# config::FIFO_HOLD_MARGIN in the waiter crate; infra/lib/checks.ts POLLER_MARGIN_S.
+FIFO_HOLD_MARGIN_S = 5
+CHECKED = ("PollerTimeout", "FifoHold", "PollerGroups", "PollerReservedConcurrency")
+
+
+def parse_overrides(params):
+    """PARAMS as make passes it ("K=V K2='v 2'"): {K: V}."""
+    out = {}
+    for word in shlex.split(params or ""):
+        key, sep, value = word.partition("=")
+        if sep:
+            out[key] = value
+    return out
+
+
+def current_parameters(stack, region=None):
+    """The stack's current parameter values, {} when it does not exist; None (with why) when
+    they cannot be read (no credentials, no region, no network)."""
+    try:
+        import boto3
+        import botocore.exceptions
+
+        cfn = boto3.client("cloudformation", region_name=region)
+        try:
+            found = cfn.describe_stacks(StackName=stack)["Stacks"]
+        except botocore.exceptions.ClientError as e:
+            if "does not exist" in str(e):
+                return {}, None
+            raise
+        return {p["ParameterKey"]: p.get("ParameterValue", "") for p in found[0].get("Parameters", [])}, None
+    except Exception as e:  # noqa: BLE001 - any failure only means the defaults are used
+        return None, f"{type(e).__name__}: {e}"
+
+
+def effective(overrides, current, template):
+    """Each checked parameter's value as the deploy will use it."""
+    defaults = {k: str(v.get("Default", "")) for k, v in template["Parameters"].items()}
+    return {k: overrides.get(k, (current or {}).get(k, defaults.get(k, ""))) for k in CHECKED}
+
+
+def problems(values):
+    out = []
+    try:
+        timeout, hold = int(values["PollerTimeout"]), int(values["FifoHold"])
+        groups, reserved = int(values["PollerGroups"]), int(values["PollerReservedConcurrency"])
+    except ValueError:
+        return out  # Not whole numbers: CloudFormation's own MinValue/AllowedValues refuse them.
+    if timeout < hold + FIFO_HOLD_MARGIN_S:
+        out.append(f"PollerTimeout ({timeout}) must be at least FifoHold + {FIFO_HOLD_MARGIN_S} "
+                   f"({hold + FIFO_HOLD_MARGIN_S}): Lambda would stop a run holding FIFO jobs")
+    if reserved != 0 and reserved < groups:
+        out.append(f"PollerReservedConcurrency ({reserved}) must be at least PollerGroups ({groups}), or 0 "
+                   "(none): each group's run needs its own concurrent execution, and a throttled "
+                   "schedule's invocation is dropped after 60 s")
+    return out
