@@ -449,7 +449,7 @@ export class SqsWaiter extends Construct {
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       }),
       new cloudwatch.Alarm(this, "BacklogAge", {
-        alarmDescription: "The oldest overdue job found by the poller is more than 2 minutes late.",
+        alarmDescription: "The oldest overdue job found by the poller is more than 2 minutes late (leaving out jobs MaxRate holds back by design).",
         metric: metric("SqsWaiter", "BacklogAge", "Maximum", Duration.minutes(1)),
         threshold: 120,
         evaluationPeriods: 3,

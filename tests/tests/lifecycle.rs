@@ -362,6 +362,12 @@ async fn max_rate_spreads_a_herd_over_arrival_seconds_and_reports_the_lateness()
     let lateness = summary["max_lateness_ms"].as_f64().unwrap_or(0.0);
     let found_late = summary["backlog_age_s"].as_f64().unwrap_or(0.0) * 1000.0;
     assert!((1_500.0..3_500.0).contains(&(lateness - found_late)), "{summary}");
+    // What the rate held back is not a backlog (`BacklogAge`, issue 48 defect 6): the reply's
+    // `overdue_beyond_rate_s` counts only the jobs sent in the second they wanted.
+    let beyond = summary["overdue_beyond_rate_s"]
+        .as_f64()
+        .expect("overdue_beyond_rate_s");
+    assert!(beyond <= found_late / 1000.0, "{summary}");
     assert_eq!(got.len(), 15, "{got:?}");
     let due = parse_time(&due);
     let mut per_second = std::collections::BTreeMap::<i64, usize>::new();

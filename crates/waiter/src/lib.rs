@@ -26,6 +26,8 @@ pub mod windows;
 pub mod wire;
 
 #[cfg(test)]
+mod backlog_tests;
+#[cfg(test)]
 mod chain_tests;
 #[cfg(test)]
 mod contract_tests;

@@ -89,7 +89,7 @@ fn run_metrics(s: &RunSummary, extra: &[(&'static str, f64, Unit)]) -> Vec<(&'st
 pub fn poller_line(function_name: &str, s: &RunSummary, at: DateTime<Utc>) -> String {
     let extra = [
         ("PartitionErrors", s.errors.len() as f64, Unit::Count),
-        ("BacklogAge", s.backlog_age_s, Unit::Seconds),
+        ("BacklogAge", s.overdue_beyond_rate_s, Unit::Seconds),
     ];
     emf_line(function_name, &run_metrics(s, &extra), at)
 }
@@ -245,7 +245,8 @@ mod tests {
     fn lines_follow_the_emf_shape() {
         let s = RunSummary {
             dispatched: 12,
-            backlog_age_s: 3.5,
+            backlog_age_s: 9.0,
+            overdue_beyond_rate_s: 3.5,
             lateness_sample_ms: (0..150).map(f64::from).collect(),
             ..RunSummary::default()
         };

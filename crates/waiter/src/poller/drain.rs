@@ -434,10 +434,10 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
             }
             match plan(job, self.queue.is_fifo(), now, self.stop_at, self.inherited) {
                 Plan::Send(p) => {
-                    self.summary.backlog_age_s = self
-                        .summary
-                        .backlog_age_s
-                        .max(seconds_between(p.job.job.perform_at, now));
+                    self.summary.backlog_age_s = self.summary.backlog_age_s.max(p.overdue_s);
+                    if self.d.config.max_rate.is_none() {
+                        self.summary.overdue_beyond_rate_s = self.summary.overdue_beyond_rate_s.max(p.overdue_s);
+                    }
                     self.pending_bytes += p.bytes;
                     self.pending.push_back(*p);
                 }

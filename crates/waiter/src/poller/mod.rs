@@ -118,6 +118,10 @@ pub struct RunSummary {
     pub drained: bool,
     /// How overdue the oldest job found was, in seconds (0 when none was overdue).
     pub backlog_age_s: f64,
+    /// The same, leaving out the jobs `WAITER_MAX_RATE` held back (their wait is the rate's, by
+    /// design): only a job sent in the second it wanted counts. The `BacklogAge` metric and its
+    /// alarm; equal to `backlog_age_s` without a rate.
+    pub overdue_beyond_rate_s: f64,
     /// Largest lateness (arrival after `perform_at`) of a dispatched job, in milliseconds.
     pub max_lateness_ms: f64,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -146,6 +150,7 @@ impl RunSummary {
         self.busy_partitions += o.busy_partitions;
         self.drained &= o.drained;
         self.backlog_age_s = self.backlog_age_s.max(o.backlog_age_s);
+        self.overdue_beyond_rate_s = self.overdue_beyond_rate_s.max(o.overdue_beyond_rate_s);
         self.max_lateness_ms = self.max_lateness_ms.max(o.max_lateness_ms);
         self.errors.extend(o.errors);
         let room = LATENESS_SAMPLE.saturating_sub(self.lateness_sample_ms.len());
@@ -171,6 +176,9 @@ pub struct Planned {
     /// Ranked: the second booked for it ahead of its send (`rank::book_ahead`), and the one it
     /// wanted.
     pub booked: Option<(i64, i64)>,
+    /// How overdue it was when read (0 if not): the run's `overdue_beyond_rate_s` counts it,
+    /// under `WAITER_MAX_RATE` only once it is sent in the second it wanted.
+    pub overdue_s: f64,
 }
 
 /// Each message moved to a booked second gets the delay that lands it there when sent at

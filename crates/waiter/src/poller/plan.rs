@@ -9,6 +9,7 @@ use crate::job::SEND_ALLOWANCE;
 use crate::limits::{SQS_MAX_BATCH_ENTRIES, SQS_MAX_MESSAGE_BYTES};
 use crate::ports::StoredJob;
 use crate::routing::{aligned_send_instant, delay_for};
+use crate::time::seconds_between;
 
 pub(super) enum Plan {
     Send(Box<Planned>),
@@ -70,12 +71,14 @@ pub(super) fn plan(
         return Plan::NotYet;
     }
     let bytes = job.job.message_bytes();
+    let overdue_s = seconds_between(job.job.perform_at, now).max(0.0);
     Plan::Send(Box::new(Planned {
         send_at,
         job,
         bytes,
         arrive_in: None,
         booked: None,
+        overdue_s,
     }))
 }
 
@@ -199,6 +202,7 @@ mod tests {
             job: j,
             arrive_in: None,
             booked: None,
+            overdue_s: 0.0,
         };
         let call = vec![(planned(job.clone()), Some(1)), (planned(other.clone()), Some(1))];
         let messages = vec![

@@ -145,6 +145,9 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 continue;
             }
             self.summary.held_back += u64::from(waits_for_budget);
+            if !waits_for_budget {
+                self.summary.overdue_beyond_rate_s = self.summary.overdue_beyond_rate_s.max(p.overdue_s);
+            }
             call.push((p, delay));
         }
         for p in later.into_iter().rev() {

@@ -428,6 +428,7 @@ fn batches_respect_window_count_and_bytes() {
         bytes,
         arrive_in: None,
         booked: None,
+        overdue_s: 0.0,
     };
     let mut q: VecDeque<Planned> = (0..25).map(|_| p(0, 10)).collect();
     assert_eq!(next_batch(&mut q, BATCH_WINDOW).len(), 10);
