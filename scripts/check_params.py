@@ -46,6 +46,21 @@ def current_parameters(stack, region=None):
         return None, f"{type(e).__name__}: {e}"
 
 
+def current_template(stack, region=None):
+    """The stack's template as CloudFormation processed it (loops and the SAM transform
+    expanded), or None with why it could not be read."""
+    try:
+        import json
+
+        import boto3
+
+        cfn = boto3.client("cloudformation", region_name=region)
+        body = cfn.get_template(StackName=stack, TemplateStage="Processed")["TemplateBody"]
+        return (json.loads(body) if isinstance(body, str) else json.loads(json.dumps(body))), None
+    except Exception as e:  # noqa: BLE001 - any failure only means the midway check is skipped
+        return None, f"{type(e).__name__}: {e}"
+
+
 def effective(overrides, current, template):
     """Each checked parameter's value as the deploy will use it."""
     defaults = {k: str(v.get("Default", "")) for k, v in template["Parameters"].items()}

@@ -16,6 +16,9 @@
   --region, nor AWS_REGION or AWS_DEFAULT_REGION, in every partition at its longest region).
 - The other parameters fit each other (scripts/check_params.py), as PARAMS gives them or, left
   out, as the stack has them now.
+- An update fits IAM midway too: CloudFormation holds the stack's current policies and the new
+  ones at once, so renaming, moving or swapping queues can pass the limit when neither end
+  does. Checked against the stack's processed template, when it can be read.
 Exit status 0 when the lists deploy, 2 with one line per problem otherwise.
 """
 
@@ -60,6 +63,19 @@ def problems(queues, adopted):
     return out
 
 
+def midway(args, queues, adopted, current):
+    """The update from the stack as it is now (`current`: its parameters) to these lists."""
+    template, why = check_params.current_template(args.stack, args.region)
+    if template is None:
+        print(f"make deploy: the template of {args.stack} could not be read ({why[:200]}); the update is "
+              "checked at its end state only", file=sys.stderr)
+        return []
+    deploy = {"queues": queues, "adopted": adopted, "prefix": args.prefix, "kms_keys": split(args.kms_keys)}
+    now = {"queues": split(current.get("QueueNames", "")), "adopted": split(current.get("AdoptedQueueNames", "")),
+           "prefix": current.get("TablePrefix", "sqs-waiter-"), "kms_keys": split(current.get("QueueKmsKeyArns", ""))}
+    return iam_budget.update_problems(deploy, now, template, region=args.region)
+
+
 def split(value):
     return [q.strip() for q in value.split(",") if q.strip()]
 
@@ -75,18 +91,24 @@ def main(argv):
     parser.add_argument("--stack", default="sqs-waiter", help="the stack's name, for its current parameters")
     args = parser.parse_args(argv[1:])
     queues, adopted = split(args.queues), split(args.adopted)
+    current = {}
+    if args.params is not None:
+        current, why = check_params.current_parameters(args.stack, args.region)
+        if why:
+            print(f"make deploy: the current parameters of {args.stack} could not be read ({why[:200]}); "
+                  "those not in PARAMS are checked at template.yaml's defaults, the update at its end state",
+                  file=sys.stderr)
+        # A parameter left out keeps the stack's value (UsePreviousValue).
+        overrides = check_params.parse_overrides(args.params)
+        args.prefix = overrides.get("TablePrefix", (current or {}).get("TablePrefix", args.prefix))
+        args.kms_keys = overrides.get("QueueKmsKeyArns", (current or {}).get("QueueKmsKeyArns", args.kms_keys))
     found = problems(queues, adopted)
     if not found:
         found = iam_budget.problems(queues, adopted, args.prefix, region=args.region, kms_keys=split(args.kms_keys))
     if args.params is not None:
-        overrides = check_params.parse_overrides(args.params)
-        current = {}
-        if any(k not in overrides for k in check_params.CHECKED):
-            current, why = check_params.current_parameters(args.stack, args.region)
-            if why:
-                print(f"make deploy: the current parameters of {args.stack} could not be read ({why[:200]}); "
-                      "those not in PARAMS are checked at template.yaml's defaults", file=sys.stderr)
         found += check_params.problems(check_params.effective(overrides, current, iam_budget.load_template()))
+        if current and not found:
+            found += midway(args, queues, adopted, current)
     for p in found:
         print(f"make deploy: {p}", file=sys.stderr)
     return 2 if found else 0

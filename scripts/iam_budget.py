@@ -185,7 +185,7 @@ def role_policies(queues, adopted=(), prefix="sqs-waiter-", partition="aws", reg
              "TablePrefix": prefix, "QueueKmsKeyArns": list(kms_keys) or [""], **lists}
     for name, p in template["Parameters"].items():
         names.setdefault(name, p.get("Default", ""))
-    conditions = conditions_for(template["Conditions"], names)
+    conditions = conditions_for(template.get("Conditions", {}), names)
     resolve = Resolver(names, conditions)
     resources = expand_loops(template["Resources"], lists)
     out = {}
@@ -239,6 +239,71 @@ def problems(queues, adopted=(), prefix="sqs-waiter-", partition=None, region=No
                 "(infra/, no such limit), or split them over several SAM stacks, each with its own TablePrefix "
                 "(docs/deploy.md \"IAM\")")
     return out
+
+
+def peak_chars(new, old):
+    """{role: characters} while an update runs. CloudFormation creates the policies it adds and
+    updates the ones it keeps before it deletes the ones it removes (its cleanup phase), so a
+    role holds both sets at once; a policy kept under its name counts at its larger version."""
+    out = {}
+    for role in ROLES:
+        sizes = {}
+        for name, doc in list(old.get(role, [])) + list(new.get(role, [])):
+            sizes[name] = max(sizes.get(name, 0), policy_chars([(name, doc)]))
+        out[role] = sum(sizes.values())
+    return out
+
+
+def update_problems(deploy, current, current_template, partition=None, region=None):
+    """Why an update from the stack's `current` deployment to `deploy` would fail at IAM midway
+    although its end state fits ([] when it does not). Each is {"queues", "adopted", "prefix",
+    "kms_keys"}; `current_template` is the stack's processed template (whatever version of
+    template.yaml, or an older one, it was deployed from)."""
+    out = []
+    partitions = [partition_of(region)] if region else [partition] if partition else list(PARTITIONS)
+    template = load_template()
+    for p in partitions:
+        new = role_policies(deploy["queues"], deploy["adopted"], deploy["prefix"], p, region, deploy["kms_keys"],
+                            template)
+        old = role_policies(current["queues"], current["adopted"], current["prefix"], p, region,
+                            current["kms_keys"], current_template)
+        over = {role: c for role, c in peak_chars(new, old).items() if c > ROLE_INLINE_POLICY_CHARS}
+        if not over:
+            continue
+        step = first_step(deploy, current, old, p, region, template)
+        needs = " and ".join(f"{role} {c}" for role, c in over.items())
+        advice = (f"Deploy in two steps: first QUEUES={','.join(step['queues'])} ADOPT={','.join(step['adopted'])} "
+                  "(the queues that stay, and what fits beside the current ones), then these lists"
+                  if step else "Deploy fewer new queues at a time")
+        out.append(
+            f"the update passes IAM's {ROLE_INLINE_POLICY_CHARS} characters per role midway in {p} ({needs}): "
+            f"CloudFormation holds the stack's current policies and the new ones at once. {advice}. Tables are "
+            "kept (DeletionPolicy Retain), and the jobs of a queue that is out for one deploy wait in its table "
+            "(docs/deploy.md \"IAM\")")
+    return out
+
+
+def first_step(deploy, current, old, partition, region, template):
+    """Lists for a first deploy that fits midway from `current` and leaves a second step that
+    fits too: the queues that stay, plus the new ones, in order, while the update to them fits
+    beside the current policies (a subset of the new lists, so the second step's midway is the
+    new end state). None when not even one queue fits."""
+    step = {"queues": [q for q in current["queues"] if q in deploy["queues"]],
+            "adopted": [q for q in current["adopted"] if q in deploy["adopted"]],
+            "prefix": deploy["prefix"], "kms_keys": deploy["kms_keys"]}
+
+    def fits(lists):
+        new = role_policies(lists["queues"], lists["adopted"], lists["prefix"], partition, region,
+                            lists["kms_keys"], template)
+        return all(c <= ROLE_INLINE_POLICY_CHARS for c in peak_chars(new, old).values())
+
+    for key in ("queues", "adopted"):
+        for q in deploy[key]:
+            if q not in step[key]:
+                trial = {**step, key: step[key] + [q]}
+                if fits(trial):
+                    step = trial
+    return step if (step["queues"] or step["adopted"]) and fits(step) else None
 
 
 def max_queues(name_length, partition, prefix="sqs-waiter-", region=None):

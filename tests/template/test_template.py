@@ -451,6 +451,44 @@ class CrossParameters(unittest.TestCase):
         self.assertIn("NoCredentialsError", why)
 
 
+class UpdateMidway(unittest.TestCase):
+    """Issue 48 defect 2: CloudFormation creates the policies an update adds before it deletes
+    the ones it removes, so a role holds both sets midway (scripts/iam_budget.py)."""
+
+    @staticmethod
+    def deployed(lists):
+        """The stack's processed template for `lists`: its loops expanded, as AWS returns it."""
+        template = iam_budget.load_template()
+        loops = {"QueueNames": lists["queues"] or [""], "AdoptedQueueNames": lists["adopted"] or [""]}
+        template["Resources"] = iam_budget.expand_loops(template["Resources"], loops)
+        return template
+
+    def lists(self, queues=(), adopted=()):
+        return {"queues": list(queues), "adopted": list(adopted), "prefix": "sqs-waiter-", "kms_keys": []}
+
+    def test_moving_eight_queues_to_adopted_fits_at_each_end_and_not_midway(self):
+        names = [f"{i:080d}" for i in range(8)]
+        current, deploy = self.lists(queues=names), self.lists(adopted=names)
+        for end in (current, deploy):
+            self.assertEqual(iam_budget.problems(end["queues"], end["adopted"], region="us-east-1"), [])
+        (problem,) = iam_budget.update_problems(deploy, current, self.deployed(current), region="us-east-1")
+        self.assertIn("passes IAM's 10240 characters per role midway in aws", problem)
+        # The first step it names fits midway from now, and the second from it.
+        step_text = problem.split("first QUEUES=")[1].split(" (the queues")[0]
+        step_queues, step_adopted = step_text.split(" ADOPT=")
+        step = self.lists([q for q in step_queues.split(",") if q], [q for q in step_adopted.split(",") if q])
+        self.assertTrue(step["adopted"], problem)
+        self.assertEqual(iam_budget.update_problems(step, current, self.deployed(current), region="us-east-1"), [])
+        self.assertEqual(iam_budget.update_problems(deploy, step, self.deployed(step), region="us-east-1"), [])
+
+    def test_adding_or_removing_a_queue_fits(self):
+        names = [f"{i:080d}" for i in range(9)]
+        for current, deploy in ((names[:8], names), (names, names[:8]), (names[:8], names[1:])):
+            self.assertEqual(iam_budget.update_problems(self.lists(deploy), self.lists(current),
+                                                        self.deployed(self.lists(current)), region="us-east-1"),
+                             [], (current, deploy))
+
+
 class ScaleOfQueues(unittest.TestCase):
     """Issue 37: one budget (scripts/iam_budget.py) for `make deploy` and these tests."""
 
