@@ -430,8 +430,12 @@ class Rehearsal:
             except self.cfn.exceptions.ClientError:
                 status = "DELETE_COMPLETE"
             if status == "DELETE_FAILED":
-                failed = {e["LogicalResourceId"] for e in self.cfn.describe_stack_events(StackName=stack)["StackEvents"]
-                          if e.get("ResourceStatus") == "DELETE_FAILED"}
+                try:
+                    events = self.cfn.describe_stack_events(StackName=stack)["StackEvents"]
+                except self.cfn.exceptions.ClientError:
+                    status = "DELETE_COMPLETE"  # the delete ended between the two calls
+                    break
+                failed = {e["LogicalResourceId"] for e in events if e.get("ResourceStatus") == "DELETE_FAILED"}
                 # LocalStack also deletes the resources whose condition is false, which it never
                 # created; each such delete fails and marks the stack DELETE_FAILED while the
                 # delete goes on. A failure of a resource the stack has is final.
