@@ -14,6 +14,19 @@ fn arrival(s: &Sent) -> DateTime<Utc> {
     s.at + TimeDelta::seconds(i64::from(s.message.delay_seconds.unwrap_or(0)))
 }
 
+/// Each sent job's arrival second, counted from `due`'s, by id (the fixtures' body is
+/// `body-{id}`).
+fn arrived_by_id(queue: &FakeQueue, due: DateTime<Utc>) -> BTreeMap<String, i64> {
+    queue
+        .sent()
+        .iter()
+        .map(|m| {
+            let id = m.message.body.trim_start_matches("body-").to_owned();
+            (id, arrival(m).timestamp() - due.timestamp())
+        })
+        .collect()
+}
+
 /// Stores `jobs` (id, priority) due at `due_in_s` from now, then invokes the poller every
 /// second for each of `groups` groups (group g `g × offset_ms` into the second), until all are
 /// sent; the wall-clock second each arrives in (the rate's budget is by second), counted from
@@ -84,14 +97,7 @@ async fn herd_spread(
     )
     .await;
     assert_eq!(store.len(), 0, "all sent");
-    queue
-        .sent()
-        .iter()
-        .map(|m| {
-            let id = m.message.body.trim_start_matches("body-").to_owned();
-            (id, arrival(m).timestamp() - due.timestamp())
-        })
-        .collect()
+    arrived_by_id(&queue, due)
 }
 
 fn herd() -> Vec<(String, u16)> {
@@ -329,14 +335,7 @@ async fn a_check_in_from_before_the_herd_was_enqueued_does_not_count() {
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     }
     assert_eq!(store.len(), 0, "all sent");
-    let arrived: BTreeMap<String, i64> = queue
-        .sent()
-        .iter()
-        .map(|m| {
-            let id = m.message.body.trim_start_matches("body-").to_owned();
-            (id, arrival(m).timestamp() - due.timestamp())
-        })
-        .collect();
+    let arrived: BTreeMap<String, i64> = arrived_by_id(&queue, due);
     assert_ranked(&arrived);
 }
 
@@ -380,14 +379,7 @@ async fn a_partition_read_late_still_books_its_better_jobs_first() {
     let d = Dispatcher::new(cfg, slow, queue.clone(), clock.clone());
     d.run_group(clock.now() + TimeDelta::seconds(30), None).await;
     assert_eq!(store.len(), 0, "all sent");
-    let arrived: BTreeMap<String, i64> = queue
-        .sent()
-        .iter()
-        .map(|m| {
-            let id = m.message.body.trim_start_matches("body-").to_owned();
-            (id, arrival(m).timestamp() - due.timestamp())
-        })
-        .collect();
+    let arrived: BTreeMap<String, i64> = arrived_by_id(&queue, due);
     let urgent_last = urgents.iter().map(|u| arrived[*u]).max();
     let normal_first = normals.iter().map(|n| arrived[*n]).min();
     assert!(urgent_last < normal_first, "{arrived:?}");
