@@ -1,6 +1,5 @@
 import { Duration, Fn, RemovalPolicy, Stack, Token, Validations } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
-import * as cwActions from "aws-cdk-lib/aws-cloudwatch-actions";
 import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as kms from "aws-cdk-lib/aws-kms";
@@ -22,7 +21,11 @@ import {
   MANAGED_POLICIES_PER_ROLE,
   TABLE_QUOTA,
 } from "./checks.ts";
+import { createAlarms } from "./alarms.ts";
+import { grantQueueAccess, INDEX_NAME } from "./grants.ts";
 import { inRange } from "./ranges.ts";
+
+export { INDEX_NAME };
 
 /** `priorityOrder` as the functions read it, or an error naming the prop (JS callers skip the type). */
 function priorityOrder(order: string | undefined): string {
@@ -43,9 +46,6 @@ function queueKey(queue: sqs.IQueue): string {
   const physical = (queue.node.defaultChild as sqs.CfnQueue | undefined)?.queueName;
   return physical && !Token.isUnresolved(physical) ? physical : queue.node.id;
 }
-
-/** The index the poller queries; the contract's name. */
-export const INDEX_NAME = "scheduler-perform_at-index";
 
 export interface SqsWaiterProps {
   /** The queues this deployment manages (the allow-list). Each gets its own table. */
@@ -312,63 +312,7 @@ export class SqsWaiter extends Construct {
       onFailure: new destinations.SqsDestination(this.pollerFailures),
     });
 
-    // Least privilege: exact table, index and queue ARNs for each managed queue.
-    for (const [queue, table] of managed) {
-      enqueueRole.role.addToPrincipalPolicy(
-        new iam.PolicyStatement({
-          // PutItem: schedule and reschedule. BatchGetItem: get and the idempotency check.
-          // DeleteItem and ConditionCheckItem: cancel (a transaction with the poller lease).
-          // Query (table and index): list, list_parked. GetItem and UpdateItem: the shard
-          // counts. UpdateItem, DeleteItem and PutItem: a reschedule that moves a job near
-          // works its shard as a poller run would (lease, send, conditional removals).
-          actions: [
-            "dynamodb:PutItem",
-            "dynamodb:BatchGetItem",
-            "dynamodb:DeleteItem",
-            "dynamodb:ConditionCheckItem",
-            "dynamodb:Query",
-            "dynamodb:GetItem",
-            "dynamodb:UpdateItem",
-          ],
-          resources: [table.tableArn, `${table.tableArn}/index/${INDEX_NAME}`],
-        }),
-      );
-      pollerRole.role.addToPrincipalPolicy(
-        new iam.PolicyStatement({
-          actions: ["dynamodb:Query"],
-          resources: [`${table.tableArn}/index/${INDEX_NAME}`],
-        }),
-      );
-      pollerRole.role.addToPrincipalPolicy(
-        new iam.PolicyStatement({
-          // UpdateItem and DeleteItem: the partition lease. DeleteItem and PutItem (in a
-          // TransactWriteItems): remove sent jobs, conditioned on the version sent; park
-          // rejected jobs. BatchGetItem: re-read due jobs
-          // consistently under the lease. GetItem (and UpdateItem): the shard counts.
-          actions: [
-            "dynamodb:UpdateItem",
-            "dynamodb:DeleteItem",
-            "dynamodb:PutItem",
-            "dynamodb:BatchGetItem",
-            "dynamodb:GetItem",
-          ],
-          resources: [table.tableArn],
-        }),
-      );
-      for (const role of [enqueueRole.role, pollerRole.role]) {
-        role.addToPrincipalPolicy(
-          new iam.PolicyStatement({ actions: ["sqs:SendMessage", "sqs:GetQueueUrl"], resources: [queue.queueArn] }),
-        );
-      }
-    }
-    // Queues encrypted with a customer key need the key: the app's own queues name theirs, and
-    // queueKmsKeys covers imported ones.
-    const queueKeys = [...managed.flatMap(([q]) => q.encryptionMasterKey ?? []), ...(props.queueKmsKeys ?? [])];
-    for (const key of queueKeys) {
-      for (const role of [enqueueRole.role, pollerRole.role]) {
-        key.grant(role, "kms:GenerateDataKey", "kms:Decrypt");
-      }
-    }
+    grantQueueAccess(enqueueRole.role, pollerRole.role, managed, props.queueKmsKeys);
 
     // The functions, and so the schedule that names the poller, wait for every policy of their
     // roles (the default policy and its overflow managed policies, which name the tables): a
@@ -421,107 +365,7 @@ export class SqsWaiter extends Construct {
       });
     }
 
-    const metric = (namespace: string, metricName: string, statistic: string, period: Duration, fn = this.pollerFunction) =>
-      new cloudwatch.Metric({
-        namespace,
-        metricName,
-        statistic,
-        period,
-        dimensionsMap: { FunctionName: fn.functionName },
-      });
-    const atLeastOne = (id: string, alarmDescription: string, m: cloudwatch.IMetric, evaluationPeriods = 1) =>
-      new cloudwatch.Alarm(this, id, {
-        alarmDescription,
-        metric: m,
-        threshold: 1,
-        evaluationPeriods,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
-    const fiveMinutes = Duration.minutes(5);
-    this.alarms = [
-      new cloudwatch.Alarm(this, "PollerErrors", {
-        alarmDescription: "The sqs-waiter poller failed runs (no partition could be worked).",
-        metric: metric("AWS/Lambda", "Errors", "Sum", Duration.minutes(5)),
-        threshold: 2,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      }),
-      new cloudwatch.Alarm(this, "BacklogAge", {
-        alarmDescription: "The oldest overdue job found by the poller is more than 2 minutes late (leaving out jobs MaxRate holds back by design).",
-        metric: metric("SqsWaiter", "BacklogAge", "Maximum", Duration.minutes(1)),
-        threshold: 120,
-        evaluationPeriods: 3,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      }),
-      new cloudwatch.Alarm(this, "ParkedJobs", {
-        alarmDescription: "SQS rejected jobs permanently; they are parked (action list_parked).",
-        metric: metric("SqsWaiter", "Parked", "Sum", Duration.minutes(5)),
-        threshold: 1,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      }),
-      // Silence alarms: a poller that stopped running, or that runs and fails quietly.
-      new cloudwatch.Alarm(this, "PollerHeartbeat", {
-        alarmDescription: "The sqs-waiter poller has not run for 5 minutes (schedule disabled, deleted or failing to invoke).",
-        metric: metric("AWS/Lambda", "Invocations", "Sum", fiveMinutes),
-        threshold: 1,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.BREACHING,
-      }),
-      atLeastOne("PollerThrottles", "Lambda throttled the sqs-waiter poller.", metric("AWS/Lambda", "Throttles", "Sum", fiveMinutes)),
-      // On messages arriving, not on the queues' depth: failures are kept 14 days for
-      // inspection, and the alarms clear 5 minutes after the last one.
-      atLeastOne(
-        "PollerFailuresDepth",
-        "sqs-waiter poller runs failed in the last 5 minutes (kept in the on-failure queue for 14 days).",
-        this.pollerFailures.metricNumberOfMessagesSent({ statistic: "Sum", period: fiveMinutes }),
-      ),
-      atLeastOne(
-        "ScheduleDeadLettersDepth",
-        "EventBridge Scheduler could not invoke the sqs-waiter poller in the last 5 minutes.",
-        this.scheduleDeadLetters.metricNumberOfMessagesSent({ statistic: "Sum", period: fiveMinutes }),
-      ),
-      atLeastOne(
-        "FailedEntries",
-        "SQS kept refusing entries the poller sent (retryable failures for 15 minutes).",
-        metric("SqsWaiter", "FailedEntries", "Sum", fiveMinutes),
-        3,
-      ),
-      atLeastOne(
-        "PartitionErrors",
-        "Poller partitions stopped on errors (queue-level SQS or DynamoDB faults) for 10 minutes.",
-        metric("SqsWaiter", "PartitionErrors", "Sum", fiveMinutes),
-        2,
-      ),
-      // A refused request is a function error (the contract), so Lambda's Errors alone would
-      // page on callers' mistakes: the function counts those as Refused, and its own failures
-      // (also failed jobs of a batch) as Failures. Crashes and timeouts print no line and stay
-      // in Errors.
-      atLeastOne(
-        "EnqueueErrors",
-        "The sqs-waiter enqueue function failed on its side (dependencies, internal errors, crashes, timeouts); refused requests are not counted.",
-        new cloudwatch.MathExpression({
-          expression: "FILL(errors, 0) - FILL(refused, 0) + FILL(failures, 0)",
-          label: "enqueue failures on our side",
-          period: fiveMinutes,
-          usingMetrics: {
-            errors: metric("AWS/Lambda", "Errors", "Sum", fiveMinutes, this.enqueueFunction),
-            refused: metric("SqsWaiter", "Refused", "Sum", fiveMinutes, this.enqueueFunction),
-            failures: metric("SqsWaiter", "Failures", "Sum", fiveMinutes, this.enqueueFunction),
-          },
-        }),
-      ),
-    ];
-    if (props.alarmTopic) {
-      for (const alarm of this.alarms) {
-        alarm.addAlarmAction(new cwActions.SnsAction(props.alarmTopic));
-      }
-    }
+    this.alarms = createAlarms(this, this, props.alarmTopic);
 
     if (props.dashboard ?? true) {
       // The SAM template's body, read from one file: per-queue graphs are SEARCH expressions, so
