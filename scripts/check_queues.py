@@ -70,9 +70,11 @@ def midway(args, queues, adopted, current):
         print(f"make deploy: the template of {args.stack} could not be read ({why[:200]}); the update is "
               "checked at its end state only", file=sys.stderr)
         return []
-    deploy = {"queues": queues, "adopted": adopted, "prefix": args.prefix, "kms_keys": split(args.kms_keys)}
+    deploy = {"queues": queues, "adopted": adopted, "prefix": args.prefix, "kms_keys": split(args.kms_keys),
+              "table_key": args.table_key}
     now = {"queues": split(current.get("QueueNames", "")), "adopted": split(current.get("AdoptedQueueNames", "")),
-           "prefix": current.get("TablePrefix", "sqs-waiter-"), "kms_keys": split(current.get("QueueKmsKeyArns", ""))}
+           "prefix": current.get("TablePrefix", "sqs-waiter-"), "kms_keys": split(current.get("QueueKmsKeyArns", "")),
+           "table_key": current.get("TableKmsKeyArn", "")}
     return iam_budget.update_problems(deploy, now, template, region=args.region)
 
 
@@ -87,6 +89,7 @@ def main(argv):
     parser.add_argument("--prefix", default="sqs-waiter-", help="TablePrefix (the template's default)")
     parser.add_argument("--region", default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None)
     parser.add_argument("--kms-keys", default="", help="QueueKmsKeyArns")
+    parser.add_argument("--table-key", default="", help="TableKmsKeyArn")
     parser.add_argument("--params", default=None, help="PARAMS, as make passes them to SAM")
     parser.add_argument("--stack", default="sqs-waiter", help="the stack's name, for its current parameters")
     args = parser.parse_args(argv[1:])
@@ -102,9 +105,11 @@ def main(argv):
         overrides = check_params.parse_overrides(args.params)
         args.prefix = overrides.get("TablePrefix", (current or {}).get("TablePrefix", args.prefix))
         args.kms_keys = overrides.get("QueueKmsKeyArns", (current or {}).get("QueueKmsKeyArns", args.kms_keys))
+        args.table_key = overrides.get("TableKmsKeyArn", (current or {}).get("TableKmsKeyArn", args.table_key))
     found = problems(queues, adopted)
     if not found:
-        found = iam_budget.problems(queues, adopted, args.prefix, region=args.region, kms_keys=split(args.kms_keys))
+        found = iam_budget.problems(queues, adopted, args.prefix, region=args.region, kms_keys=split(args.kms_keys),
+                                    table_key=args.table_key)
     if args.params is not None:
         found += check_params.problems(check_params.effective(overrides, current, iam_budget.load_template()))
         if current and not found:

@@ -175,14 +175,15 @@ def conditions_for(conditions, names):
 
 
 def role_policies(queues, adopted=(), prefix="sqs-waiter-", partition="aws", region=None,
-                  kms_keys=(), template=None):
+                  kms_keys=(), template=None, table_key=""):
     """{role: [(policy name, resolved policy document)]}: every inline policy each function's
     role gets when the template is deployed with these lists."""
     template = template or load_template()
     region = region or PARTITIONS[partition]
     lists = {"QueueNames": list(queues) or [""], "AdoptedQueueNames": list(adopted) or [""]}
     names = {"AWS::Partition": partition, "AWS::Region": region, "AWS::AccountId": ACCOUNT,
-             "TablePrefix": prefix, "QueueKmsKeyArns": list(kms_keys) or [""], **lists}
+             "TablePrefix": prefix, "QueueKmsKeyArns": list(kms_keys) or [""], "TableKmsKeyArn": table_key,
+             **lists}
     for name, p in template["Parameters"].items():
         names.setdefault(name, p.get("Default", ""))
     conditions = conditions_for(template.get("Conditions", {}), names)
@@ -208,13 +209,13 @@ def policy_chars(policies):
 
 
 def role_chars(queues, adopted=(), prefix="sqs-waiter-", partition="aws", region=None, kms_keys=(),
-               template=None):
+               template=None, table_key=""):
     """{role: inline policy characters} for this deployment."""
-    policies = role_policies(queues, adopted, prefix, partition, region, kms_keys, template)
+    policies = role_policies(queues, adopted, prefix, partition, region, kms_keys, template, table_key)
     return {role: policy_chars(p) for role, p in policies.items()}
 
 
-def problems(queues, adopted=(), prefix="sqs-waiter-", partition=None, region=None, kms_keys=()):
+def problems(queues, adopted=(), prefix="sqs-waiter-", partition=None, region=None, kms_keys=(), table_key=""):
     """Why a SAM deploy of these lists would fail at IAM or DynamoDB, one sentence each ([] when
     it fits). With no region, each partition is checked at its longest region name."""
     out = []
@@ -228,7 +229,7 @@ def problems(queues, adopted=(), prefix="sqs-waiter-", partition=None, region=No
     partitions = [partition_of(region)] if region else [partition] if partition else list(PARTITIONS)
     template = load_template()
     for p in partitions:
-        chars = role_chars(queues, adopted, prefix, p, region, kms_keys, template)
+        chars = role_chars(queues, adopted, prefix, p, region, kms_keys, template, table_key)
         over = {role: c for role, c in chars.items() if c > ROLE_INLINE_POLICY_CHARS}
         if over:
             where = f"{p} ({region})" if region else f"{p} (region not given: checked at {PARTITIONS[p]})"
@@ -257,16 +258,16 @@ def peak_chars(new, old):
 def update_problems(deploy, current, current_template, partition=None, region=None):
     """Why an update from the stack's `current` deployment to `deploy` would fail at IAM midway
     although its end state fits ([] when it does not). Each is {"queues", "adopted", "prefix",
-    "kms_keys"}; `current_template` is the stack's processed template (whatever version of
+    "kms_keys"} and optionally "table_key"; `current_template` is the stack's processed template (whatever version of
     template.yaml, or an older one, it was deployed from)."""
     out = []
     partitions = [partition_of(region)] if region else [partition] if partition else list(PARTITIONS)
     template = load_template()
     for p in partitions:
         new = role_policies(deploy["queues"], deploy["adopted"], deploy["prefix"], p, region, deploy["kms_keys"],
-                            template)
+                            template, deploy.get("table_key", ""))
         old = role_policies(current["queues"], current["adopted"], current["prefix"], p, region,
-                            current["kms_keys"], current_template)
+                            current["kms_keys"], current_template, current.get("table_key", ""))
         over = {role: c for role, c in peak_chars(new, old).items() if c > ROLE_INLINE_POLICY_CHARS}
         if not over:
             continue
@@ -290,11 +291,11 @@ def first_step(deploy, current, old, partition, region, template):
     new end state). None when not even one queue fits."""
     step = {"queues": [q for q in current["queues"] if q in deploy["queues"]],
             "adopted": [q for q in current["adopted"] if q in deploy["adopted"]],
-            "prefix": deploy["prefix"], "kms_keys": deploy["kms_keys"]}
+            "prefix": deploy["prefix"], "kms_keys": deploy["kms_keys"], "table_key": deploy.get("table_key", "")}
 
     def fits(lists):
         new = role_policies(lists["queues"], lists["adopted"], lists["prefix"], partition, region,
-                            lists["kms_keys"], template)
+                            lists["kms_keys"], template, lists["table_key"])
         return all(c <= ROLE_INLINE_POLICY_CHARS for c in peak_chars(new, old).values())
 
     for key in ("queues", "adopted"):

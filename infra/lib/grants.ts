@@ -1,3 +1,4 @@
+import { Stack } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import type * as kms from "aws-cdk-lib/aws-kms";
@@ -71,5 +72,22 @@ export function grantQueueAccess(
     for (const role of [enqueueRole, pollerRole]) {
       key.grant(role, "kms:GenerateDataKey", "kms:Decrypt");
     }
+  }
+}
+
+/**
+ * DynamoDB uses the tables' customer key on behalf of the caller: each role may use this key
+ * only, and only through DynamoDB in the stack's region. No kms:CreateGrant: the functions
+ * create no tables.
+ */
+export function grantTableKey(roles: iam.IRole[], key: kms.IKey): void {
+  for (const role of roles) {
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*"],
+        resources: [key.keyArn],
+        conditions: { StringEquals: { "kms:ViaService": `dynamodb.${Stack.of(role).region}.amazonaws.com` } },
+      }),
+    );
   }
 }

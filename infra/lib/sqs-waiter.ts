@@ -22,7 +22,7 @@ import {
   TABLE_QUOTA,
 } from "./checks.ts";
 import { createAlarms } from "./alarms.ts";
-import { grantQueueAccess, INDEX_NAME } from "./grants.ts";
+import { grantQueueAccess, grantTableKey, INDEX_NAME } from "./grants.ts";
 import { inRange } from "./ranges.ts";
 
 export { INDEX_NAME };
@@ -153,6 +153,18 @@ export interface SqsWaiterProps {
    */
   readonly queueKmsKeys?: kms.IKey[];
   /**
+   * A customer-managed key that encrypts the tables this construct creates. Both functions are
+   * granted this key only, and only through DynamoDB (kms:ViaService). Adopted tables keep
+   * their own encryption (docs/deploy.md "Keys"). @default the AWS managed key aws/dynamodb
+   */
+  readonly tableEncryptionKey?: kms.IKey;
+  /**
+   * X-Ray tracing of both functions. With PASS_THROUGH a job still keeps a sampled caller's
+   * trace; ACTIVE samples invocations too (CDK grants the roles X-Ray's writes).
+   * @default unset: Lambda's PassThrough, and no X-Ray rights
+   */
+  readonly tracing?: lambda.Tracing;
+  /**
    * IAM's quota of managed policies per role in this account: many queues move grants into
    * overflow managed policies, and synth fails past this. @default 10 (IAM's default; 20 at most)
    */
@@ -212,7 +224,9 @@ export class SqsWaiter extends Construct {
         pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
         // History records carry purge_at; DynamoDB removes them then (docs/contract.md "History").
         timeToLiveAttribute: "purge_at",
-        encryption: dynamodb.TableEncryption.AWS_MANAGED,
+        ...(props.tableEncryptionKey
+          ? { encryption: dynamodb.TableEncryption.CUSTOMER_MANAGED, encryptionKey: props.tableEncryptionKey }
+          : { encryption: dynamodb.TableEncryption.AWS_MANAGED }),
         removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
         warmThroughput: props.warmThroughput,
       });
@@ -261,6 +275,9 @@ export class SqsWaiter extends Construct {
       architecture: props.architecture ?? lambda.Architecture.ARM_64,
       memorySize: 256,
       environment,
+      // Left unset by default: Lambda's PassThrough, without the X-Ray rights CDK grants for
+      // any explicit mode.
+      tracing: props.tracing,
       loggingFormat: lambda.LoggingFormat.JSON,
       // Lambda counts a JSON line without a `level` (the EMF metrics line) as INFO and would drop
       // it at WARN or ERROR; so Lambda filters nothing and the process filters by RUST_LOG.
@@ -313,6 +330,9 @@ export class SqsWaiter extends Construct {
     });
 
     grantQueueAccess(enqueueRole.role, pollerRole.role, managed, props.queueKmsKeys);
+    if (props.tableEncryptionKey) {
+      grantTableKey([enqueueRole.role, pollerRole.role], props.tableEncryptionKey);
+    }
 
     // The functions, and so the schedule that names the poller, wait for every policy of their
     // roles (the default policy and its overflow managed policies, which name the tables): a
@@ -380,6 +400,14 @@ export class SqsWaiter extends Construct {
       });
     }
 
+    if (props.tracing !== undefined && props.tracing !== lambda.Tracing.DISABLED) {
+      for (const role of [enqueueRole.role, pollerRole.role]) {
+        Validations.of(role).acknowledge({
+          id: "AwsSolutions-IAM5[Resource::*]",
+          reason: "X-Ray's PutTraceSegments and PutTelemetryRecords take no resource ARN (CDK's tracing grant).",
+        });
+      }
+    }
     Validations.of(this.pollerFailures).acknowledge({
       id: "AwsSolutions-SQS3",
       reason: "This queue is itself the poller's on-failure destination.",

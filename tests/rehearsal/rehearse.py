@@ -28,24 +28,18 @@ import json
 import logging
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
-import boto3
-from botocore.config import Config
-
 import cdk_stack
+import options
+from own_localstack import LocalStack
 from derive import BINARIES, BUCKET, REGION, derived_template, stripped_bootstrap, zipped_dir
 from roundtrip import Deliveries, RoundTrip, schedule_ref
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVICES = "sqs,dynamodb,cloudformation,iam,lambda,scheduler,logs,cloudwatch,sts,s3,kms,ssm"
 STACK_TIMEOUT_S = 300
 # The functions run on this host (tests/rehearsal/host_executor), so the stacks are deployed
 # for its architecture (also the example CDK app's `architecture` context), with the binaries
@@ -79,67 +73,6 @@ def gap(condition, what, why):
         gaps.append(what)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class LocalStack:
-    def __init__(self):
-        self.port = free_port()
-        self.fs = tempfile.mkdtemp(prefix="sqs-waiter-rehearsal-")
-        self.log_path = Path(self.fs) / "localstack.log"
-        env = dict(os.environ)
-        env.update(
-            LOCALSTACK_PORT=str(self.port),
-            LOCALSTACK_FILESYSTEM_ROOT=self.fs,
-            SERVICES=SERVICES,
-            LAMBDA_RUNTIME_EXECUTOR="sqs-waiter-host",
-            DEBUG=os.environ.get("REHEARSE_DEBUG", "0"),
-        )
-        self.log = open(self.log_path, "w")
-        # Its own session: stopping it signals exactly this process group (LocalStack and the
-        # DynamoDB Local JVM it starts), nothing else.
-        self.proc = subprocess.Popen(
-            ["bash", str(ROOT / "scripts/localstack.sh"), "run"],
-            env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-        self.endpoint = f"http://127.0.0.1:{self.port}"
-
-    def wait_ready(self, timeout_s=120):
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"LocalStack exited with {self.proc.returncode}; log: {self.log_path}")
-            try:
-                with urllib.request.urlopen(self.endpoint + "/_localstack/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.5)
-        raise RuntimeError(f"LocalStack not ready after {timeout_s} s; log: {self.log_path}")
-
-    def stop(self):
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=15)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        self.log.close()
-
-    def client(self, service):
-        return boto3.client(
-            service, endpoint_url=self.endpoint, region_name=REGION,
-            aws_access_key_id="test", aws_secret_access_key="test",
-            config=Config(retries={"max_attempts": 2}),
-        )
-
-
 class Rehearsal:
     def __init__(self, ls):
         self.cfn = ls.client("cloudformation")
@@ -151,6 +84,7 @@ class Rehearsal:
         self.cw = ls.client("cloudwatch")
         self.s3 = ls.client("s3")
         self.sqs = ls.client("sqs")
+        self.kms = ls.client("kms")
 
     def upload_code(self):
         """Each function's bootstrap, as `sam build` would package it."""
@@ -160,8 +94,8 @@ class Rehearsal:
                 stripped_bootstrap(binary, Path(tmp) / "bootstrap")
                 self.s3.put_object(Bucket=BUCKET, Key=f"{binary}.zip", Body=zipped_dir(tmp))
 
-    def params(self, queues, prefix, adopted=(), groups=1):
-        return [
+    def params(self, queues, prefix, adopted=(), groups=1, extra=None):
+        return [*({"ParameterKey": k, "ParameterValue": v} for k, v in (extra or {}).items()),
             {"ParameterKey": "PollerGroups", "ParameterValue": str(groups)},
             {"ParameterKey": "QueueNames", "ParameterValue": ",".join(queues)},
             {"ParameterKey": "AdoptedQueueNames", "ParameterValue": ",".join(adopted)},
@@ -189,14 +123,15 @@ class Rehearsal:
             if "FAILED" in e.get("ResourceStatus", ""):
                 print(f"     {e['LogicalResourceId']}: {e['ResourceStatus']}: {e.get('ResourceStatusReason', '')}")
 
-    # PollerGroups of each stack, as last deployed.
+    # PollerGroups and further parameters of each stack, as last deployed.
     groups = {}
+    extra = {}
 
-    def create(self, stack, queues, prefix, expect="CREATE_COMPLETE", adopted=(), groups=1):
+    def create(self, stack, queues, prefix, expect="CREATE_COMPLETE", adopted=(), groups=1, extra=None):
         started = time.monotonic()
-        self.groups[stack] = groups
+        self.groups[stack], self.extra[stack] = groups, extra
         self.cfn.create_stack(StackName=stack, TemplateBody=derived_template(queues, adopted),
-                              Parameters=self.params(queues, prefix, adopted, groups), Capabilities=self.CAPS)
+                              Parameters=self.params(queues, prefix, adopted, groups, extra), Capabilities=self.CAPS)
         status = self.wait(stack, expect)
         check(status == expect, f"{stack}: create ends {expect} (got {status}, {time.monotonic() - started:.0f} s)")
         return status == expect
@@ -288,8 +223,12 @@ class Rehearsal:
                 continue
             role = self.iam.get_role(RoleName=name)["Role"]
             arns[logical] = role["Arn"]
-            attached = self.iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]
-            check(attached == [], f"{stack}: {logical} has no managed policies (no AWSLambdaBasicExecutionRole)")
+            attached = [p["PolicyName"] for p in self.iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]]
+            # With Tracing=Active, X-Ray's writes (no resource ARNs), as SAM's own roles get them.
+            xray = ["AWSXRayDaemonWriteAccess"] if (self.extra.get(stack) or {}).get("Tracing") == "Active" \
+                and logical != "SchedulerRole" else []
+            check(attached == xray, f"{stack}: {logical} has no managed policies but {xray or 'none'} "
+                                    f"(no AWSLambdaBasicExecutionRole; got {attached})")
         schedule_group = self.physical(res, "PollerScheduleGroup")
         if "SchedulerRole" in arns:
             trust = self.iam.get_role(RoleName=roles["SchedulerRole"])["Role"]["AssumeRolePolicyDocument"]
@@ -412,7 +351,8 @@ class Rehearsal:
     def update(self, stack, queues, prefix, adopted=()):
         started = time.monotonic()
         self.cfn.update_stack(StackName=stack, TemplateBody=derived_template(queues, adopted),
-                              Parameters=self.params(queues, prefix, adopted, self.groups.get(stack, 1)),
+                              Parameters=self.params(queues, prefix, adopted, self.groups.get(stack, 1),
+                                                     self.extra.get(stack)),
                               Capabilities=self.CAPS)
         status = self.wait(stack, "UPDATE_COMPLETE")
         check(status == "UPDATE_COMPLETE", f"{stack}: update ends UPDATE_COMPLETE (got {status}, {time.monotonic() - started:.0f} s)")
@@ -479,12 +419,23 @@ def main():
             rt.ensure_queue(q)
 
         # 1. Two stacks side by side, each delivering jobs through its own functions; prod runs
-        #    two poller groups, each schedule its own half of the partitions.
-        for stack, prefix, groups in (("sqs-waiter-dev", "dev-", 1), ("sqs-waiter-prod", "prod-", 2)):
-            if not r.create(stack, ["orders", "billing"], prefix, groups=groups):
+        #    two poller groups, each schedule its own half of the partitions, and encrypts its
+        #    tables with a customer-managed key.
+        prod = options.ProdOptions(r, check, gap)
+        for stack, prefix, groups, extra in (("sqs-waiter-dev", "dev-", 1, None),
+                                             ("sqs-waiter-prod", "prod-", 2, prod.parameters())):
+            if not r.create(stack, ["orders", "billing"], prefix, groups=groups, extra=extra):
                 return
             r.check_stack(stack, ["orders", "billing"], prefix)
             r.deliver(rt, stack, "orders")
+        prod.check_keys("sqs-waiter-prod", ["orders", "billing"], "prod-")
+        prod.check_tables("sqs-waiter-dev", ["dev-orders", "dev-billing"], None)
+        # 1b. prod moves a queue from created to adopted in one update, with its two groups and
+        #     its key, and a job goes through that queue.
+        r.update("sqs-waiter-prod", ["orders"], "prod-", adopted=["billing"])
+        r.check_stack("sqs-waiter-prod", ["orders"], "prod-", adopted=["billing"])
+        prod.check_keys("sqs-waiter-prod", ["orders", "billing"], "prod-")
+        r.deliver(rt, "sqs-waiter-prod", "billing")
 
         # 2. Add a queue: one new table; the others are the same tables, untouched.
         before = {q: (r.table("dev-" + q) or {}).get("CreationDateTime") for q in ("orders", "billing")}

@@ -43,10 +43,15 @@ pub enum Quirk {
     /// attempt timeout on a busy one. Read from the source and timed, not probed. AWS:
     /// independent of the queue's depth.
     SqsCallsScanQueue,
+    /// `SendMessageBatch` drops each entry's `MessageSystemAttributes` (moto 5.2.5,
+    /// `send_message_batch`), and the call's `X-Amzn-Trace-Id` header too, so a message the
+    /// poller sends carries no `AWSTraceHeader`; `SendMessage` keeps the attribute. AWS: kept on
+    /// both, and a message without the attribute gets the call's header.
+    BatchDropsTraceHeader,
 }
 
 impl Quirk {
-    pub const ALL: [Quirk; 11] = [
+    pub const ALL: [Quirk; 12] = [
         Quirk::DelayTick,
         Quirk::FifoDedupForgetsDeleted,
         Quirk::AcceptsDelayOver900,
@@ -58,6 +63,7 @@ impl Quirk {
         Quirk::IgnoresClientRequestToken,
         Quirk::TransactionsCopyTables,
         Quirk::SqsCallsScanQueue,
+        Quirk::BatchDropsTraceHeader,
     ];
 
     /// The backends that have it, as measured with moto 5.2.5 and localstack-core 2026.3.0
@@ -76,6 +82,7 @@ impl Quirk {
             Quirk::IgnoresClientRequestToken => &[Moto],
             Quirk::TransactionsCopyTables => &[Moto],
             Quirk::SqsCallsScanQueue => &[Moto],
+            Quirk::BatchDropsTraceHeader => &[Moto],
         }
     }
 }

@@ -35,6 +35,7 @@ struct Invocation {
     id: String,
     payload: Bytes,
     deadline_ms: u64,
+    trace_id: String,
     reply: oneshot::Sender<Reply>,
 }
 
@@ -54,6 +55,10 @@ pub struct Function {
     pub started: Instant,
     pub log_path: PathBuf,
     seq: std::sync::atomic::AtomicU64,
+    /// The X-Ray trace header each invocation carries (`Lambda-Runtime-Trace-Id`, which the
+    /// runtime passes on as `_X_AMZN_TRACE_ID`): by default one Lambda would give an untraced
+    /// call (no `Sampled=1`).
+    pub trace_id: String,
 }
 
 /// Which build of the binaries to run.
@@ -132,6 +137,7 @@ impl Function {
             started,
             log_path,
             seq: Default::default(),
+            trace_id: "Root=1-00000000-000000000000000000000000".to_owned(),
         }
     }
 
@@ -169,6 +175,7 @@ impl Function {
                 id,
                 payload: Bytes::from(payload),
                 deadline_ms,
+                trace_id: self.trace_id.clone(),
                 reply,
             })
             .await
@@ -251,7 +258,7 @@ async fn next(State(api): State<Arc<Api>>) -> impl IntoResponse {
         "lambda-runtime-invoked-function-arn",
         v("arn:aws:lambda:us-east-1:000000000000:function:e2e"),
     );
-    h.insert("lambda-runtime-trace-id", v("Root=1-00000000-000000000000000000000000"));
+    h.insert("lambda-runtime-trace-id", v(&inv.trace_id));
     h.insert("content-type", v("application/json"));
     (StatusCode::OK, h, inv.payload)
 }

@@ -156,3 +156,15 @@ async fn ledger_bench_runs_and_no_booking_fails_with_time_left() {
     assert_eq!(row.failed, 0, "{row:?}");
     assert!(row.rounds_per_booking >= 1.0, "{row:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn trace_cost_bench_runs_and_the_header_adds_its_bytes_to_each_item() {
+    let emu = e2e::Emulator::start().await;
+    let rows = e2e::bench::trace_cost(&emu.dynamodb, &[100, 900]).await;
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        // The attribute's name and value, and item_size's byte of margin on a string.
+        let added = "trace_header".len() + e2e::bench::LAMBDA_TRACE_HEADER.len() + 1;
+        assert_eq!(r.item_bytes_with - r.item_bytes_without, added, "{r:?}");
+    }
+}

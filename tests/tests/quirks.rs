@@ -70,6 +70,7 @@ async fn probe(emu: &Emulator, quirk: Quirk) -> Option<bool> {
         }
         Quirk::UnlockedConditionalWrites | Quirk::TransactionsCopyTables | Quirk::SqsCallsScanQueue => None,
         Quirk::IgnoresClientRequestToken => Some(token_ignored(emu).await),
+        Quirk::BatchDropsTraceHeader => Some(batch_drops_trace_header(emu).await),
         Quirk::ConsistentIndex => {
             emu.create_table("quirk-index").await;
             emu.dynamodb
@@ -94,6 +95,39 @@ async fn probe(emu: &Emulator, quirk: Quirk) -> Option<bool> {
             Some(found.count() == 1)
         }
     }
+}
+
+/// Whether a message sent by `SendMessageBatch` with an `AWSTraceHeader` arrives without it.
+async fn batch_drops_trace_header(emu: &Emulator) -> bool {
+    use aws_sdk_sqs::types::{MessageSystemAttributeName, MessageSystemAttributeNameForSends as Send};
+    use aws_sdk_sqs::types::{MessageSystemAttributeValue, SendMessageBatchRequestEntry};
+    let url = emu.create_queue("quirk-trace").await;
+    let header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
+    let value = MessageSystemAttributeValue::builder()
+        .data_type("String")
+        .string_value(header)
+        .build()
+        .expect("attribute");
+    let entry = SendMessageBatchRequestEntry::builder()
+        .id("0")
+        .message_body("traced")
+        .message_system_attributes(Send::AwsTraceHeader, value)
+        .build()
+        .expect("entry");
+    emu.sqs
+        .send_message_batch()
+        .queue_url(&url)
+        .entries(entry)
+        .send()
+        .await
+        .expect("SendMessageBatch");
+    let got = emu.receive_for(&url, Duration::from_secs(3), 1).await;
+    assert_eq!(got.len(), 1, "the message arrives");
+    let attributes = got[0].message.attributes.clone().unwrap_or_default();
+    attributes
+        .get(&MessageSystemAttributeName::AwsTraceHeader)
+        .map(String::as_str)
+        != Some(header)
 }
 
 /// Whether a transaction sent again with the token of an applied one is applied again: it puts

@@ -70,6 +70,10 @@ pub enum Command {
         expires_at: Option<DateTime<Utc>>,
         #[command(flatten)]
         rank: Rank,
+        /// An X-Ray trace header the job's message carries as AWSTraceHeader
+        /// (Root=1-…;Parent=…;Sampled=1).
+        #[arg(long, value_name = "HEADER")]
+        trace_header: Option<String>,
     },
     /// Show a job: as stored, or what history knows of it.
     #[command(after_help = "Example:\n  sqs-waiter get orders invoice-42")]

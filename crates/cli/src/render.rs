@@ -121,6 +121,7 @@ pub fn details(r: &JobReply) -> String {
     row("priority", r.priority.map(|p| p.to_string()).unwrap_or_default());
     row("weight", r.weight.map(|w| w.to_string()).unwrap_or_default());
     row("group", r.message_group_id.clone().unwrap_or_default());
+    row("trace_header", r.trace_header.clone().unwrap_or_default());
     row(
         "deduplication_id",
         r.message_deduplication_id.clone().unwrap_or_default(),

@@ -169,8 +169,10 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
             group,
             expires_at,
             rank,
+            trace_header,
         } => {
             let mut job = Job::new(queue, body);
+            job.trace_header = trace_header.clone();
             (job.priority, job.weight) = (rank.priority, rank.weight);
             (job.delay_seconds, job.perform_at) = when(w);
             job.job_id = id.clone();

@@ -124,7 +124,8 @@ fn one_job_in_detail_and_outcomes_in_one_line() {
         "message_attributes": {"kind": {"data_type": "String", "string_value": "invoice"}},
         "expires_at": "2026-12-02T00:00:00Z", "message_group_id": "customer-7",
         "message_deduplication_id": "invoice-42",
-        "windows": [{"from": "22:00", "to": "23:00"}], "time_zone": "Europe/Berlin", "version": 3
+        "windows": [{"from": "22:00", "to": "23:00"}], "time_zone": "Europe/Berlin", "version": 3,
+        "trace_header": "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1"
     }))
     .unwrap();
     insta::assert_snapshot!("get", render::details(&job));

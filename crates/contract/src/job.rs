@@ -63,6 +63,10 @@ pub struct Job {
     /// 1 to 100, default 1: the messages this job counts as against `WAITER_MAX_RATE`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<u64>,
+    /// An X-Ray trace header (`Root=1-…;Parent=…;Sampled=1`) the job's messages carry as SQS's
+    /// `AWSTraceHeader`. When absent, the enqueue call's own trace is kept if it is sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_header: Option<String>,
 }
 
 impl Job {
@@ -82,6 +86,7 @@ impl Job {
             time_zone: None,
             priority: None,
             weight: None,
+            trace_header: None,
         }
     }
 
@@ -145,6 +150,12 @@ impl Job {
     pub fn windows(mut self, windows: Vec<Window>, time_zone: impl Into<String>) -> Self {
         self.windows = Some(windows);
         self.time_zone = Some(time_zone.into());
+        self
+    }
+
+    /// Carry this X-Ray trace header to SQS (`AWSTraceHeader`) instead of the enqueue call's.
+    pub fn trace_header(mut self, header: impl Into<String>) -> Self {
+        self.trace_header = Some(header.into());
         self
     }
 }

@@ -159,6 +159,9 @@ pub struct JobReply {
     /// stored job is its delivery at the next opening of its windows. `cancel` and
     /// `reschedule` act on that later delivery only.
     pub maybe_delivered_at: Option<DateTime<Utc>>,
+    /// The X-Ray trace header the job's messages carry as `AWSTraceHeader` (get, list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_header: Option<String>,
 }
 
 /// SQS's code and message for a parked job.

@@ -25,7 +25,12 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Reply, Diagno
             } else {
                 now + FALLBACK_BUDGET
             };
-            (app.respond(&request, deadline).await, is_enqueue, is_retry)
+            let trace = event.context.xray_trace_id.as_deref();
+            (
+                app.respond_traced(&request, deadline, trace).await,
+                is_enqueue,
+                is_retry,
+            )
         }
         Err(invalid) => (Err(invalid.into()), true, false),
     };

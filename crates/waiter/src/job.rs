@@ -72,6 +72,10 @@ pub struct Job {
     /// A replayed copy: its messages carry its `job_id` as `waiter.job_id`, the id its consumer
     /// retries it under (the body names the job it copies).
     pub names_itself: bool,
+    /// The X-Ray trace header of the call that enqueued it (or the caller's `trace_header`),
+    /// sent as SQS's `AWSTraceHeader` system attribute, which is outside the message's size and
+    /// its 10 attributes.
+    pub trace_header: Option<String>,
 }
 
 impl Job {

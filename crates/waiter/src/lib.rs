@@ -22,6 +22,7 @@ pub mod ports;
 pub mod rate;
 pub mod routing;
 pub mod time;
+pub mod trace;
 pub mod windows;
 pub mod wire;
 
@@ -51,6 +52,8 @@ mod retry_tests;
 mod simulation;
 #[cfg(test)]
 mod testing;
+#[cfg(test)]
+mod trace_tests;
 
 pub use app::Waiter;
 pub use config::{Config, ConfigError, QueueName};

@@ -102,6 +102,7 @@ mod tests {
             weight: sqs_waiter_contract::DEFAULT_WEIGHT,
             attempt: 1,
             names_itself: false,
+            trace_header: None,
         }
     }
 

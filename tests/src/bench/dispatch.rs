@@ -100,6 +100,7 @@ pub(crate) async fn load_ranked_items(
                     weight: sqs_waiter_client::DEFAULT_WEIGHT,
                     attempt: 1,
                     names_itself: false,
+                    trace_header: None,
                 },
                 enqueued_at: due,
                 parked: None,

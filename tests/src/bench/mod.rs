@@ -6,12 +6,14 @@ mod cold_start;
 mod dispatch;
 mod ledger;
 mod precision;
+mod trace_cost;
 
 pub use api_calls::*;
 pub use cold_start::*;
 pub use dispatch::*;
 pub use ledger::*;
 pub use precision::*;
+pub use trace_cost::*;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

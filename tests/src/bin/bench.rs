@@ -35,6 +35,8 @@ enum Section {
     Api,
     /// Enqueue throughput in batches of 100.
     Enqueue,
+    /// Write units a stored trace header adds per job, on DynamoDB Local.
+    TraceCost,
 }
 
 /// Prints sqs-waiter's figures and writes them as JSON (and the lateness chart as SVG) under
@@ -71,6 +73,7 @@ async fn main() {
         Section::Coldstart => "coldstart",
         Section::Api => "api",
         Section::Enqueue => "enqueue",
+        Section::TraceCost => "trace-cost",
     };
     let all = what == "all";
     println!(
@@ -397,5 +400,22 @@ async fn main() {
             r.jobs, r.batch, r.seconds, r.jobs_per_s
         );
         println!("written to {}\n", write_json("enqueue.json", &r).display());
+    }
+    if all || what == "trace-cost" {
+        let ddb_local = e2e::emulator::DynamoLocal::start().await;
+        let ddb = aws_sdk_dynamodb::Client::new(&e2e::emulator::sdk_config(&ddb_local.endpoint).await);
+        let rows = trace_cost(&ddb, &[100, 600, 900, 950, 1000, 3000]).await;
+        println!(
+            "a stored trace header ({} characters, Lambda's with Lineage), per job: put and delete, table and index (ALL), write units as DynamoDB Local reports them:",
+            LAMBDA_TRACE_HEADER.len()
+        );
+        println!("  body bytes  item bytes without/with  write units without/with");
+        for r in &rows {
+            println!(
+                "  {:>10}  {:>12}/{:<10}  {:>10}/{}",
+                r.body_bytes, r.item_bytes_without, r.item_bytes_with, r.write_units_without, r.write_units_with
+            );
+        }
+        println!("written to {}\n", write_json("trace_cost.json", &rows).display());
     }
 }

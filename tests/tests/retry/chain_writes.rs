@@ -52,6 +52,7 @@ async fn the_chains_transactions_are_conditional_on_what_was_read() {
             weight: 1,
             attempt: 3,
             names_itself: false,
+            trace_header: None,
         },
         partition: Partition::Shard(0),
         enqueued_at: now - TimeDelta::minutes(1),

@@ -30,9 +30,20 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
     /// Handles one invocation of the `enqueue` function; work not finished `DEADLINE_MARGIN`
     /// before `deadline` is answered as a retryable error, so the reply always gets out.
     pub async fn respond(&self, event: &Value, deadline: DateTime<Utc>) -> Result<Reply, HandlerError> {
+        self.respond_traced(event, deadline, None).await
+    }
+
+    /// `respond` for an invocation with this X-Ray trace header (Lambda's `_X_AMZN_TRACE_ID`):
+    /// what the request creates keeps it when it is sampled (`Request::traced`).
+    pub async fn respond_traced(
+        &self,
+        event: &Value,
+        deadline: DateTime<Utc>,
+        trace: Option<&str>,
+    ) -> Result<Reply, HandlerError> {
         let now = self.clock.now();
         let cut = deadline - DEADLINE_MARGIN;
-        match parse_request(event, &self.config, now)? {
+        match parse_request(event, &self.config, now)?.traced(trace) {
             Request::Enqueue(job) => {
                 let job = (*job)?;
                 let precise_at = self.precise_instant(&job);

@@ -69,6 +69,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             // A new job, whose consumer retries it under its own id: its messages say which.
             attempt: 1,
             names_itself: true,
+            trace_header: r.trace_header,
         };
         // Always stored, never sent straight: the conditional put is what makes a second
         // `replay` a duplicate, whatever the history settings. A near copy is handed over at once.

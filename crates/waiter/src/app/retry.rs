@@ -191,6 +191,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             weight: r.weight,
             attempt: r.attempt + 1,
             names_itself: names_itself || r.names_itself,
+            trace_header: r.trace_header.clone(),
         };
         check_message(&Given::default(), &job)?;
         Ok(job)

@@ -47,6 +47,8 @@ pub const A_MAYBE_DELIVERED_AT: &str = "maybe_delivered_at";
 /// Written only when not the default, so that a job that sets neither costs nothing more.
 pub const A_PRIORITY: &str = "priority";
 pub const A_WEIGHT: &str = "weight";
+/// The X-Ray trace header sent as `AWSTraceHeader` (absent when the job has none).
+pub const A_TRACE_HEADER: &str = "trace_header";
 /// History records (docs/contract.md "History"): no `perform_at`, so never in the due index.
 pub const A_HISTORY: &str = "history";
 pub const A_LEFT_AT: &str = "left_at";
@@ -241,6 +243,9 @@ pub fn encode(s: &StoredJob) -> Item {
     if job.weight != DEFAULT_WEIGHT {
         item.insert(A_WEIGHT.into(), AttributeValue::N(job.weight.to_string()));
     }
+    if let Some(t) = &job.trace_header {
+        item.insert(A_TRACE_HEADER.into(), AttributeValue::S(t.clone()));
+    }
     if let Some(p) = &s.parked {
         item.insert(A_PARKED_AT.into(), n(p.parked_at));
         item.insert(A_PARK_CODE.into(), AttributeValue::S(p.code.clone()));
@@ -321,6 +326,7 @@ pub const ATTRIBUTES_WITHOUT_MESSAGE: &[&str] = &[
     A_WEIGHT,
     A_ATTEMPT,
     A_NAMES_ITSELF,
+    A_TRACE_HEADER,
 ];
 
 /// The one item codec: item to job. Errors name the attribute. The item's strings (the body
@@ -402,6 +408,7 @@ pub fn decode_view(queue: &QueueName, mut item: Item, view: View) -> Result<Stor
             weight: take_u16(item, A_WEIGHT, DEFAULT_WEIGHT, 1, MAX_WEIGHT)?,
             attempt,
             names_itself,
+            trace_header: take_s(item, A_TRACE_HEADER)?,
         },
         partition,
         enqueued_at: take_t(item, A_ENQUEUED_AT)?.unwrap_or(perform_at),

@@ -200,3 +200,32 @@ fn an_attempt_stored_as_its_own_job_before_issue_35_reads_as_that_attempt_and_se
         "its message is the one the old version would send"
     );
 }
+
+#[test]
+fn a_trace_header_round_trips_in_its_own_attribute_and_is_absent_by_default() {
+    let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+    let plain = stored("orders", "o-1", at, 1);
+    assert!(
+        !encode(&plain).contains_key(A_TRACE_HEADER),
+        "nothing stored without a trace"
+    );
+    let mut traced = plain.clone();
+    traced.job.trace_header = Some("Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1".into());
+    let item = encode(&traced);
+    assert_eq!(
+        item.get(A_TRACE_HEADER),
+        Some(&AttributeValue::S(
+            "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1".into()
+        ))
+    );
+    // What it adds to the item, and so to the write units a job bills: its name and value
+    // (item_size counts a string one byte over, on the safe side).
+    assert_eq!(
+        item_size(&item) - item_size(&encode(&plain)),
+        A_TRACE_HEADER.len() + "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1".len() + 1
+    );
+    let q = traced.job.queue.clone();
+    assert_eq!(decode(&q, item.clone()).unwrap(), traced);
+    // A read without the message (list) still shows it.
+    assert!(ATTRIBUTES_WITHOUT_MESSAGE.contains(&A_TRACE_HEADER));
+}

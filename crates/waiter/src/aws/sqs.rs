@@ -8,7 +8,10 @@ use tokio::sync::OnceCell;
 
 use async_trait::async_trait;
 use aws_sdk_sqs::primitives::Blob;
-use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
+use aws_sdk_sqs::types::{
+    MessageAttributeValue, MessageSystemAttributeNameForSends, MessageSystemAttributeValue,
+    SendMessageBatchRequestEntry,
+};
 use aws_sdk_sqs::Client;
 
 use super::classify;
@@ -63,6 +66,27 @@ impl SqsQueue {
     }
 }
 
+/// The job's trace as SQS's `AWSTraceHeader` system attribute (a String), if it has one.
+fn trace_attribute(
+    m: &OutgoingMessage,
+) -> Result<Option<HashMap<MessageSystemAttributeNameForSends, MessageSystemAttributeValue>>, PortError> {
+    let Some(header) = &m.trace_header else {
+        return Ok(None);
+    };
+    let value = MessageSystemAttributeValue::builder()
+        .data_type("String")
+        .string_value(header)
+        .build()
+        .map_err(|e| PortError::Internal {
+            operation: "SendMessage",
+            source: Box::new(e),
+        })?;
+    Ok(Some(HashMap::from([(
+        MessageSystemAttributeNameForSends::AwsTraceHeader,
+        value,
+    )])))
+}
+
 fn to_sqs_attributes(attrs: &Attributes) -> Result<Option<HashMap<String, MessageAttributeValue>>, PortError> {
     if attrs.is_empty() {
         return Ok(None);
@@ -97,6 +121,7 @@ impl MessageQueue for SqsQueue {
             .set_delay_seconds(m.delay_seconds.map(|d| d as i32))
             .set_message_group_id(m.group_id.clone())
             .set_message_deduplication_id(m.deduplication_id.clone())
+            .set_message_system_attributes(trace_attribute(m)?)
             .customize()
             .interceptor(Retime::new(vec![m.expires_at]))
             .send()
@@ -132,6 +157,7 @@ impl MessageQueue for SqsQueue {
                     .set_delay_seconds(m.delay_seconds.map(|d| d as i32))
                     .set_message_group_id(m.group_id.clone())
                     .set_message_deduplication_id(m.deduplication_id.clone())
+                    .set_message_system_attributes(trace_attribute(m)?)
                     .build()
                     .map_err(|e| PortError::Internal {
                         operation: "SendMessageBatch",

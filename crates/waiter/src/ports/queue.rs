@@ -20,6 +20,9 @@ pub struct OutgoingMessage {
     pub deduplication_id: Option<String>,
     /// The job's `expires_at`: a retry of the send that would arrive after it is not sent.
     pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Sent as the `AWSTraceHeader` system attribute: outside the message's size and its
+    /// attributes.
+    pub trace_header: Option<String>,
 }
 
 impl OutgoingMessage {
@@ -37,6 +40,7 @@ impl OutgoingMessage {
                     .then(|| default_deduplication_id(&job.job_id, edition, &job.message_body))
             }),
             expires_at: job.expires_at,
+            trace_header: job.trace_header.clone(),
         }
     }
 

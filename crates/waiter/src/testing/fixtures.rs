@@ -57,6 +57,7 @@ pub fn stored(queue: &str, id: &str, perform_at: DateTime<Utc>, shards: u32) -> 
             weight: sqs_waiter_contract::DEFAULT_WEIGHT,
             attempt: 1,
             names_itself: false,
+            trace_header: None,
             queue: q,
         },
         enqueued_at: perform_at,

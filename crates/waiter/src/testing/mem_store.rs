@@ -461,6 +461,7 @@ impl DueIndex for MemStore {
                             weight: j.job.weight,
                             attempt: 1,
                             names_itself: false,
+                            trace_header: None,
                         },
                         enqueued_at: j.job.perform_at,
                         parked: None,

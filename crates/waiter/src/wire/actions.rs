@@ -209,6 +209,8 @@ pub struct Replay {
     pub new_job_id: Option<String>,
     /// `None`: now.
     pub perform_at: Option<DateTime<Utc>>,
+    /// The trace the copy's messages carry: the replay call's own (set by the handler).
+    pub trace_header: Option<String>,
 }
 
 impl TryFrom<Decoded<'_, sqs_waiter_contract::Replay>> for Replay {
@@ -224,6 +226,7 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Replay>> for Replay {
                 .map(|id| check_new_job_id(&given.name("new_job_id"), id))
                 .transpose()?,
             perform_at: when(&given, r.delay_seconds, r.perform_at, now)?,
+            trace_header: None,
         })
     }
 }

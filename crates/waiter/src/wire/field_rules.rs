@@ -262,6 +262,14 @@ pub(crate) fn check_fifo_id(field: &str, id: String) -> Result<String, InvalidRe
 }
 
 /// `limit` (1 to `MAX_PAGE_LIMIT`, default `DEFAULT_PAGE_LIMIT`).
+/// A caller's `trace_header`: an X-Ray trace header, as SQS's `AWSTraceHeader` must be.
+pub(crate) fn check_trace_header(given: &Given, header: String) -> Result<String, InvalidRequest> {
+    match crate::trace::problem(&header) {
+        None => Ok(header),
+        Some(rule) => Err(InvalidRequest::new(given.name("trace_header"), rule)),
+    }
+}
+
 pub(crate) fn check_limit(limit: Option<usize>) -> Result<usize, InvalidRequest> {
     match limit {
         None => Ok(DEFAULT_PAGE_LIMIT),

@@ -88,6 +88,7 @@ pub(crate) fn status_only(status: JobStatus, queue: &QueueName, job_id: &str) ->
         priority: None,
         weight: None,
         maybe_delivered_at: None,
+        trace_header: None,
     }
 }
 
@@ -182,6 +183,7 @@ pub(crate) fn describe(stored: &StoredJob) -> JobReply {
         priority: Some(job.priority),
         weight: Some(job.weight),
         maybe_delivered_at: stored.maybe_delivered_at,
+        trace_header: job.trace_header.clone(),
         ..status_only(status, &job.queue, &job.job_id)
     }
 }

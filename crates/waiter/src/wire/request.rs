@@ -22,8 +22,8 @@ use crate::job::{without_reserved, Job, MAX_JOBS_PER_REQUEST};
 use crate::time;
 use crate::wire::field_rules::{
     check_attributes, check_expires_at, check_expiry, check_fifo_id, check_job_id, check_job_ids, check_limit,
-    check_message, check_message_body, check_new_job_id, check_priority, check_queue, check_weight, check_windows,
-    when, DEFAULT_PAGE_LIMIT,
+    check_message, check_message_body, check_new_job_id, check_priority, check_queue, check_trace_header, check_weight,
+    check_windows, when, DEFAULT_PAGE_LIMIT,
 };
 use sqs_waiter_contract::{DEFAULT_PRIORITY, DEFAULT_WEIGHT};
 
@@ -79,6 +79,35 @@ pub enum Request {
     Stats(super::actions::StatsQuery),
     Replay(Box<super::actions::Replay>),
     Retry(Box<super::retry::Retry>),
+}
+
+impl Request {
+    /// The request with the invocation's trace (`trace::kept_from_invocation`) on what it
+    /// creates: a job without a caller's `trace_header`, a retry's next attempt, a replayed copy.
+    pub fn traced(self, invocation: Option<&str>) -> Self {
+        let Some(trace) = crate::trace::kept_from_invocation(invocation) else {
+            return self;
+        };
+        let on_job = |job: Result<Job, InvalidRequest>| {
+            job.map(|mut j| {
+                j.trace_header.get_or_insert_with(|| trace.clone());
+                j
+            })
+        };
+        match self {
+            Request::Enqueue(job) => Request::Enqueue(Box::new(on_job(*job))),
+            Request::Batch(jobs) => Request::Batch(jobs.into_iter().map(on_job).collect()),
+            Request::Retry(mut r) => {
+                r.trace_header = Some(trace);
+                Request::Retry(r)
+            }
+            Request::Replay(mut r) => {
+                r.trace_header = Some(trace);
+                Request::Replay(r)
+            }
+            other => other,
+        }
+    }
 }
 
 /// Which parked jobs a `redrive` moves back.
@@ -279,6 +308,7 @@ impl TryFrom<Decoded<'_, JobRequest>> for Job {
             weight,
             attempt: 1,
             names_itself: false,
+            trace_header: j.trace_header.map(|t| check_trace_header(&given, t)).transpose()?,
         };
         check_message(&given, &job)?;
         Ok(job)

@@ -234,3 +234,72 @@ fn sqs_aliases_times_and_attributes_are_accepted_unaltered() {
         "derived when sent, from the edition"
     );
 }
+
+const SAMPLED: &str = "Root=1-67891233-abcdef012345678912345678;Parent=463ac35c9f6413ad;Sampled=1";
+const CALLER: &str = "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1";
+
+#[test]
+fn a_trace_header_is_taken_as_given_or_refused_naming_the_field() {
+    let j = job(json!({"queue": "orders", "message_body": "x", "trace_header": CALLER})).unwrap();
+    assert_eq!(j.trace_header.as_deref(), Some(CALLER));
+    let err = job(json!({"queue": "orders", "message_body": "x", "trace_header": "Root=oops"})).unwrap_err();
+    assert_eq!(err.field, "trace_header");
+    assert!(err.to_string().contains("Root"), "{err}");
+    let plain = job(json!({"queue": "orders", "message_body": "x"})).unwrap();
+    assert_eq!(plain.trace_header, None);
+}
+
+fn traced(request: Value, invocation: Option<&str>) -> Request {
+    parse_request(&request, &cfg(), now()).unwrap().traced(invocation)
+}
+
+#[test]
+fn what_a_sampled_invocation_creates_keeps_its_trace_and_a_callers_header_wins() {
+    let Request::Enqueue(j) = traced(json!({"queue": "orders", "message_body": "x"}), Some(SAMPLED)) else {
+        panic!("an enqueue")
+    };
+    assert_eq!(j.unwrap().trace_header.as_deref(), Some(SAMPLED));
+    let own = json!({"queue": "orders", "message_body": "x", "trace_header": CALLER});
+    let Request::Enqueue(j) = traced(own, Some(SAMPLED)) else {
+        panic!("an enqueue")
+    };
+    assert_eq!(
+        j.unwrap().trace_header.as_deref(),
+        Some(CALLER),
+        "the caller's header wins"
+    );
+    let batch = json!({"jobs": [{"queue": "orders", "message_body": "a"}, {"queue": "nope", "message_body": "b"}]});
+    let Request::Batch(jobs) = traced(batch, Some(SAMPLED)) else {
+        panic!("a batch")
+    };
+    assert_eq!(jobs[0].as_ref().unwrap().trace_header.as_deref(), Some(SAMPLED));
+    assert!(jobs[1].is_err(), "a refused job stays refused");
+    let retry = json!({"action": "retry", "queue": "orders", "job_id": "j", "attempt": 1, "message_body": "x"});
+    let Request::Retry(r) = traced(retry, Some(SAMPLED)) else {
+        panic!("a retry")
+    };
+    assert_eq!(
+        r.trace_header.as_deref(),
+        Some(SAMPLED),
+        "the next attempt is traced to the retry call"
+    );
+    let replay = json!({"action": "replay", "queue": "orders", "job_id": "j"});
+    let Request::Replay(r) = traced(replay, Some(SAMPLED)) else {
+        panic!("a replay")
+    };
+    assert_eq!(r.trace_header.as_deref(), Some(SAMPLED));
+}
+
+#[test]
+fn an_unsampled_or_absent_invocation_trace_is_not_kept() {
+    for invocation in [
+        Some("Root=1-67891233-abcdef012345678912345678;Sampled=0"),
+        Some("garbage"),
+        None,
+    ] {
+        let Request::Enqueue(j) = traced(json!({"queue": "orders", "message_body": "x"}), invocation) else {
+            panic!("an enqueue")
+        };
+        assert_eq!(j.unwrap().trace_header, None, "{invocation:?}");
+    }
+}

@@ -35,6 +35,8 @@ pub struct Retry {
     /// The next attempt's: as given, else the job's (the message's `waiter.priority`).
     pub priority: u16,
     pub weight: u16,
+    /// The trace the next attempt's messages carry: the retry call's own (set by the handler).
+    pub trace_header: Option<String>,
 }
 
 impl TryFrom<Decoded<'_, sqs_waiter_contract::Retry>> for Retry {
@@ -131,6 +133,7 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Retry>> for Retry {
             error,
             priority,
             weight,
+            trace_header: None,
         })
     }
 }

@@ -1,0 +1,109 @@
+"""The stack's options of issue 48: the KMS keys of the queues and of the tables (item 3), each
+granted exactly when given, the tables' key only through DynamoDB, and counted in the IAM
+budget; and X-Ray tracing (item 4). Run by scripts/template_test.sh with the project venv's
+Python."""
+
+import os
+import re
+import sys
+import unittest
+
+from cfnlint.decode import cfn_yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import iam_budget  # noqa: E402
+
+TEMPLATE = cfn_yaml.load(os.path.join(ROOT, "template.yaml"))
+RESOURCES = TEMPLATE["Resources"]
+KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+ROLES = [{"Ref": "EnqueueRole"}, {"Ref": "PollerRole"}]
+
+
+def table():
+    _, _, body = RESOURCES["Fn::ForEach::Tables"]
+    (resource,) = body.values()
+    return resource
+
+
+class QueueKeys(unittest.TestCase):
+    def test_kms_queue_keys_are_granted_exactly_when_given(self):
+        self.assertEqual(TEMPLATE["Parameters"]["QueueKmsKeyArns"]["Default"], "")
+        policy = RESOURCES["QueueKeys"]
+        self.assertEqual(policy["Condition"], "HasQueueKmsKeys")
+        self.assertEqual(policy["Properties"]["Roles"], ROLES)
+        (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+        self.assertEqual(sorted(statement["Action"]), ["kms:Decrypt", "kms:GenerateDataKey"])
+        self.assertEqual(statement["Resource"], {"Ref": "QueueKmsKeyArns"})
+
+
+class TableKey(unittest.TestCase):
+    def test_the_parameter_takes_a_key_arn_or_nothing_and_refuses_an_alias(self):
+        param = TEMPLATE["Parameters"]["TableKmsKeyArn"]
+        self.assertEqual(param["Default"], "")
+        accepts = lambda v: re.fullmatch(param["AllowedPattern"], v) is not None  # noqa: E731
+        self.assertTrue(accepts(""))
+        self.assertTrue(accepts(KEY))
+        self.assertTrue(accepts(KEY.replace("arn:aws:", "arn:aws-us-gov:").replace("us-east-1", "us-gov-west-1")))
+        # IAM grants on the key's ARN: an alias would leave the roles without the key.
+        self.assertFalse(accepts("alias/sqs-waiter"))
+        self.assertFalse(accepts("arn:aws:kms:us-east-1:123456789012:alias/sqs-waiter"))
+        self.assertFalse(accepts("1234abcd-12ab-34cd-56ef-1234567890ab"))
+
+    def test_created_tables_use_the_key_when_given_and_the_aws_managed_key_otherwise(self):
+        sse = table()["Properties"]["SSESpecification"]
+        self.assertEqual(sse["SSEEnabled"], True)
+        self.assertEqual(sse["SSEType"], {"Fn::If": ["HasTableKmsKey", "KMS", {"Ref": "AWS::NoValue"}]})
+        self.assertEqual(sse["KMSMasterKeyId"],
+                         {"Fn::If": ["HasTableKmsKey", {"Ref": "TableKmsKeyArn"}, {"Ref": "AWS::NoValue"}]})
+        self.assertEqual(TEMPLATE["Conditions"]["HasTableKmsKey"],
+                         {"Fn::Not": [{"Fn::Equals": [{"Ref": "TableKmsKeyArn"}, ""]}]})
+
+    def test_both_roles_get_that_key_only_and_only_through_dynamodb(self):
+        policy = RESOURCES["TableKey"]
+        self.assertEqual(policy["Condition"], "HasTableKmsKey")
+        self.assertEqual(policy["Properties"]["Roles"], ROLES)
+        for role in ("EnqueueRole", "PollerRole"):
+            with_key = dict(iam_budget.role_policies(["orders"], region="us-east-1", table_key=KEY)[role])
+            without = dict(iam_budget.role_policies(["orders"])[role])
+            self.assertNotIn("sqs-waiter-table-key", without)
+            (statement,) = with_key["sqs-waiter-table-key"]["Statement"]
+            self.assertEqual(statement["Resource"], KEY)
+            self.assertEqual(statement["Condition"], {"StringEquals": {"kms:ViaService": "dynamodb.us-east-1.amazonaws.com"}})
+            self.assertTrue(all(a.startswith("kms:") and a != "kms:*" for a in statement["Action"]))
+            self.assertNotIn("kms:CreateGrant", statement["Action"], "the functions create no tables")
+            # No other policy names the key.
+            others = [d for n, d in with_key.items() if n != "sqs-waiter-table-key"]
+            self.assertNotIn(KEY, repr(others))
+
+    def test_the_budget_counts_the_key_policy(self):
+        n = iam_budget.max_queues(80, "aws")
+        queues = [f"{i:080d}" for i in range(n)]
+        plain = iam_budget.role_chars(queues)
+        grown = iam_budget.role_chars(queues, table_key=KEY)
+        for role in grown:
+            self.assertGreater(grown[role], plain[role] + len(KEY), role)
+        # make deploy's check passes the key on: refused exactly when the roles with the key's
+        # policy pass IAM's limit.
+        for q in (n, n - 1, n - 2):
+            chars = iam_budget.role_chars(queues[:q], table_key=KEY)
+            fits = max(chars.values()) <= iam_budget.ROLE_INLINE_POLICY_CHARS
+            self.assertEqual(iam_budget.problems(queues[:q], partition="aws", table_key=KEY) == [], fits, q)
+
+
+class Tracing(unittest.TestCase):
+    def test_pass_through_by_default_and_active_on_both_functions_with_x_rays_writes(self):
+        param = TEMPLATE["Parameters"]["Tracing"]
+        self.assertEqual((param["Default"], param["AllowedValues"]), ("PassThrough", ["PassThrough", "Active"]))
+        self.assertEqual(TEMPLATE["Globals"]["Function"]["Tracing"], {"Ref": "Tracing"})
+        for fn in ("EnqueueFunction", "PollerFunction"):
+            self.assertNotIn("Tracing", RESOURCES[fn]["Properties"], "the Globals' value applies")
+        xray = {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AWSXRayDaemonWriteAccess"}
+        for role in ("EnqueueRole", "PollerRole"):
+            self.assertEqual(RESOURCES[role]["Properties"]["ManagedPolicyArns"],
+                             {"Fn::If": ["TracingActive", [xray], {"Ref": "AWS::NoValue"}]})
+        self.assertEqual(TEMPLATE["Conditions"]["TracingActive"], {"Fn::Equals": [{"Ref": "Tracing"}, "Active"]})
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
