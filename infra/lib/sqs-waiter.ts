@@ -22,6 +22,7 @@ import {
   TABLE_QUOTA,
 } from "./checks.ts";
 import { createAlarms } from "./alarms.ts";
+import { placeAllowList } from "./allow-list.ts";
 import { grantQueueAccess, grantTableKey, INDEX_NAME } from "./grants.ts";
 import { inRange } from "./ranges.ts";
 
@@ -269,12 +270,16 @@ export class SqsWaiter extends Construct {
       WAITER_POLLER_GROUPS: String(pollerGroups),
       RUST_LOG: props.logLevel ?? lambda.ApplicationLogLevel.INFO,
     };
+    // Past Lambda's 4 KB of environment (47 queues of 80 characters), the allow-list
+    // goes in a layer's file instead (docs/deploy.md "Many queues").
+    const allowList = placeAllowList(this, managed.map(([q]) => q.queueName), environment);
     const common = {
       runtime: lambda.Runtime.PROVIDED_AL2023,
       handler: "bootstrap",
       architecture: props.architecture ?? lambda.Architecture.ARM_64,
       memorySize: 256,
-      environment,
+      environment: allowList.environment,
+      layers: allowList.layer ? [allowList.layer] : undefined,
       // Left unset by default: Lambda's PassThrough, without the X-Ray rights CDK grants for
       // any explicit mode.
       tracing: props.tracing,

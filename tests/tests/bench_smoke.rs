@@ -29,7 +29,7 @@ async fn precision_bench_runs_and_nothing_is_early_or_lost() {
 #[tokio::test(flavor = "multi_thread")]
 async fn cold_start_api_and_enqueue_benches_run() {
     let rows = e2e::bench::cold_start(1, Profile::Debug).await;
-    assert_eq!(rows.len(), 3);
+    assert_eq!(rows.len(), 4);
     for r in &rows {
         assert!(r.init_ms.is_finite() && r.init_ms > 0.0, "{r:?}");
         assert!(r.peak_rss_mib.is_finite() && r.peak_rss_mib > 0.0, "{r:?}");

@@ -17,6 +17,9 @@ use crate::limits::{
 pub const RETRY_RECORD_KEEP: chrono::TimeDelta = chrono::TimeDelta::days(14);
 
 pub const ENV_QUEUES: &str = "WAITER_QUEUES";
+/// A file holding the allow-list instead, read once at start: for lists past what Lambda's 4 KB
+/// of environment holds (the CDK construct ships it in a layer, docs/deploy.md).
+pub const ENV_QUEUES_FILE: &str = "WAITER_QUEUES_FILE";
 pub const ENV_TABLE_PREFIX: &str = "WAITER_TABLE_PREFIX";
 pub const ENV_DIRECT_MAX_DELAY: &str = "WAITER_DIRECT_MAX_DELAY";
 pub const ENV_LOOKAHEAD: &str = "WAITER_LOOKAHEAD";
@@ -146,10 +149,37 @@ impl Config {
 
     /// Builds the config from any lookup, so tests need not touch the process environment.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let raw_queues = get(ENV_QUEUES).ok_or_else(|| ConfigError {
-            variable: ENV_QUEUES,
-            problem: "is required: a comma-separated list of queue names".into(),
-        })?;
+        Self::from_lookup_reading(get, |path| std::fs::read_to_string(path))
+    }
+
+    /// `from_lookup` with the reader of `WAITER_QUEUES_FILE`.
+    pub fn from_lookup_reading(
+        get: impl Fn(&str) -> Option<String>,
+        read: impl Fn(&str) -> std::io::Result<String>,
+    ) -> Result<Self, ConfigError> {
+        let (list_var, raw_queues) =
+            match (get(ENV_QUEUES), get(ENV_QUEUES_FILE)) {
+                (Some(_), Some(_)) => {
+                    return Err(ConfigError {
+                        variable: ENV_QUEUES,
+                        problem: format!("give it or {ENV_QUEUES_FILE}, not both"),
+                    })
+                }
+                (Some(list), None) => (ENV_QUEUES, list),
+                (None, Some(path)) => (
+                    ENV_QUEUES_FILE,
+                    read(&path).map_err(|e| ConfigError {
+                        variable: ENV_QUEUES_FILE,
+                        problem: format!("cannot read {path:?}: {e}"),
+                    })?,
+                ),
+                (None, None) => return Err(ConfigError {
+                    variable: ENV_QUEUES,
+                    problem: format!(
+                        "is required: a comma-separated list of queue names (or {ENV_QUEUES_FILE}, a file holding one)"
+                    ),
+                }),
+            };
         let table_prefix = get(ENV_TABLE_PREFIX).unwrap_or_default();
         if !table_prefix
             .bytes()
@@ -162,9 +192,9 @@ impl Config {
         }
         let mut queues = Vec::new();
         let mut seen = BTreeSet::new();
-        for part in raw_queues.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        for part in raw_queues.split([',', '\n']).map(str::trim).filter(|p| !p.is_empty()) {
             let q = QueueName::parse(part).map_err(|e| ConfigError {
-                variable: ENV_QUEUES,
+                variable: list_var,
                 problem: format!("queue name {part:?} {e}"),
             })?;
             if table_prefix.len() + q.as_str().len() > DDB_MAX_TABLE_NAME_CHARS {
@@ -175,7 +205,7 @@ impl Config {
             }
             if !seen.insert(q.clone()) {
                 return Err(ConfigError {
-                    variable: ENV_QUEUES,
+                    variable: list_var,
                     problem: format!("queue {q} is listed twice"),
                 });
             }
@@ -183,7 +213,7 @@ impl Config {
         }
         if queues.is_empty() {
             return Err(ConfigError {
-                variable: ENV_QUEUES,
+                variable: list_var,
                 problem: "must name at least one queue".into(),
             });
         }
@@ -303,6 +333,42 @@ mod tests {
         assert_eq!(c.lookahead, DEFAULT_LOOKAHEAD);
         assert_eq!(c.shards, DEFAULT_SHARDS);
         assert_eq!(c.table_name(&c.queues[0]), "orders");
+    }
+
+    fn from_file(contents: std::io::Result<&str>, extra: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let mut map: HashMap<String, String> = extra.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        map.insert(ENV_QUEUES_FILE.into(), "/opt/sqs-waiter/queues".into());
+        let contents = contents.map(str::to_owned).map_err(|e| e.kind());
+        Config::from_lookup_reading(
+            |k| map.get(k).cloned(),
+            |path| {
+                assert_eq!(path, "/opt/sqs-waiter/queues");
+                contents.clone().map_err(std::io::Error::from)
+            },
+        )
+    }
+
+    #[test]
+    fn the_allow_list_may_come_from_a_file_and_its_errors_name_that_variable() {
+        let c = from_file(Ok("orders,billing.fifo\nrefunds\n"), &[]).unwrap();
+        let names: Vec<_> = c.queues.iter().map(QueueName::as_str).collect();
+        assert_eq!(names, ["orders", "billing.fifo", "refunds"]);
+        for (contents, says) in [
+            (Ok("orders,orders"), "listed twice"),
+            (Ok("a/b"), "queue name"),
+            (Ok(" \n"), "at least one queue"),
+            (
+                Err(std::io::ErrorKind::NotFound.into()),
+                "cannot read \"/opt/sqs-waiter/queues\"",
+            ),
+        ] {
+            let e = from_file(contents, &[]).unwrap_err();
+            assert_eq!(e.variable, ENV_QUEUES_FILE, "{e}");
+            assert!(e.problem.contains(says), "{e}");
+        }
+        let both = from_file(Ok("orders"), &[(ENV_QUEUES, "orders")]).unwrap_err();
+        assert_eq!(both.variable, ENV_QUEUES);
+        assert!(both.problem.contains("not both"), "{both}");
     }
 
     #[test]

@@ -334,12 +334,12 @@ async fn main() {
         let rows = cold_start(runs, profile).await;
         println!("cold start (release binaries vs Python 3 + boto3, same Runtime API stand-in; median of {runs} fresh processes)");
         println!(
-            "{:<22} {:>9} {:>14} {:>16}",
+            "{:<32} {:>9} {:>14} {:>16}",
             "function", "init ms", "peak RSS MiB", "1st invoke ms"
         );
         for r in &rows {
             println!(
-                "{:<22} {:>9.1} {:>14.1} {:>16.1}",
+                "{:<32} {:>9.1} {:>14.1} {:>16.1}",
                 r.function, r.init_ms, r.peak_rss_mib, r.first_invoke_ms
             );
         }
