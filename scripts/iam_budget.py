@@ -22,6 +22,9 @@ ROLE_INLINE_POLICY_CHARS = 10_240
 # DynamoDB: a table name is 3 to 255 characters.
 # https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.NamingRulesDataTypes.html
 TABLE_NAME_MIN, TABLE_NAME_MAX = 3, 255
+# Lambda: a function's environment variables, keys and values together, in bytes.
+# https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html
+LAMBDA_ENVIRONMENT_BYTES = 4096
 ROLES = ("EnqueueRole", "PollerRole")
 LISTS = ("QueueNames", "AdoptedQueueNames")
 
@@ -202,6 +205,18 @@ def role_policies(queues, adopted=(), prefix="sqs-waiter-", partition="aws", reg
     return out
 
 
+def environment_bytes(queues, adopted=(), prefix="sqs-waiter-", template=None):
+    """The functions' environment (the template's Globals) as Lambda counts it, for these lists
+    and the other parameters at their defaults."""
+    template = template or load_template()
+    names = {"QueueNames": list(queues) or [""], "AdoptedQueueNames": list(adopted) or [""], "TablePrefix": prefix}
+    for name, p in template["Parameters"].items():
+        names.setdefault(name, p.get("Default", ""))
+    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    resolved = Resolver(names, conditions_for(template.get("Conditions", {}), names))(env)
+    return sum(len(k.encode()) + len(str(v).encode()) for k, v in resolved.items())
+
+
 def policy_chars(policies):
     """What IAM counts of a role's inline policies: each document without white space. The
     policy names are counted too, which keeps the estimate on the safe side."""
@@ -228,6 +243,11 @@ def problems(queues, adopted=(), prefix="sqs-waiter-", partition=None, region=No
         return out
     partitions = [partition_of(region)] if region else [partition] if partition else list(PARTITIONS)
     template = load_template()
+    env = environment_bytes(queues, adopted, prefix, template)
+    if env > LAMBDA_ENVIRONMENT_BYTES:
+        out.append(f"{len(queues) + len(adopted)} queues make the functions' environment {env} bytes, over Lambda's "
+                   f"{LAMBDA_ENVIRONMENT_BYTES} (WAITER_QUEUES holds the list): deploy them with the CDK construct, "
+                   "which moves a long list into a layer, or split them over several SAM stacks")
     for p in partitions:
         chars = role_chars(queues, adopted, prefix, p, region, kms_keys, template, table_key)
         over = {role: c for role, c in chars.items() if c > ROLE_INLINE_POLICY_CHARS}

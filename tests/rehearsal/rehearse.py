@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 import cdk_stack
+import midway
 import options
 from own_localstack import LocalStack
 from derive import BINARIES, BUCKET, REGION, derived_template, stripped_bootstrap, zipped_dir
@@ -430,6 +431,7 @@ def main():
             r.deliver(rt, stack, "orders")
         prod.check_keys("sqs-waiter-prod", ["orders", "billing"], "prod-")
         prod.check_tables("sqs-waiter-dev", ["dev-orders", "dev-billing"], None)
+        midway.check_update_midway(ls.endpoint, "sqs-waiter-prod", check)
         # 1b. prod moves a queue from created to adopted in one update, with its two groups and
         #     its key, and a job goes through that queue.
         r.update("sqs-waiter-prod", ["orders"], "prod-", adopted=["billing"])

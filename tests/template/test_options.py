@@ -91,6 +91,24 @@ class TableKey(unittest.TestCase):
             self.assertEqual(iam_budget.problems(queues[:q], partition="aws", table_key=KEY) == [], fits, q)
 
 
+class Environment(unittest.TestCase):
+    """Lambda's 4 KB of environment: in SAM, IAM's inline budget binds first."""
+
+    def test_at_sams_queue_limit_the_environment_fits_and_a_list_too_long_for_it_is_refused(self):
+        longest_prefix = "p" * TEMPLATE["Parameters"]["TablePrefix"]["MaxLength"]
+        for partition in iam_budget.PARTITIONS:
+            n = iam_budget.max_queues(80, partition)
+            queues = [f"{i:080d}" for i in range(n)]
+            env = iam_budget.environment_bytes(queues, prefix=longest_prefix)
+            print(f"{partition}: {n} queues of 80 characters, environment {env} bytes")
+            self.assertLess(env, iam_budget.LAMBDA_ENVIRONMENT_BYTES, partition)
+        # The check itself: a list the environment cannot hold is refused for that reason too.
+        many = [f"{i:080d}" for i in range(50)]
+        self.assertGreater(iam_budget.environment_bytes(many), iam_budget.LAMBDA_ENVIRONMENT_BYTES)
+        found = iam_budget.problems(many, partition="aws")
+        self.assertTrue(any("environment" in p and "over Lambda's 4096" in p for p in found), found)
+
+
 class Tracing(unittest.TestCase):
     def test_pass_through_by_default_and_active_on_both_functions_with_x_rays_writes(self):
         param = TEMPLATE["Parameters"]["Tracing"]

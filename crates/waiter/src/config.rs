@@ -157,29 +157,30 @@ impl Config {
         get: impl Fn(&str) -> Option<String>,
         read: impl Fn(&str) -> std::io::Result<String>,
     ) -> Result<Self, ConfigError> {
-        let (list_var, raw_queues) =
-            match (get(ENV_QUEUES), get(ENV_QUEUES_FILE)) {
-                (Some(_), Some(_)) => {
-                    return Err(ConfigError {
-                        variable: ENV_QUEUES,
-                        problem: format!("give it or {ENV_QUEUES_FILE}, not both"),
-                    })
-                }
-                (Some(list), None) => (ENV_QUEUES, list),
-                (None, Some(path)) => (
-                    ENV_QUEUES_FILE,
-                    read(&path).map_err(|e| ConfigError {
-                        variable: ENV_QUEUES_FILE,
-                        problem: format!("cannot read {path:?}: {e}"),
-                    })?,
-                ),
-                (None, None) => return Err(ConfigError {
+        let (list_var, raw_queues) = match (get(ENV_QUEUES), get(ENV_QUEUES_FILE)) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError {
+                    variable: ENV_QUEUES,
+                    problem: format!("give it or {ENV_QUEUES_FILE}, not both"),
+                })
+            }
+            (Some(list), None) => (ENV_QUEUES, list),
+            (None, Some(path)) => (
+                ENV_QUEUES_FILE,
+                read(&path).map_err(|e| ConfigError {
+                    variable: ENV_QUEUES_FILE,
+                    problem: format!("cannot read {path:?}: {e}"),
+                })?,
+            ),
+            (None, None) => {
+                return Err(ConfigError {
                     variable: ENV_QUEUES,
                     problem: format!(
                         "is required: a comma-separated list of queue names (or {ENV_QUEUES_FILE}, a file holding one)"
                     ),
-                }),
-            };
+                })
+            }
+        };
         let table_prefix = get(ENV_TABLE_PREFIX).unwrap_or_default();
         if !table_prefix
             .bytes()
