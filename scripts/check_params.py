@@ -8,6 +8,8 @@ UsePreviousValue), else template.yaml's default.
 - PollerReservedConcurrency (unless 0, none) is at least PollerGroups: each group's schedule
   invokes the poller every minute, and EventBridge Scheduler drops an invocation it could not
   make within 60 s (the schedules' MaximumEventAgeInSeconds).
+- WarmWriteUnits and WarmReadUnits never go below the stack's current values: DynamoDB cannot
+  lower a table's warm throughput, so such an update fails (and every later one with it).
 """
 
 import shlex
@@ -65,6 +67,24 @@ def effective(overrides, current, template):
     """Each checked parameter's value as the deploy will use it."""
     defaults = {k: str(v.get("Default", "")) for k, v in template["Parameters"].items()}
     return {k: overrides.get(k, (current or {}).get(k, defaults.get(k, ""))) for k in CHECKED}
+
+
+def lowered(overrides, current):
+    """Warm throughput asked below what the stack's tables have: DynamoDB refuses to decrease it.
+    Only where both the current and the new deploy set it (WarmWriteUnits not 0); 0 leaves the
+    tables as they are."""
+    out = []
+    current = current or {}
+    now_on, next_on = current.get("WarmWriteUnits", "0") != "0", overrides.get("WarmWriteUnits") != "0"
+    for key in ("WarmWriteUnits", "WarmReadUnits"):
+        try:
+            new, old = int(overrides[key]), int(current[key])
+        except (KeyError, ValueError):
+            continue
+        if now_on and next_on and new < old:
+            out.append(f"{key} ({new}) is below the stack's current {old}: DynamoDB cannot lower a table's warm "
+                       "throughput, so the update would fail; leave it out (it keeps the current value) or raise it")
+    return out
 
 
 def problems(values):

@@ -112,6 +112,7 @@ def main(argv):
                                     table_key=args.table_key)
     if args.params is not None:
         found += check_params.problems(check_params.effective(overrides, current, iam_budget.load_template()))
+        found += check_params.lowered(overrides, current)
         if current and not found:
             found += midway(args, queues, adopted, current)
     for p in found:

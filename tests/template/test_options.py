@@ -7,11 +7,13 @@ import os
 import re
 import sys
 import unittest
+from unittest import mock
 
 from cfnlint.decode import cfn_yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import check_params  # noqa: E402
 import iam_budget  # noqa: E402
 
 TEMPLATE = cfn_yaml.load(os.path.join(ROOT, "template.yaml"))
@@ -107,6 +109,35 @@ class Environment(unittest.TestCase):
         self.assertGreater(iam_budget.environment_bytes(many), iam_budget.LAMBDA_ENVIRONMENT_BYTES)
         found = iam_budget.problems(many, partition="aws")
         self.assertTrue(any("environment" in p and "over Lambda's 4096" in p for p in found), found)
+
+
+class WarmThroughputNeverLowered(unittest.TestCase):
+    """Issue 48 defect 5: an update that lowers warm throughput fails at DynamoDB."""
+
+    def test_a_lower_value_than_the_stacks_is_refused_and_raising_or_keeping_it_is_not(self):
+        current = {"WarmWriteUnits": "8000", "WarmReadUnits": "20000"}
+        lowered = check_params.lowered
+        self.assertEqual(lowered({"WarmWriteUnits": "8000"}, current), [])
+        self.assertEqual(lowered({"WarmWriteUnits": "12000", "WarmReadUnits": "24000"}, current), [])
+        self.assertEqual(lowered({}, current), [], "left out: UsePreviousValue")
+        (write,) = lowered({"WarmWriteUnits": "4000"}, current)
+        self.assertIn("WarmWriteUnits (4000) is below the stack's current 8000", write)
+        (read,) = lowered({"WarmReadUnits": "12000"}, current)
+        self.assertIn("WarmReadUnits (12000) is below the stack's current 20000", read)
+        # 0 sets none (the tables keep theirs); a stack without warm throughput has nothing to lower.
+        self.assertEqual(lowered({"WarmWriteUnits": "0", "WarmReadUnits": "12000"}, current), [])
+        self.assertEqual(lowered({"WarmWriteUnits": "4000", "WarmReadUnits": "12000"},
+                                 {"WarmWriteUnits": "0", "WarmReadUnits": "20000"}), [])
+        self.assertEqual(lowered({"WarmWriteUnits": "4000"}, None), [], "a new stack")
+
+    def test_make_deploy_refuses_it_before_sam_runs(self):
+        import check_queues
+        stack = ({"WarmWriteUnits": "8000", "WarmReadUnits": "12000"}, None)
+        with mock.patch.object(check_params, "current_parameters", lambda stack_name, region=None: stack), \
+                mock.patch.object(check_params, "current_template", lambda stack_name, region=None: (None, "offline")):
+            argv = ["check_queues.py", "orders", "", "--region", "us-east-1", "--stack", "s"]
+            self.assertEqual(check_queues.main(argv + ["--params", "WarmWriteUnits=4000"]), 2)
+            self.assertEqual(check_queues.main(argv + ["--params", "WarmWriteUnits=8000"]), 0)
 
 
 class Tracing(unittest.TestCase):
