@@ -429,3 +429,16 @@ pub fn histogram_counts(stats: &Value) -> Vec<u64> {
         .map(|b| b["count"].as_u64().expect("count"))
         .collect()
 }
+
+/// Starts function `name` with `settings` and asserts that it stops at start, its log naming
+/// `variable` (the contract: a missing or invalid variable stops the function, naming it).
+pub async fn assert_stops_at_start_naming(emu: &Emulator, name: &str, settings: &[(&str, &str)], variable: &str) {
+    let mut f = Function::start(name, &emu.function_env(settings)).await;
+    let status = f.wait_exit(Duration::from_secs(20)).await.expect("exits at start");
+    assert!(!status.success(), "{name} exited successfully");
+    assert!(
+        f.log().contains(variable),
+        "{name} log does not name {variable}:\n{}",
+        f.log()
+    );
+}

@@ -256,14 +256,7 @@ async fn a_bad_variable_stops_the_function_at_start_naming_it() {
             "WAITER_LOOKAHEAD",
         ),
     ] {
-        let mut f = Function::start(name, &emu.function_env(&settings)).await;
-        let status = f.wait_exit(Duration::from_secs(20)).await.expect("exits at start");
-        assert!(!status.success());
-        assert!(
-            f.log().contains(variable),
-            "{name} log does not name {variable}:\n{}",
-            f.log()
-        );
+        e2e::rig::assert_stops_at_start_naming(&emu, name, &settings, variable).await;
     }
 }
 
