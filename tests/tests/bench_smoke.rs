@@ -53,6 +53,9 @@ async fn cold_start_api_and_enqueue_benches_run() {
         "{api:?}"
     );
     assert!(api.ratio_to_floor >= 1.0 && api.ratio_to_floor < 1.5, "{api:?}");
+    // Issue 45, item 5: nothing per job at the default level; counts are in the summaries.
+    assert!(api.log_bytes_per_job > 0.0, "the functions' logs were read: {api:?}");
+    assert_eq!(api.job_lines_at_info, 0, "a log line per job at info: {api:?}");
     let t = e2e::bench::enqueue_throughput(100, Profile::Debug).await;
     assert!(t.jobs_per_s > 0.0);
     assert!(e2e::bench::binary_sizes(Profile::Debug).iter().all(|b| b.bytes > 0));

@@ -35,6 +35,11 @@ pub struct ApiEfficiency {
     pub poller_runs: usize,
     /// On-demand cost per million jobs, USD.
     pub cost_per_million: std::collections::BTreeMap<String, f64>,
+    /// What both functions printed (JSON logs and EMF lines, at the deployed default `info`),
+    /// per job: CloudWatch Logs bills these bytes.
+    pub log_bytes_per_job: f64,
+    /// The functions' log lines that name one of the run's jobs, at `info`: none expected.
+    pub job_lines_at_info: usize,
 }
 
 /// Counts every AWS call per operation (through the proxy, faults off) for `jobs` long-delay
@@ -55,7 +60,9 @@ pub async fn api_efficiency(jobs: usize, shards: u32, history_days: u32, profile
             ("WAITER_LOOKAHEAD", "0"),
             ("WAITER_SHARDS", &shards_s),
             ("WAITER_HISTORY_DAYS", &history_s),
-            ("RUST_LOG", "warn"),
+            // As deployed: the stacks' default level, JSON logs.
+            ("RUST_LOG", "info"),
+            ("AWS_LAMBDA_LOG_FORMAT", "JSON"),
         ],
     );
     let mut enqueue = Function::start_binary(binary_path("enqueue", profile), "enqueue", &env).await;
@@ -85,6 +92,11 @@ pub async fn api_efficiency(jobs: usize, shards: u32, history_days: u32, profile
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let _ = consumer.await;
+    let logs = enqueue.log() + &poller.log();
+    let job_lines_at_info = logs
+        .lines()
+        .filter(|l| (0..jobs).any(|i| l.contains(&format!("\"j{i}\""))))
+        .count();
     let ops = [
         "PutItem",
         "SendMessageBatch",
@@ -142,6 +154,8 @@ pub async fn api_efficiency(jobs: usize, shards: u32, history_days: u32, profile
         ratio_to_floor: data_calls as f64 / floor as f64,
         poller_runs,
         cost_per_million: cost,
+        log_bytes_per_job: logs.len() as f64 / jobs as f64,
+        job_lines_at_info,
     }
 }
 

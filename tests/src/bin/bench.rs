@@ -384,6 +384,10 @@ async fn main() {
                 "  plus {} lease takes and shard-count writes (UpdateItem per partition, and per queue, per run; not per job; the releases are DeleteItems, counted above)",
                 r.lease_calls
             );
+            println!(
+                "  logs at the default level (info, JSON, EMF included): {:.1} bytes per job; lines naming a job: {}",
+                r.log_bytes_per_job, r.job_lines_at_info
+            );
             println!("  cost per million jobs, USD, on-demand:");
             for (k, v) in &r.cost_per_million {
                 println!("    {k:<40} {v:>8.3}");

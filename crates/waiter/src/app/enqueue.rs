@@ -1,7 +1,7 @@
 //! `enqueue`: one job routed straight to SQS or stored.
 
 use chrono::{DateTime, Utc};
-use tracing::{info, warn};
+use tracing::{debug, warn};
 
 use crate::error::display_chain;
 use crate::job::Job;
@@ -28,7 +28,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             if job.job_id_given {
                 let candidates = self.candidate_partitions(&job.queue, &job.job_id).await?;
                 if let Some(existing) = self.existing(&job.queue, &job.job_id, &candidates, now).await? {
-                    info!(queue = %job.queue, job_id = %job.job_id, "duplicate");
+                    debug!(queue = %job.queue, job_id = %job.job_id, "duplicate");
                     return Ok(duplicate(&existing));
                 }
             }
@@ -61,7 +61,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                         ),
                     )
                     .await?;
-                info!(queue = %job.queue, job_id = %job.job_id, delay_s = delay_seconds, "sent direct");
+                debug!(queue = %job.queue, job_id = %job.job_id, delay_s = delay_seconds, "sent direct");
                 if let (Some(keep), true, true) =
                     (self.config.history_keep(), self.config.direct_history, job.job_id_given)
                 {
@@ -126,23 +126,23 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 .existing(&stored.job.queue, &stored.job.job_id, &elsewhere, now)
                 .await?
             {
-                info!(queue = %stored.job.queue, job_id = %stored.job.job_id, "duplicate");
+                debug!(queue = %stored.job.queue, job_id = %stored.job.job_id, "duplicate");
                 return Ok((duplicate(&existing), None));
             }
         }
         match self.store.put_new(&stored).await? {
             PutOutcome::Created { version } => {
                 let delay_s = (stored.job.perform_at - now).num_seconds();
-                info!(queue = %stored.job.queue, job_id = %stored.job.job_id, delay_s, version, "scheduled");
+                debug!(queue = %stored.job.queue, job_id = %stored.job.job_id, delay_s, version, "scheduled");
                 let stored = StoredJob { version, ..stored };
                 Ok((reply(&stored, JobStatus::Scheduled, false), Some(stored)))
             }
             PutOutcome::Duplicate(existing) => {
-                info!(queue = %existing.job.queue, job_id = %existing.job.job_id, "duplicate");
+                debug!(queue = %existing.job.queue, job_id = %existing.job.job_id, "duplicate");
                 Ok((reply(&existing, JobStatus::Scheduled, true), None))
             }
             PutOutcome::Done(history) => {
-                info!(queue = %history.queue, job_id = %history.job_id, status = history.status.as_str(), "duplicate of a finished job");
+                debug!(queue = %history.queue, job_id = %history.job_id, status = history.status.as_str(), "duplicate of a finished job");
                 Ok((duplicate(&Found::History(*history)), None))
             }
         }

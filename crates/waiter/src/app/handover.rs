@@ -2,7 +2,7 @@
 //! actions that store or move one near (`reschedule`, `retry`).
 
 use chrono::{DateTime, TimeDelta, Utc};
-use tracing::info;
+use tracing::debug;
 
 use crate::app::Waiter;
 use crate::poller::Dispatcher;
@@ -42,7 +42,7 @@ where
         // On the heap: a poller run is a large future, and inline it would grow every action's
         // future that may hand over (reschedule, retry), and so the invocation's.
         let summary = Box::pin(dispatcher.run_shard(&job.job.queue, *shard, cut.min(now + HANDOVER_BUDGET))).await;
-        info!(
+        debug!(
             queue = %job.job.queue,
             shard,
             dispatched = summary.dispatched,

@@ -11,7 +11,7 @@
 //! over it, conditional on its edition, and the poller's removal of n then finds a newer one.
 
 use chrono::{DateTime, Utc};
-use tracing::info;
+use tracing::debug;
 
 use crate::backoff;
 use crate::error::{HandlerError, PortError};
@@ -127,7 +127,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             let decision = decide(r.attempt, current.as_ref(), now);
             match decision {
                 Decision::Duplicate => {
-                    info!(queue = %r.queue, job_id = %r.job_id, attempt = r.attempt, "duplicate retry");
+                    debug!(queue = %r.queue, job_id = %r.job_id, attempt = r.attempt, "duplicate retry");
                     return Ok(retry_reply(&r, current.as_ref()));
                 }
                 Decision::Conflict(attempt) | Decision::Cancelled(attempt) => {
@@ -135,7 +135,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                         Decision::Cancelled(_) => JobStatus::Cancelled,
                         _ => JobStatus::Conflict,
                     };
-                    info!(queue = %r.queue, job_id = %r.job_id, attempt = r.attempt, current = attempt, status = status.as_str(), "stale retry");
+                    debug!(queue = %r.queue, job_id = %r.job_id, attempt = r.attempt, current = attempt, status = status.as_str(), "stale retry");
                     return Ok(JobReply {
                         attempt: Some(attempt),
                         ..status_only(status, &r.queue, &r.job_id)
@@ -215,7 +215,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         if job.arrives_expired(job.perform_at) {
             // Never sent after its expiry: nothing is stored, and the same `retry` again
             // answers the same (the backoff's draw is the job's and the attempt's).
-            info!(queue = %r.queue, job_id = %r.job_id, attempt = job.attempt, "next attempt would arrive expired");
+            debug!(queue = %r.queue, job_id = %r.job_id, attempt = job.attempt, "next attempt would arrive expired");
             return Ok(Some(JobReply {
                 attempt: Some(job.attempt),
                 perform_at: Some(job.perform_at),
@@ -250,7 +250,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 PutOutcome::Duplicate(_) | PutOutcome::Done(_) => return Ok(None),
             },
         };
-        info!(
+        debug!(
             queue = %r.queue, job_id = %r.job_id, attempt = stored.job.attempt,
             delay_ms = delay.num_milliseconds(), "retry scheduled"
         );
@@ -299,7 +299,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         if !self.store.park_exhausted(&parked, &fence, over).await? {
             return Ok(None);
         }
-        info!(queue = %r.queue, job_id = %r.job_id, attempts = r.attempt, "attempts exhausted; parked");
+        debug!(queue = %r.queue, job_id = %r.job_id, attempts = r.attempt, "attempts exhausted; parked");
         Ok(Some(JobReply {
             duplicate: Some(false),
             ..exhausted_reply(r, &parked)

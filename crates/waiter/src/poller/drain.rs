@@ -7,7 +7,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, FuturesUnordered};
 use futures::StreamExt;
-use tracing::{debug, error, info, warn};
+use tracing::{debug, error, warn};
 
 use super::*;
 use crate::config::QueueName;
@@ -442,7 +442,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                     self.pending.push_back(*p);
                 }
                 Plan::Expired(job) => {
-                    info!(queue = %self.queue, job_id = %job.job.job_id, "expired: dropped, not sent");
+                    debug!(queue = %self.queue, job_id = %job.job.job_id, "expired: dropped, not sent");
                     self.summary.expired += 1;
                     self.retire(&job, HistoryStatus::Expired, None);
                 }
@@ -450,7 +450,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                 Plan::Move { current, next } => {
                     // Under this run's lease: no one else may change the job meanwhile.
                     if d.store.rewrite(&current, &next).await? == ReplaceOutcome::Replaced {
-                        info!(queue = %self.queue, job_id = %next.job.job_id, perform_at = %next.job.perform_at, maybe_delivered = next.maybe_delivered_at.is_some(), "outside its windows: moved to the next opening");
+                        debug!(queue = %self.queue, job_id = %next.job.job_id, perform_at = %next.job.perform_at, maybe_delivered = next.maybe_delivered_at.is_some(), "outside its windows: moved to the next opening");
                         self.summary.moved += 1;
                     }
                 }
@@ -533,7 +533,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
     fn settle_unsent(&mut self, p: &Planned, fate: Fate) {
         match fate {
             Fate::Expired => {
-                info!(queue = %self.queue, job_id = %p.job.job.job_id, "expired before its late send: dropped, not sent");
+                debug!(queue = %self.queue, job_id = %p.job.job.job_id, "expired before its late send: dropped, not sent");
                 self.summary.expired += 1;
                 self.retire(&p.job, HistoryStatus::Expired, None);
             }

@@ -2,7 +2,7 @@
 //! second booked in the queue's ledger, and expiry at the real arrival.
 
 use chrono::{DateTime, TimeDelta, Utc};
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 use super::drain::{Call, PartitionRun};
 use super::plan::delay_at;
@@ -131,7 +131,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             }
             if p.job.job.expires_in_flight(arrival) {
                 unused.extend(second_used);
-                info!(queue = %queue, job_id = %p.job.job.job_id, "expired: dropped, not sent");
+                debug!(queue = %queue, job_id = %p.job.job.job_id, "expired: dropped, not sent");
                 self.summary.expired += 1;
                 self.retire(&p.job, HistoryStatus::Expired, None);
                 continue;
