@@ -177,18 +177,25 @@ def conditions_for(conditions, names):
     return {name: bool(ev(c)) for name, c in conditions.items()}
 
 
+def parameter_values(template, queues, adopted, given):
+    """The names a deployment's intrinsics resolve: the two lists, `given`, else each
+    parameter's default."""
+    names = {"QueueNames": list(queues) or [""], "AdoptedQueueNames": list(adopted) or [""], **given}
+    for name, p in template["Parameters"].items():
+        names.setdefault(name, p.get("Default", ""))
+    return names
+
+
 def role_policies(queues, adopted=(), prefix="sqs-waiter-", partition="aws", region=None,
                   kms_keys=(), template=None, table_key=""):
     """{role: [(policy name, resolved policy document)]}: every inline policy each function's
     role gets when the template is deployed with these lists."""
     template = template or load_template()
     region = region or PARTITIONS[partition]
-    lists = {"QueueNames": list(queues) or [""], "AdoptedQueueNames": list(adopted) or [""]}
-    names = {"AWS::Partition": partition, "AWS::Region": region, "AWS::AccountId": ACCOUNT,
-             "TablePrefix": prefix, "QueueKmsKeyArns": list(kms_keys) or [""], "TableKmsKeyArn": table_key,
-             **lists}
-    for name, p in template["Parameters"].items():
-        names.setdefault(name, p.get("Default", ""))
+    names = parameter_values(template, queues, adopted, {
+        "AWS::Partition": partition, "AWS::Region": region, "AWS::AccountId": ACCOUNT, "TablePrefix": prefix,
+        "QueueKmsKeyArns": list(kms_keys) or [""], "TableKmsKeyArn": table_key})
+    lists = {k: names[k] for k in LISTS}
     conditions = conditions_for(template.get("Conditions", {}), names)
     resolve = Resolver(names, conditions)
     resources = expand_loops(template["Resources"], lists)
@@ -209,9 +216,7 @@ def environment_bytes(queues, adopted=(), prefix="sqs-waiter-", template=None):
     """The functions' environment (the template's Globals) as Lambda counts it, for these lists
     and the other parameters at their defaults."""
     template = template or load_template()
-    names = {"QueueNames": list(queues) or [""], "AdoptedQueueNames": list(adopted) or [""], "TablePrefix": prefix}
-    for name, p in template["Parameters"].items():
-        names.setdefault(name, p.get("Default", ""))
+    names = parameter_values(template, queues, adopted, {"TablePrefix": prefix})
     env = template["Globals"]["Function"]["Environment"]["Variables"]
     resolved = Resolver(names, conditions_for(template.get("Conditions", {}), names))(env)
     return sum(len(k.encode()) + len(str(v).encode()) for k, v in resolved.items())

@@ -62,3 +62,9 @@ pub fn parse_rfc3339(s: &str) -> chrono::DateTime<chrono::Utc> {
         .expect("rfc3339 time")
         .with_timezone(&chrono::Utc)
 }
+
+/// `n` distinct queue names of SQS's longest, 80 characters (`q…q000000`, `q…q000001`, …): the
+/// size the stacks' limits are stated for.
+pub fn longest_queue_names(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{}{i:06}", "q".repeat(74))).collect()
+}

@@ -9,7 +9,7 @@ use serde_json::json;
 
 /// 100 queue names of 80 characters, then `orders`, one per line as the construct writes them.
 fn list_file(dir: &std::path::Path) -> std::path::PathBuf {
-    let mut names: Vec<String> = (0..100).map(|i| format!("{}{i:06}", "q".repeat(74))).collect();
+    let mut names = e2e::longest_queue_names(100);
     names.push("orders".into());
     let path = dir.join("queues");
     std::fs::write(&path, names.join("\n") + "\n").expect("write the list");

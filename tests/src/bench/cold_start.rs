@@ -32,7 +32,7 @@ pub async fn cold_start(runs: usize, profile: Profile) -> Vec<ColdStart> {
     // The allow-list the CDK construct ships in a layer past Lambda's 4 KB of environment: 100
     // names of 80 characters and `orders`, read from a file at start (WAITER_QUEUES_FILE).
     let list = output_dir().join("allow-list-101");
-    let mut names: Vec<String> = (0..100).map(|i| format!("{}{i:06}", "q".repeat(74))).collect();
+    let mut names = crate::longest_queue_names(100);
     names.push("orders".into());
     std::fs::write(&list, names.join("\n") + "\n").expect("write the list");
     let list = list.to_string_lossy().into_owned();
