@@ -24,7 +24,8 @@ export function grantQueueAccess(
         // DeleteItem and ConditionCheckItem: cancel (a transaction with the poller lease).
         // Query (table and index): list, list_parked. GetItem and UpdateItem: the shard
         // counts. UpdateItem, DeleteItem and PutItem: a reschedule that moves a job near
-        // works its shard as a poller run would (lease, send, conditional removals).
+        // works its shard as a poller run would (lease, send, conditional removals, which go
+        // as PartiQLDelete and PartiQLUpdate statements in a BatchExecuteStatement).
         actions: [
           "dynamodb:PutItem",
           "dynamodb:BatchGetItem",
@@ -33,6 +34,8 @@ export function grantQueueAccess(
           "dynamodb:Query",
           "dynamodb:GetItem",
           "dynamodb:UpdateItem",
+          "dynamodb:PartiQLDelete",
+          "dynamodb:PartiQLUpdate",
         ],
         resources: [table.tableArn, `${table.tableArn}/index/${INDEX_NAME}`],
       }),
@@ -45,16 +48,19 @@ export function grantQueueAccess(
     );
     pollerRole.addToPrincipalPolicy(
       new iam.PolicyStatement({
-        // UpdateItem and DeleteItem: the partition lease. DeleteItem and PutItem (in a
-        // TransactWriteItems): remove sent jobs, conditioned on the version sent; park
-        // rejected jobs. BatchGetItem: re-read due jobs
-        // consistently under the lease. GetItem (and UpdateItem): the shard counts.
+        // UpdateItem and DeleteItem: the partition lease. PartiQLDelete and PartiQLUpdate (in
+        // a BatchExecuteStatement): remove sent jobs, conditioned on the version sent.
+        // DeleteItem and PutItem: the same one at a time, and park rejected jobs. BatchGetItem:
+        // re-read due jobs consistently under the lease. GetItem (and UpdateItem): the shard
+        // counts.
         actions: [
           "dynamodb:UpdateItem",
           "dynamodb:DeleteItem",
           "dynamodb:PutItem",
           "dynamodb:BatchGetItem",
           "dynamodb:GetItem",
+          "dynamodb:PartiQLDelete",
+          "dynamodb:PartiQLUpdate",
         ],
         resources: [table.tableArn],
       }),

@@ -136,6 +136,13 @@ export interface SqsWaiterProps {
    */
   readonly dashboard?: boolean;
   /**
+   * Metrics per queue (dimension `Queue`, `WAITER_QUEUE_METRICS`) beside the per-function ones:
+   * 6 custom metrics a queue, 2 more once it has retries and up to 4 with priorities, each
+   * billed by the month (docs/operations.md "Metrics"). `false` keeps the per-function metrics
+   * and the alarms, and leaves the dashboard's per-queue graphs empty. @default true
+   */
+  readonly queueMetrics?: boolean;
+  /**
    * @default RETAIN_ON_UPDATE_OR_DELETE: the tables hold jobs nobody else has, but a failed
    * first create removes them so that it can be retried.
    */
@@ -268,6 +275,7 @@ export class SqsWaiter extends Construct {
       WAITER_MAX_RATE: String(inRange("maxRate", props.maxRate, 0)),
       WAITER_PRIORITY_ORDER: priorityOrder(props.priorityOrder),
       WAITER_POLLER_GROUPS: String(pollerGroups),
+      WAITER_QUEUE_METRICS: String(props.queueMetrics ?? true),
       RUST_LOG: props.logLevel ?? lambda.ApplicationLogLevel.INFO,
     };
     // Past Lambda's 4 KB of environment (47 queues of 80 characters), the allow-list

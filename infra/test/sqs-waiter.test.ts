@@ -136,7 +136,15 @@ test("IAM statements name only the given tables, index and queues, never *", () 
   const actionsWith = (marker: string) =>
     new Set(statements.filter((s: any) => [s.Action].flat().includes(marker)).flatMap((s: any) => [s.Action].flat()));
   const enqueueTable = actionsWith("dynamodb:ConditionCheckItem");
-  for (const a of ["dynamodb:PutItem", "dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"]) {
+  for (const a of [
+    "dynamodb:PutItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:GetItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:Query",
+    "dynamodb:PartiQLDelete",
+    "dynamodb:PartiQLUpdate",
+  ]) {
     assert.ok(enqueueTable.has(a), `enqueue lacks ${a}`);
   }
   // The poller's table statement: removals and leases, and no transactions' ConditionCheckItem.
@@ -147,7 +155,15 @@ test("IAM statements name only the given tables, index and queues, never *", () 
       .flatMap(acts),
   );
   assert.ok(!statements.some((s: any) => acts(s).includes("dynamodb:BatchWriteItem")), "no unconditional batch writes");
-  for (const a of ["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:PutItem"]) {
+  for (const a of [
+    "dynamodb:BatchGetItem",
+    "dynamodb:GetItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:PutItem",
+    "dynamodb:PartiQLDelete",
+    "dynamodb:PartiQLUpdate",
+  ]) {
     assert.ok(pollerTable.has(a), `poller lacks ${a}`);
   }
   // Send rights: each function on each managed queue, the poller on its failure queue, and the

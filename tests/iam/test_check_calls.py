@@ -57,6 +57,9 @@ class BothDeployments(unittest.TestCase):
             ("poller", "dynamodb:Query", INDEX), ("poller", "dynamodb:UpdateItem", TABLE),
             ("poller", "dynamodb:DeleteItem", TABLE), ("poller", "sqs:SendMessage", QUEUE),
             ("poller", "sqs:GetQueueUrl", QUEUE),
+            # The removals as PartiQL statements (issue 45), from both functions.
+            ("poller", "dynamodb:PartiQLDelete", TABLE), ("poller", "dynamodb:PartiQLUpdate", TABLE),
+            ("enqueue", "dynamodb:PartiQLDelete", TABLE), ("enqueue", "dynamodb:PartiQLUpdate", TABLE),
         }
         for name, statements in self.deployments.items():
             self.assertEqual(cc.ungranted(calls, statements), [], name)
@@ -65,7 +68,6 @@ class BothDeployments(unittest.TestCase):
         other_queue = QUEUE.replace("orders", "payroll")
         calls = [
             ("enqueue", "dynamodb:Scan", TABLE),
-            ("poller", "dynamodb:Query", TABLE),  # the poller queries the index only
             ("poller", "dynamodb:ConditionCheckItem", TABLE),
             ("enqueue", "dynamodb:PutItem", TABLE.replace(f"{cc.PREFIX}orders", "payroll")),
             # Another stack's table whose prefix begins with ours (issue 37, defect 1).
@@ -78,6 +80,12 @@ class BothDeployments(unittest.TestCase):
         ]
         for name, statements in self.deployments.items():
             self.assertEqual(cc.ungranted(set(calls), statements), sorted(calls), name)
+        # The poller queries the index only. The CDK construct grants it just that; SAM's one
+        # statement per queue (issue 45, docs/deploy.md "IAM") also lets it query the table,
+        # which reads nothing its BatchGetItem and the index (projecting all) cannot.
+        table_query = {("poller", "dynamodb:Query", TABLE)}
+        self.assertEqual(cc.ungranted(table_query, self.deployments["CDK"]), sorted(table_query))
+        self.assertEqual(cc.ungranted(table_query, self.deployments["SAM"]), [])
 
     def test_a_kms_encrypted_queues_key_is_granted_to_both_senders_only_when_given(self):
         calls = {("enqueue", "sqs:SendMessage", QUEUE), ("poller", "sqs:SendMessage", QUEUE)}

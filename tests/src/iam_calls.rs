@@ -7,7 +7,9 @@
 //!
 //! The actions are IAM's, not the API's: `TransactWriteItems` needs the action of each of its
 //! items (`dynamodb:PutItem`, `DeleteItem`, `UpdateItem`, `ConditionCheckItem`),
-//! `SendMessageBatch` needs `sqs:SendMessage`, a `Query` on an index is on the index's ARN.
+//! `BatchExecuteStatement` and `ExecuteStatement` need the PartiQL action of each statement
+//! (`dynamodb:PartiQLDelete` for a `DELETE`, ...) on the table it names, `SendMessageBatch` needs
+//! `sqs:SendMessage`, a `Query` on an index is on the index's ARN.
 
 use std::io::Write;
 use std::sync::Mutex;
@@ -120,6 +122,13 @@ pub fn calls(target: &str, body: &Value) -> Vec<(String, Value)> {
                     Some((dynamo(action), table(&s(&inner["TableName"]))))
                 })
                 .collect(),
+            "BatchExecuteStatement" => body["Statements"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|st| partiql(&s(&st["Statement"])))
+                .collect(),
+            "ExecuteStatement" => vec![partiql(&s(&body["Statement"]))],
             _ => {
                 let name = s(&body["TableName"]);
                 let resource = match body["IndexName"].as_str() {
@@ -151,6 +160,29 @@ pub fn calls(target: &str, body: &Value) -> Vec<(String, Value)> {
     }
 }
 
+/// The IAM action and table of one PartiQL statement: its verb, and the first quoted name
+/// (the statements the functions send name their table first, in double quotes).
+fn partiql(statement: &str) -> (String, Value) {
+    let verb = statement
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let action = match verb.as_str() {
+        "delete" => "PartiQLDelete",
+        "update" => "PartiQLUpdate",
+        "insert" => "PartiQLInsert",
+        "select" => "PartiQLSelect",
+        _ => return (format!("unknown:PartiQL {verb}"), Value::Null),
+    };
+    let table = statement
+        .split_once('"')
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(t, _)| t)
+        .unwrap_or_default();
+    (format!("dynamodb:{action}"), json!({"table": table}))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,6 +211,17 @@ mod tests {
                 "dynamodb:Query".to_owned(),
                 json!({"table": "t", "index": "scheduler-perform_at-index"})
             )]
+        );
+        let batch = json!({"Statements": [
+            {"Statement": r#"DELETE FROM "p.orders" WHERE "scheduler" = ?"#},
+            {"Statement": r#"UPDATE "p.orders" SET "history" = ? WHERE "scheduler" = ?"#}
+        ]});
+        assert_eq!(
+            calls("DynamoDB_20120810.BatchExecuteStatement", &batch),
+            [
+                ("dynamodb:PartiQLDelete".to_owned(), json!({"table": "p.orders"})),
+                ("dynamodb:PartiQLUpdate".to_owned(), json!({"table": "p.orders"}))
+            ]
         );
         let send = json!({"QueueUrl": "http://localhost:4566/000000000000/jobs.fifo"});
         assert_eq!(

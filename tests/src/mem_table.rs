@@ -1,6 +1,7 @@
 //! An in-memory DynamoDB endpoint for the throughput bench: it answers the calls a poller run
 //! makes (`GetItem`, `UpdateItem`, `DeleteItem`, `Query` on `scheduler-perform_at-index`,
-//! `BatchGetItem`, `BatchWriteItem`, `TransactWriteItems`) and what the bench needs to set up (`CreateTable`,
+//! `BatchGetItem`, `BatchWriteItem`, `TransactWriteItems`, `BatchExecuteStatement` of the
+//! removals' `DELETE` and `UPDATE`) and what the bench needs to set up (`CreateTable`,
 //! `DescribeTable`, `PutItem`), from maps in memory.
 //!
 //! It models a table that is never the bottleneck, so that the poller's own ceiling shows when
@@ -274,8 +275,68 @@ fn answer(state: &Tables, operation: &str, body: &Bytes) -> Response {
             }
             reply(json!({}))
         }
+        // The poller's removals as PartiQL: each `DELETE`, or `UPDATE` into the record,
+        // conditions unchecked.
+        "BatchExecuteStatement" => {
+            let mut responses = Vec::new();
+            for st in request["Statements"].as_array().into_iter().flatten() {
+                let text = st["Statement"].as_str().unwrap_or_default();
+                let params: Vec<Value> = st["Parameters"].as_array().cloned().unwrap_or_default();
+                match statement(text, &params) {
+                    Some((name, Change::Delete(k))) => {
+                        tables.entry(name).or_default().delete(&k);
+                    }
+                    Some((name, Change::Update(k, set, remove))) => {
+                        let table = tables.entry(name).or_default();
+                        if let Some(mut item) = table.items.get(&k).cloned() {
+                            item.extend(set);
+                            remove.iter().for_each(|r| drop(item.remove(r)));
+                            table.put(item);
+                        }
+                    }
+                    None => return refuse(format!("the bench table cannot run {text:?}")),
+                }
+                responses.push(json!({}));
+            }
+            reply(json!({"Responses": responses}))
+        }
         other => refuse(format!("the bench table does not answer {other:?}")),
     }
+}
+
+enum Change {
+    Delete(Key),
+    Update(Key, Item, Vec<String>),
+}
+
+/// The table and change of one of the poller's removal statements: `DELETE FROM "t" WHERE
+/// "scheduler" = ? AND "job_id" = ? ...` or `UPDATE "t" SET "a" = ? ... REMOVE "b" ... WHERE`
+/// the same, parameters in that order.
+fn statement(text: &str, params: &[Value]) -> Option<(String, Change)> {
+    let unquote = |t: &str| t.trim_matches('"').to_owned();
+    let tokens: Vec<&str> = text.split_whitespace().collect();
+    let (verb, table) = match tokens.as_slice() {
+        ["DELETE", "FROM", t, ..] => ("DELETE", unquote(t)),
+        ["UPDATE", t, ..] => ("UPDATE", unquote(t)),
+        _ => return None,
+    };
+    let (mut set, mut remove) = (Item::new(), Vec::new());
+    let mut used = 0;
+    for pair in tokens.windows(2) {
+        match pair {
+            ["SET", name] => {
+                set.insert(unquote(name), params.get(used)?.clone());
+                used += 1;
+            }
+            ["REMOVE", name] => remove.push(unquote(name)),
+            _ => {}
+        }
+    }
+    let key = (s_of(params.get(used))?, s_of(params.get(used + 1))?);
+    Some(match verb {
+        "DELETE" => (table, Change::Delete(key)),
+        _ => (table, Change::Update(key, set, remove)),
+    })
 }
 
 /// `scheduler = :s AND perform_at BETWEEN :f AND :t` (or `<= :t`) on the index, oldest first,

@@ -336,13 +336,23 @@ async fn handle(State(p): State<Arc<Inner>>, method: Method, uri: Uri, headers: 
     p.inflight.fetch_add(1, Ordering::SeqCst);
     p.iam.record(&headers, &body);
     let op = operation(&headers);
-    if op == "TransactWriteItems" {
-        // Write units follow the items, not the calls: counted as `TransactWriteItems/items`.
+    // Write units follow the items, not the calls: counted as `TransactWriteItems/items` and
+    // `BatchExecuteStatement/statements`.
+    let parts = match op.as_str() {
+        "TransactWriteItems" => Some(("items", "TransactItems")),
+        "BatchExecuteStatement" => Some(("statements", "Statements")),
+        _ => None,
+    };
+    if let Some((counted, field)) = parts {
         let items = serde_json::from_slice::<Value>(&body)
             .ok()
-            .and_then(|b| b["TransactItems"].as_array().map(Vec::len))
+            .and_then(|b| b[field].as_array().map(Vec::len))
             .unwrap_or(0);
-        *p.calls.lock().expect("lock").entry(format!("{op}/items")).or_default() += items;
+        *p.calls
+            .lock()
+            .expect("lock")
+            .entry(format!("{op}/{counted}"))
+            .or_default() += items;
     }
     let arrived = p.meter.hold().await;
     let response = handle_live(&p, method, uri, headers, body).await;

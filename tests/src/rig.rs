@@ -169,6 +169,14 @@ impl<'a> RigBuilder<'a> {
         self
     }
 
+    /// For a test that measures the removals as AWS runs them (conditional PartiQL statements,
+    /// issue 45): on a backend with `Quirk::NoPartiql` (moto, where the functions fall back to
+    /// transactions) the tables live on Amazon DynamoDB Local.
+    pub fn for_partiql(mut self) -> Self {
+        self.local_tables_for.push(Quirk::NoPartiql);
+        self
+    }
+
     /// For a test whose guarantee rests on DynamoDB isolating simultaneous conditional writes
     /// to one item (leases, the rate ledger): on a backend with
     /// `Quirk::UnlockedConditionalWrites` (moto) the tables live on Amazon DynamoDB Local.

@@ -296,7 +296,7 @@ pub async fn latency_bound_throughput(
 
 /// The floor a dispatcher can reach with the poller's calls in flight: per shard, Query pages,
 /// `SENDS_IN_FLIGHT` SendMessageBatch calls of 10 at once, and each 25 sent removed by a
-/// transaction of conditional deletes (`remove_sent`), `DELETES_IN_FLIGHT` at once; no lease, no planning, and with `re_read` the
+/// `BatchExecuteStatement` of conditional deletes (`remove_sent`), `DELETES_IN_FLIGHT` at once; no lease, no planning, and with `re_read` the
 /// poller's consistent re-read of each page (BatchGetItem of 100, 4 at once) before sending.
 pub async fn pipelined_baseline(
     ddb: &aws_sdk_dynamodb::Client,

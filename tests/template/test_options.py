@@ -1,6 +1,6 @@
 """The stack's options of issue 48: the KMS keys of the queues and of the tables (item 3), each
 granted exactly when given, the tables' key only through DynamoDB, and counted in the IAM
-budget; and X-Ray tracing (item 4). Run by scripts/template_test.sh with the project venv's
+budget; X-Ray tracing (item 4); and issue 45's per-queue metrics switch. Run by scripts/template_test.sh with the project venv's
 Python."""
 
 import os
@@ -152,6 +152,18 @@ class Tracing(unittest.TestCase):
             self.assertEqual(RESOURCES[role]["Properties"]["ManagedPolicyArns"],
                              {"Fn::If": ["TracingActive", [xray], {"Ref": "AWS::NoValue"}]})
         self.assertEqual(TEMPLATE["Conditions"]["TracingActive"], {"Fn::Equals": [{"Ref": "Tracing"}, "Active"]})
+
+
+class QueueMetrics(unittest.TestCase):
+    # Issue 45, item 7: each queue's metrics are custom metrics billed by the month.
+    def test_on_by_default_and_passed_to_both_functions(self):
+        param = TEMPLATE["Parameters"]["QueueMetrics"]
+        self.assertEqual((param["Default"], param["AllowedValues"]), ("true", ["true", "false"]))
+        variables = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
+        self.assertEqual(variables["WAITER_QUEUE_METRICS"], {"Ref": "QueueMetrics"})
+        for fn in ("EnqueueFunction", "PollerFunction"):
+            own = RESOURCES[fn]["Properties"].get("Environment", {}).get("Variables", {})
+            self.assertNotIn("WAITER_QUEUE_METRICS", own, "the Globals' value applies")
 
 
 if __name__ == "__main__":

@@ -245,13 +245,19 @@ async fn a_removal_retried_after_it_was_applied_never_takes_a_job_enqueued_meanw
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_batched_removal_retried_after_it_was_applied_never_takes_a_job_enqueued_meanwhile() {
-    // The same for removals batched in one TransactWriteItems (issue 36): three jobs sent
-    // together, their removal applied and its reply lost, the SDK's retry held while a caller
-    // stores a new job under one of the ids. DynamoDB answers a retry that carries the applied
-    // call's ClientRequestToken without applying it again; an emulator that does not (moto,
-    // `Quirk::IgnoresClientRequestToken`) applies it again, and then only the edition
-    // condition keeps the new job.
-    let r = removal_retried_after_it_applied(&["a", "b", "c"], "TransactWriteItems", "b").await;
+    // The same for removals batched in one BatchExecuteStatement (issue 45): three jobs sent
+    // together, their statements applied and the reply lost, the SDK's retry held while a
+    // caller stores a new job under one of the ids. Only the edition condition on each
+    // statement keeps the new job. Where PartiQL does not run (moto, `Quirk::NoPartiql`) the
+    // removals go in one TransactWriteItems (issue 36): DynamoDB answers a retry that carries
+    // the applied call's ClientRequestToken without applying it again; moto
+    // (`Quirk::IgnoresClientRequestToken`) applies it again, and again the condition decides.
+    let op = if e2e::emulator::Backend::current().has(e2e::quirks::Quirk::NoPartiql) {
+        "TransactWriteItems"
+    } else {
+        "BatchExecuteStatement"
+    };
+    let r = removal_retried_after_it_applied(&["a", "b", "c"], op, "b").await;
     // The one DeleteItem is the lease's release: the three removals went together.
     assert_eq!(r.proxy.calls("DeleteItem"), 1, "removed together, not one call per job");
     assert_eq!(r.stored().await, 1, "a and c removed, the new b kept");

@@ -34,7 +34,7 @@ async fn cold_start_api_and_enqueue_benches_run() {
         assert!(r.init_ms.is_finite() && r.init_ms > 0.0, "{r:?}");
         assert!(r.peak_rss_mib.is_finite() && r.peak_rss_mib > 0.0, "{r:?}");
     }
-    let api = e2e::bench::api_efficiency(30, 2, 7, Profile::Debug).await;
+    let api = e2e::bench::api_efficiency(30, 2, 7, 1000, Profile::Debug).await;
     // One batch of up to 10 per shard's share of the jobs, as they fall by the shard rule.
     let mut per_shard = [0usize; 2];
     for i in 0..30 {
@@ -42,17 +42,35 @@ async fn cold_start_api_and_enqueue_benches_run() {
     }
     let batches: usize = per_shard.iter().map(|n| n.div_ceil(10)).sum();
     assert_eq!(api.calls["SendMessageBatch"], batches, "{api:?}");
-    // 30 enqueues; (history on) each removal is the conditional put of the job's record, a
-    // shard's together in one transaction (a lone one is a PutItem of its own).
+    // 30 enqueues; (history on) each removal is the conditional update of the job into its
+    // record, a shard's together in one BatchExecuteStatement at 1 write unit each (issue 45;
+    // a lone one is a PutItem of its own), and no transaction at 2.
     let lone = per_shard.iter().filter(|n| **n == 1).count();
     assert_eq!(api.calls["PutItem"], 30 + lone, "{api:?}");
-    assert_eq!(api.calls["TransactWriteItems/items"], 30 - lone, "{api:?}");
+    assert_eq!(api.calls["BatchExecuteStatement/statements"], 30 - lone, "{api:?}");
     assert_eq!(
-        api.calls["TransactWriteItems"],
+        api.calls["BatchExecuteStatement"],
         per_shard.iter().filter(|n| **n > 1).count(),
         "{api:?}"
     );
+    assert_eq!(api.calls["TransactWriteItems"], 0, "{api:?}");
     assert!(api.ratio_to_floor >= 1.0 && api.ratio_to_floor < 1.5, "{api:?}");
+    // Issue 45, item 1: the unit model agrees with what DynamoDB reports for the job's item,
+    // and a job of 1000 bytes (an item over 1 KB) bills 2 units a write: 4 table units (put and
+    // removal, each a single write), 4 on the index.
+    assert_eq!(api.measured_put_delete_units, api.modelled_put_delete_units, "{api:?}");
+    let cost = e2e::bench::job_cost(&api);
+    assert!(cost.item_bytes > 1024 && cost.item_bytes <= 2048, "{cost:?}");
+    let lone_share = lone as f64 / 30.0;
+    assert!(
+        (cost.table_write_units - 4.0).abs() < 1e-9,
+        "lone removals bill as one write too: {lone_share} {cost:?}"
+    );
+    assert_eq!(cost.index_write_units, 4.0, "{cost:?}");
+    assert!(
+        cost.on_demand_per_million > 0.0 && cost.provisioned_per_million < cost.on_demand_per_million,
+        "{cost:?}"
+    );
     // Issue 45, item 5: nothing per job at the default level; counts are in the summaries.
     assert!(api.log_bytes_per_job > 0.0, "the functions' logs were read: {api:?}");
     assert_eq!(api.job_lines_at_info, 0, "a log line per job at info: {api:?}");

@@ -354,3 +354,36 @@ async fn the_poller_prints_per_queue_metrics_for_the_dashboard() {
     );
     assert_eq!(of("billing")[0]["Dispatched"], 0.0, "an idle queue reports zero");
 }
+
+/// Issue 45, item 7: `WAITER_QUEUE_METRICS=false` leaves out every per-queue line (each queue's
+/// metrics are custom metrics billed by the month) and keeps the function's own, which the
+/// alarms watch.
+#[tokio::test(flavor = "multi_thread")]
+async fn per_queue_metrics_can_be_turned_off() {
+    let mut s = setup(
+        &["orders", "billing"],
+        &[
+            ("WAITER_DIRECT_MAX_DELAY", "0"),
+            ("WAITER_LOOKAHEAD", "5"),
+            ("WAITER_QUEUE_METRICS", "false"),
+        ],
+    )
+    .await;
+    for id in ["a", "b"] {
+        s.enqueue_ok(json!({"queue": "orders", "job_id": id, "message_body": "x", "delay_seconds": 1}))
+            .await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    s.poll().await;
+    let lines = e2e::json_lines(&s.poller.log());
+    let metrics: Vec<&serde_json::Value> = lines.iter().filter(|l| l.get("_aws").is_some()).collect();
+    assert!(
+        metrics.iter().all(|l| l.get("Queue").is_none()),
+        "no line per queue: {metrics:?}"
+    );
+    let run = metrics
+        .iter()
+        .find(|l| l["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == json!([["FunctionName"]]))
+        .expect("the function's own line");
+    assert_eq!(run["Dispatched"], 2.0, "{run}");
+}

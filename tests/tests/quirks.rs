@@ -71,6 +71,7 @@ async fn probe(emu: &Emulator, quirk: Quirk) -> Option<bool> {
         Quirk::UnlockedConditionalWrites | Quirk::TransactionsCopyTables | Quirk::SqsCallsScanQueue => None,
         Quirk::IgnoresClientRequestToken => Some(token_ignored(emu).await),
         Quirk::BatchDropsTraceHeader => Some(batch_drops_trace_header(emu).await),
+        Quirk::NoPartiql => Some(!partiql_deletes_on_condition(emu).await),
         Quirk::ConsistentIndex => {
             emu.create_table("quirk-index").await;
             emu.dynamodb
@@ -173,6 +174,53 @@ async fn token_ignored(emu: &Emulator) -> bool {
         .await
         .expect("GetItem");
     found.item.is_some()
+}
+
+/// Whether a `BatchExecuteStatement` of parameterised, conditional `DELETE`s (the poller's
+/// removals) runs: the one whose condition holds deletes its item, the other answers
+/// `ConditionalCheckFailed` and leaves its item.
+async fn partiql_deletes_on_condition(emu: &Emulator) -> bool {
+    use aws_sdk_dynamodb::types::{BatchStatementErrorCodeEnum, BatchStatementRequest};
+    emu.create_table("quirk-partiql").await;
+    for id in ["a", "b"] {
+        emu.dynamodb
+            .put_item()
+            .table_name("quirk-partiql")
+            .item("scheduler", AttributeValue::S("s".into()))
+            .item("job_id", AttributeValue::S(id.into()))
+            .item("version", AttributeValue::N("1".into()))
+            .send()
+            .await
+            .expect("PutItem");
+    }
+    let delete = |id: &str, version: &str| {
+        BatchStatementRequest::builder()
+            .statement(r#"DELETE FROM "quirk-partiql" WHERE "scheduler" = ? AND "job_id" = ? AND "version" = ?"#)
+            .parameters(AttributeValue::S("s".into()))
+            .parameters(AttributeValue::S(id.into()))
+            .parameters(AttributeValue::N(version.into()))
+            .build()
+            .expect("statement")
+    };
+    let sent = emu
+        .dynamodb
+        .batch_execute_statement()
+        .statements(delete("a", "1"))
+        .statements(delete("b", "2"))
+        .send()
+        .await;
+    let Ok(out) = sent else {
+        println!("{}: BatchExecuteStatement failed: {sent:?}", emu.backend.name());
+        return false;
+    };
+    let codes: Vec<_> = out
+        .responses()
+        .iter()
+        .map(|r| r.error().and_then(|e| e.code()).cloned())
+        .collect();
+    let left = emu.scan("quirk-partiql").await.len();
+    println!("{}: statement answers {codes:?}, {left} item left", emu.backend.name());
+    codes == [None, Some(BatchStatementErrorCodeEnum::ConditionalCheckFailed)] && left == 1
 }
 
 /// Whether SQS accepts `body` with `delay_seconds` on a fresh standard queue named `queue`.

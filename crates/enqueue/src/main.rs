@@ -50,7 +50,10 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Reply, Diagno
         println!("{line}");
     }
     if let (true, Ok(Reply::Job(reply))) = (is_retry, &result) {
-        println!("{}", metrics::retry_line(function_name, reply, at));
+        println!(
+            "{}",
+            metrics::retry_line(function_name, reply, app.config.queue_metrics, at)
+        );
     }
     result.map_err(|e| {
         tracing::warn!(error_type = e.error_type(), retryable = e.is_retryable(), error = %e.message(), "request failed");

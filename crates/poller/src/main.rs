@@ -63,8 +63,10 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Value, Diagno
     let function_name = &event.context.env_config.function_name;
     let at = chrono::Utc::now();
     println!("{}", metrics::poller_line(function_name, &summary, at));
-    for line in metrics::poller_queue_lines(function_name, &summary, at) {
-        println!("{line}");
+    if app.config.queue_metrics {
+        for line in metrics::poller_queue_lines(function_name, &summary, at) {
+            println!("{line}");
+        }
     }
     // Fail the invocation (and so the Errors alarm) only when no partition could be worked.
     if !summary.errors.is_empty() && summary.errors.len() as u32 + summary.busy_partitions >= summary.partitions {

@@ -33,6 +33,8 @@ pub const ENV_MAX_RATE: &str = "WAITER_MAX_RATE";
 pub const ENV_HISTORY_BODY: &str = "WAITER_HISTORY_BODY";
 pub const ENV_POLLER_GROUPS: &str = "WAITER_POLLER_GROUPS";
 pub const ENV_PRIORITY_ORDER: &str = "WAITER_PRIORITY_ORDER";
+/// Whether the functions print metrics per queue (dimension `Queue`); off, only per function.
+pub const ENV_QUEUE_METRICS: &str = "WAITER_QUEUE_METRICS";
 
 pub const DEFAULT_LOOKAHEAD: u32 = 120;
 pub const DEFAULT_SHARDS: u32 = 4;
@@ -129,6 +131,9 @@ pub struct Config {
     pub poller_groups: u32,
     /// Which due jobs take `max_rate`'s earliest arrival seconds first.
     pub priority_order: crate::rate::PriorityOrder,
+    /// Metrics per queue as well as per function: each queue's are custom metrics CloudWatch
+    /// bills by the month (docs/operations.md "Metrics").
+    pub queue_metrics: bool,
 }
 
 impl Config {
@@ -246,6 +251,7 @@ impl Config {
                     problem: format!("must be time or priority, got {v:?}"),
                 })?,
             },
+            queue_metrics: bool_var(&get, ENV_QUEUE_METRICS, true)?,
         })
     }
 
@@ -399,6 +405,18 @@ mod tests {
                 .variable,
             ENV_TABLE_PREFIX
         );
+    }
+
+    #[test]
+    fn queue_metrics_are_on_unless_turned_off_and_named_when_bad() {
+        assert!(cfg(&[(ENV_QUEUES, "a")]).unwrap().queue_metrics);
+        assert!(
+            !cfg(&[(ENV_QUEUES, "a"), (ENV_QUEUE_METRICS, "false")])
+                .unwrap()
+                .queue_metrics
+        );
+        let e = cfg(&[(ENV_QUEUES, "a"), (ENV_QUEUE_METRICS, "maybe")]).unwrap_err();
+        assert_eq!(e.variable, ENV_QUEUE_METRICS);
     }
 
     #[test]

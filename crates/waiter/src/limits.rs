@@ -44,6 +44,10 @@ pub const DDB_MAX_BATCH_GET_KEYS: usize = 100;
 pub const DDB_MAX_TRANSACT_ITEMS: usize = 100;
 pub const DDB_MAX_TRANSACT_BYTES: usize = 4 * 1024 * 1024;
 
+/// Statements per `BatchExecuteStatement` request.
+/// <https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ql-reference.multiplestatements.batching.html>
+pub const DDB_MAX_BATCH_STATEMENTS: usize = 25;
+
 /// Longest `ClientRequestToken` of a `TransactWriteItems` request.
 /// <https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html>
 pub const DDB_MAX_CLIENT_TOKEN_CHARS: usize = 36;

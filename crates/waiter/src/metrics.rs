@@ -222,13 +222,15 @@ fn results(invocation: Invocation<'_>) -> Vec<Result<&JobReply, ErrorType>> {
     }
 }
 
-/// The metrics of one `retry` reply, per queue: `Retried` (an attempt scheduled) and `Exhausted`
-/// (the job parked because its attempts ran out). A duplicate counts as neither.
-pub fn retry_line(function_name: &str, reply: &JobReply, at: DateTime<Utc>) -> String {
+/// The metrics of one `retry` reply, per queue (`per_queue`, `WAITER_QUEUE_METRICS`) or per
+/// function: `Retried` (an attempt scheduled) and `Exhausted` (the job parked because its
+/// attempts ran out). A duplicate counts as neither.
+pub fn retry_line(function_name: &str, reply: &JobReply, per_queue: bool, at: DateTime<Utc>) -> String {
     let new = reply.duplicate != Some(true);
     let count = |status: JobStatus| f64::from(u8::from(new && reply.status == status));
+    let by_queue = [(DIMENSION, function_name), (QUEUE_DIMENSION, reply.queue.as_str())];
     emf_line_in(
-        &[(DIMENSION, function_name), (QUEUE_DIMENSION, &reply.queue)],
+        if per_queue { &by_queue } else { &by_queue[..1] },
         &[
             ("Retried", vec![count(JobStatus::Scheduled)], Unit::Count),
             ("Exhausted", vec![count(JobStatus::Parked)], Unit::Count),
@@ -335,7 +337,7 @@ mod tests {
     fn retries_count_per_queue_and_duplicates_count_as_neither() {
         let line = |v: Value| -> Value {
             let reply: JobReply = serde_json::from_value(v).unwrap();
-            serde_json::from_str(&retry_line("fn", &reply, Utc::now())).unwrap()
+            serde_json::from_str(&retry_line("fn", &reply, true, Utc::now())).unwrap()
         };
         let v = line(json!({"status": "scheduled", "job_id": "a", "queue": "orders", "duplicate": false}));
         assert_eq!(
@@ -355,6 +357,58 @@ mod tests {
         }
         let v = line(json!({"status": "conflict", "job_id": "a", "queue": "orders"}));
         assert_eq!((v["Retried"].as_f64(), v["Exhausted"].as_f64()), (Some(0.0), Some(0.0)));
+        // With WAITER_QUEUE_METRICS=false: the same counts, per function only.
+        let reply: JobReply =
+            serde_json::from_value(json!({"status": "scheduled", "job_id": "a", "queue": "orders"})).unwrap();
+        let v: Value = serde_json::from_str(&retry_line("fn", &reply, false, Utc::now())).unwrap();
+        assert_eq!(v["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([[DIMENSION]]));
+        assert!(v.get(QUEUE_DIMENSION).is_none(), "{v}");
+        assert_eq!(v["Retried"].as_f64(), Some(1.0));
+    }
+
+    /// docs/operations.md "Metrics" counts them: what one more queue adds to CloudWatch's
+    /// custom metrics (each name and dimension set is one, billed by the month).
+    #[test]
+    fn a_queue_adds_six_poller_metrics_two_retry_metrics_and_four_lateness_classes_at_most() {
+        use std::collections::BTreeSet;
+        let metrics_of = |lines: &[String]| -> BTreeSet<String> {
+            lines
+                .iter()
+                .flat_map(|l| {
+                    let v: Value = serde_json::from_str(l).unwrap();
+                    let dims: Vec<String> = v["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|d| format!("{}={}", d.as_str().unwrap(), v[d.as_str().unwrap()]))
+                        .collect();
+                    v["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|m| format!("{} {}", m["Name"].as_str().unwrap(), dims.join(",")))
+                        .collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        let mut s = RunSummary::default();
+        s.by_queue.insert("orders".into(), Default::default());
+        let idle = metrics_of(&poller_queue_lines("fn", &s, Utc::now()));
+        assert_eq!(idle.len(), 5, "no Lateness until a job is sent: {idle:?}");
+        s.by_queue.get_mut("orders").unwrap().lateness_sample_ms = vec![3.0];
+        let plain = metrics_of(&poller_queue_lines("fn", &s, Utc::now()));
+        assert_eq!(plain.len(), 6, "{plain:?}");
+        let classes = ["0", "1-99", "100", "101+"];
+        let q = s.by_queue.get_mut("orders").unwrap();
+        for c in classes {
+            q.lateness_by_class.insert(c, vec![1.0]);
+        }
+        let ranked = metrics_of(&poller_queue_lines("fn", &s, Utc::now()));
+        assert_eq!(ranked.len(), 6 + classes.len(), "{ranked:?}");
+        let reply: JobReply =
+            serde_json::from_value(json!({"status": "scheduled", "job_id": "a", "queue": "orders"})).unwrap();
+        let retry = metrics_of(&[retry_line("fn", &reply, true, Utc::now())]);
+        assert_eq!(retry.len(), 2, "{retry:?}");
     }
 
     #[test]

@@ -173,36 +173,41 @@ pub(crate) fn item_key(item: &Item) -> Item {
         .collect()
 }
 
-/// Removes sent items as the guarantee needs and no more: one `TransactWriteItems` of
+/// Removes sent items as the guarantee needs and no more: one `BatchExecuteStatement` of
 /// conditional deletes (each on the item's own `perform_at` as read, standing in for the
 /// poller's edition condition at the same cost), items whose condition fails left alone.
 pub(crate) async fn remove_sent(ddb: &aws_sdk_dynamodb::Client, table: &str, items: Vec<Item>) {
-    use aws_sdk_dynamodb::types::{Delete, TransactWriteItem};
+    use aws_sdk_dynamodb::types::BatchStatementRequest;
     if items.is_empty() {
         return;
     }
-    let writes = items
+    let statements = items
         .iter()
         .map(|item| {
-            let delete = Delete::builder()
-                .table_name(table)
-                .set_key(Some(item_key(item)))
-                .condition_expression("perform_at = :p")
-                .set_expression_attribute_values(item.get("perform_at").map(|p| [(":p".to_owned(), p.clone())].into()))
+            let key = item_key(item);
+            BatchStatementRequest::builder()
+                .statement(format!(
+                    r#"DELETE FROM "{table}" WHERE "scheduler" = ? AND "job_id" = ? AND "perform_at" = ?"#
+                ))
+                .set_parameters(Some(vec![
+                    key["scheduler"].clone(),
+                    key["job_id"].clone(),
+                    item["perform_at"].clone(),
+                ]))
                 .build()
-                .expect("delete");
-            TransactWriteItem::builder().delete(delete).build()
+                .expect("statement")
         })
         .collect();
-    ddb.transact_write_items()
-        .set_transact_items(Some(writes))
+    ddb.batch_execute_statement()
+        .set_statements(Some(statements))
         .send()
         .await
-        .expect("TransactWriteItems");
+        .expect("BatchExecuteStatement");
 }
 
 /// The floor a dispatcher can reach: per shard, Query pages, SendMessageBatch of 10 and a
-/// transaction of 25 conditional deletes (`remove_sent`), nothing else, with all shards at once.
+/// `BatchExecuteStatement` of 25 conditional deletes (`remove_sent`), nothing else, with all
+/// shards at once.
 pub(crate) async fn baseline_dispatch(
     ddb: &aws_sdk_dynamodb::Client,
     sqs: &aws_sdk_sqs::Client,

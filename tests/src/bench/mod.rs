@@ -3,6 +3,7 @@
 
 mod api_calls;
 mod cold_start;
+mod cost;
 mod dispatch;
 mod ledger;
 mod precision;
@@ -10,6 +11,7 @@ mod trace_cost;
 
 pub use api_calls::*;
 pub use cold_start::*;
+pub use cost::*;
 pub use dispatch::*;
 pub use ledger::*;
 pub use precision::*;

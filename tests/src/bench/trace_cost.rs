@@ -39,32 +39,7 @@ pub async fn trace_cost(dynamodb: &aws_sdk_dynamodb::Client, body_sizes: &[usize
         for (slot, header) in [None, Some(LAMBDA_TRACE_HEADER)].into_iter().enumerate() {
             let job = stored(&queue, body_bytes, header);
             let item = encode(&job);
-            let mut units = 0.0;
-            let put = dynamodb
-                .put_item()
-                .table_name(table)
-                .set_item(Some(item.clone()))
-                .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-                .send()
-                .await
-                .expect("PutItem");
-            units += put
-                .consumed_capacity()
-                .and_then(|c| c.capacity_units())
-                .unwrap_or(f64::NAN);
-            let key = ["scheduler", "job_id"].map(|k| (k.to_owned(), item[k].clone()));
-            let delete = dynamodb
-                .delete_item()
-                .table_name(table)
-                .set_key(Some(key.into_iter().collect()))
-                .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-                .send()
-                .await
-                .expect("DeleteItem");
-            units += delete
-                .consumed_capacity()
-                .and_then(|c| c.capacity_units())
-                .unwrap_or(f64::NAN);
+            let units = put_delete_units(dynamodb, table, &item).await;
             measured[slot] = (item_size(&item), units);
         }
         rows.push(TraceCostRow {
@@ -76,6 +51,42 @@ pub async fn trace_cost(dynamodb: &aws_sdk_dynamodb::Client, body_sizes: &[usize
         });
     }
     rows
+}
+
+/// Puts `item` and deletes it again: the write units DynamoDB reports for both, table and
+/// indexes (`ReturnConsumedCapacity` INDEXES; NaN where the backend reports none).
+pub async fn put_delete_units(
+    dynamodb: &aws_sdk_dynamodb::Client,
+    table: &str,
+    item: &std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
+) -> f64 {
+    let mut units = 0.0;
+    let put = dynamodb
+        .put_item()
+        .table_name(table)
+        .set_item(Some(item.clone()))
+        .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+        .send()
+        .await
+        .expect("PutItem");
+    units += put
+        .consumed_capacity()
+        .and_then(|c| c.capacity_units())
+        .unwrap_or(f64::NAN);
+    let key = ["scheduler", "job_id"].map(|k| (k.to_owned(), item[k].clone()));
+    let delete = dynamodb
+        .delete_item()
+        .table_name(table)
+        .set_key(Some(key.into_iter().collect()))
+        .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+        .send()
+        .await
+        .expect("DeleteItem");
+    units += delete
+        .consumed_capacity()
+        .and_then(|c| c.capacity_units())
+        .unwrap_or(f64::NAN);
+    units
 }
 
 fn stored(queue: &QueueName, body_bytes: usize, trace_header: Option<&str>) -> StoredJob {

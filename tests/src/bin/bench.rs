@@ -368,7 +368,8 @@ async fn main() {
         let jobs = if quick { 200 } else { 1000 };
         let mut rows = Vec::new();
         for history_days in [7, 0] {
-            let r = api_efficiency(jobs, 4, history_days, profile).await;
+            // The bodies `{"order":N}`, up to 13 bytes.
+            let r = api_efficiency(jobs, 4, history_days, 13, profile).await;
             println!(
                 "API calls for {} long-delay jobs end to end (4 shards, {} poller runs, WAITER_HISTORY_DAYS={}), counted at a proxy:",
                 r.jobs, r.poller_runs, r.history_days
@@ -377,7 +378,7 @@ async fn main() {
                 println!("  {op:<18} {n:>6}");
             }
             println!(
-                "  data calls {} vs floor {} (1 PutItem/job, 1 SendMessageBatch/10, 1 removal transaction/25 jobs, 1 BatchGetItem/100, + Query pages): {:.3}x",
+                "  data calls {} vs floor {} (1 PutItem/job, 1 SendMessageBatch/10, 1 BatchExecuteStatement of removals/25 jobs, 1 BatchGetItem/100, + Query pages): {:.3}x",
                 r.data_calls, r.floor, r.ratio_to_floor
             );
             println!(
@@ -395,6 +396,60 @@ async fn main() {
             rows.push(r);
         }
         println!("written to {}\n", write_json("api.json", &rows).display());
+        // Issue 45: what a stored job costs, in billed units and dollars, by body size.
+        let mut costs = vec![(
+            job_cost(&rows[0]),
+            rows[0].measured_put_delete_units,
+            rows[0].modelled_put_delete_units,
+        )];
+        // An item of up to 1 KB (the floor of DESIGN's "Cost"), and one of 4 KB.
+        for body_bytes in [900, 4000] {
+            let r = api_efficiency(jobs, 4, 7, body_bytes, profile).await;
+            costs.push((job_cost(&r), r.measured_put_delete_units, r.modelled_put_delete_units));
+        }
+        println!(
+            "cost per stored job (history on, {jobs} jobs each, units by DynamoDB's billing rules from the calls counted and the codec's item sizes; table and index project all):"
+        );
+        println!(
+            "  {:>6} {:>6} {:>7} {:>7} {:>6} {:>6} {:>8} {:>9} {:>7} {:>10} {:>10} {:>14}",
+            "body",
+            "item",
+            "tableWU",
+            "indexWU",
+            "RU",
+            "SQS",
+            "Lambda",
+            "GB-s",
+            "log B",
+            "$/M od",
+            "$/M prov",
+            "put+del WU m/c"
+        );
+        for (c, measured, modelled) in &costs {
+            println!(
+                "  {:>6} {:>6} {:>7.3} {:>7.3} {:>6.3} {:>6.3} {:>8.4} {:>9.6} {:>7.1} {:>10.3} {:>10.3} {:>8} / {:<4}",
+                c.body_bytes,
+                c.item_bytes,
+                c.table_write_units,
+                c.index_write_units,
+                c.read_units,
+                c.sqs_requests,
+                c.lambda_requests,
+                c.lambda_gb_seconds,
+                c.log_bytes,
+                c.on_demand_per_million,
+                c.provisioned_per_million,
+                measured,
+                modelled
+            );
+        }
+        println!(
+            "  ($/M od: on demand; prov: provisioned at 70 % use; m/c: DynamoDB's reported ConsumedCapacity against the model.) EventBridge Scheduler, all in (its invocations past 14 million free, and the SQS call each makes): 1 million a month ${:.2}, 100 million ${:.2}",
+            scheduler_per_month(1e6),
+            scheduler_per_month(100e6)
+        );
+        let costs: Vec<&JobCost> = costs.iter().map(|(c, _, _)| c).collect();
+        println!("written to {}\n", write_json("cost.json", &costs).display());
     }
     if all || what == "enqueue" {
         let jobs = if quick { 500 } else { 2000 };

@@ -1,22 +1,27 @@
 //! Removing what the poller sent: each job's item, conditioned on the edition SQS accepted, or
 //! its history record put in its place. `BatchWriteItem` takes no conditions, so the removals
-//! go in `TransactWriteItems` of up to 100 conditional writes, with a client token derived from
-//! the batch: 25 jobs cost one call instead of 25 (docs/performance.md, "Removals").
+//! go as conditional PartiQL statements, 25 to a `BatchExecuteStatement` (`statements`), at
+//! 1 write unit each; a backend without PartiQL (moto) gets them in `TransactWriteItems` of up
+//! to 100 conditional writes instead, at 2 write units each, with a client token derived from
+//! the batch (docs/performance.md, "Removals").
 //!
 //! A removal never takes a newer edition of the job (one enqueued or rescheduled meanwhile):
-//! - every write carries the edition condition, so a transaction sent again (by the SDK, or as
-//!   a new call by a later run) cannot delete what was stored since;
-//! - the token makes DynamoDB answer the SDK's retry of an applied transaction as it answered
-//!   the first, without applying it again, for 10 minutes;
-//! - a transaction refused because some items' conditions failed is sent again without them:
-//!   those jobs are gone already or are another writer's, done either way.
+//! - every write carries the edition condition, so a statement or transaction sent again (by
+//!   the SDK, or as a new call by a later run) cannot delete what was stored since;
+//! - a transaction's token makes DynamoDB answer the SDK's retry of an applied transaction as
+//!   it answered the first, without applying it again, for 10 minutes;
+//! - a removal whose condition failed is done: the job is gone already or is another writer's.
 
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
+use tracing::warn;
 
+use super::statements::Statements;
 use super::*;
-use crate::limits::{DDB_MAX_CLIENT_TOKEN_CHARS, DDB_MAX_TRANSACT_BYTES, DDB_MAX_TRANSACT_ITEMS};
+use crate::limits::{
+    DDB_MAX_BATCH_STATEMENTS, DDB_MAX_CLIENT_TOKEN_CHARS, DDB_MAX_TRANSACT_BYTES, DDB_MAX_TRANSACT_ITEMS,
+};
 
 /// Transactions one `retire` has in flight at once.
 const TRANSACTIONS_IN_FLIGHT: usize = 4;
@@ -37,15 +42,41 @@ impl DynamoStore {
             .map(|r| Removal::new(r))
             .collect();
         last.reverse();
-        let calls: Vec<_> = transaction_batches(last, Removal::bytes)
+        let calls: Vec<_> = transaction_batches(last, Removal::bytes, DDB_MAX_BATCH_STATEMENTS)
             .into_iter()
-            .map(|batch| self.retire_batch(queue, &table, batch))
+            .map(|batch| self.retire_by_statements(queue, &table, batch))
             .collect();
         let results: Vec<Result<(), PortError>> = futures::stream::iter(calls)
             .buffer_unordered(TRANSACTIONS_IN_FLIGHT)
             .collect()
             .await;
         results.into_iter().collect()
+    }
+
+    /// One batch of statements; where the backend runs none, the same batch as transactions.
+    async fn retire_by_statements(
+        &self,
+        queue: &QueueName,
+        table: &str,
+        batch: Vec<Removal<'_>>,
+    ) -> Result<(), PortError> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if batch.len() > 1 && self.statements.load(Relaxed) {
+            let statements = batch.iter().map(|r| (r.retired, r.record.as_ref())).collect();
+            match self.retire_statements(queue, table, statements).await? {
+                Statements::Done => return Ok(()),
+                Statements::Unsupported => {
+                    if self.statements.swap(false, Relaxed) {
+                        warn!(
+                            table,
+                            "BatchExecuteStatement is not supported here (an emulator?): removals go by \
+                             TransactWriteItems, at 2 write units each instead of 1"
+                        );
+                    }
+                }
+            }
+        }
+        self.retire_batch(queue, table, batch).await
     }
 
     /// One batch: a transaction, sent again without the items whose condition failed.
@@ -131,7 +162,7 @@ impl DynamoStore {
 }
 
 /// One job's removal, its history record encoded once for its size, its write and its token.
-struct Removal<'a> {
+pub(super) struct Removal<'a> {
     retired: &'a Retired,
     record: Option<Item>,
 }
@@ -172,14 +203,17 @@ fn transact_item(queue: &QueueName, table: &str, r: &Removal<'_>) -> Result<Tran
     built.map_err(|e| internal("TransactWriteItems", e))
 }
 
-/// Consecutive batches of at most `DDB_MAX_TRANSACT_ITEMS` items and `DDB_MAX_TRANSACT_BYTES`.
-fn transaction_batches<T>(items: Vec<T>, bytes: impl Fn(&T) -> usize) -> Vec<Vec<T>> {
+/// Consecutive batches of at most `max_items` items (at most `DDB_MAX_TRANSACT_ITEMS`) and
+/// `DDB_MAX_TRANSACT_BYTES`: a batch of statements that the backend refuses goes on as one
+/// transaction, so it keeps within a transaction's limits too.
+fn transaction_batches<T>(items: Vec<T>, bytes: impl Fn(&T) -> usize, max_items: usize) -> Vec<Vec<T>> {
+    let max_items = max_items.min(DDB_MAX_TRANSACT_ITEMS);
     let mut batches: Vec<Vec<T>> = Vec::new();
     let mut size = 0;
     for item in items {
         let b = bytes(&item);
         match batches.last_mut() {
-            Some(last) if last.len() < DDB_MAX_TRANSACT_ITEMS && size + b <= DDB_MAX_TRANSACT_BYTES => {
+            Some(last) if last.len() < max_items && size + b <= DDB_MAX_TRANSACT_BYTES => {
                 size += b;
                 last.push(item);
             }
@@ -251,16 +285,29 @@ mod tests {
     #[test]
     fn batches_hold_at_most_a_hundred_items_and_four_megabytes() {
         let small: Vec<usize> = vec![600; 250];
-        let sizes: Vec<usize> = transaction_batches(small, |b| *b).iter().map(Vec::len).collect();
+        let sizes: Vec<usize> = transaction_batches(small.clone(), |b| *b, DDB_MAX_TRANSACT_ITEMS)
+            .iter()
+            .map(Vec::len)
+            .collect();
         assert_eq!(sizes, vec![100, 100, 50]);
+        // Statements: 25 to a batch, and never past a transaction's 100 items.
+        let sizes: Vec<usize> = transaction_batches(small.clone(), |b| *b, DDB_MAX_BATCH_STATEMENTS)
+            .iter()
+            .map(Vec::len)
+            .collect();
+        assert_eq!(sizes, vec![25; 10]);
+        assert_eq!(
+            transaction_batches(small, |b| *b, 1000)[0].len(),
+            DDB_MAX_TRANSACT_ITEMS
+        );
         // History records with bodies: 400 KB each, so ten fit, not a hundred.
         let large: Vec<usize> = vec![400 * 1024 + ITEM_OVERHEAD_BYTES; 25];
-        let batches = transaction_batches(large, |b| *b);
+        let batches = transaction_batches(large, |b| *b, DDB_MAX_TRANSACT_ITEMS);
         assert!(batches
             .iter()
             .all(|b| b.iter().sum::<usize>() <= DDB_MAX_TRANSACT_BYTES));
         assert_eq!(batches.iter().map(Vec::len).collect::<Vec<_>>(), vec![10, 10, 5]);
-        assert!(transaction_batches(Vec::<usize>::new(), |b| *b).is_empty());
+        assert!(transaction_batches(Vec::<usize>::new(), |b| *b, DDB_MAX_TRANSACT_ITEMS).is_empty());
     }
 
     #[test]

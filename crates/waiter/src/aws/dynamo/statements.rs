@@ -1,0 +1,232 @@
+//! Removals at 1 write unit each (issue 45): up to 25 conditional PartiQL statements in one
+//! `BatchExecuteStatement`. A `TransactWriteItems` bills 2 write units per item; a statement
+//! bills as the single-item write it is (docs/performance.md, "Removals").
+//!
+//! Each statement carries the edition condition of `conditions::same_edition`, so a statement
+//! sent again (by the SDK after a lost reply, or by a later run) never takes a newer edition:
+//! - a removal is `DELETE ... WHERE <keys> AND <edition>`;
+//! - a removal that leaves a history record is `UPDATE ... SET <record> REMOVE <the job's other
+//!   attributes> WHERE <keys> AND <edition>`: the record has no `perform_at`, so the same
+//!   statement again finds its condition false.
+//!
+//! DynamoDB answers each statement on its own (`ConditionalCheckFailed`, a throttle), so only
+//! the statements that need it are sent again. Moto does not run parameterised PartiQL
+//! (`Quirk::NoPartiql` in the e2e crate): it answers with an HTML 500, which is what `unsupported`
+//! recognises, and the store then removes by transaction for the rest of the process.
+
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::batch_execute_statement::BatchExecuteStatementError;
+use aws_sdk_dynamodb::types::{AttributeValue, BatchStatementErrorCodeEnum, BatchStatementRequest};
+
+use super::*;
+use crate::error::BoxError;
+use crate::ports::Edition;
+
+/// Rounds of statements refused only for throttling or a conflict before their removals are
+/// left for the next run (they stay in the lease's debts).
+const THROTTLED_ROUNDS: u32 = 3;
+
+/// Every attribute a job's item may hold besides its keys (`codec::encode`): what an `UPDATE`
+/// that turns the job into its history record removes, less what the record sets.
+const JOB_ATTRIBUTES: &[&str] = &[
+    A_PERFORM_AT,
+    A_MESSAGE_BODY,
+    A_MESSAGE_ATTRIBUTES,
+    A_EXPIRES_AT,
+    A_GROUP_ID,
+    A_DEDUP_ID,
+    A_ENQUEUED_AT,
+    A_PARKED_AT,
+    A_PARK_CODE,
+    A_PARK_MESSAGE,
+    A_VERSION,
+    A_WINDOWS,
+    A_TIME_ZONE,
+    A_MAYBE_DELIVERED_AT,
+    A_PRIORITY,
+    A_WEIGHT,
+    A_ATTEMPT,
+    A_NAMES_ITSELF,
+    A_TRACE_HEADER,
+];
+
+/// How a batch of statements ended.
+pub(super) enum Statements {
+    Done,
+    /// The backend does not run PartiQL: nothing was applied.
+    Unsupported,
+}
+
+/// A PartiQL identifier: in double quotes, a quote inside doubled.
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The edition condition of `conditions::same_edition` in PartiQL, and its two parameters.
+fn edition_condition(edition: Edition) -> (String, [AttributeValue; 2]) {
+    let (p, e, v) = (quoted(A_PERFORM_AT), quoted(A_ENQUEUED_AT), quoted(A_VERSION));
+    let version = if edition.version == 1 {
+        // Items in the seed's format carry no version: the first edition may lack one.
+        format!("({v} IS MISSING OR {v} = ?)")
+    } else {
+        format!("{v} = ?")
+    };
+    let text = format!("{p} IS NOT MISSING AND ({e} IS MISSING OR {e} = ?) AND {version}");
+    (
+        text,
+        [n(edition.enqueued_at), AttributeValue::N(edition.version.to_string())],
+    )
+}
+
+/// One removal as a statement: the conditional delete, or the update into its history record.
+pub(super) fn removal_statement(
+    queue: &QueueName,
+    table: &str,
+    retired: &Retired,
+    record: Option<&Item>,
+) -> Result<BatchStatementRequest, PortError> {
+    let keys = key(queue, &retired.key);
+    let (condition, edition_values) = edition_condition(retired.edition);
+    let mut parameters: Vec<AttributeValue> = Vec::new();
+    let mut text = match record {
+        None => format!("DELETE FROM {}", quoted(table)),
+        Some(record) => {
+            let mut text = format!("UPDATE {}", quoted(table));
+            let mut set: Vec<(&String, &AttributeValue)> = record
+                .iter()
+                .filter(|(name, _)| name.as_str() != A_SCHEDULER && name.as_str() != A_JOB_ID)
+                .collect();
+            set.sort_by(|a, b| a.0.cmp(b.0));
+            for (name, value) in set {
+                text.push_str(&format!(" SET {} = ?", quoted(name)));
+                parameters.push(value.clone());
+            }
+            for name in JOB_ATTRIBUTES.iter().filter(|a| !record.contains_key(**a)) {
+                text.push_str(&format!(" REMOVE {}", quoted(name)));
+            }
+            text
+        }
+    };
+    text.push_str(&format!(
+        " WHERE {} = ? AND {} = ? AND {condition}",
+        quoted(A_SCHEDULER),
+        quoted(A_JOB_ID)
+    ));
+    for name in [A_SCHEDULER, A_JOB_ID] {
+        let value = keys.get(name).cloned().ok_or_else(|| PortError::Internal {
+            operation: "BatchExecuteStatement",
+            source: format!("the key has no {name}").into(),
+        })?;
+        parameters.push(value);
+    }
+    parameters.extend(edition_values);
+    BatchStatementRequest::builder()
+        .statement(text)
+        .set_parameters(Some(parameters))
+        .build()
+        .map_err(|e| internal("BatchExecuteStatement", e))
+}
+
+/// What to do with one statement's answer.
+#[derive(Debug, PartialEq, Eq)]
+enum Answer {
+    /// Applied; or its condition failed: the job is gone already (the statement applied
+    /// before, its reply lost) or the key holds another edition. Done either way.
+    Done,
+    /// Throttled, a conflict or a fault on DynamoDB's side: the same statement may succeed.
+    Again,
+    /// Refused for what it is: the same statement fails again.
+    Refused(String),
+}
+
+fn answer(code: Option<&BatchStatementErrorCodeEnum>) -> Answer {
+    use BatchStatementErrorCodeEnum as C;
+    match code {
+        None | Some(C::ConditionalCheckFailed) => Answer::Done,
+        Some(
+            C::ProvisionedThroughputExceeded
+            | C::RequestLimitExceeded
+            | C::ThrottlingError
+            | C::TransactionConflict
+            | C::InternalServerError,
+        ) => Answer::Again,
+        Some(other) => Answer::Refused(other.as_str().to_owned()),
+    }
+}
+
+/// Whether the call was answered by something that is not DynamoDB's PartiQL: a server error
+/// without a DynamoDB error type (moto's HTML 500). DynamoDB's own 500 names its type.
+fn unsupported(e: &SdkError<BatchExecuteStatementError, HttpResponse>) -> bool {
+    let status = e.raw_response().map(|r| r.status().as_u16());
+    status.is_some_and(|s| s >= 500) && e.code().is_none()
+}
+
+impl DynamoStore {
+    /// One batch of at most `DDB_MAX_BATCH_STATEMENTS` removals.
+    pub(super) async fn retire_statements(
+        &self,
+        queue: &QueueName,
+        table: &str,
+        mut batch: Vec<(&Retired, Option<&Item>)>,
+    ) -> Result<Statements, PortError> {
+        let mut round = 0;
+        loop {
+            if batch.is_empty() {
+                return Ok(Statements::Done);
+            }
+            let statements = batch
+                .iter()
+                .map(|(r, record)| removal_statement(queue, table, r, *record))
+                .collect::<Result<Vec<_>, _>>()?;
+            let sent = self
+                .client
+                .batch_execute_statement()
+                .set_statements(Some(statements))
+                .send()
+                .await;
+            let responses = match sent {
+                Ok(out) => out.responses.unwrap_or_default(),
+                Err(e) if unsupported(&e) => return Ok(Statements::Unsupported),
+                Err(e) => return Err(classify("BatchExecuteStatement", &self.resource(queue), e)),
+            };
+            if responses.len() != batch.len() {
+                return Err(PortError::Transient {
+                    operation: "BatchExecuteStatement",
+                    source: format!("{} answers to {} statements", responses.len(), batch.len()).into(),
+                });
+            }
+            let mut again = Vec::new();
+            for (removal, response) in batch.into_iter().zip(responses) {
+                let code = response.error.as_ref().and_then(|e| e.code.as_ref());
+                match answer(code) {
+                    Answer::Done => {}
+                    Answer::Again => again.push(removal),
+                    Answer::Refused(code) => {
+                        return Err(PortError::Rejected {
+                            operation: "BatchExecuteStatement",
+                            code,
+                            source: response.error.and_then(|e| e.message).map(|m| -> BoxError { m.into() }),
+                        })
+                    }
+                }
+            }
+            batch = again;
+            if batch.is_empty() {
+                return Ok(Statements::Done);
+            }
+            round += 1;
+            if round >= THROTTLED_ROUNDS {
+                return Err(PortError::Throttled {
+                    operation: "BatchExecuteStatement",
+                    source: format!("{} statements throttled {round} times", batch.len()).into(),
+                });
+            }
+            backoff(round).await;
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "statements_tests.rs"]
+mod tests;
