@@ -3,7 +3,7 @@
 //! go as conditional PartiQL statements, 25 to a `BatchExecuteStatement` (`statements`), at
 //! 1 write unit each; a backend without PartiQL (moto) gets them in `TransactWriteItems` of up
 //! to 100 conditional writes instead, at 2 write units each, with a client token derived from
-//! the batch (docs/performance.md, "Removals").
+//! the batch (docs/cost.md, "Calls per job").
 //!
 //! A removal never takes a newer edition of the job (one enqueued or rescheduled meanwhile):
 //! - every write carries the edition condition, so a statement or transaction sent again (by

@@ -1,6 +1,6 @@
 //! Removals at 1 write unit each (issue 45): up to 25 conditional PartiQL statements in one
 //! `BatchExecuteStatement`. A `TransactWriteItems` bills 2 write units per item; a statement
-//! bills as the single-item write it is (docs/performance.md, "Removals").
+//! bills as the single-item write it is (docs/cost.md, "Calls per job").
 //!
 //! Each statement carries the edition condition of `conditions::same_edition`, so a statement
 //! sent again (by the SDK after a lost reply, or by a later run) never takes a newer edition:
