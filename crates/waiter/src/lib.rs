@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod poller;
 pub mod ports;
 pub mod rate;
+pub mod repeat;
 pub mod routing;
 pub mod time;
 pub mod trace;
