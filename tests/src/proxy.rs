@@ -11,7 +11,8 @@
 //! `force(op, Forced)`: every request of `op` gets that answer until `clear_forced`: a whole-call
 //! AWS error shaped as AWS sends it (status, JSON `__type` body, SQS's `x-amzn-query-error`
 //! header, extra body fields such as `CancellationReasons`), or a connection that is accepted
-//! and never answered.
+//! and never answered; or, for the next few `BatchExecuteStatement` calls, an error on each
+//! statement (`Forced::StatementErrors`), which DynamoDB answers with HTTP 200.
 //!
 //! `lose_reply_then_hold(op)`: the next request of `op` is applied and answered 500 (its reply
 //! lost), and every later request of `op` (the SDK's retries) is held until `release_held`, so
@@ -38,6 +39,10 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
+#[path = "proxy_answers.rs"]
+mod answers;
+use answers::aws_error;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FaultKind {
     Throttle,
@@ -63,6 +68,10 @@ pub enum Forced {
     },
     /// Accept and never answer.
     Hang,
+    /// Answer the next `remaining` `BatchExecuteStatement` calls, without forwarding them, with
+    /// this error `code` for each of their statements (HTTP 200, as DynamoDB reports a statement
+    /// it did not apply); later calls go through.
+    StatementErrors { code: String, remaining: usize },
 }
 
 struct Inner {
@@ -248,22 +257,6 @@ fn is_sqs(headers: &HeaderMap) -> bool {
         .is_some_and(|t| t.starts_with("AmazonSQS"))
 }
 
-fn aws_error(status: u16, sqs: bool, code: &str) -> Response {
-    let mut r = (
-        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        json!({"__type": code, "message": "injected by the fault proxy"}).to_string(),
-    )
-        .into_response();
-    r.headers_mut()
-        .insert("content-type", HeaderValue::from_static("application/x-amz-json-1.0"));
-    if sqs {
-        if let Ok(v) = HeaderValue::from_str(&format!("{code};Sender")) {
-            r.headers_mut().insert("x-amzn-query-error", v);
-        }
-    }
-    r
-}
-
 impl Inner {
     fn pick_fault(&self, op: &str) -> Option<FaultKind> {
         let rate = *self.rate.lock().expect("lock");
@@ -390,8 +383,25 @@ async fn handle_live(p: &Inner, method: Method, uri: Uri, headers: HeaderMap, bo
         }
         None => {}
     }
-    let forced = p.forced.lock().expect("lock").get(&op).cloned();
+    let forced = {
+        let mut all = p.forced.lock().expect("lock");
+        match all.get_mut(&op) {
+            Some(Forced::StatementErrors { remaining: 0, .. }) => None,
+            Some(Forced::StatementErrors { code, remaining }) => {
+                *remaining -= 1;
+                Some(Forced::StatementErrors {
+                    code: code.clone(),
+                    remaining: *remaining,
+                })
+            }
+            other => other.cloned(),
+        }
+    };
     match forced {
+        Some(Forced::StatementErrors { code, .. }) => {
+            *p.calls.lock().expect("lock").entry(op).or_default() += 1;
+            return answers::statement_errors(&body, &code);
+        }
         Some(Forced::Hang) => {
             *p.calls.lock().expect("lock").entry(op.clone()).or_default() += 1;
             std::future::pending::<()>().await;

@@ -380,3 +380,96 @@ async fn a_lease_taken_by_an_sdk_retry_still_settles_what_it_was_handed_on_with(
         "not sent again"
     );
 }
+
+/// Statements of a removal batch answered one by one with an error (issue 45): DynamoDB
+/// reports a statement it did not apply in a 200 reply, beside the ones it did. The proxy
+/// answers the next `times` batches with `code` on every statement, applying none. Two jobs
+/// due in a second, history off; returns the rig, the poller and its first run.
+async fn removals_answered(code: &str, times: usize) -> (e2e::rig::Rig, Function, Result<Value, e2e::LambdaError>) {
+    let rig = e2e::rig::Rig::builder(&["orders"])
+        .proxy(7, 0.0)
+        .for_partiql()
+        .settings(&[
+            ("WAITER_SHARDS", "1"),
+            ("WAITER_DIRECT_MAX_DELAY", "0"),
+            ("WAITER_LOOKAHEAD", "60"),
+            ("WAITER_HISTORY_DAYS", "0"),
+        ])
+        .start()
+        .await;
+    let mut enqueue = Function::start("enqueue", &rig.env).await;
+    for id in ["a", "b"] {
+        enqueue
+            .invoke_ok(&json!({"queue": "orders", "message_body": id, "delay_seconds": 1, "job_id": id}))
+            .await;
+    }
+    table_proxy(&rig).force(
+        "BatchExecuteStatement",
+        Forced::StatementErrors {
+            code: code.to_owned(),
+            remaining: times,
+        },
+    );
+    let mut poller = Function::start("poller", &rig.env).await;
+    let run = poller.invoke(&json!({})).await;
+    (rig, poller, run)
+}
+
+/// The proxy in front of the tables: their own on DynamoDB Local (moto runs no PartiQL), else
+/// the emulator's.
+fn table_proxy(rig: &e2e::rig::Rig) -> &FaultProxy {
+    rig.tables
+        .as_ref()
+        .and_then(|(_, p)| p.as_ref())
+        .or(rig.proxy.as_ref())
+        .expect("a proxy")
+}
+
+async fn stored_jobs(rig: &e2e::rig::Rig) -> usize {
+    let left = rig
+        .table_client()
+        .await
+        .scan()
+        .table_name("orders")
+        .send()
+        .await
+        .expect("Scan");
+    left.items().iter().filter(|i| i.contains_key("perform_at")).count()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn throttled_removal_statements_are_sent_again_in_the_same_run() {
+    let (rig, _poller, run) = removals_answered("ThrottlingError", 1).await;
+    let summary = run.expect("the run recovers within itself");
+    assert_eq!(summary["dispatched"], 2, "{summary}");
+    let proxy = table_proxy(&rig);
+    assert_eq!(
+        proxy.calls("BatchExecuteStatement"),
+        2,
+        "the throttled batch, then again"
+    );
+    assert_eq!(proxy.calls("BatchExecuteStatement/statements"), 4);
+    assert_eq!(stored_jobs(&rig).await, 0, "both removed in the run");
+    let got = rig.emu.receive_for(&rig.urls[0], Duration::from_secs(3), 3).await;
+    assert_eq!(got.len(), 2, "each sent once: {got:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_removal_statements_hand_the_lease_on_and_the_next_run_removes_without_resending() {
+    // Refused for what they are (`ValidationError`): not sent again in the run (two jobs are
+    // removed by the run's closing flush, one call). The lease goes on with them as debts, and
+    // the next run removes them before it sends anything: neither job is sent twice.
+    let (rig, mut poller, run) = removals_answered("ValidationError", 1).await;
+    let e = run.expect_err("its only partition failed");
+    assert_eq!(e.error_type, "PollerFailed", "{e:?}");
+    assert!(e.error_message.contains("BatchExecuteStatement"), "{e:?}");
+    let proxy = table_proxy(&rig);
+    assert_eq!(proxy.calls("BatchExecuteStatement"), 1, "not sent again in the run");
+    assert_eq!(stored_jobs(&rig).await, 2, "still stored after the refusal");
+    let next = poller.invoke(&json!({})).await.expect("the next run");
+    assert_eq!(next["dispatched"], 0, "{next}");
+    assert_eq!(proxy.calls("BatchExecuteStatement"), 2, "the debts, removed");
+    assert_eq!(stored_jobs(&rig).await, 0);
+    let got = rig.emu.receive_for(&rig.urls[0], Duration::from_secs(3), 3).await;
+    assert_eq!(got.len(), 2, "each sent once: {got:?}");
+}

@@ -119,6 +119,8 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
         let mut exhausted = false;
         let mut next_query: Option<DateTime<Utc>> = None;
         let mut failure: Option<PortError> = None;
+        // Removals that failed in a way a retry can clear (a throttle, a timeout), sent again.
+        let mut removal_retries = 0;
         // Entries of a refused batch, each with the instant its batch was sent.
         let mut singly: VecDeque<(Call, DateTime<Utc>)> = VecDeque::new();
         let mut in_flight: FuturesUnordered<BoxFuture<'a, Done<'a>>> = FuturesUnordered::new();
@@ -395,6 +397,14 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                             for r in &items {
                                 self.seen.remove(&r.key.job_id);
                             }
+                            None
+                        }
+                        // Conditioned on the edition sent, a removal is safe to send again:
+                        // a slow or throttled call is no reason to stop the partition.
+                        Err(e) if e.is_retryable() && removal_retries < REMOVAL_RETRIES => {
+                            removal_retries += 1;
+                            warn!(queue = %queue, shard = self.shard, error = %display_chain(&e), "removal failed; sent again");
+                            self.deletes.splice(0..0, items);
                             None
                         }
                         Err(e) => {

@@ -39,6 +39,38 @@ async fn a_removal_retried_after_it_was_applied_never_takes_a_job_enqueued_meanw
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_removal_that_failed_for_a_retryable_reason_is_sent_again_and_the_partition_drains() {
+    // Two calls' worth of jobs: the first removal call is applied and answered with a timeout.
+    // It is sent again in the run (each removal conditioned on its edition), the partition goes
+    // on to send the rest, and the run ends drained, without an error.
+    let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1")]);
+    let now = clock.now();
+    for i in 0..2 * REMOVALS_PER_CALL {
+        store.insert(stored("orders", &format!("j{i}"), now, 1));
+    }
+    *store.retire_applied_then_fails.lock().unwrap() = Some(Box::new(|_: &MemStore| {}));
+    let summary = d.run(now + TimeDelta::seconds(60)).await;
+    assert_eq!(summary.dispatched, 2 * REMOVALS_PER_CALL as u64, "{summary:?}");
+    assert!(summary.errors.is_empty() && summary.drained, "{summary:?}");
+    assert_eq!(queue.sent().len(), 2 * REMOVALS_PER_CALL, "none sent twice");
+    assert_eq!(store.len(), 0, "all removed");
+    // A removal that keeps failing stops the partition after `REMOVAL_RETRIES` more tries.
+    let (d, store, _queue, clock) = dispatcher(&[("WAITER_SHARDS", "1")]);
+    for i in 0..2 * REMOVALS_PER_CALL {
+        store.insert(stored("orders", &format!("k{i}"), clock.now(), 1));
+    }
+    store.fail_deletes.store(true, std::sync::atomic::Ordering::SeqCst);
+    let summary = d.run(clock.now() + TimeDelta::seconds(60)).await;
+    assert!(!summary.errors.is_empty() && !summary.drained, "{:?}", summary.errors);
+    assert!(
+        summary.dispatched < 2 * REMOVALS_PER_CALL as u64,
+        "no more sends once removals keep failing: {}",
+        summary.dispatched
+    );
+    assert_eq!(store.len(), 2 * REMOVALS_PER_CALL, "nothing removed");
+}
+
+#[tokio::test(start_paused = true)]
 async fn parking_never_overwrites_an_earlier_parked_job_with_the_same_id() {
     let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1")]);
     let now = clock.now();

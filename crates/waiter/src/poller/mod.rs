@@ -84,6 +84,10 @@ pub const QUICK_SEND: TimeDelta = TimeDelta::milliseconds(250);
 pub const REMOVALS_PER_CALL: usize = 25;
 /// `retire` calls in flight at once per partition: 2 × 25 keeps up with 4 × 10.
 pub const DELETES_IN_FLIGHT: usize = 2;
+/// Removals a partition run sends again after a retryable failure (the store's own retries
+/// spent: a throttle, a timeout) before it stops starting calls; the run's closing flush and
+/// the lease's debts remain after that.
+pub const REMOVAL_RETRIES: u32 = 3;
 /// A crash re-sends at most this many jobs per partition: the batches in flight, the deletes in
 /// flight and a delete call not yet full. A batch is started only while it keeps the jobs sent
 /// and not yet removed within this bound.

@@ -30,7 +30,7 @@ impl DynamoStore {
             ledgers: Arc::default(),
             ledger_turn: Arc::default(),
             ledger_counts: Arc::default(),
-            statements: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            statements: Arc::new(std::sync::atomic::AtomicU8::new(super::statements::PARTIQL_UNKNOWN)),
         }
     }
 

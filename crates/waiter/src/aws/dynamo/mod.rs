@@ -53,9 +53,9 @@ pub struct DynamoStore {
     /// other for the item (only other processes' runs can).
     ledger_turn: Arc<tokio::sync::Mutex<()>>,
     ledger_counts: Arc<rate::LedgerCounts>,
-    /// Whether removals go as PartiQL statements (1 write unit each); cleared for the rest of
-    /// the process when the backend does not run them (moto), which then removes by transaction.
-    statements: Arc<std::sync::atomic::AtomicBool>,
+    /// Whether the backend runs the removals' PartiQL statements (1 write unit each):
+    /// `statements::PARTIQL_*`. Where it does not (moto) the process removes by transaction.
+    statements: Arc<std::sync::atomic::AtomicU8>,
 }
 
 #[async_trait]

@@ -17,7 +17,7 @@ use futures::StreamExt;
 use sha2::{Digest, Sha256};
 use tracing::warn;
 
-use super::statements::Statements;
+use super::statements::{Statements, PARTIQL_ABSENT, PARTIQL_RUNS, PARTIQL_UNKNOWN};
 use super::*;
 use crate::limits::{
     DDB_MAX_BATCH_STATEMENTS, DDB_MAX_CLIENT_TOKEN_CHARS, DDB_MAX_TRANSACT_BYTES, DDB_MAX_TRANSACT_ITEMS,
@@ -61,12 +61,21 @@ impl DynamoStore {
         batch: Vec<Removal<'_>>,
     ) -> Result<(), PortError> {
         use std::sync::atomic::Ordering::Relaxed;
-        if batch.len() > 1 && self.statements.load(Relaxed) {
+        let known = self.statements.load(Relaxed);
+        if batch.len() > 1 && known != PARTIQL_ABSENT {
             let statements = batch.iter().map(|r| (r.retired, r.record.as_ref())).collect();
-            match self.retire_statements(queue, table, statements).await? {
-                Statements::Done => return Ok(()),
+            match self
+                .retire_statements(queue, table, statements, known == PARTIQL_UNKNOWN)
+                .await?
+            {
+                Statements::Done => {
+                    let _ = self
+                        .statements
+                        .compare_exchange(PARTIQL_UNKNOWN, PARTIQL_RUNS, Relaxed, Relaxed);
+                    return Ok(());
+                }
                 Statements::Unsupported => {
-                    if self.statements.swap(false, Relaxed) {
+                    if self.statements.swap(PARTIQL_ABSENT, Relaxed) != PARTIQL_ABSENT {
                         warn!(
                             table,
                             "BatchExecuteStatement is not supported here (an emulator?): removals go by \

@@ -12,7 +12,8 @@
 //! DynamoDB answers each statement on its own (`ConditionalCheckFailed`, a throttle), so only
 //! the statements that need it are sent again. Moto does not run parameterised PartiQL
 //! (`Quirk::NoPartiql` in the e2e crate): it answers with an HTML 500, which is what `unsupported`
-//! recognises, and the store then removes by transaction for the rest of the process.
+//! recognises, and the store then removes by transaction for the rest of the process. The
+//! process's first batch is sent without the SDK's retries, so that finding out costs one call.
 
 use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
@@ -50,6 +51,11 @@ const JOB_ATTRIBUTES: &[&str] = &[
     A_NAMES_ITSELF,
     A_TRACE_HEADER,
 ];
+
+/// What this process knows of the backend's PartiQL (`DynamoStore::statements`).
+pub(super) const PARTIQL_UNKNOWN: u8 = 0;
+pub(super) const PARTIQL_RUNS: u8 = 1;
+pub(super) const PARTIQL_ABSENT: u8 = 2;
 
 /// How a batch of statements ended.
 pub(super) enum Statements {
@@ -163,12 +169,16 @@ fn unsupported(e: &SdkError<BatchExecuteStatementError, HttpResponse>) -> bool {
 }
 
 impl DynamoStore {
-    /// One batch of at most `DDB_MAX_BATCH_STATEMENTS` removals.
+    /// One batch of at most `DDB_MAX_BATCH_STATEMENTS` removals. With `probe` (the process's
+    /// first), the first call goes without the SDK's retries, so that a backend without PartiQL
+    /// is known at once instead of after the retries' backoff; any other failure of it is sent
+    /// again with them.
     pub(super) async fn retire_statements(
         &self,
         queue: &QueueName,
         table: &str,
         mut batch: Vec<(&Retired, Option<&Item>)>,
+        mut probe: bool,
     ) -> Result<Statements, PortError> {
         let mut round = 0;
         loop {
@@ -179,17 +189,26 @@ impl DynamoStore {
                 .iter()
                 .map(|(r, record)| removal_statement(queue, table, r, *record))
                 .collect::<Result<Vec<_>, _>>()?;
-            let sent = self
-                .client
-                .batch_execute_statement()
-                .set_statements(Some(statements))
-                .send()
-                .await;
+            let call = self.client.batch_execute_statement().set_statements(Some(statements));
+            let sent = match probe {
+                true => {
+                    let once = aws_sdk_dynamodb::config::Builder::default()
+                        .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled());
+                    call.customize().config_override(once).send().await
+                }
+                false => call.send().await,
+            };
             let responses = match sent {
                 Ok(out) => out.responses.unwrap_or_default(),
                 Err(e) if unsupported(&e) => return Ok(Statements::Unsupported),
+                // The same statements again, with the SDK's retries: each carries its condition.
+                Err(_) if probe => {
+                    probe = false;
+                    continue;
+                }
                 Err(e) => return Err(classify("BatchExecuteStatement", &self.resource(queue), e)),
             };
+            probe = false;
             if responses.len() != batch.len() {
                 return Err(PortError::Transient {
                     operation: "BatchExecuteStatement",
