@@ -323,17 +323,7 @@ async fn metrics_are_printed_whatever_the_log_level() {
 /// dimensions FunctionName and Queue, with what it dispatched there and how late.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_poller_prints_per_queue_metrics_for_the_dashboard() {
-    let mut s = setup(
-        &["orders", "billing"],
-        &[("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_LOOKAHEAD", "5")],
-    )
-    .await;
-    for id in ["a", "b"] {
-        s.enqueue_ok(json!({"queue": "orders", "job_id": id, "message_body": "x", "delay_seconds": 1}))
-            .await;
-    }
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-    s.poll().await;
+    let s = two_jobs_polled(&[]).await;
     let lines: Vec<serde_json::Value> = e2e::json_lines(&s.poller.log())
         .into_iter()
         .filter(|l| l.get("Queue").is_some())
@@ -360,21 +350,7 @@ async fn the_poller_prints_per_queue_metrics_for_the_dashboard() {
 /// alarms watch.
 #[tokio::test(flavor = "multi_thread")]
 async fn per_queue_metrics_can_be_turned_off() {
-    let mut s = setup(
-        &["orders", "billing"],
-        &[
-            ("WAITER_DIRECT_MAX_DELAY", "0"),
-            ("WAITER_LOOKAHEAD", "5"),
-            ("WAITER_QUEUE_METRICS", "false"),
-        ],
-    )
-    .await;
-    for id in ["a", "b"] {
-        s.enqueue_ok(json!({"queue": "orders", "job_id": id, "message_body": "x", "delay_seconds": 1}))
-            .await;
-    }
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-    s.poll().await;
+    let s = two_jobs_polled(&[("WAITER_QUEUE_METRICS", "false")]).await;
     let lines = e2e::json_lines(&s.poller.log());
     let metrics: Vec<&serde_json::Value> = lines.iter().filter(|l| l.get("_aws").is_some()).collect();
     assert!(
@@ -386,4 +362,18 @@ async fn per_queue_metrics_can_be_turned_off() {
         .find(|l| l["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == json!([["FunctionName"]]))
         .expect("the function's own line");
     assert_eq!(run["Dispatched"], 2.0, "{run}");
+}
+
+/// Queues `orders` and `billing`; two jobs of `orders` due in a second, then one poller run.
+async fn two_jobs_polled(extra: &[(&str, &str)]) -> e2e::rig::Setup {
+    let mut settings = vec![("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_LOOKAHEAD", "5")];
+    settings.extend_from_slice(extra);
+    let mut s = setup(&["orders", "billing"], &settings).await;
+    for id in ["a", "b"] {
+        s.enqueue_ok(json!({"queue": "orders", "job_id": id, "message_body": "x", "delay_seconds": 1}))
+            .await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    s.poll().await;
+    s
 }

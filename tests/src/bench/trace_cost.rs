@@ -7,8 +7,7 @@ use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use serde::Serialize;
 
 use waiter::aws::codec::{encode, item_size};
-use waiter::job::Job;
-use waiter::ports::{Partition, StoredJob};
+use waiter::ports::StoredJob;
 use waiter::QueueName;
 
 use crate::emulator::{create_waiter_table, IndexKind};
@@ -90,29 +89,10 @@ pub async fn put_delete_units(
 }
 
 fn stored(queue: &QueueName, body_bytes: usize, trace_header: Option<&str>) -> StoredJob {
-    let at = chrono::DateTime::from_timestamp(1_800_000_000, 0).expect("instant");
-    StoredJob {
-        partition: Partition::Shard(0),
-        job: Job {
-            queue: queue.clone(),
-            job_id: "3f1c2b9e-5d7a-4c1e-9b8f-0a6d2e4c8b1f".into(),
-            job_id_given: false,
-            message_body: "x".repeat(body_bytes),
-            message_attributes: Default::default(),
-            perform_at: at,
-            expires_at: None,
-            message_group_id: None,
-            message_deduplication_id: None,
-            windows: None,
-            priority: sqs_waiter_client::DEFAULT_PRIORITY,
-            weight: sqs_waiter_client::DEFAULT_WEIGHT,
-            attempt: 1,
-            names_itself: false,
-            trace_header: trace_header.map(str::to_owned),
-        },
-        enqueued_at: at,
-        parked: None,
-        version: 1,
-        maybe_delivered_at: None,
-    }
+    let mut job = super::bench_job(body_bytes);
+    job.job.queue = queue.clone();
+    job.job.job_id = "3f1c2b9e-5d7a-4c1e-9b8f-0a6d2e4c8b1f".into();
+    job.job.job_id_given = false;
+    job.job.trace_header = trace_header.map(str::to_owned);
+    job
 }

@@ -30,27 +30,13 @@ const THROTTLED_ROUNDS: u32 = 3;
 
 /// Every attribute a job's item may hold besides its keys (`codec::encode`): what an `UPDATE`
 /// that turns the job into its history record removes, less what the record sets.
-const JOB_ATTRIBUTES: &[&str] = &[
-    A_PERFORM_AT,
-    A_MESSAGE_BODY,
-    A_MESSAGE_ATTRIBUTES,
-    A_EXPIRES_AT,
-    A_GROUP_ID,
-    A_DEDUP_ID,
-    A_ENQUEUED_AT,
-    A_PARKED_AT,
-    A_PARK_CODE,
-    A_PARK_MESSAGE,
-    A_VERSION,
-    A_WINDOWS,
-    A_TIME_ZONE,
-    A_MAYBE_DELIVERED_AT,
-    A_PRIORITY,
-    A_WEIGHT,
-    A_ATTEMPT,
-    A_NAMES_ITSELF,
-    A_TRACE_HEADER,
-];
+fn job_attributes() -> impl Iterator<Item = &'static str> {
+    ATTRIBUTES_WITHOUT_MESSAGE
+        .iter()
+        .copied()
+        .filter(|a| *a != A_SCHEDULER && *a != A_JOB_ID)
+        .chain([A_MESSAGE_BODY, A_MESSAGE_ATTRIBUTES])
+}
 
 /// What this process knows of the backend's PartiQL (`DynamoStore::statements`).
 pub(super) const PARTIQL_UNKNOWN: u8 = 0;
@@ -108,7 +94,7 @@ pub(super) fn removal_statement(
                 text.push_str(&format!(" SET {} = ?", quoted(name)));
                 parameters.push(value.clone());
             }
-            for name in JOB_ATTRIBUTES.iter().filter(|a| !record.contains_key(**a)) {
+            for name in job_attributes().filter(|a| !record.contains_key(*a)) {
                 text.push_str(&format!(" REMOVE {}", quoted(name)));
             }
             text
