@@ -10,6 +10,9 @@ UsePreviousValue), else template.yaml's default.
   make within 60 s (the schedules' MaximumEventAgeInSeconds).
 - WarmWriteUnits and WarmReadUnits never go below the stack's current values: DynamoDB cannot
   lower a table's warm throughput, so such an update fails (and every later one with it).
+- IndexProjection never changes on a stack: CloudFormation cannot change a global secondary
+  index's projection ("Cannot update GSI's properties other than Provisioned Throughput..."),
+  and a stack created before the parameter has tables whose index projects ALL.
 """
 
 import shlex
@@ -85,6 +88,21 @@ def lowered(overrides, current):
             out.append(f"{key} ({new}) is below the stack's current {old}: DynamoDB cannot lower a table's warm "
                        "throughput, so the update would fail; leave it out (it keeps the current value) or raise it")
     return out
+
+
+def projection_changed(overrides, current):
+    """IndexProjection other than what the stack's created tables have. A stack without the
+    parameter predates it: its tables project ALL. A new stack (current None or {}) may choose."""
+    if not current:
+        return []
+    now = current.get("IndexProjection", "ALL")
+    # Left out: UsePreviousValue where the stack has it, else the template's default.
+    new = overrides.get("IndexProjection", current.get("IndexProjection", "INCLUDE"))
+    if new == now:
+        return []
+    return [f"IndexProjection ({new}) differs from the projection of this stack's tables' index ({now}): "
+            "CloudFormation cannot change it, so the update would fail and roll back; deploy with "
+            f"IndexProjection={now}, or move the tables as docs/deploy.md \"Index projection\" says"]
 
 
 def problems(values):

@@ -113,6 +113,7 @@ def main(argv):
     if args.params is not None:
         found += check_params.problems(check_params.effective(overrides, current, iam_budget.load_template()))
         found += check_params.lowered(overrides, current)
+        found += check_params.projection_changed(overrides, current)
         if current and not found:
             found += midway(args, queues, adopted, current)
     for p in found:

@@ -86,7 +86,8 @@ def create_resources(endpoint):
                 "IndexName": "scheduler-perform_at-index",
                 "KeySchema": [{"AttributeName": "scheduler", "KeyType": "HASH"},
                               {"AttributeName": "perform_at", "KeyType": "RANGE"}],
-                "Projection": {"ProjectionType": "ALL"}}])
+                # As the stacks create it (IndexProjection INCLUDE).
+                "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["priority", "weight"]}}])
     return sqs, urls
 
 

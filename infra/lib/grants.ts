@@ -20,7 +20,8 @@ export function grantQueueAccess(
   for (const [queue, table] of managed) {
     enqueueRole.addToPrincipalPolicy(
       new iam.PolicyStatement({
-        // PutItem: schedule and reschedule. BatchGetItem: get and the idempotency check.
+        // PutItem: schedule and reschedule. BatchGetItem: get, the idempotency check, and
+        // list's and cancel_many's re-read of what the index names.
         // DeleteItem and ConditionCheckItem: cancel (a transaction with the poller lease).
         // Query (table and index): list, list_parked. GetItem and UpdateItem: the shard
         // counts. UpdateItem, DeleteItem and PutItem: a reschedule that moves a job near

@@ -36,6 +36,17 @@ function priorityOrder(order: string | undefined): string {
   throw new Error(`SqsWaiter: priorityOrder must be "time" or "priority", got ${JSON.stringify(order)}`);
 }
 
+/** What the due index projects (codec INDEX_INCLUDED_ATTRIBUTES), or an error naming the prop. */
+function indexProjection(projection: string | undefined): Pick<dynamodb.GlobalSecondaryIndexProps, "projectionType" | "nonKeyAttributes"> {
+  if (projection === undefined || projection === "INCLUDE") {
+    return { projectionType: dynamodb.ProjectionType.INCLUDE, nonKeyAttributes: ["priority", "weight"] };
+  }
+  if (projection === "ALL") {
+    return { projectionType: dynamodb.ProjectionType.ALL };
+  }
+  throw new Error(`SqsWaiter: indexProjection must be "INCLUDE" or "ALL", got ${JSON.stringify(projection)}`);
+}
+
 /**
  * A queue's key for its table: its name when the app knows it (an imported queue, or a queue
  * given a physical name), else its construct id, which is as stable.
@@ -122,6 +133,13 @@ export interface SqsWaiterProps {
   readonly architecture?: lambda.Architecture;
   /** @default PAY_PER_REQUEST */
   readonly billingMode?: dynamodb.BillingMode;
+  /**
+   * What the created tables' due index holds: INCLUDE (the keys, priority and weight; an entry
+   * bills 1 write unit whatever the body's size) or ALL. CloudFormation cannot change it on an
+   * existing table: pass ALL for tables created before (docs/deploy.md "Index projection").
+   * @default INCLUDE
+   */
+  readonly indexProjection?: "INCLUDE" | "ALL";
   /** Table and index capacity when billingMode is PROVISIONED. @default 5 */
   readonly readCapacity?: number;
   readonly writeCapacity?: number;
@@ -209,6 +227,7 @@ export class SqsWaiter extends Construct {
     }
     const prefix = props.tablePrefix ?? "sqs-waiter-";
     checkWarmThroughput(props.warmThroughput, props.tableThroughputQuota ?? TABLE_QUOTA);
+    const projection = indexProjection(props.indexProjection);
     const billingMode = props.billingMode ?? dynamodb.BillingMode.PAY_PER_REQUEST;
     const provisioned = billingMode === dynamodb.BillingMode.PROVISIONED;
     const capacity = provisioned
@@ -243,7 +262,8 @@ export class SqsWaiter extends Construct {
         indexName: INDEX_NAME,
         partitionKey: { name: "scheduler", type: dynamodb.AttributeType.STRING },
         sortKey: { name: "perform_at", type: dynamodb.AttributeType.NUMBER },
-        projectionType: dynamodb.ProjectionType.ALL,
+        // What the poller reads before its consistent re-read.
+        ...projection,
         ...capacity,
         // The index takes every write the table takes, and the poller's reads.
         warmThroughput: props.warmThroughput,

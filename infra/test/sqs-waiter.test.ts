@@ -35,7 +35,7 @@ test("one table per queue with the contract's keys and index", () => {
             { AttributeName: "scheduler", KeyType: "HASH" },
             { AttributeName: "perform_at", KeyType: "RANGE" },
           ],
-          Projection: { ProjectionType: "ALL" },
+          Projection: { ProjectionType: "INCLUDE", NonKeyAttributes: ["priority", "weight"] },
         },
       ],
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },

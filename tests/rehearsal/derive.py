@@ -74,7 +74,10 @@ def derived_template(queues, adopted=()):
     params = {"QueueNames": ",".join(queues), "AdoptedQueueNames": ",".join(adopted),
               "AWS::Region": REGION, "AWS::AccountId": "000000000000", "AWS::Partition": "aws"}
     template = sam_transform(template, params, NoManagedPolicies())
-    return json.dumps(template)
+    # Compact: CreateStack takes at most 51,200 bytes inline (TemplateBody), and the expanded
+    # template passed that with spaces. `make deploy` uploads it to S3 (resolve_s3), whose
+    # limit is 1 MB.
+    return json.dumps(template, separators=(",", ":"))
 
 
 class NoManagedPolicies:

@@ -168,8 +168,9 @@ class Rehearsal:
         g = gsis.get("scheduler-perform_at-index")
         check(g is not None and g["KeySchema"] == [{"AttributeName": "scheduler", "KeyType": "HASH"},
                                                    {"AttributeName": "perform_at", "KeyType": "RANGE"}]
-              and g["Projection"]["ProjectionType"] == "ALL",
-              f"table {name}: GSI scheduler-perform_at-index on scheduler, perform_at, projecting ALL")
+              and g["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["priority", "weight"]},
+              f"table {name}: GSI scheduler-perform_at-index on scheduler, perform_at, projecting the keys, "
+              f"priority and weight (IndexProjection's default; got {g and g['Projection']})")
         check(t.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST",
               f"table {name}: on-demand billing")
         ttl = self.ddb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]

@@ -41,9 +41,14 @@ impl Backend {
     }
 }
 
+/// How a test table's `scheduler-perform_at-index` is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndexKind {
+    /// As the stacks create it: a GSI projecting the keys and `INDEX_INCLUDED_ATTRIBUTES`.
     Global,
+    /// A GSI projecting every attribute: the seed's, and tables adopted from it.
+    GlobalAll,
+    /// An LSI under the index's name, projecting every attribute.
     Local,
 }
 
@@ -266,15 +271,26 @@ pub async fn create_waiter_table(dynamodb: &aws_sdk_dynamodb::Client, name: &str
             .key_schema(key("job_id", KeyType::Range));
         let index_keys = Some(vec![key("scheduler", KeyType::Hash), key("perform_at", KeyType::Range)]);
         let all = Projection::builder().projection_type(ProjectionType::All).build();
+        let narrow = Projection::builder()
+            .projection_type(ProjectionType::Include)
+            .set_non_key_attributes(Some(
+                waiter::aws::codec::INDEX_INCLUDED_ATTRIBUTES
+                    .iter()
+                    .map(|a| a.to_string())
+                    .collect(),
+            ))
+            .build();
+        let gsi = |projection| {
+            GlobalSecondaryIndex::builder()
+                .index_name(INDEX)
+                .set_key_schema(index_keys.clone())
+                .projection(projection)
+                .build()
+                .expect("gsi")
+        };
         let req = match kind {
-            IndexKind::Global => req.global_secondary_indexes(
-                GlobalSecondaryIndex::builder()
-                    .index_name(INDEX)
-                    .set_key_schema(index_keys)
-                    .projection(all)
-                    .build()
-                    .expect("gsi"),
-            ),
+            IndexKind::Global => req.global_secondary_indexes(gsi(narrow)),
+            IndexKind::GlobalAll => req.global_secondary_indexes(gsi(all)),
             IndexKind::Local => req.local_secondary_indexes(
                 LocalSecondaryIndex::builder()
                     .index_name(INDEX)

@@ -132,7 +132,7 @@ class WarmThroughputNeverLowered(unittest.TestCase):
 
     def test_make_deploy_refuses_it_before_sam_runs(self):
         import check_queues
-        stack = ({"WarmWriteUnits": "8000", "WarmReadUnits": "12000"}, None)
+        stack = ({"WarmWriteUnits": "8000", "WarmReadUnits": "12000", "IndexProjection": "INCLUDE"}, None)
         with mock.patch.object(check_params, "current_parameters", lambda stack_name, region=None: stack), \
                 mock.patch.object(check_params, "current_template", lambda stack_name, region=None: (None, "offline")):
             argv = ["check_queues.py", "orders", "", "--region", "us-east-1", "--stack", "s"]
@@ -164,6 +164,53 @@ class QueueMetrics(unittest.TestCase):
         for fn in ("EnqueueFunction", "PollerFunction"):
             own = RESOURCES[fn]["Properties"].get("Environment", {}).get("Variables", {})
             self.assertNotIn("WAITER_QUEUE_METRICS", own, "the Globals' value applies")
+
+
+
+def codec_index_attributes():
+    """INDEX_INCLUDED_ATTRIBUTES as the functions' codec names them (crates/waiter/src/aws/codec.rs)."""
+    with open(os.path.join(ROOT, "crates", "waiter", "src", "aws", "codec.rs")) as f:
+        source = f.read()
+    names = re.search(r"pub const INDEX_INCLUDED_ATTRIBUTES: &\[&str\] = &\[([^\]]*)\];", source).group(1)
+    constants = dict(re.findall(r'pub const (A_[A-Z_]+): &str = "([^"]+)";', source))
+    return [constants[n.strip()] for n in names.split(",") if n.strip()]
+
+
+class IndexProjection(unittest.TestCase):
+    """Issue 45, 3: the created tables' index holds what the poller reads before its re-read."""
+
+    def test_the_index_includes_what_the_codec_reads_by_default_and_all_on_request(self):
+        param = TEMPLATE["Parameters"]["IndexProjection"]
+        self.assertEqual(param["Default"], "INCLUDE")
+        self.assertEqual(param["AllowedValues"], ["INCLUDE", "ALL"])
+        self.assertEqual(TEMPLATE["Conditions"]["IndexProjectsAll"], {"Fn::Equals": [{"Ref": "IndexProjection"}, "ALL"]})
+        (index,) = table()["Properties"]["GlobalSecondaryIndexes"]
+        self.assertEqual(index["IndexName"], "scheduler-perform_at-index")
+        self.assertEqual(codec_index_attributes(), ["priority", "weight"])
+        self.assertEqual(index["Projection"], {"Fn::If": [
+            "IndexProjectsAll",
+            {"ProjectionType": "ALL"},
+            {"ProjectionType": "INCLUDE", "NonKeyAttributes": codec_index_attributes()},
+        ]})
+
+    def test_make_deploy_refuses_a_change_of_projection_on_an_existing_stack(self):
+        changed = check_params.projection_changed
+        self.assertEqual(changed({}, None), [], "a new stack chooses")
+        self.assertEqual(changed({"IndexProjection": "ALL"}, {}), [], "a new stack chooses")
+        # A stack from before the parameter: its tables project ALL, and the default is INCLUDE.
+        (before,) = changed({}, {"Shards": "4"})
+        self.assertIn("IndexProjection (INCLUDE) differs from the projection of this stack's tables' index (ALL)", before)
+        self.assertEqual(changed({"IndexProjection": "ALL"}, {"Shards": "4"}), [])
+        self.assertEqual(changed({}, {"IndexProjection": "INCLUDE"}), [], "left out: UsePreviousValue")
+        (switched,) = changed({"IndexProjection": "ALL"}, {"IndexProjection": "INCLUDE"})
+        self.assertIn("deploy with IndexProjection=INCLUDE", switched)
+        import check_queues
+        stack = ({"Shards": "4"}, None)
+        with mock.patch.object(check_params, "current_parameters", lambda stack_name, region=None: stack), \
+                mock.patch.object(check_params, "current_template", lambda stack_name, region=None: (None, "offline")):
+            argv = ["check_queues.py", "orders", "", "--region", "us-east-1", "--stack", "s"]
+            self.assertEqual(check_queues.main(argv + ["--params", ""]), 2)
+            self.assertEqual(check_queues.main(argv + ["--params", "IndexProjection=ALL"]), 0)
 
 
 if __name__ == "__main__":

@@ -260,33 +260,76 @@ async fn a_bad_variable_stops_the_function_at_start_naming_it() {
     }
 }
 
+/// Issue 45, 3: the stacks' index projects only the keys, `priority` and `weight`; a table
+/// whose index projects everything (the seed's GSI, adopted tables, an LSI) keeps working. Each
+/// kind serves the poller, `list` with and without bodies, `stats` and `cancel_many` alike,
+/// since every view beyond the keys is a consistent re-read from the table.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_table_with_an_lsi_works_too() {
+async fn every_index_projection_serves_the_poller_list_stats_and_cancel_many() {
+    use e2e::emulator::IndexKind;
     let emu = Emulator::start().await;
-    let url = emu.create_queue("legacy").await;
-    emu.create_table_with("legacy", e2e::emulator::IndexKind::Local).await;
-    let env = emu.function_env(&[
-        ("WAITER_QUEUES", "legacy"),
-        ("WAITER_DIRECT_MAX_DELAY", "0"),
-        ("WAITER_LOOKAHEAD", "2"),
-    ]);
-    let mut enqueue = Function::start("enqueue", &env).await;
-    let mut poller = Function::start("poller", &env).await;
-    let r = enqueue
-        .invoke(&json!({"queue": "legacy", "message_body": "old", "delay_seconds": 1}))
-        .await
-        .unwrap();
-    assert_eq!(r["status"], "scheduled");
-    let mut got = Vec::new();
-    for _ in 0..10 {
-        poller.invoke(&json!({})).await.unwrap();
-        got.extend(emu.receive_for(&url, Duration::from_secs(1), 1).await);
-        if !got.is_empty() {
-            break;
+    for (queue, kind) in [
+        ("narrow", IndexKind::Global),
+        ("seed", IndexKind::GlobalAll),
+        ("legacy", IndexKind::Local),
+    ] {
+        let url = emu.create_queue(queue).await;
+        emu.create_table_with(queue, kind).await;
+        let env = emu.function_env(&[
+            ("WAITER_QUEUES", queue),
+            ("WAITER_DIRECT_MAX_DELAY", "0"),
+            ("WAITER_LOOKAHEAD", "2"),
+        ]);
+        let mut enqueue = Function::start("enqueue", &env).await;
+        let mut poller = Function::start("poller", &env).await;
+        let mut call = async |request: serde_json::Value| enqueue.invoke(&request).await.expect("enqueue answers");
+        for (id, delay) in [("later-1", 3600), ("later-2", 7200)] {
+            let r = call(
+                json!({"queue": queue, "job_id": id, "message_body": format!("body of {id}"),
+                "delay_seconds": delay, "priority": 7,
+                "message_attributes": {"kind": {"data_type": "String", "string_value": "k"}}}),
+            )
+            .await;
+            assert_eq!(r["status"], "scheduled", "{kind:?}: {r}");
         }
+        let listed = call(json!({"action": "list", "queue": queue, "with_body": true})).await;
+        let jobs = listed["jobs"].as_array().expect("jobs");
+        assert_eq!(jobs.len(), 2, "{kind:?}: {listed}");
+        assert_eq!(jobs[0]["job_id"], "later-1", "{kind:?}: in time order");
+        assert_eq!(jobs[0]["message_body"], "body of later-1", "{kind:?}: {listed}");
+        assert_eq!(jobs[1]["message_attributes"]["kind"]["string_value"], "k", "{kind:?}");
+        assert_eq!(jobs[1]["priority"], 7, "{kind:?}: {listed}");
+        let bare = call(json!({"action": "list", "queue": queue})).await;
+        assert_eq!(bare["jobs"].as_array().map(Vec::len), Some(2), "{kind:?}: {bare}");
+        assert!(bare["jobs"][0].get("message_body").is_none(), "{kind:?}: {bare}");
+        assert_eq!(
+            bare["jobs"][0]["version"], 1,
+            "{kind:?}: read from the table, not the index"
+        );
+        let stats = call(json!({"action": "stats", "queue": queue})).await;
+        assert_eq!(stats["scheduled"], 2, "{kind:?}: {stats}");
+        assert!(stats["next_due"].is_string(), "{kind:?}: {stats}");
+        let r = call(json!({"action": "cancel_many", "queue": queue, "prefix": "later-"})).await;
+        assert_eq!(r["cancelled"], 2, "{kind:?}: {r}");
+
+        let r = call(json!({"queue": queue, "message_body": "soon", "delay_seconds": 1, "priority": 3})).await;
+        assert_eq!(r["status"], "scheduled", "{kind:?}: {r}");
+        let mut got = Vec::new();
+        for _ in 0..10 {
+            poller.invoke(&json!({})).await.expect("poller answers");
+            got.extend(emu.receive_for(&url, Duration::from_secs(1), 1).await);
+            if !got.is_empty() {
+                break;
+            }
+        }
+        assert_eq!(got.len(), 1, "{kind:?}");
+        assert_eq!(got[0].message.body(), Some("soon"), "{kind:?}");
+        let priority = got[0]
+            .message
+            .message_attributes()
+            .and_then(|a| a.get("waiter.priority"));
+        assert_eq!(priority.and_then(|p| p.string_value()), Some("3"), "{kind:?}");
     }
-    assert_eq!(got.len(), 1);
-    assert_eq!(got[0].message.body(), Some("old"));
 }
 
 /// Lambda filters JSON log lines by their `level` and counts a line without one (the EMF metrics

@@ -6,14 +6,15 @@
 //! Billing rules (DynamoDB developer guide, "Read/write capacity mode"; the pricing pages below):
 //! - a write bills 1 unit per KB of the larger of the item before and after; inside a
 //!   `TransactWriteItems`, 2; a PartiQL statement bills as the single write it is;
-//! - a global secondary index bills its own writes by the projected entry's size (the stacks'
-//!   index projects all attributes: the item's size), on the put and on the entry's removal;
+//! - a global secondary index bills its own writes by the projected entry's size, on the put
+//!   and on the entry's removal: the stacks' index (`IndexProjection` INCLUDE) holds the keys,
+//!   `priority` and `weight`, so its entry bills 1 unit whatever the body's size;
 //! - a strongly consistent read 1 unit per 4 KB, an eventually consistent one half that;
 //! - SQS bills each 64 KB chunk of a request's payload as a request.
 
 use serde::Serialize;
 
-use waiter::aws::codec::{encode, encode_history, item_size};
+use waiter::aws::codec::{encode, encode_history, item_size, ATTRIBUTES_OF_KEYS};
 use waiter::job::Job;
 use waiter::ports::{History, HistoryStatus, Partition, StoredJob};
 use waiter::QueueName;
@@ -110,9 +111,16 @@ pub fn bench_job(body_bytes: usize) -> StoredJob {
     }
 }
 
+/// The size of `job`'s entry in the stacks' due index: what it projects of the item.
+pub fn index_entry_bytes(job: &StoredJob) -> usize {
+    let mut entry = encode(job);
+    entry.retain(|name, _| ATTRIBUTES_OF_KEYS.contains(&name.as_str()));
+    item_size(&entry)
+}
+
 /// The put and the delete of `job`'s item, table and index, in write units by the rules above.
 pub fn modelled_put_delete_units(job: &StoredJob) -> f64 {
-    4.0 * write_units(item_size(&encode(job)))
+    2.0 * write_units(item_size(&encode(job))) + 2.0 * write_units(index_entry_bytes(job))
 }
 
 /// Units, requests and dollars per job of one API bench run.
@@ -143,10 +151,11 @@ pub fn job_cost(e: &ApiEfficiency) -> JobCost {
     let removal = write_units(item_bytes.max(record_bytes));
     let table_write_units =
         write_units(item_bytes) + ((statements + lone) * removal + in_transactions * 2.0 * removal) / n;
-    // The index projects all attributes: its entry is the item's size, put and removed.
-    let index_write_units = 2.0 * write_units(item_bytes);
+    // The index entry, put and removed.
+    let index_bytes = index_entry_bytes(&job);
+    let index_write_units = 2.0 * write_units(index_bytes);
     // The consistent re-read, and the index pages read eventually consistently.
-    let read_units = strong_read_units(item_bytes) + 0.5 * item_bytes as f64 / 4096.0;
+    let read_units = strong_read_units(item_bytes) + 0.5 * index_bytes as f64 / 4096.0;
     let batches = calls("SendMessageBatch").max(1.0);
     let per_batch = (e.body_bytes as f64 * n / batches).ceil() as usize;
     let sqs_requests = batches * per_batch.div_ceil(SQS_CHUNK_BYTES).max(1) as f64 / n;
@@ -194,6 +203,16 @@ mod tests {
         assert_eq!(write_units(1025), 2.0);
         assert_eq!(strong_read_units(4096), 1.0);
         assert_eq!(strong_read_units(4097), 2.0);
+    }
+
+    #[test]
+    fn the_index_entry_bills_one_unit_whatever_the_body() {
+        for body in [13, 900, 4000, 64 * 1024] {
+            let job = bench_job(body);
+            assert!(index_entry_bytes(&job) < 200, "{body}: {}", index_entry_bytes(&job));
+            let table = write_units(item_size(&encode(&job)));
+            assert_eq!(modelled_put_delete_units(&job), 2.0 * table + 2.0, "{body}");
+        }
     }
 
     #[test]

@@ -408,7 +408,7 @@ async fn main() {
             costs.push((job_cost(&r), r.measured_put_delete_units, r.modelled_put_delete_units));
         }
         println!(
-            "cost per stored job (history on, {jobs} jobs each, units by DynamoDB's billing rules from the calls counted and the codec's item sizes; table and index project all):"
+            "cost per stored job (history on, {jobs} jobs each, units by DynamoDB's billing rules from the calls counted and the codec's item sizes; the index as the stacks create it, projecting the keys, priority and weight):"
         );
         println!(
             "  {:>6} {:>6} {:>7} {:>7} {:>6} {:>6} {:>8} {:>9} {:>7} {:>10} {:>10} {:>14}",

@@ -303,8 +303,13 @@ fn decode_attributes(item: &Item) -> Result<Attributes, String> {
 }
 
 /// What `View::Keys` reads: the table's and the index's keys, and what orders due jobs under
-/// a rate budget.
+/// a rate budget (`INDEX_INCLUDED_ATTRIBUTES`).
 pub const ATTRIBUTES_OF_KEYS: &[&str] = &[A_SCHEDULER, A_JOB_ID, A_PERFORM_AT, A_PRIORITY, A_WEIGHT];
+
+/// The non-key attributes the due index of a table the stacks create projects (`INCLUDE`):
+/// what the poller ranks a page by before its consistent re-read. An index entry then bills
+/// 1 write unit whatever the message's size (docs/cost.md). template.yaml and infra/ name them.
+pub const INDEX_INCLUDED_ATTRIBUTES: &[&str] = &[A_PRIORITY, A_WEIGHT];
 
 /// Every attribute of a job's item but its message: what `View::WithoutMessage` reads.
 pub const ATTRIBUTES_WITHOUT_MESSAGE: &[&str] = &[

@@ -229,3 +229,12 @@ fn a_trace_header_round_trips_in_its_own_attribute_and_is_absent_by_default() {
     // A read without the message (list) still shows it.
     assert!(ATTRIBUTES_WITHOUT_MESSAGE.contains(&A_TRACE_HEADER));
 }
+
+#[test]
+fn the_keys_view_is_what_the_narrow_index_holds() {
+    // The index keys and the table keys, plus what the index includes: a query in `View::Keys`
+    // then reads nothing the stacks' index lacks.
+    let mut expected = vec![A_SCHEDULER, A_JOB_ID, A_PERFORM_AT];
+    expected.extend_from_slice(INDEX_INCLUDED_ATTRIBUTES);
+    assert_eq!(ATTRIBUTES_OF_KEYS, expected.as_slice());
+}

@@ -190,7 +190,8 @@ pub trait DueIndex: Send + Sync + 'static {
         Ok(classes)
     }
 
-    /// The job of a partition with the earliest `perform_at` in `from..=to`.
+    /// The job of a partition with the earliest `perform_at` in `from..=to`, as the index holds
+    /// it (`View::Keys`: its time and place, no message).
     async fn first(
         &self,
         queue: &QueueName,
@@ -199,7 +200,7 @@ pub trait DueIndex: Send + Sync + 'static {
         to: DateTime<Utc>,
     ) -> Result<Option<StoredJob>, PortError> {
         use futures::StreamExt;
-        let mut pages = self.by_time(queue, partition, from, to);
+        let mut pages = self.by_time_after(queue, partition, from, to, None, View::Keys);
         while let Some(page) = pages.next().await {
             if let Some(j) = page?.into_iter().next() {
                 return Ok(Some(j));
@@ -231,14 +232,15 @@ pub trait DueIndex: Send + Sync + 'static {
     async fn shard_counts(&self, queue: &QueueName, current: u32) -> Result<Vec<u32>, PortError>;
 }
 
-/// Which attributes an index read returns. DynamoDB counts read units by the whole item either
-/// way; a narrower view saves bytes on the wire and in memory.
+/// Which attributes an index read returns. The index holds only `View::Keys` in tables the
+/// stacks create (docs/cost.md), so the other views are a consistent re-read of the page's
+/// jobs from the table: a job that moved or left since the index was written is not in them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
     Whole,
     /// Everything but `message_body` (read as empty) and `message_attributes` (read as none).
     WithoutMessage,
-    /// The keys and `perform_at` only; everything else reads as absent (the body empty, the
+    /// The keys, `perform_at`, `priority` and `weight` only; everything else reads as absent (the body empty, the
     /// version 1). The poller's index pages: it re-reads each job from the table before it
     /// plans it, so the index need not carry the message to it.
     Keys,

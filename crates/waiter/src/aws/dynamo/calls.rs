@@ -4,6 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
@@ -13,7 +16,7 @@ use super::*;
 use crate::aws::classify;
 use crate::config::{Config, QueueName};
 use crate::error::PortError;
-use crate::ports::{Found, JobKey, Partition};
+use crate::ports::{Found, JobKey, Jobs, Partition, StoredJob, View};
 
 /// Items per page of the due index read by `by_time` (and so by the poller).
 pub(super) const DUE_PAGE_ITEMS: i32 = 500;
@@ -49,7 +52,7 @@ impl DynamoStore {
         partition: &Partition,
         from: DateTime<Utc>,
         to: DateTime<Utc>,
-    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+    ) -> QueryFluentBuilder {
         self.client
             .query()
             .table_name(self.table(queue))
@@ -60,6 +63,42 @@ impl DynamoStore {
             .expression_attribute_values(":s", AttributeValue::S(partition_key(queue, partition)))
             .expression_attribute_values(":f", n(from))
             .expression_attribute_values(":t", n(to))
+    }
+
+    /// The jobs of a page of the due index as the table holds them now, in the page's order.
+    /// The index of a table the stacks create projects only `ATTRIBUTES_OF_KEYS`, and a global
+    /// index lags its table: so views with more than the keys come from a consistent re-read.
+    /// A job that left since, or moved to another `perform_at` (it shows there once the index
+    /// has it), is not in the answer.
+    pub(super) async fn reread_page(
+        &self,
+        queue: &QueueName,
+        indexed: Vec<StoredJob>,
+        view: View,
+    ) -> Result<Vec<StoredJob>, PortError> {
+        let keys: Vec<JobKey> = indexed.iter().map(StoredJob::key).collect();
+        let mut current: HashMap<JobKey, StoredJob> = Jobs::read_any(self, queue, &keys)
+            .await?
+            .into_iter()
+            .filter_map(|found| match found {
+                Found::Job(j) => Some((j.key(), j)),
+                Found::History(_) => None,
+            })
+            .collect();
+        Ok(indexed
+            .into_iter()
+            .filter_map(|i| {
+                let mut j = current.remove(&i.key())?;
+                if j.job.perform_at != i.job.perform_at {
+                    return None;
+                }
+                if view == View::WithoutMessage {
+                    j.job.message_body = String::new();
+                    j.job.message_attributes.clear();
+                }
+                Some(j)
+            })
+            .collect())
     }
 
     /// One `BatchGetItem` of at most 100 keys, retrying what comes back unprocessed.
@@ -108,6 +147,18 @@ impl DynamoStore {
         })
         .await
     }
+}
+
+/// Reads only `ATTRIBUTES_OF_KEYS` of a due-index query: what every index of the table holds,
+/// whatever its projection (`ALL`, the seed's, or the stacks' `INCLUDE`).
+pub(super) fn project_keys(mut query: QueryFluentBuilder) -> QueryFluentBuilder {
+    let mut aliases = Vec::with_capacity(ATTRIBUTES_OF_KEYS.len());
+    for (i, name) in ATTRIBUTES_OF_KEYS.iter().enumerate() {
+        let alias = format!("#k{i}");
+        query = query.expression_attribute_names(&alias, *name);
+        aliases.push(alias);
+    }
+    query.projection_expression(aliases.join(","))
 }
 
 /// Sends `first`, then what DynamoDB answers it left unprocessed (`BatchGetItem`'s

@@ -345,44 +345,40 @@ impl DueIndex for DynamoStore {
                 (A_JOB_ID.to_owned(), AttributeValue::S(id)),
             ])
         });
-        let mut query = self
+        // The query reads what every index has (the keys, `priority` and `weight`): the index
+        // of a table the stacks create projects no more. Other views re-read each page's jobs
+        // from the table (`reread_page`).
+        let pages = self
             .index_query(queue, &partition, from, to)
             .set_exclusive_start_key(start)
             // Pages of at most DUE_PAGE_ITEMS rather than DynamoDB's 1 MB: a reader holds a
             // page at a time, so memory stays the same however deep the backlog.
             .limit(DUE_PAGE_ITEMS);
-        let projected = match view {
-            View::Whole => None,
-            View::WithoutMessage => Some(ATTRIBUTES_WITHOUT_MESSAGE),
-            View::Keys => Some(ATTRIBUTES_OF_KEYS),
-        };
-        if let Some(attributes) = projected {
-            let mut names = Vec::with_capacity(attributes.len());
-            for (i, name) in attributes.iter().enumerate() {
-                let alias = format!("#v{i}");
-                query = query.expression_attribute_names(&alias, *name);
-                names.push(alias);
-            }
-            query = query.projection_expression(names.join(","));
-        }
-        let pages = query.into_paginator().send();
+        let pages = project_keys(pages).into_paginator().send();
         futures::stream::unfold(pages, |mut pages| async move {
             pages.next().await.map(|page| (page, pages))
         })
-        .map(move |page| {
-            let page = page.map_err(|e| classify("Query", &self.resource(queue), e))?;
-            Ok(page
-                .items
-                .unwrap_or_default()
-                .into_iter()
-                .filter_map(|item| match decode_view(queue, item, view) {
-                    Ok(j) => Some(j),
-                    Err(reason) => {
-                        error!(queue = %queue, partition = ?partition, reason, "unreadable item skipped");
-                        None
-                    }
-                })
-                .collect())
+        .then(move |page| {
+            let partition = partition.clone();
+            async move {
+                let page = page.map_err(|e| classify("Query", &self.resource(queue), e))?;
+                let indexed: Vec<StoredJob> = page
+                    .items
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|item| match decode_view(queue, item, View::Keys) {
+                        Ok(j) => Some(j),
+                        Err(reason) => {
+                            error!(queue = %queue, partition = ?partition, reason, "unreadable item skipped");
+                            None
+                        }
+                    })
+                    .collect();
+                match view {
+                    View::Keys => Ok(indexed),
+                    View::Whole | View::WithoutMessage => self.reread_page(queue, indexed, view).await,
+                }
+            }
         })
         .boxed()
     }
@@ -415,9 +411,7 @@ impl DueIndex for DynamoStore {
         to: DateTime<Utc>,
     ) -> Result<Option<StoredJob>, PortError> {
         // No filter: a page of one holds the first item if there is one.
-        let out = self
-            .index_query(queue, &partition, from, to)
-            .limit(1)
+        let out = project_keys(self.index_query(queue, &partition, from, to).limit(1))
             .send()
             .await
             .map_err(|e| classify("Query", &self.resource(queue), e))?;
@@ -426,7 +420,7 @@ impl DueIndex for DynamoStore {
             .unwrap_or_default()
             .into_iter()
             .next()
-            .and_then(|item| decode(queue, item).ok()))
+            .and_then(|item| decode_view(queue, item, View::Keys).ok()))
     }
 
     async fn shard_counts(&self, queue: &QueueName, current: u32) -> Result<Vec<u32>, PortError> {
