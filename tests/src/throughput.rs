@@ -169,7 +169,8 @@ impl Backend {
             _proxy: None,
         };
         let direct = aws_sdk_dynamodb::Client::new(&crate::emulator::sdk_config(&endpoint).await);
-        crate::emulator::create_waiter_table(&direct, TABLE, crate::emulator::IndexKind::Global).await;
+        // All projected: the baseline reads whole items from the index, as the seed's did.
+        crate::emulator::create_waiter_table(&direct, TABLE, crate::emulator::IndexKind::GlobalAll).await;
         let backend = Self {
             _ddb_local: ddb_local,
             _mem_table: mem_table,

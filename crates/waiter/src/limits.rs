@@ -56,6 +56,10 @@ pub const DDB_MAX_CLIENT_TOKEN_CHARS: usize = 36;
 /// <https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html#limits-items>
 pub const DDB_MAX_ITEM_BYTES: usize = 400 * 1024;
 
+/// What one write unit covers: a write bills 1 unit per KB of the item (twice in a transaction).
+/// <https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html#write-operation-consumption>
+pub const DDB_WRITE_UNIT_BYTES: usize = 1024;
+
 /// Room a stored job leaves below `DDB_MAX_ITEM_BYTES` for what parking adds (the longer
 /// partition key, `parked_at`, `park_code` and some of `park_message`), so that every job SQS
 /// rejects can be parked. Not an AWS limit: ours, derived from the item codec.

@@ -94,7 +94,7 @@ pub async fn api_efficiency(
     let (mut enqueue_invocations, mut enqueue_ms, mut poller_ms) = (0, 0.0, 0.0);
     for chunk in 0..jobs.div_ceil(100) {
         let batch: Vec<Value> = (chunk * 100..((chunk + 1) * 100).min(jobs))
-            .map(|i| json!({"queue": "orders", "job_id": format!("j{i}"), "message_body": body(i, body_bytes), "perform_at": due}))
+            .map(|i| json!({"queue": "orders", "job_id": format!("j{i}"), "message_body": super::json_body(i, body_bytes), "perform_at": due}))
             .collect();
         let t0 = Instant::now();
         enqueue.invoke(&json!({"jobs": batch})).await.expect("enqueue");
@@ -235,15 +235,4 @@ pub async fn enqueue_throughput(jobs: usize, profile: Profile) -> EnqueueThrough
         seconds,
         jobs_per_s: jobs as f64 / seconds,
     }
-}
-
-/// A JSON body of the order `i`, padded to `bytes` where that is longer.
-fn body(i: usize, bytes: usize) -> String {
-    let plain = format!("{{\"order\":{i}}}");
-    if bytes <= plain.len() {
-        return plain;
-    }
-    let head = format!("{{\"order\":{i},\"pad\":\"");
-    let pad = bytes.saturating_sub(head.len() + 2);
-    format!("{head}{}\"}}", "x".repeat(pad))
 }

@@ -73,7 +73,7 @@ pub struct JobCost {
     pub provisioned_per_million: f64,
 }
 
-fn write_units(bytes: usize) -> f64 {
+pub(crate) fn write_units(bytes: usize) -> f64 {
     bytes.div_ceil(1024).max(1) as f64
 }
 
@@ -91,7 +91,7 @@ pub fn bench_job(body_bytes: usize) -> StoredJob {
             queue,
             job_id: "j999".into(),
             job_id_given: true,
-            message_body: "x".repeat(body_bytes),
+            message_body: super::json_body(999, body_bytes),
             message_attributes: Default::default(),
             perform_at: at,
             expires_at: None,

@@ -2,7 +2,9 @@
 //! in `make test` keeps them from rotting.
 
 mod api_calls;
+mod bodies;
 mod cold_start;
+mod compression;
 mod cost;
 mod dispatch;
 mod ledger;
@@ -10,7 +12,9 @@ mod precision;
 mod trace_cost;
 
 pub use api_calls::*;
+pub use bodies::*;
 pub use cold_start::*;
+pub use compression::*;
 pub use cost::*;
 pub use dispatch::*;
 pub use ledger::*;

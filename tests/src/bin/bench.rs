@@ -37,6 +37,8 @@ enum Section {
     Enqueue,
     /// Write units a stored trace header adds per job, on DynamoDB Local.
     TraceCost,
+    /// Pure-Rust codecs on JSON bodies of 1–64 KB: write units saved and CPU per body.
+    Compression,
 }
 
 /// Prints sqs-waiter's figures and writes them as JSON (and the lateness chart as SVG) under
@@ -74,6 +76,7 @@ async fn main() {
         Section::Api => "api",
         Section::Enqueue => "enqueue",
         Section::TraceCost => "trace-cost",
+        Section::Compression => "compression",
     };
     let all = what == "all";
     println!(
@@ -465,7 +468,7 @@ async fn main() {
         let ddb = aws_sdk_dynamodb::Client::new(&e2e::emulator::sdk_config(&ddb_local.endpoint).await);
         let rows = trace_cost(&ddb, &[100, 600, 900, 950, 1000, 3000]).await;
         println!(
-            "a stored trace header ({} characters, Lambda's with Lineage), per job: put and delete, table and index (ALL), write units as DynamoDB Local reports them:",
+            "a stored trace header ({} characters, Lambda's with Lineage), per job: put and delete, table and index (as the stacks create it), write units as DynamoDB Local reports them:",
             LAMBDA_TRACE_HEADER.len()
         );
         println!("  body bytes  item bytes without/with  write units without/with");
@@ -476,5 +479,28 @@ async fn main() {
             );
         }
         println!("written to {}\n", write_json("trace_cost.json", &rows).display());
+    }
+    if all || what == "compression" {
+        let bodies = if quick { 5 } else { 50 };
+        let rows = compression(bodies);
+        println!(
+            "compressed bodies: {bodies} JSON order events per size (bodies::json_body), {} build; write units of the body alone, mean; CPU per body, median",
+            if cfg!(debug_assertions) { "debug (the bench binary's)" } else { "release" }
+        );
+        println!("  codec          body B  compressed B  ratio  WU plain  WU comp  compress us  inflate us");
+        for r in &rows {
+            println!(
+                "  {:<13} {:>7}  {:>12.0}  {:>5.3}  {:>8.0}  {:>7.2}  {:>11.1}  {:>10.1}",
+                r.codec,
+                r.body_bytes,
+                r.compressed_bytes,
+                r.ratio,
+                r.write_units_plain,
+                r.write_units_compressed,
+                r.compress_us,
+                r.decompress_us
+            );
+        }
+        println!("written to {}\n", write_json("compression.json", &rows).display());
     }
 }

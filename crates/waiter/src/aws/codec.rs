@@ -18,10 +18,14 @@ use sqs_waiter_contract::{DEFAULT_PRIORITY, DEFAULT_WEIGHT, MAX_PRIORITY, MAX_WE
 
 pub type Item = HashMap<String, AttributeValue>;
 
+#[path = "codec_body.rs"]
+mod body;
 #[path = "codec_chain.rs"]
 mod chain;
 #[path = "codec_ledger.rs"]
 mod ledger;
+pub use body::{body_of, A_MESSAGE_BODY_DEFLATE};
+use body::{put_body, take_body};
 use chain::{decode_chain, decode_windows, encode_chain, encode_windows};
 pub use chain::{A_ATTEMPT, A_NAMES_ITSELF};
 pub(crate) use ledger::{decode_rate, encode_rate};
@@ -217,7 +221,6 @@ pub fn encode(s: &StoredJob) -> Item {
     let job = &s.job;
     let mut item = key(&job.queue, &s.key());
     item.insert(A_PERFORM_AT.into(), n(job.perform_at));
-    item.insert(A_MESSAGE_BODY.into(), AttributeValue::S(job.message_body.clone()));
     item.insert(A_ENQUEUED_AT.into(), n(s.enqueued_at));
     item.insert(A_VERSION.into(), AttributeValue::N(s.version.to_string()));
     if let Some(attrs) = encode_attributes(&job.message_attributes) {
@@ -251,6 +254,8 @@ pub fn encode(s: &StoredJob) -> Item {
         item.insert(A_PARK_CODE.into(), AttributeValue::S(p.code.clone()));
         item.insert(A_PARK_MESSAGE.into(), AttributeValue::S(p.message.clone()));
     }
+    // Last: whether it is deflated depends on the rest of the item's size.
+    put_body(&mut item, &job.message_body);
     item
 }
 
@@ -398,7 +403,7 @@ pub fn decode_view(queue: &QueueName, mut item: Item, view: View) -> Result<Stor
             queue: queue.clone(),
             job_id: take_s(item, A_JOB_ID)?.ok_or("job_id is missing")?,
             job_id_given: true,
-            message_body: match (take_s(item, A_MESSAGE_BODY)?, view) {
+            message_body: match (take_body(item)?, view) {
                 (Some(body), _) => body,
                 (None, View::WithoutMessage | View::Keys) => String::new(),
                 (None, View::Whole) => return Err("message_body is missing".into()),
@@ -451,13 +456,13 @@ pub fn encode_history(h: &History) -> Item {
     encode_windows(&mut item, &h.windows);
     encode_chain(&mut item, h.attempt, h.names_itself);
     if let Some(kept) = &h.message {
-        item.insert(A_MESSAGE_BODY.into(), AttributeValue::S(kept.body.clone()));
         if let Some(attrs) = encode_attributes(&kept.attributes) {
             item.insert(A_MESSAGE_ATTRIBUTES.into(), attrs);
         }
         if let Some(g) = &kept.group_id {
             item.insert(A_GROUP_ID.into(), AttributeValue::S(g.clone()));
         }
+        put_body(&mut item, &kept.body);
     }
     item
 }
@@ -511,10 +516,10 @@ pub fn decode_any(queue: &QueueName, item: Item) -> Result<Found, String> {
             Some(_) => Some(t(A_EXPIRES_AT)?),
         },
         windows: decode_windows(item)?,
-        message: match item.get(A_MESSAGE_BODY) {
+        message: match body_of(item)? {
             None => None,
-            Some(AttributeValue::S(body)) => Some(Box::new(KeptMessage {
-                body: body.clone(),
+            Some(body) => Some(Box::new(KeptMessage {
+                body,
                 attributes: decode_attributes(item)?,
                 group_id: match item.get(A_GROUP_ID) {
                     Some(AttributeValue::S(g)) => Some(g.clone()),
@@ -522,7 +527,6 @@ pub fn decode_any(queue: &QueueName, item: Item) -> Result<Found, String> {
                     Some(_) => return Err("message_group_id is not a string".into()),
                 },
             })),
-            Some(_) => return Err("message_body is not a string".into()),
         },
     }))
 }

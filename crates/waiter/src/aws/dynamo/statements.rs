@@ -35,7 +35,7 @@ fn job_attributes() -> impl Iterator<Item = &'static str> {
         .iter()
         .copied()
         .filter(|a| *a != A_SCHEDULER && *a != A_JOB_ID)
-        .chain([A_MESSAGE_BODY, A_MESSAGE_ATTRIBUTES])
+        .chain([A_MESSAGE_BODY, A_MESSAGE_BODY_DEFLATE, A_MESSAGE_ATTRIBUTES])
 }
 
 /// What this process knows of the backend's PartiQL (`DynamoStore::statements`).
