@@ -10,6 +10,8 @@ UsePreviousValue), else template.yaml's default.
   make within 60 s (the schedules' MaximumEventAgeInSeconds).
 - WarmWriteUnits and WarmReadUnits never go below the stack's current values: DynamoDB cannot
   lower a table's warm throughput, so such an update fails (and every later one with it).
+- MaxReadCapacity and MaxWriteCapacity (autoscaling, unless 0) need BillingMode PROVISIONED
+  and are at least ReadCapacity and WriteCapacity, the autoscaling minimum.
 - IndexProjection never changes on a stack: CloudFormation cannot change a global secondary
   index's projection ("Cannot update GSI's properties other than Provisioned Throughput..."),
   and a stack created before the parameter has tables whose index projects ALL.
@@ -19,7 +21,8 @@ import shlex
 
 # config::FIFO_HOLD_MARGIN in the waiter crate; infra/lib/checks.ts POLLER_MARGIN_S.
 FIFO_HOLD_MARGIN_S = 5
-CHECKED = ("PollerTimeout", "FifoHold", "PollerGroups", "PollerReservedConcurrency")
+CHECKED = ("PollerTimeout", "FifoHold", "PollerGroups", "PollerReservedConcurrency", "BillingMode",
+           "ReadCapacity", "WriteCapacity", "MaxReadCapacity", "MaxWriteCapacity")
 
 
 def parse_overrides(params):
@@ -102,7 +105,7 @@ def projection_changed(overrides, current):
         return []
     return [f"IndexProjection ({new}) differs from the projection of this stack's tables' index ({now}): "
             "CloudFormation cannot change it, so the update would fail and roll back; deploy with "
-            f"IndexProjection={now}, or move the tables as docs/deploy.md \"Index projection\" says"]
+            f"IndexProjection={now}, or move the tables as docs/tables.md \"Index projection\" says"]
 
 
 def problems(values):
@@ -112,6 +115,18 @@ def problems(values):
         groups, reserved = int(values["PollerGroups"]), int(values["PollerReservedConcurrency"])
     except ValueError:
         return out  # Not whole numbers: CloudFormation's own MinValue/AllowedValues refuse them.
+    for kind in ("Read", "Write"):
+        try:
+            low, high = int(values.get(f"{kind}Capacity", "5")), int(values.get(f"Max{kind}Capacity", "0"))
+        except ValueError:
+            continue
+        if high == 0:
+            continue
+        if values.get("BillingMode") != "PROVISIONED":
+            out.append(f"Max{kind}Capacity ({high}) needs BillingMode PROVISIONED: on demand, DynamoDB scales "
+                       "by itself and there is no capacity to scale")
+        elif high < low:
+            out.append(f"Max{kind}Capacity ({high}) must be at least {kind}Capacity ({low}), autoscaling's minimum")
     if timeout < hold + FIFO_HOLD_MARGIN_S:
         out.append(f"PollerTimeout ({timeout}) must be at least FifoHold + {FIFO_HOLD_MARGIN_S} "
                    f"({hold + FIFO_HOLD_MARGIN_S}): Lambda would stop a run holding FIFO jobs")

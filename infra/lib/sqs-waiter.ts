@@ -48,6 +48,50 @@ function indexProjection(projection: string | undefined): Pick<dynamodb.GlobalSe
 }
 
 /**
+ * The autoscaling of a created table and its index (target tracking on reads, writes or both),
+ * or undefined when no maximum is given; an error naming the prop where the props disagree.
+ */
+function autoscaling(
+  props: SqsWaiterProps,
+  provisioned: boolean,
+  capacity: { readCapacity?: number; writeCapacity?: number },
+): ((table: dynamodb.Table) => void) | undefined {
+  const maxRead = props.maxReadCapacity === undefined ? undefined : inRange("maxReadCapacity", props.maxReadCapacity, 0);
+  const maxWrite = props.maxWriteCapacity === undefined ? undefined : inRange("maxWriteCapacity", props.maxWriteCapacity, 0);
+  const target = inRange("targetUtilizationPercent", props.targetUtilizationPercent, 70);
+  if (maxRead === undefined && maxWrite === undefined) {
+    if (props.targetUtilizationPercent !== undefined) {
+      throw new Error("SqsWaiter: targetUtilizationPercent needs maxReadCapacity or maxWriteCapacity");
+    }
+    return undefined;
+  }
+  if (!provisioned) {
+    throw new Error("SqsWaiter: maxReadCapacity and maxWriteCapacity need billingMode PROVISIONED (on demand scales by itself)");
+  }
+  for (const [prop, max, min] of [
+    ["maxReadCapacity", maxRead, capacity.readCapacity],
+    ["maxWriteCapacity", maxWrite, capacity.writeCapacity],
+  ] as const) {
+    if (max !== undefined && min !== undefined && max < min) {
+      throw new Error(`SqsWaiter: ${prop} (${max}) must be at least ${prop === "maxReadCapacity" ? "readCapacity" : "writeCapacity"} (${min}), autoscaling's minimum`);
+    }
+  }
+  const track = { targetUtilizationPercent: target };
+  return (table) => {
+    if (maxRead !== undefined) {
+      const reads = { minCapacity: capacity.readCapacity ?? 5, maxCapacity: maxRead };
+      table.autoScaleReadCapacity(reads).scaleOnUtilization(track);
+      table.autoScaleGlobalSecondaryIndexReadCapacity(INDEX_NAME, reads).scaleOnUtilization(track);
+    }
+    if (maxWrite !== undefined) {
+      const writes = { minCapacity: capacity.writeCapacity ?? 5, maxCapacity: maxWrite };
+      table.autoScaleWriteCapacity(writes).scaleOnUtilization(track);
+      table.autoScaleGlobalSecondaryIndexWriteCapacity(INDEX_NAME, writes).scaleOnUtilization(track);
+    }
+  };
+}
+
+/**
  * A queue's key for its table: its name when the app knows it (an imported queue, or a queue
  * given a physical name), else its construct id, which is as stable.
  */
@@ -136,13 +180,22 @@ export interface SqsWaiterProps {
   /**
    * What the created tables' due index holds: INCLUDE (the keys, priority and weight; an entry
    * bills 1 write unit whatever the body's size) or ALL. CloudFormation cannot change it on an
-   * existing table: pass ALL for tables created before (docs/deploy.md "Index projection").
+   * existing table: pass ALL for tables created before (docs/tables.md "Index projection").
    * @default INCLUDE
    */
   readonly indexProjection?: "INCLUDE" | "ALL";
   /** Table and index capacity when billingMode is PROVISIONED. @default 5 */
   readonly readCapacity?: number;
   readonly writeCapacity?: number;
+  /**
+   * With billingMode PROVISIONED: autoscaling of each created table's and its index's reads
+   * from readCapacity up to this, tracking targetUtilizationPercent. @default none
+   */
+  readonly maxReadCapacity?: number;
+  /** The same for writes, from writeCapacity. @default none */
+  readonly maxWriteCapacity?: number;
+  /** Autoscaling's target: the percent of the provisioned capacity used. @default 70 */
+  readonly targetUtilizationPercent?: number;
   /** @default INFO */
   readonly logLevel?: lambda.ApplicationLogLevel;
   /** Alarms notify this topic when given. */
@@ -237,6 +290,7 @@ export class SqsWaiter extends Construct {
         }
       : {};
 
+    const scaling = autoscaling(props, provisioned, capacity);
     this.tables = props.queues.map((queue) => {
       // Keyed by the queue, not its position, so that reordering or removing a queue never
       // replaces another queue's table. An unnamed queue's name is a token: its construct id
@@ -268,6 +322,7 @@ export class SqsWaiter extends Construct {
         // The index takes every write the table takes, and the poller's reads.
         warmThroughput: props.warmThroughput,
       });
+      scaling?.(table);
       return table;
     });
     this.adoptedTables = adoptedQueues.map((queue) => {

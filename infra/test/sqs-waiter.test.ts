@@ -417,9 +417,14 @@ test("every prop in ranges.json is checked at synth, naming the prop and its ran
     const queue = new sqs.Queue(stack, "Q");
     const range = RANGES[prop];
     const given = range.unit === "s" ? Duration.seconds(value) : value;
+    const provisioned = { billingMode: dynamodb.BillingMode.PROVISIONED, readCapacity: 1, writeCapacity: 1 };
     const extra =
       prop === "readCapacity" || prop === "writeCapacity"
         ? { billingMode: dynamodb.BillingMode.PROVISIONED }
+        : prop === "maxReadCapacity" || prop === "maxWriteCapacity"
+          ? provisioned
+          : prop === "targetUtilizationPercent"
+            ? { ...provisioned, maxWriteCapacity: 10 }
         : prop === "fifoHold"
           ? { pollerTimeout: Duration.seconds(900) } // at least fifoHold + 5 s (checks.test.ts)
           : {};

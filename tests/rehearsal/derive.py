@@ -74,9 +74,8 @@ def derived_template(queues, adopted=()):
     params = {"QueueNames": ",".join(queues), "AdoptedQueueNames": ",".join(adopted),
               "AWS::Region": REGION, "AWS::AccountId": "000000000000", "AWS::Partition": "aws"}
     template = sam_transform(template, params, NoManagedPolicies())
-    # Compact: CreateStack takes at most 51,200 bytes inline (TemplateBody), and the expanded
-    # template passed that with spaces. `make deploy` uploads it to S3 (resolve_s3), whose
-    # limit is 1 MB.
+    # Compact, as CloudFormation counts a template's bytes (the rehearsal sends it through S3,
+    # as `make deploy` does: inline, CreateStack takes at most 51,200).
     return json.dumps(template, separators=(",", ":"))
 
 

@@ -4,29 +4,44 @@ the ones it cannot run on LocalStack, each listed as a gap with the reason."""
 from derive import REGION
 
 ROLES = ("EnqueueRole", "PollerRole")
+# The prod stack's provisioned capacity: odd numbers, so that no default passes for them.
+READ_UNITS, WRITE_UNITS = 3, 7
 
 
 class ProdOptions:
     """A customer-managed KMS key for the tables (issue 48, item 3), created in LocalStack's
-    KMS, given as TableKmsKeyArn and checked on the tables and on both roles; and active X-Ray
-    tracing (item 4), checked on both functions."""
+    KMS, given as TableKmsKeyArn and checked on the tables and on both roles; active X-Ray
+    tracing (item 4), checked on both functions; and provisioned capacity (issue 45, item 6),
+    checked on the tables and their index."""
 
     def __init__(self, rehearsal, check, gap):
         self.r, self.check, self.gap = rehearsal, check, gap
         self.key_arn = rehearsal.kms.create_key(Description="sqs-waiter rehearsal tables")["KeyMetadata"]["Arn"]
-        gap(False, "prod: BillingMode PROVISIONED not rehearsed",
-            "DynamoDB Local, behind LocalStack's DynamoDB, does not enforce capacity, so a deploy would show only "
-            "that CloudFormation passes ReadCapacity and WriteCapacity on, which tests/template checks; the "
-            "rehearsal's time goes to the KMS option")
+        # Issue 45, item 6: prod is deployed PROVISIONED, its tables and index at these units.
+        rehearsal.provisioned_prefixes.add("prod-")
+        gap(False, "prod: autoscaling (MaxReadCapacity, MaxWriteCapacity) not rehearsed",
+            "LocalStack's community edition has no Application Auto Scaling, so its ScalableTarget and "
+            "ScalingPolicy resources cannot be created here; tests/template and infra/test check them")
 
     def parameters(self):
-        return {"TableKmsKeyArn": self.key_arn, "Tracing": "Active"}
+        return {"TableKmsKeyArn": self.key_arn, "Tracing": "Active", "BillingMode": "PROVISIONED",
+                "ReadCapacity": str(READ_UNITS), "WriteCapacity": str(WRITE_UNITS)}
 
     def check_tables(self, stack, tables, key):
         """Each table encrypted with `key`; with None, with the AWS managed key (DynamoDB names
-        that key's ARN too), so not with the prod stack's."""
+        that key's ARN too), so not with the prod stack's. With `key` (prod), table and index
+        provisioned at the stack's units."""
         for t in tables:
-            sse = (self.r.table(t) or {}).get("SSEDescription", {})
+            described = self.r.table(t) or {}
+            if key:
+                units = [described.get("ProvisionedThroughput", {})] + [
+                    g.get("ProvisionedThroughput", {}) for g in described.get("GlobalSecondaryIndexes", [])]
+                got = [(u.get("ReadCapacityUnits"), u.get("WriteCapacityUnits")) for u in units]
+                mode = described.get("BillingModeSummary", {}).get("BillingMode", "PROVISIONED")
+                self.check(mode == "PROVISIONED" and got == [(READ_UNITS, WRITE_UNITS)] * 2,
+                           f"{stack}: table {t} and its index provisioned at {READ_UNITS} read and {WRITE_UNITS} "
+                           f"write units (BillingMode PROVISIONED; got {mode}, {got})")
+            sse = described.get("SSEDescription", {})
             if key:
                 ok, want = sse.get("KMSMasterKeyArn") == key, f"with the stack's key {key}"
             else:

@@ -24,8 +24,7 @@ ROLES = [{"Ref": "EnqueueRole"}, {"Ref": "PollerRole"}]
 
 def table():
     _, _, body = RESOURCES["Fn::ForEach::Tables"]
-    (resource,) = body.values()
-    return resource
+    return body["Table&{QueueName}"]
 
 
 class QueueKeys(unittest.TestCase):
@@ -211,6 +210,56 @@ class IndexProjection(unittest.TestCase):
             argv = ["check_queues.py", "orders", "", "--region", "us-east-1", "--stack", "s"]
             self.assertEqual(check_queues.main(argv + ["--params", ""]), 2)
             self.assertEqual(check_queues.main(argv + ["--params", "IndexProjection=ALL"]), 0)
+
+class Autoscaling(unittest.TestCase):
+    """Issue 45, 6: provisioned capacity with autoscaling of each created table and its index."""
+
+    def test_parameters_are_off_by_default_and_bounded_as_dynamodb_bounds_them(self):
+        params = TEMPLATE["Parameters"]
+        for name in ("MaxReadCapacity", "MaxWriteCapacity"):
+            self.assertEqual((params[name]["Default"], params[name]["MinValue"], params[name]["MaxValue"]), (0, 0, 40000))
+        target = params["TargetUtilization"]
+        self.assertEqual((target["Default"], target["MinValue"], target["MaxValue"]), (70, 20, 90))
+        for kind in ("Reads", "Writes"):
+            condition = TEMPLATE["Conditions"][f"Scales{kind}"]["Fn::And"]
+            self.assertEqual(condition[:2], [{"Condition": "Provisioned"}, {"Condition": "HasCreatedTables"}])
+            self.assertEqual(condition[2], {"Fn::Not": [{"Fn::Equals": [{"Ref": f"Max{kind[:-1]}Capacity"}, 0]}]})
+
+    def test_table_and_index_each_get_a_target_and_a_tracking_policy_per_dimension(self):
+        _, over, body = RESOURCES["Fn::ForEach::TableScaling"]
+        self.assertEqual(over, {"Ref": "QueueNames"}, "the created tables only")
+        self.assertEqual(len(body), 8)
+        for kind, path in (("Table", ""), ("Index", "/index/scheduler-perform_at-index")):
+            for dim in ("Read", "Write"):
+                target = body[f"{kind}{dim}Scaling&{{QueueName}}"]
+                policy = body[f"{kind}{dim}Tracking&{{QueueName}}"]
+                where = {"ServiceNamespace": "dynamodb",
+                         "ScalableDimension": f"dynamodb:{kind.lower()}:{dim}CapacityUnits",
+                         "ResourceId": {"Fn::Sub": f"table/${{TablePrefix}}${{QueueName}}{path}"}}
+                self.assertEqual(target["Type"], "AWS::ApplicationAutoScaling::ScalableTarget")
+                self.assertEqual(target["Condition"], f"Scales{dim}s")
+                self.assertEqual(target["DependsOn"], "Table&{QueueName}")
+                self.assertEqual({k: target["Properties"][k] for k in where}, where)
+                self.assertEqual(target["Properties"]["MinCapacity"], {"Ref": f"{dim}Capacity"})
+                self.assertEqual(target["Properties"]["MaxCapacity"], {"Ref": f"Max{dim}Capacity"})
+                self.assertEqual(policy["Condition"], f"Scales{dim}s")
+                self.assertEqual(policy["DependsOn"], f"{kind}{dim}Scaling&{{QueueName}}")
+                self.assertEqual({k: policy["Properties"][k] for k in where}, where, "the same target")
+                tracking = policy["Properties"]["TargetTrackingScalingPolicyConfiguration"]
+                self.assertEqual(tracking["TargetValue"], {"Ref": "TargetUtilization"})
+                self.assertEqual(tracking["PredefinedMetricSpecification"],
+                                 {"PredefinedMetricType": f"DynamoDB{dim}CapacityUtilization"})
+
+    def test_make_deploy_refuses_a_maximum_on_demand_or_below_the_minimum(self):
+        values = {"PollerTimeout": "70", "FifoHold": "0", "PollerGroups": "1", "PollerReservedConcurrency": "0",
+                  "BillingMode": "PROVISIONED", "ReadCapacity": "5", "WriteCapacity": "5",
+                  "MaxReadCapacity": "100", "MaxWriteCapacity": "0"}
+        self.assertEqual(check_params.problems(values), [])
+        (low,) = check_params.problems({**values, "MaxReadCapacity": "4"})
+        self.assertIn("MaxReadCapacity (4) must be at least ReadCapacity (5)", low)
+        (on_demand,) = check_params.problems({**values, "BillingMode": "PAY_PER_REQUEST"})
+        self.assertIn("MaxReadCapacity (100) needs BillingMode PROVISIONED", on_demand)
+        self.assertEqual(check_params.problems({**values, "BillingMode": "PAY_PER_REQUEST", "MaxReadCapacity": "0"}), [])
 
 
 if __name__ == "__main__":

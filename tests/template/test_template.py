@@ -406,7 +406,9 @@ class CrossParameters(unittest.TestCase):
         current = {"PollerTimeout": "30", "FifoHold": "0"}
         self.assertEqual(check_params.effective(overrides, current, TEMPLATE),
                          {"PollerTimeout": "30", "FifoHold": "60", "PollerGroups": "1",
-                          "PollerReservedConcurrency": "0"})
+                          "PollerReservedConcurrency": "0", "BillingMode": "PAY_PER_REQUEST",
+                          "ReadCapacity": "5", "WriteCapacity": "5", "MaxReadCapacity": "0",
+                          "MaxWriteCapacity": "0"})
         # So raising FifoHold alone on a stack whose timeout is 30 s is refused.
         (problem,) = check_params.problems(check_params.effective(overrides, current, TEMPLATE))
         self.assertIn("PollerTimeout (30) must be at least FifoHold + 5 (65)", problem)
