@@ -1,18 +1,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Stack } from "aws-cdk-lib";
-import { Template } from "aws-cdk-lib/assertions";
 import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
-import * as sqs from "aws-cdk-lib/aws-sqs";
-import { SqsWaiter, SqsWaiterProps } from "../lib/sqs-waiter.ts";
-import { fakeCode, newApp } from "./helpers.ts";
+import { twoQueueWaiter } from "./helpers.ts";
 
-function synth(props: Partial<SqsWaiterProps>): Template {
-  const stack = new Stack(newApp(), "S", { env: { account: "123456789012", region: "eu-west-1" } });
-  const queues = ["orders", "billing"].map((q) => sqs.Queue.fromQueueArn(stack, q, `arn:aws:sqs:eu-west-1:123456789012:${q}`));
-  new SqsWaiter(stack, "Waiter", { queues, enqueueCode: fakeCode(), pollerCode: fakeCode(), ...props });
-  return Template.fromStack(stack);
-}
+const synth = twoQueueWaiter;
 
 const PROVISIONED = { billingMode: dynamodb.BillingMode.PROVISIONED, readCapacity: 5, writeCapacity: 10 };
 
