@@ -37,26 +37,13 @@ async fn snapshot(s: &e2e::rig::Setup) -> Vec<String> {
     state
 }
 
-/// `bytes` of random printable ASCII (xorshift, fixed seed): text deflate saves little on.
-fn incompressible(bytes: usize) -> String {
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    (0..bytes)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            char::from(b' ' + (x % 95) as u8)
-        })
-        .collect()
-}
-
 fn generate(kind: &str) -> Vec<u8> {
     let v = match kind {
         "huge_body" => json!({"queue": "orders", "message_body": "x".repeat(1024 * 1024 + 1)}),
         // Random printable ASCII deflates by about a fifth only: 900 KB stays over 400 KB
         // deflated, so the stored item is too large either way.
         "stored_too_big" => {
-            json!({"queue": "orders", "message_body": incompressible(900 * 1024), "delay_seconds": 3600})
+            json!({"queue": "orders", "message_body": e2e::bench::incompressible_text(900 * 1024), "delay_seconds": 3600})
         }
         "batch_10000" => {
             json!({"jobs": (0..10_000).map(|i| json!({"queue": "orders", "message_body": format!("m{i}")})).collect::<Vec<_>>()})

@@ -1,10 +1,9 @@
 //! The adapter's own calls: table names, the due-index query and batched reads, with their
 //! retries, and how many of them go out at once.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-
-use std::collections::HashMap;
 
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
