@@ -7,6 +7,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use e2e::rig::{histogram_counts, in_secs, parse_time, setup};
 use serde_json::{json, Value};
 
+#[path = "manage/series.rs"]
+mod series;
+
 #[tokio::test(flavor = "multi_thread")]
 async fn reschedule_changes_a_stored_job_by_version_and_a_job_moved_near_arrives_on_time() {
     let mut s = setup(

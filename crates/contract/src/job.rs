@@ -4,6 +4,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::Repeat;
+
 /// One job to schedule: the `enqueue` request.
 ///
 /// ```
@@ -67,6 +69,10 @@ pub struct Job {
     /// `AWSTraceHeader`. When absent, the enqueue call's own trace is kept if it is sampled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_header: Option<String>,
+    /// Makes the job a series: its `perform_at` (or `delay_seconds`) is the series' start, and
+    /// each occurrence is one message (DESIGN "Recurring jobs").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<Repeat>,
 }
 
 impl Job {
@@ -87,6 +93,7 @@ impl Job {
             priority: None,
             weight: None,
             trace_header: None,
+            repeat: None,
         }
     }
 
@@ -156,6 +163,15 @@ impl Job {
     /// Carry this X-Ray trace header to SQS (`AWSTraceHeader`) instead of the enqueue call's.
     pub fn trace_header(mut self, header: impl Into<String>) -> Self {
         self.trace_header = Some(header.into());
+        self
+    }
+}
+
+impl Job {
+    /// Repeats the job as `repeat` says, with a cron read in `time_zone` (an IANA name).
+    pub fn repeat(mut self, repeat: Repeat, time_zone: impl Into<String>) -> Self {
+        self.repeat = Some(repeat);
+        self.time_zone = Some(time_zone.into());
         self
     }
 }

@@ -29,6 +29,7 @@ mod error;
 mod job;
 mod poller;
 mod priority;
+mod repeat;
 mod reply;
 mod retry;
 
@@ -41,6 +42,9 @@ pub use job::{Job, MessageAttribute, Window};
 pub use poller::PollerGroup;
 pub use priority::{
     CRITICAL_PRIORITY, DEFAULT_PRIORITY, DEFAULT_WEIGHT, MAX_PRIORITY, MAX_WEIGHT, PRIORITY_ATTRIBUTE, WEIGHT_ATTRIBUTE,
+};
+pub use repeat::{
+    occurrence_of, CatchUp, Repeat, MAX_COUNT, MAX_EVERY_S, MIN_EVERY_S, OCCURRENCE_ATTRIBUTE, OCCURRENCE_SEPARATOR,
 };
 pub use reply::{
     BatchReply, BatchResult, Bucket, CancelManyReply, FailedStatus, JobReply, JobStatus, ListReply, ParkedError,

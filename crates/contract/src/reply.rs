@@ -32,6 +32,8 @@ pub enum JobStatus {
     Dispatching,
     /// Moved (`perform_at`, `version`).
     Rescheduled,
+    /// History: a series reached its `until` or `count` (`occurrences`).
+    Finished,
     /// `if_version` did not match; `version` is the stored one. For `replay`: the job is
     /// still stored (active), so there is nothing to replay yet.
     Conflict,
@@ -56,6 +58,7 @@ impl JobStatus {
             Self::NotFound => "not_found",
             Self::Dispatching => "dispatching",
             Self::Rescheduled => "rescheduled",
+            Self::Finished => "finished",
             Self::Conflict => "conflict",
             Self::NotReplayable => "not_replayable",
             Self::Unknown => "unknown",
@@ -162,6 +165,12 @@ pub struct JobReply {
     /// The X-Ray trace header the job's messages carry as `AWSTraceHeader` (get, list).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_header: Option<String>,
+    /// A series: how it repeats (get, list, enqueue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<crate::Repeat>,
+    /// A series: the occurrences sent so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occurrences: Option<u64>,
 }
 
 /// SQS's code and message for a parked job.

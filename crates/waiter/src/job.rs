@@ -6,12 +6,13 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::config::QueueName;
+use crate::repeat::{Occurrence, Series};
 use crate::windows::Windows;
 
 pub use sqs_waiter_contract::MAX_JOBS_PER_REQUEST;
 use sqs_waiter_contract::{
-    ATTEMPT_ATTRIBUTE, CRITICAL_PRIORITY, DEFAULT_PRIORITY, DEFAULT_WEIGHT, JOB_ID_ATTRIBUTE, PRIORITY_ATTRIBUTE,
-    RESERVED_ATTRIBUTE_PREFIX, WEIGHT_ATTRIBUTE,
+    ATTEMPT_ATTRIBUTE, CRITICAL_PRIORITY, DEFAULT_PRIORITY, DEFAULT_WEIGHT, JOB_ID_ATTRIBUTE, OCCURRENCE_ATTRIBUTE,
+    OCCURRENCE_SEPARATOR, PRIORITY_ATTRIBUTE, RESERVED_ATTRIBUTE_PREFIX, WEIGHT_ATTRIBUTE,
 };
 
 /// What a send may take to reach SQS (network, an SDK retry): at the moment of sending, a message
@@ -76,6 +77,10 @@ pub struct Job {
     /// sent as SQS's `AWSTraceHeader` system attribute, which is outside the message's size and
     /// its 10 attributes.
     pub trace_header: Option<String>,
+    /// A series (DESIGN "Recurring jobs"): `perform_at` is its next occurrence.
+    pub repeat: Option<Box<Series>>,
+    /// On a series' copy planned by the poller: the occurrence it sends. Never stored.
+    pub occurrence: Option<Occurrence>,
 }
 
 impl Job {
@@ -98,7 +103,8 @@ impl Job {
     }
 
     /// The attributes the message carries: the caller's, and ours where they say something:
-    /// `waiter.attempt` from the second attempt on, `waiter.job_id` on a replayed copy, and
+    /// `waiter.attempt` from the second attempt on, `waiter.job_id` on a replayed copy (and with
+    /// `waiter.occurrence` on a series' occurrence), and
     /// `waiter.priority` and `waiter.weight` where they are not the defaults (so that a
     /// consumer's `retry` keeps them).
     pub fn sent_attributes(&self) -> Attributes {
@@ -112,21 +118,39 @@ impl Job {
             data_type: "Number".to_owned(),
             data: AttributeData::String(n),
         };
+        let text = |s: String| MessageAttribute {
+            data_type: "String".to_owned(),
+            data: AttributeData::String(s),
+        };
         [
             self.is_retried()
                 .then(|| (ATTEMPT_ATTRIBUTE, number(self.attempt.to_string()))),
-            self.names_itself.then(|| {
-                let id = MessageAttribute {
-                    data_type: "String".to_owned(),
-                    data: AttributeData::String(self.job_id.clone()),
-                };
-                (JOB_ID_ATTRIBUTE, id)
+            self.names_itself.then(|| (JOB_ID_ATTRIBUTE, text(self.job_id.clone()))),
+            self.occurrence_id().map(|id| (JOB_ID_ATTRIBUTE, text(id))),
+            self.occurrence_at().map(|at| {
+                let rfc3339 = at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true);
+                (OCCURRENCE_ATTRIBUTE, text(rfc3339))
             }),
             (self.priority != DEFAULT_PRIORITY).then(|| (PRIORITY_ATTRIBUTE, number(self.priority.to_string()))),
             (self.weight != DEFAULT_WEIGHT).then(|| (WEIGHT_ATTRIBUTE, number(self.weight.to_string()))),
         ]
         .into_iter()
         .flatten()
+    }
+
+    /// The instant of the occurrence a series' message is for: the planned one, or (for the
+    /// size and attribute checks before any is planned) its next, which takes the same room.
+    pub fn occurrence_at(&self) -> Option<DateTime<Utc>> {
+        self.repeat
+            .as_ref()
+            .map(|_| self.occurrence.map_or(self.perform_at, |o| o.at))
+    }
+
+    /// A series' occurrence's id, `{job_id}@{epoch seconds}`: its messages' `waiter.job_id`,
+    /// the id its retries go under.
+    pub fn occurrence_id(&self) -> Option<String> {
+        self.occurrence_at()
+            .map(|at| format!("{}{OCCURRENCE_SEPARATOR}{}", self.job_id, at.timestamp()))
     }
 
     /// Neither waits for the rate budget nor uses it.

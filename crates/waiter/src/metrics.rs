@@ -90,6 +90,8 @@ pub fn poller_line(function_name: &str, s: &RunSummary, at: DateTime<Utc>) -> St
     let extra = [
         ("PartitionErrors", s.errors.len() as f64, Unit::Count),
         ("BacklogAge", s.overdue_beyond_rate_s, Unit::Seconds),
+        ("Occurrences", s.occurrences as f64, Unit::Count),
+        ("OccurrencesSkipped", s.skipped_occurrences as f64, Unit::Count),
     ];
     emf_line(function_name, &run_metrics(s, &extra), at)
 }

@@ -16,8 +16,11 @@ pub enum Route {
 
 /// Standard queues: a delay of at most `direct_max_delay` goes straight to SQS, rounded *up* to
 /// whole seconds (never early, up to 1 s late). FIFO queues take no per-message delay, so only a
-/// job due now goes direct.
+/// job due now goes direct. A series is always stored: it is the item that moves on.
 pub fn route(job: &Job, now: DateTime<Utc>, direct_max_delay: u32) -> Route {
+    if job.repeat.is_some() {
+        return Route::Store;
+    }
     let remaining = seconds_between(now, job.perform_at);
     if job.queue.is_fifo() {
         // About to expire: stored, the poller drops it (or sends it) at the real send instant.
@@ -103,6 +106,8 @@ mod tests {
             attempt: 1,
             names_itself: false,
             trace_header: None,
+            repeat: None,
+            occurrence: None,
         }
     }
 

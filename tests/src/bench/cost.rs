@@ -103,6 +103,8 @@ pub fn bench_job(body_bytes: usize) -> StoredJob {
             attempt: 1,
             names_itself: false,
             trace_header: None,
+            repeat: None,
+            occurrence: None,
         },
         enqueued_at: at,
         parked: None,

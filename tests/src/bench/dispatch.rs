@@ -101,6 +101,8 @@ pub(crate) async fn load_ranked_items(
                     attempt: 1,
                     names_itself: false,
                     trace_header: None,
+                    repeat: None,
+                    occurrence: None,
                 },
                 enqueued_at: due,
                 parked: None,

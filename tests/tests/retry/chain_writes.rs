@@ -52,6 +52,8 @@ async fn the_chains_transactions_are_conditional_on_what_was_read() {
             weight: 1,
             attempt: 3,
             names_itself: false,
+            repeat: None,
+            occurrence: None,
             trace_header: None,
         },
         partition: Partition::Shard(0),

@@ -21,6 +21,8 @@ mod handler;
 mod handover;
 mod list;
 mod parked;
+#[cfg(test)]
+mod repeat_tests;
 mod replay;
 mod reschedule;
 mod retry;

@@ -70,6 +70,8 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             attempt: 1,
             names_itself: true,
             trace_header: r.trace_header,
+            repeat: None,
+            occurrence: None,
         };
         // Always stored, never sent straight: the conditional put is what makes a second
         // `replay` a duplicate, whatever the history settings. A near copy is handed over at once.

@@ -192,6 +192,8 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             attempt: r.attempt + 1,
             names_itself: names_itself || r.names_itself,
             trace_header: r.trace_header.clone(),
+            repeat: None,
+            occurrence: None,
         };
         check_message(&Given::default(), &job)?;
         Ok(job)

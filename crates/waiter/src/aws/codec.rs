@@ -22,13 +22,23 @@ pub type Item = HashMap<String, AttributeValue>;
 mod body;
 #[path = "codec_chain.rs"]
 mod chain;
+#[path = "codec_debts.rs"]
+mod debts;
 #[path = "codec_ledger.rs"]
 mod ledger;
+#[path = "codec_repeat.rs"]
+mod repeat;
 pub use body::{body_of, A_MESSAGE_BODY_DEFLATE};
 use body::{put_body, take_body};
 use chain::{decode_chain, decode_windows, encode_chain, encode_windows};
 pub use chain::{A_ATTEMPT, A_NAMES_ITSELF};
+pub(crate) use debts::{decode_debts, encode_debts};
 pub(crate) use ledger::{decode_rate, encode_rate};
+use repeat::{decode_repeat, encode_repeat};
+pub use repeat::{
+    A_OCCURRENCES, A_REPEAT_CATCH_UP, A_REPEAT_COUNT, A_REPEAT_CRON, A_REPEAT_EVERY_S, A_REPEAT_TIME_ZONE,
+    A_REPEAT_UNTIL, REPEAT_ATTRIBUTES,
+};
 
 pub const INDEX_NAME: &str = "scheduler-perform_at-index";
 
@@ -81,8 +91,6 @@ pub(crate) const LEASE_SORT_KEY: &str = "lease";
 /// who handed them on (debts left from an earlier holder do not say the last one settled).
 pub(crate) const A_LEASE_DEBTS: &str = "lease_debts";
 pub(crate) const A_LEASE_HANDED_ON_BY: &str = "lease_handed_on_by";
-/// In a debt: the history record to leave in the job's place.
-const A_DEBT_RECORD: &str = "record";
 
 pub fn partition_key(queue: &QueueName, partition: &Partition) -> String {
     match partition {
@@ -130,78 +138,6 @@ pub(crate) fn decode_lease(item: &Item) -> Option<Lease> {
     })
 }
 
-/// Jobs handed on with a lease, for the lease item: each its key and edition, and its history
-/// record when it has one.
-pub(crate) fn encode_debts(queue: &QueueName, debts: &[Retired]) -> AttributeValue {
-    AttributeValue::L(
-        debts
-            .iter()
-            .map(|r| {
-                let mut m = key(queue, &r.key);
-                m.insert(A_ENQUEUED_AT.into(), n(r.edition.enqueued_at));
-                m.insert(A_VERSION.into(), AttributeValue::N(r.edition.version.to_string()));
-                if let Some(h) = &r.record {
-                    // Without the message: a lease item holds many debts within one item's
-                    // 400 KB, so a job retired through a debt is not replayable.
-                    let bare = History {
-                        message: None,
-                        ..h.clone()
-                    };
-                    m.insert(A_DEBT_RECORD.into(), AttributeValue::M(encode_history(&bare)));
-                }
-                AttributeValue::M(m)
-            })
-            .collect(),
-    )
-}
-
-/// The debts on a lease item (none when it has none). Errors name the attribute.
-pub(crate) fn decode_debts(queue: &QueueName, item: &Item) -> Result<Vec<Retired>, String> {
-    let Some(list) = item.get(A_LEASE_DEBTS) else {
-        return Ok(Vec::new());
-    };
-    let AttributeValue::L(list) = list else {
-        return Err(format!("{A_LEASE_DEBTS} is not a list"));
-    };
-    list.iter()
-        .map(|d| {
-            let AttributeValue::M(m) = d else {
-                return Err(format!("{A_LEASE_DEBTS} holds a non-map"));
-            };
-            let job_id = match m.get(A_JOB_ID) {
-                Some(AttributeValue::S(id)) => id.clone(),
-                _ => return Err(format!("{A_LEASE_DEBTS}.job_id is missing")),
-            };
-            let enqueued_at = match m.get(A_ENQUEUED_AT) {
-                Some(AttributeValue::N(v)) => parse_epoch_decimal(v),
-                _ => None,
-            }
-            .ok_or_else(|| format!("{A_LEASE_DEBTS}.enqueued_at is missing"))?;
-            let version = match m.get(A_VERSION) {
-                Some(AttributeValue::N(v)) => v.parse().ok(),
-                _ => None,
-            }
-            .ok_or_else(|| format!("{A_LEASE_DEBTS}.version is missing"))?;
-            let record = match m.get(A_DEBT_RECORD) {
-                None => None,
-                Some(AttributeValue::M(r)) => match decode_any(queue, r.clone())? {
-                    Found::History(h) => Some(h),
-                    Found::Job(_) => return Err(format!("{A_LEASE_DEBTS}.record is not a history record")),
-                },
-                Some(_) => return Err(format!("{A_LEASE_DEBTS}.record is not a map")),
-            };
-            Ok(Retired {
-                key: JobKey {
-                    partition: decode_partition(queue, m)?,
-                    job_id,
-                },
-                edition: Edition { enqueued_at, version },
-                record,
-            })
-        })
-        .collect()
-}
-
 pub(crate) fn key(queue: &QueueName, k: &JobKey) -> Item {
     HashMap::from([
         (
@@ -237,6 +173,7 @@ pub fn encode(s: &StoredJob) -> Item {
     }
     encode_windows(&mut item, &job.windows);
     encode_chain(&mut item, job.attempt, job.names_itself);
+    encode_repeat(&mut item, job.repeat.as_deref());
     if let Some(t) = s.maybe_delivered_at {
         item.insert(A_MAYBE_DELIVERED_AT.into(), n(t));
     }
@@ -337,6 +274,13 @@ pub const ATTRIBUTES_WITHOUT_MESSAGE: &[&str] = &[
     A_ATTEMPT,
     A_NAMES_ITSELF,
     A_TRACE_HEADER,
+    A_REPEAT_CRON,
+    A_REPEAT_EVERY_S,
+    A_REPEAT_TIME_ZONE,
+    A_REPEAT_UNTIL,
+    A_REPEAT_COUNT,
+    A_REPEAT_CATCH_UP,
+    A_OCCURRENCES,
 ];
 
 /// The one item codec: item to job. Errors name the attribute. The item's strings (the body
@@ -383,6 +327,7 @@ pub fn decode_view(queue: &QueueName, mut item: Item, view: View) -> Result<Stor
     let mut message_attributes = decode_attributes(&item)?;
     let (attempt, names_itself) = decode_chain(&item, &mut message_attributes)?;
     let windows = decode_windows(&item)?;
+    let repeat = decode_repeat(&item)?.map(Box::new);
     let version = match item.get(A_VERSION) {
         None => 1,
         Some(AttributeValue::N(v)) => v.parse().map_err(|_| format!("version is not a whole number: {v}"))?,
@@ -419,6 +364,8 @@ pub fn decode_view(queue: &QueueName, mut item: Item, view: View) -> Result<Stor
             attempt,
             names_itself,
             trace_header: take_s(item, A_TRACE_HEADER)?,
+            repeat,
+            occurrence: None,
         },
         partition,
         enqueued_at: take_t(item, A_ENQUEUED_AT)?.unwrap_or(perform_at),
@@ -455,6 +402,9 @@ pub fn encode_history(h: &History) -> Item {
     }
     encode_windows(&mut item, &h.windows);
     encode_chain(&mut item, h.attempt, h.names_itself);
+    if let Some(o) = h.occurrences {
+        item.insert(A_OCCURRENCES.into(), AttributeValue::N(o.to_string()));
+    }
     if let Some(kept) = &h.message {
         if let Some(attrs) = encode_attributes(&kept.attributes) {
             item.insert(A_MESSAGE_ATTRIBUTES.into(), attrs);
@@ -480,6 +430,7 @@ pub fn decode_any(queue: &QueueName, item: Item) -> Result<Found, String> {
         AttributeValue::S(s) if s == "dispatched" => HistoryStatus::Dispatched,
         AttributeValue::S(s) if s == "cancelled" => HistoryStatus::Cancelled,
         AttributeValue::S(s) if s == "expired" => HistoryStatus::Expired,
+        AttributeValue::S(s) if s == "finished" => HistoryStatus::Finished,
         other => return Err(format!("history is not a known status: {other:?}")),
     };
     let t = |name: &str| match item.get(name) {
@@ -516,6 +467,14 @@ pub fn decode_any(queue: &QueueName, item: Item) -> Result<Found, String> {
             Some(_) => Some(t(A_EXPIRES_AT)?),
         },
         windows: decode_windows(item)?,
+        occurrences: match item.get(A_OCCURRENCES) {
+            None => None,
+            Some(AttributeValue::N(v)) => Some(
+                v.parse()
+                    .map_err(|_| format!("occurrences is not a whole number: {v}"))?,
+            ),
+            Some(_) => return Err("occurrences is not a number".into()),
+        },
         message: match body_of(item)? {
             None => None,
             Some(body) => Some(Box::new(KeptMessage {

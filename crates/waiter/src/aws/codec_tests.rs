@@ -16,6 +16,17 @@ fn debts_on_a_lease_item_round_trip_with_and_without_history_records() {
             key: a.key(),
             edition: a.edition(),
             record: None,
+            advance: None,
+        },
+        // A series moving on.
+        Retired {
+            key: a.key(),
+            edition: a.edition(),
+            record: None,
+            advance: Some(crate::ports::Advance {
+                perform_at: at + TimeDelta::seconds(60),
+                occurrences: 12,
+            }),
         },
         Retired {
             key: b.key(),
@@ -28,6 +39,7 @@ fn debts_on_a_lease_item_round_trip_with_and_without_history_records() {
                 Some("m-1".into()),
                 TimeDelta::days(7),
             )),
+            advance: None,
         },
     ];
     let q = a.job.queue.clone();
@@ -93,6 +105,7 @@ fn a_debt_carries_its_record_without_the_message() {
         key: j.key(),
         edition: j.edition(),
         record: Some(with_message.clone()),
+        advance: None,
     }];
     let item = HashMap::from([(A_LEASE_DEBTS.to_owned(), encode_debts(&j.job.queue, &debts))]);
     let back = decode_debts(&j.job.queue, &item).unwrap();

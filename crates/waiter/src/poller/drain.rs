@@ -14,8 +14,8 @@ use crate::config::QueueName;
 use crate::error::{display_chain, PortError};
 use crate::limits::SQS_MAX_BATCH_ENTRIES;
 use crate::ports::{
-    Clock, EntryOutcome, History, HistoryStatus, JobKey, JobStore, MessageQueue, OutgoingMessage, ParkInfo,
-    ReplaceOutcome, Retired, StoredJob,
+    Clock, EntryOutcome, HistoryStatus, JobKey, JobStore, MessageQueue, OutgoingMessage, ParkInfo, ReplaceOutcome,
+    Retired, StoredJob,
 };
 use crate::time::seconds_between;
 
@@ -442,6 +442,10 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
             if job.job.perform_at > self.horizon || !self.seen.insert(job.job.job_id.clone()) {
                 continue;
             }
+            // A series sends one occurrence a pass, or moves on without one (`catch_up`).
+            let Some(job) = self.occurrence_of(job, now) else {
+                continue;
+            };
             match plan(job, self.queue.is_fifo(), now, self.stop_at, self.inherited) {
                 Plan::Send(p) => {
                     self.summary.backlog_age_s = self.summary.backlog_age_s.max(p.overdue_s);
@@ -558,19 +562,6 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
             }
             Fate::OutsideWindows | Fate::Send(_) => self.left_behind = true,
         }
-    }
-
-    /// Queues a job's removal; with history on (or for a retried job), its record is put in its
-    /// place instead.
-    pub(super) fn retire(&mut self, job: &StoredJob, status: HistoryStatus, message_id: Option<String>) {
-        let now = self.d.clock.now();
-        self.deletes.push(Retired {
-            key: job.key(),
-            edition: job.edition(),
-            record: self.d.config.history_keep_for(job.job.keeps_record()).map(|keep| {
-                History::of(job, status, now, message_id, keep).keeping_message(&job.job, self.d.config.history_body)
-            }),
-        });
     }
 
     pub(super) async fn park(&mut self, job: &StoredJob, code: String, message: String) {

@@ -36,6 +36,7 @@ mod meeting_tests;
 mod plan;
 mod prepare;
 mod rank;
+mod retire;
 mod roll_call;
 #[cfg(test)]
 mod tests;
@@ -114,6 +115,10 @@ pub struct RunSummary {
     /// Jobs whose arrival second `WAITER_MAX_RATE` had no room in: moved to a later second, or
     /// left for a later run.
     pub held_back: u64,
+    /// Occurrences of series that SQS accepted (counted in `dispatched` too).
+    pub occurrences: u64,
+    /// Missed occurrences of series that `catch_up` left unsent.
+    pub skipped_occurrences: u64,
     /// Partitions (queue × shard) worked.
     pub partitions: u32,
     /// Partitions skipped because another poller holds their lease.
@@ -150,6 +155,8 @@ impl RunSummary {
         self.failed += o.failed;
         self.moved += o.moved;
         self.held_back += o.held_back;
+        self.occurrences += o.occurrences;
+        self.skipped_occurrences += o.skipped_occurrences;
         self.partitions += o.partitions;
         self.busy_partitions += o.busy_partitions;
         self.drained &= o.drained;

@@ -113,6 +113,8 @@ pub enum HistoryStatus {
     Dispatched,
     Cancelled,
     Expired,
+    /// A series reached its `until` or `count`.
+    Finished,
 }
 
 impl HistoryStatus {
@@ -121,6 +123,7 @@ impl HistoryStatus {
             Self::Dispatched => "dispatched",
             Self::Cancelled => "cancelled",
             Self::Expired => "expired",
+            Self::Finished => "finished",
         }
     }
 }
@@ -152,6 +155,8 @@ pub struct History {
     pub names_itself: bool,
     pub expires_at: Option<DateTime<Utc>>,
     pub windows: Option<crate::windows::Windows>,
+    /// A series: the occurrences it sent.
+    pub occurrences: Option<u64>,
 }
 
 /// What a history record keeps of its job's message (`WAITER_HISTORY_BODY`): enough to send a
@@ -202,6 +207,7 @@ impl History {
             names_itself: job.job.names_itself,
             expires_at: job.job.expires_at,
             windows: job.job.windows.clone(),
+            occurrences: job.job.repeat.as_ref().map(|s| s.occurrences),
         }
     }
 
@@ -257,12 +263,24 @@ impl Over<'_> {
 }
 
 /// A job leaving the table: its key, the edition that left (a removal of any other edition is
-/// skipped), and the record left in its place (`None`: nothing).
+/// skipped), and the record left in its place (`None`: nothing). A series' occurrence does not
+/// leave: `advance` moves the same item on, in the same conditional write.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Retired {
     pub key: JobKey,
     pub edition: Edition,
     pub record: Option<History>,
+    /// A series moving to its next occurrence (then `record` is `None`).
+    pub advance: Option<Advance>,
+}
+
+/// A series' item after a pass: `perform_at` its next occurrence, `occurrences` sent so far,
+/// and `version` one more than the edition that was sent (so the same write again finds its
+/// condition false).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Advance {
+    pub perform_at: DateTime<Utc>,
+    pub occurrences: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]

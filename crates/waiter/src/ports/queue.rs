@@ -34,11 +34,23 @@ impl OutgoingMessage {
             attributes: job.sent_attributes(),
             delay_seconds,
             group_id: job.message_group_id.clone(),
-            deduplication_id: job.message_deduplication_id.clone().or_else(|| {
-                job.queue
-                    .is_fifo()
-                    .then(|| default_deduplication_id(&job.job_id, edition, &job.message_body))
-            }),
+            deduplication_id: match job.occurrence_id() {
+                // One id per occurrence: a given id would drop every occurrence within SQS's
+                // 5 minutes of the first, so it is mixed in, not used as it is.
+                Some(id) if job.queue.is_fifo() => {
+                    let given = job.message_deduplication_id.as_deref().unwrap_or_default();
+                    Some(default_deduplication_id(
+                        &id,
+                        edition,
+                        &format!("{given}\0{}", job.message_body),
+                    ))
+                }
+                _ => job.message_deduplication_id.clone().or_else(|| {
+                    job.queue
+                        .is_fifo()
+                        .then(|| default_deduplication_id(&job.job_id, edition, &job.message_body))
+                }),
+            },
             expires_at: job.expires_at,
             trace_header: job.trace_header.clone(),
         }

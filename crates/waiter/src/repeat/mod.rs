@@ -4,15 +4,14 @@
 //! each `catch_up` policy. Storing, sending and moving a series build on it.
 
 pub mod cron;
+mod series;
 
 use chrono::{DateTime, Days, LocalResult, NaiveDateTime, TimeDelta, TimeZone, Utc};
 use chrono_tz::Tz;
 
 pub use cron::Cron;
+pub use series::{Every, Occurrence, Series, Step};
 
-/// `every_s` bounds (DESIGN "Recurring jobs").
-pub const MIN_EVERY_S: u32 = 60;
-pub const MAX_EVERY_S: u32 = 31_536_000;
 /// An occurrence found this long after its instant is missed (`catch_up` decides).
 pub const MISSED_AFTER: TimeDelta = TimeDelta::seconds(60);
 /// Missed occurrences `catch_up: all` sends per series in one run; the rest wait for the next.
@@ -31,36 +30,8 @@ pub enum Rule {
     Every { seconds: u32, start: DateTime<Utc> },
 }
 
-/// What a series does with occurrences found more than `MISSED_AFTER` late.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CatchUp {
-    /// Sends none of them.
-    Skip,
-    /// Sends the latest of them only.
-    #[default]
-    One,
-    /// Sends each (at most `MAX_CATCH_UP_PER_RUN` a run).
-    All,
-}
-
-impl CatchUp {
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "skip" => Some(Self::Skip),
-            "one" => Some(Self::One),
-            "all" => Some(Self::All),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Skip => "skip",
-            Self::One => "one",
-            Self::All => "all",
-        }
-    }
-}
+/// What a series does with occurrences found more than `MISSED_AFTER` late (the contract's).
+pub use sqs_waiter_contract::CatchUp;
 
 impl Rule {
     /// The first occurrence at or after `t`; `None` when there is none (a cron whose dates

@@ -58,6 +58,8 @@ pub fn stored(queue: &str, id: &str, perform_at: DateTime<Utc>, shards: u32) -> 
             attempt: 1,
             names_itself: false,
             trace_header: None,
+            repeat: None,
+            occurrence: None,
             queue: q,
         },
         enqueued_at: perform_at,

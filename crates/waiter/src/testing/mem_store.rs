@@ -377,6 +377,24 @@ impl Jobs for MemStore {
             });
         }
         for r in items {
+            if let Some(a) = &r.advance {
+                // A series' move: the same item, on to its next occurrence, if still that edition.
+                let k = mem_key(queue, &r.key.partition, &r.key.job_id);
+                let mut s = self.state.lock().unwrap();
+                let moved = s.items.get(&k).filter(|j| j.edition() == r.edition).map(|j| {
+                    let mut next = j.clone();
+                    next.job.perform_at = a.perform_at;
+                    next.version += 1;
+                    if let Some(series) = next.job.repeat.as_mut() {
+                        series.occurrences = a.occurrences;
+                    }
+                    next
+                });
+                if let Some(next) = moved {
+                    s.write(k, Some(next), self.index_lag);
+                }
+                continue;
+            }
             // Each removal conditioned on its edition, as in the adapter.
             if !self.remove_edition(queue, &r.key, r.edition) {
                 continue;
@@ -462,6 +480,8 @@ impl DueIndex for MemStore {
                             attempt: 1,
                             names_itself: false,
                             trace_header: None,
+                            repeat: None,
+                            occurrence: None,
                         },
                         enqueued_at: j.job.perform_at,
                         parked: None,

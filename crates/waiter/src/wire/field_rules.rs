@@ -192,8 +192,13 @@ pub(crate) fn check_windows(
     }
 }
 
-/// A job id: 1 to 128 of `[A-Za-z0-9_.:-]`.
+/// A job id: 1 to 128 of `[A-Za-z0-9_.:-]`, or an occurrence's `{job_id}@{epoch seconds}`
+/// (the id its retries go under).
 pub(crate) fn check_job_id(field: &str, id: String) -> Result<String, InvalidRequest> {
+    if let Some((series, _)) = sqs_waiter_contract::occurrence_of(&id) {
+        check_job_id(field, series.to_owned())?;
+        return Ok(id);
+    }
     if id.is_empty() || id.chars().count() > MAX_JOB_ID_CHARS {
         return Err(InvalidRequest::new(
             field,
@@ -215,15 +220,18 @@ pub(crate) fn check_job_id(field: &str, id: String) -> Result<String, InvalidReq
 /// Marks a replayed copy's default id, `{job_id}~{version}`: the one character a caller's own
 /// `job_id` may not hold, so that no caller's id can ever name a copy.
 pub(crate) const COPY_MARK: u8 = b'~';
+/// Joins a series' id and an occurrence's instant (`{job_id}@{epoch}`); never in a caller's id.
+const OCCURRENCE_MARK: u8 = sqs_waiter_contract::OCCURRENCE_SEPARATOR as u8;
 
 /// A `job_id` the caller chooses for a new job (`enqueue`, `replay`'s `new_job_id`): as any id,
 /// without `~`.
 pub(crate) fn check_new_job_id(field: &str, id: String) -> Result<String, InvalidRequest> {
     let id = check_job_id(field, id)?;
-    if id.bytes().any(|b| b == COPY_MARK) {
+    if id.bytes().any(|b| b == COPY_MARK || b == OCCURRENCE_MARK) {
         return Err(InvalidRequest::new(
             field,
-            "must contain only A-Z, a-z, 0-9 and _ . : - (~ is kept for the ids of replayed copies)",
+            "must contain only A-Z, a-z, 0-9 and _ . : - (~ is kept for the ids of replayed copies, @ for \
+             a series' occurrences)",
         ));
     }
     Ok(id)

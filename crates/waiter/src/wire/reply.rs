@@ -89,6 +89,8 @@ pub(crate) fn status_only(status: JobStatus, queue: &QueueName, job_id: &str) ->
         weight: None,
         maybe_delivered_at: None,
         trace_header: None,
+        repeat: None,
+        occurrences: None,
     }
 }
 
@@ -109,12 +111,14 @@ pub(crate) fn describe_history(h: &History) -> JobReply {
         HistoryStatus::Dispatched => JobStatus::Dispatched,
         HistoryStatus::Cancelled => JobStatus::Cancelled,
         HistoryStatus::Expired => JobStatus::Expired,
+        HistoryStatus::Finished => JobStatus::Finished,
     };
     let mut r = JobReply {
         perform_at: Some(h.perform_at),
         version: Some(h.version),
         attempt: (h.attempt > 1).then_some(h.attempt),
         maybe_delivered_at: h.maybe_delivered_at,
+        occurrences: h.occurrences,
         ..status_only(status, &h.queue, &h.job_id)
     };
     match h.status {
@@ -124,6 +128,7 @@ pub(crate) fn describe_history(h: &History) -> JobReply {
         }
         HistoryStatus::Cancelled => r.cancelled_at = Some(h.at),
         HistoryStatus::Expired => r.expired_at = Some(h.at),
+        HistoryStatus::Finished => r.sent_at = Some(h.at),
     }
     r
 }
@@ -140,6 +145,8 @@ pub(crate) fn reply_for_job(job: &Job, status: JobStatus, duplicate: bool) -> Jo
         duplicate: Some(duplicate),
         perform_at: Some(job.perform_at),
         attempt: job.is_retried().then_some(job.attempt),
+        repeat: job.repeat.as_ref().map(|s| s.to_contract()),
+        occurrences: job.repeat.as_ref().map(|s| s.occurrences),
         ..status_only(status, &job.queue, &job.job_id)
     }
 }
@@ -158,7 +165,10 @@ pub(crate) fn describe(stored: &StoredJob) -> JobReply {
             let (spans, zone) = windows_view(w);
             (Some(spans), Some(zone))
         }
-        None => (None, None),
+        None => (
+            None,
+            job.repeat.as_ref().and_then(|s| s.zone()).map(|z| z.name().to_owned()),
+        ),
     };
     JobReply {
         perform_at: Some(job.perform_at),
@@ -184,6 +194,8 @@ pub(crate) fn describe(stored: &StoredJob) -> JobReply {
         weight: Some(job.weight),
         maybe_delivered_at: stored.maybe_delivered_at,
         trace_header: job.trace_header.clone(),
+        repeat: job.repeat.as_ref().map(|s| s.to_contract()),
+        occurrences: job.repeat.as_ref().map(|s| s.occurrences),
         ..status_only(status, &job.queue, &job.job_id)
     }
 }

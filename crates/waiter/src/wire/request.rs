@@ -16,6 +16,7 @@ use sqs_waiter_contract::{
 
 use super::decode::Decoded;
 use super::normalise::kind;
+use super::repeat_rules::check_repeat;
 use crate::config::{Config, QueueName};
 use crate::error::InvalidRequest;
 use crate::job::{without_reserved, Job, MAX_JOBS_PER_REQUEST};
@@ -266,8 +267,34 @@ impl TryFrom<Decoded<'_, JobRequest>> for Job {
         let weight = check_weight(&given, j.weight, DEFAULT_WEIGHT)?;
         let perform_at = when(&given, j.delay_seconds, j.perform_at, now)?
             .unwrap_or_else(|| time::ceil_to_micros(now).unwrap_or(now));
-        let windows = check_windows(j.windows.map(Some), j.time_zone)?.flatten();
+        // A series reads its cron in `time_zone`; windows are not combined with one yet.
+        let (windows_zone, repeat_zone) = match (&j.repeat, &j.windows) {
+            (Some(_), Some(_)) => {
+                return Err(InvalidRequest::new(
+                    given.name("repeat"),
+                    "cannot be combined with windows (yet): give one or the other",
+                ))
+            }
+            (Some(_), None) => (None, j.time_zone),
+            (None, _) => (j.time_zone, None),
+        };
+        if j.repeat.is_some() && j.expires_at.is_some() {
+            return Err(InvalidRequest::new(
+                given.name("expires_at"),
+                "does not go with repeat: end a series with repeat.until",
+            ));
+        }
+        let windows = check_windows(j.windows.map(Some), windows_zone)?.flatten();
         let perform_at = windows.as_ref().map_or(perform_at, |w| w.next_open(perform_at));
+        let (repeat, perform_at) = match j.repeat {
+            None => (None, perform_at),
+            Some(r) => {
+                // A start in the past stays where it is: its occurrences since are missed ones.
+                let start = j.perform_at.and_then(time::ceil_to_micros).unwrap_or(perform_at);
+                let (series, first) = check_repeat(&given, r, repeat_zone.as_deref(), start)?;
+                (Some(Box::new(series)), first)
+            }
+        };
         let expires_at = match j.expires_at {
             Some(t) => {
                 let t = check_expires_at(&given, t, now)?;
@@ -309,6 +336,8 @@ impl TryFrom<Decoded<'_, JobRequest>> for Job {
             attempt: 1,
             names_itself: false,
             trace_header: j.trace_header.map(|t| check_trace_header(&given, t)).transpose()?,
+            repeat,
+            occurrence: None,
         };
         check_message(&given, &job)?;
         Ok(job)

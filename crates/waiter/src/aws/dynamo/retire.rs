@@ -12,7 +12,7 @@
 //!   it answered the first, without applying it again, for 10 minutes;
 //! - a removal whose condition failed is done: the job is gone already or is another writer's.
 
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
 use tracing::warn;
@@ -22,6 +22,7 @@ use super::*;
 use crate::limits::{
     DDB_MAX_BATCH_STATEMENTS, DDB_MAX_CLIENT_TOKEN_CHARS, DDB_MAX_TRANSACT_BYTES, DDB_MAX_TRANSACT_ITEMS,
 };
+use crate::ports::Advance;
 
 /// Transactions one `retire` has in flight at once.
 const TRANSACTIONS_IN_FLIGHT: usize = 4;
@@ -162,6 +163,22 @@ impl DynamoStore {
                     .set_key(Some(key(queue, &r.retired.key)));
                 unless_taken!("DeleteItem", if_same_edition!(delete, edition))
             }
+            Some(set) if r.retired.advance.is_some() => {
+                let (expression, names, values) = set_expression(set);
+                let mut update = self
+                    .client
+                    .update_item()
+                    .table_name(table)
+                    .set_key(Some(key(queue, &r.retired.key)))
+                    .update_expression(expression);
+                for (k, v) in names {
+                    update = update.expression_attribute_names(k, v);
+                }
+                for (k, v) in values {
+                    update = update.expression_attribute_values(k, v);
+                }
+                unless_taken!("UpdateItem", if_same_edition!(update, edition))
+            }
             Some(record) => {
                 let put = self.client.put_item().table_name(table).set_item(Some(record.clone()));
                 unless_taken!("PutItem", if_same_edition!(put, edition))
@@ -171,6 +188,7 @@ impl DynamoStore {
 }
 
 /// One job's removal, its history record encoded once for its size, its write and its token.
+/// A series' move is the attributes it sets (`advance_set`), the rest of the item kept.
 pub(super) struct Removal<'a> {
     retired: &'a Retired,
     record: Option<Item>,
@@ -179,7 +197,11 @@ pub(super) struct Removal<'a> {
 impl<'a> Removal<'a> {
     fn new(retired: &'a Retired) -> Self {
         Self {
-            record: retired.record.as_ref().map(encode_history),
+            record: match (&retired.record, &retired.advance) {
+                (Some(h), _) => Some(encode_history(h)),
+                (None, Some(a)) => Some(advance_set(retired, a)),
+                (None, None) => None,
+            },
             retired,
         }
     }
@@ -188,6 +210,34 @@ impl<'a> Removal<'a> {
     fn bytes(&self) -> usize {
         self.record.as_ref().map_or(0, item_size) + ITEM_OVERHEAD_BYTES
     }
+}
+
+/// What a series' move sets: its next occurrence, the occurrences sent, and the next version.
+pub(super) fn advance_set(r: &Retired, a: &Advance) -> Item {
+    Item::from([
+        (A_PERFORM_AT.to_owned(), n(a.perform_at)),
+        (A_OCCURRENCES.to_owned(), AttributeValue::N(a.occurrences.to_string())),
+        (
+            A_VERSION.to_owned(),
+            AttributeValue::N((r.edition.version + 1).to_string()),
+        ),
+    ])
+}
+
+/// An update expression with its attribute names and values.
+type Expression = (String, Vec<(String, String)>, Vec<(String, AttributeValue)>);
+
+/// `SET` of every attribute of `set`, as an update expression with its names and values.
+fn set_expression(set: &Item) -> Expression {
+    let mut entries: Vec<_> = set.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    let (mut parts, mut names, mut values) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, (name, value)) in entries.into_iter().enumerate() {
+        parts.push(format!("#set{i} = :set{i}"));
+        names.push((format!("#set{i}"), name.clone()));
+        values.push((format!(":set{i}"), value.clone()));
+    }
+    (format!("SET {}", parts.join(", ")), names, values)
 }
 
 /// A removal as one item of a transaction, with the same edition condition as `retire_one`.
@@ -201,6 +251,22 @@ fn transact_item(queue: &QueueName, table: &str, r: &Removal<'_>) -> Result<Tran
             if_same_edition!(delete, edition)
                 .build()
                 .map(|d| TransactWriteItem::builder().delete(d).build())
+        }
+        Some(set) if r.retired.advance.is_some() => {
+            let (expression, names, values) = set_expression(set);
+            let mut update = Update::builder()
+                .table_name(table)
+                .set_key(Some(key(queue, &r.retired.key)))
+                .update_expression(expression);
+            for (k, v) in names {
+                update = update.expression_attribute_names(k, v);
+            }
+            for (k, v) in values {
+                update = update.expression_attribute_values(k, v);
+            }
+            if_same_edition!(update, edition)
+                .build()
+                .map(|u| TransactWriteItem::builder().update(u).build())
         }
         Some(record) => {
             let put = Put::builder().table_name(table).set_item(Some(record.clone()));
@@ -332,6 +398,7 @@ mod tests {
                 enqueued_at: chrono::DateTime::from_timestamp(1_700_000_000, 0).expect("time"),
             },
             record: None,
+            advance: None,
         };
         let (a, b, a2) = (retired("a", 1), retired("b", 1), retired("a", 2));
         fn batch<'a>(rs: &[&'a Retired]) -> Vec<Removal<'a>> {

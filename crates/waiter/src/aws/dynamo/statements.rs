@@ -94,7 +94,9 @@ pub(super) fn removal_statement(
                 text.push_str(&format!(" SET {} = ?", quoted(name)));
                 parameters.push(value.clone());
             }
-            for name in job_attributes().filter(|a| !record.contains_key(*a)) {
+            // A series' move keeps the rest of its item.
+            let keeps_the_rest = retired.advance.is_some() && retired.record.is_none();
+            for name in job_attributes().filter(|a| !keeps_the_rest && !record.contains_key(*a)) {
                 text.push_str(&format!(" REMOVE {}", quoted(name)));
             }
             text

@@ -50,6 +50,7 @@ fn retired(job: &StoredJob, record: Option<History>) -> Retired {
         key: job.key(),
         edition: job.edition(),
         record,
+        advance: None,
     }
 }
 
@@ -130,6 +131,34 @@ fn a_removal_with_a_record_turns_the_item_into_it_and_removes_every_other_attrib
         assert_eq!(p.len(), set.len() + 4);
         assert_eq!(p[set.len() + 3], AttributeValue::N("3".into()));
     }
+}
+
+#[test]
+fn a_series_move_sets_its_next_occurrence_and_version_and_keeps_the_rest() {
+    let job = every_attribute();
+    let q = job.job.queue.clone();
+    let advance = crate::ports::Advance {
+        perform_at: at(1_800_000_060),
+        occurrences: 5,
+    };
+    let r = Retired {
+        advance: Some(advance),
+        ..retired(&job, None)
+    };
+    let set = super::super::retire::advance_set(&r, &advance);
+    let s = removal_statement(&q, "t", &r, Some(&set)).expect("statement");
+    assert_eq!(
+        s.statement,
+        "UPDATE \"t\" SET \"occurrences\" = ? SET \"perform_at\" = ? SET \"version\" = ? WHERE \"scheduler\" = ? \
+         AND \"job_id\" = ? AND \"perform_at\" IS NOT MISSING AND (\"enqueued_at\" IS MISSING OR \"enqueued_at\" = ?) \
+         AND \"version\" = ?"
+    );
+    let p = s.parameters.expect("parameters");
+    assert_eq!(p[0], AttributeValue::N("5".into()));
+    assert_eq!(p[1], n(at(1_800_000_060)));
+    // One more than the edition sent (3): the same statement again finds its condition false.
+    assert_eq!(p[2], AttributeValue::N("4".into()));
+    assert_eq!(p[6], AttributeValue::N("3".into()));
 }
 
 #[test]

@@ -1,0 +1,179 @@
+//! Series (DESIGN "Recurring jobs") through `enqueue`, `get`, `cancel` and poller runs on the
+//! in-memory fakes: one occurrence a pass, never early, the item moved on by the write that
+//! removes a one-off job, and `catch_up` for occurrences found late.
+
+use chrono::{DateTime, TimeDelta, Utc};
+use serde_json::{json, Value};
+
+use crate::ports::Clock;
+use crate::testing::{dispatcher_for, test_waiter, FakeClock, FakeQueue, MemStore, TestWaiter};
+use sqs_waiter_contract::{JOB_ID_ATTRIBUTE, OCCURRENCE_ATTRIBUTE};
+
+fn waiter() -> (TestWaiter, MemStore, FakeQueue, FakeClock) {
+    test_waiter(
+        "orders,billing.fifo",
+        &[
+            ("WAITER_LOOKAHEAD", "0"),
+            ("WAITER_SHARDS", "2"),
+            ("WAITER_HISTORY_DAYS", "7"),
+        ],
+    )
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    crate::time::format_rfc3339(t)
+}
+
+async fn run(w: &TestWaiter, clock: &FakeClock) -> crate::poller::RunSummary {
+    dispatcher_for(w).run(clock.now() + TimeDelta::seconds(30)).await
+}
+
+async fn get(w: &TestWaiter, id: &str) -> Value {
+    w.handle(&json!({"action": "get", "queue": "orders", "job_id": id}))
+        .await
+        .expect("get")
+}
+
+/// The occurrences SQS received, by `waiter.occurrence`, with their `waiter.job_id`.
+fn occurrences(queue: &FakeQueue) -> Vec<(String, String)> {
+    let text = |m: &crate::ports::OutgoingMessage, name: &str| match m.attributes.get(name).map(|a| &a.data) {
+        Some(crate::job::AttributeData::String(s)) => s.clone(),
+        _ => String::new(),
+    };
+    queue
+        .sent()
+        .iter()
+        .map(|s| {
+            (
+                text(&s.message, OCCURRENCE_ATTRIBUTE),
+                text(&s.message, JOB_ID_ATTRIBUTE),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_every_n_series_sends_each_occurrence_once_never_early_and_finishes_at_its_count() {
+    let (w, _, queue, clock) = waiter();
+    let start = clock.now() + TimeDelta::seconds(90);
+    let r = w
+        .handle(
+            &json!({"queue": "orders", "message_body": "tick", "job_id": "tick", "perform_at": rfc3339(start),
+                        "repeat": {"every_s": 60, "count": 3}}),
+        )
+        .await
+        .expect("enqueue");
+    assert_eq!(r["status"], "scheduled");
+    assert_eq!(r["repeat"], json!({"every_s": 60, "count": 3, "catch_up": "one"}));
+    assert_eq!(r["occurrences"], 0);
+    for _ in 0..10 {
+        clock.advance(TimeDelta::seconds(30));
+        run(&w, &clock).await;
+    }
+    let sent = queue.sent();
+    assert_eq!(sent.len(), 3, "count 3: {:?}", occurrences(&queue));
+    for (i, s) in sent.iter().enumerate() {
+        let due = start + TimeDelta::seconds(60 * i as i64);
+        let arrival = s.at + TimeDelta::seconds(i64::from(s.message.delay_seconds.unwrap_or(0)));
+        assert!(arrival >= due, "occurrence {i} early: {arrival} < {due}");
+        assert_eq!(
+            occurrences(&queue)[i],
+            (rfc3339(due).replace(".000000", ""), format!("tick@{}", due.timestamp()))
+        );
+        assert_eq!(s.message.body, "tick");
+    }
+    let g = get(&w, "tick").await;
+    assert_eq!(
+        (g["status"].as_str(), g["occurrences"].as_u64()),
+        (Some("finished"), Some(3)),
+        "{g}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn missed_occurrences_follow_catch_up() {
+    // Occurrences at now - 290, now - 230, ..., now + 10: four missed (more than 60 s late), then
+    // one on time, then one ahead.
+    for (policy, sent, next_after) in [("skip", 240, 300), ("one", 180, 240), ("all", 0, 60)] {
+        let (w, _, queue, clock) = waiter();
+        let start = clock.now() - TimeDelta::seconds(290);
+        w.handle(
+            &json!({"queue": "orders", "message_body": "b", "job_id": "s", "perform_at": rfc3339(start),
+                         "repeat": {"every_s": 60, "catch_up": policy}}),
+        )
+        .await
+        .expect("enqueue");
+        let s = run(&w, &clock).await;
+        assert_eq!(s.dispatched, 1, "{policy}: {s:?}");
+        // skip sends the first on time, one the latest missed, all the first missed.
+        let at = start + TimeDelta::seconds(sent);
+        assert_eq!(occurrences(&queue)[0].1, format!("s@{}", at.timestamp()), "{policy}");
+        let skipped = match policy {
+            "skip" => 4,
+            "one" => 3,
+            _ => 0,
+        };
+        assert_eq!(s.skipped_occurrences, skipped, "{policy}");
+        let g = get(&w, "s").await;
+        let next = DateTime::parse_from_rfc3339(g["perform_at"].as_str().expect("perform_at")).expect("time");
+        assert_eq!(next, start + TimeDelta::seconds(next_after), "{policy}: {g}");
+        assert_eq!(g["occurrences"], 1);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_series_sends_nothing_more() {
+    let (w, store, queue, clock) = waiter();
+    w.handle(&json!({"queue": "orders", "message_body": "b", "job_id": "c", "repeat": {"every_s": 60}}))
+        .await
+        .expect("enqueue");
+    run(&w, &clock).await;
+    assert_eq!(queue.sent().len(), 1);
+    let r = w
+        .handle(&json!({"action": "cancel", "queue": "orders", "job_id": "c"}))
+        .await
+        .expect("cancel");
+    assert_eq!(r["status"], "cancelled");
+    assert_eq!(store.len(), 0);
+    clock.advance(TimeDelta::seconds(600));
+    run(&w, &clock).await;
+    assert_eq!(queue.sent().len(), 1, "nothing after cancelled");
+}
+
+#[tokio::test(start_paused = true)]
+async fn bad_series_are_refused_by_field_and_store_nothing() {
+    let (w, store, _, clock) = waiter();
+    let past = rfc3339(clock.now() - TimeDelta::seconds(10));
+    let cases = [
+        (json!({"cron": "61 * * * *"}), "repeat.cron"),
+        (json!({"cron": "* * * *"}), "repeat.cron"),
+        (json!({"cron": "* * * * *", "every_s": 60}), "repeat"),
+        (json!({}), "repeat"),
+        (json!({"every_s": 59}), "repeat.every_s"),
+        (json!({"every_s": 60, "catch_up": "sometimes"}), "repeat.catch_up"),
+        (json!({"every_s": 60, "count": 0}), "repeat.count"),
+        (json!({"every_s": 60, "until": past}), "repeat.until"),
+    ];
+    for (repeat, field) in cases {
+        let e = w
+            .handle(&json!({"queue": "orders", "message_body": "b", "repeat": repeat}))
+            .await
+            .expect_err("refused");
+        assert!(
+            e.message().starts_with(&format!("{field}:")),
+            "{repeat}: {}",
+            e.message()
+        );
+    }
+    let e = w
+        .handle(&json!({"queue": "orders", "message_body": "b", "repeat": {"cron": "0 9 * * *"}, "time_zone": "Mars/Olympus"}))
+        .await
+        .expect_err("zone");
+    assert!(e.message().starts_with("time_zone:"), "{}", e.message());
+    let e = w
+        .handle(&json!({"queue": "orders", "message_body": "b", "job_id": "a@1", "delay_seconds": 3600}))
+        .await
+        .expect_err("@");
+    assert!(e.message().starts_with("job_id:"), "{}", e.message());
+    assert_eq!(store.len(), 0);
+}

@@ -1,0 +1,105 @@
+//! The debts a lease item carries when its holder hands it on: the jobs SQS accepted that it
+//! could not remove, each with its key, edition, the history record to leave, or the next
+//! occurrence a series moves to.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use super::*;
+use crate::ports::Advance;
+
+/// In a debt: the history record to leave in the job's place.
+const A_DEBT_RECORD: &str = "record";
+/// A debt that moves a series on: its next occurrence.
+const A_DEBT_ADVANCE_TO: &str = "advance_to";
+
+/// Jobs handed on with a lease, for the lease item: each its key and edition, and its history
+/// record when it has one.
+pub(crate) fn encode_debts(queue: &QueueName, debts: &[Retired]) -> AttributeValue {
+    AttributeValue::L(
+        debts
+            .iter()
+            .map(|r| {
+                let mut m = key(queue, &r.key);
+                m.insert(A_ENQUEUED_AT.into(), n(r.edition.enqueued_at));
+                m.insert(A_VERSION.into(), AttributeValue::N(r.edition.version.to_string()));
+                if let Some(h) = &r.record {
+                    // Without the message: a lease item holds many debts within one item's
+                    // 400 KB, so a job retired through a debt is not replayable.
+                    let bare = History {
+                        message: None,
+                        ..h.clone()
+                    };
+                    m.insert(A_DEBT_RECORD.into(), AttributeValue::M(encode_history(&bare)));
+                }
+                if let Some(a) = &r.advance {
+                    m.insert(A_DEBT_ADVANCE_TO.into(), n(a.perform_at));
+                    m.insert(A_OCCURRENCES.into(), AttributeValue::N(a.occurrences.to_string()));
+                }
+                AttributeValue::M(m)
+            })
+            .collect(),
+    )
+}
+
+/// The debts on a lease item (none when it has none). Errors name the attribute.
+pub(crate) fn decode_debts(queue: &QueueName, item: &Item) -> Result<Vec<Retired>, String> {
+    let Some(list) = item.get(A_LEASE_DEBTS) else {
+        return Ok(Vec::new());
+    };
+    let AttributeValue::L(list) = list else {
+        return Err(format!("{A_LEASE_DEBTS} is not a list"));
+    };
+    list.iter()
+        .map(|d| {
+            let AttributeValue::M(m) = d else {
+                return Err(format!("{A_LEASE_DEBTS} holds a non-map"));
+            };
+            let job_id = match m.get(A_JOB_ID) {
+                Some(AttributeValue::S(id)) => id.clone(),
+                _ => return Err(format!("{A_LEASE_DEBTS}.job_id is missing")),
+            };
+            let enqueued_at = match m.get(A_ENQUEUED_AT) {
+                Some(AttributeValue::N(v)) => parse_epoch_decimal(v),
+                _ => None,
+            }
+            .ok_or_else(|| format!("{A_LEASE_DEBTS}.enqueued_at is missing"))?;
+            let version = match m.get(A_VERSION) {
+                Some(AttributeValue::N(v)) => v.parse().ok(),
+                _ => None,
+            }
+            .ok_or_else(|| format!("{A_LEASE_DEBTS}.version is missing"))?;
+            let record = match m.get(A_DEBT_RECORD) {
+                None => None,
+                Some(AttributeValue::M(r)) => match decode_any(queue, r.clone())? {
+                    Found::History(h) => Some(h),
+                    Found::Job(_) => return Err(format!("{A_LEASE_DEBTS}.record is not a history record")),
+                },
+                Some(_) => return Err(format!("{A_LEASE_DEBTS}.record is not a map")),
+            };
+            let advance = match (m.get(A_DEBT_ADVANCE_TO), m.get(A_OCCURRENCES)) {
+                (None, _) => None,
+                (Some(AttributeValue::N(t)), Some(AttributeValue::N(o))) => Some(Advance {
+                    perform_at: parse_epoch_decimal(t)
+                        .ok_or_else(|| format!("{A_LEASE_DEBTS}.{A_DEBT_ADVANCE_TO} is not epoch seconds"))?,
+                    occurrences: o
+                        .parse()
+                        .map_err(|_| format!("{A_LEASE_DEBTS}.{A_OCCURRENCES} is not a whole number"))?,
+                }),
+                _ => {
+                    return Err(format!(
+                        "{A_LEASE_DEBTS}.{A_DEBT_ADVANCE_TO} goes with a number of occurrences"
+                    ))
+                }
+            };
+            Ok(Retired {
+                key: JobKey {
+                    partition: decode_partition(queue, m)?,
+                    job_id,
+                },
+                edition: Edition { enqueued_at, version },
+                record,
+                advance,
+            })
+        })
+        .collect()
+}

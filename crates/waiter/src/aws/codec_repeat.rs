@@ -1,0 +1,113 @@
+//! What a series' item holds besides a job's (DESIGN "Recurring jobs"): its rule, its end, its
+//! catch-up policy and the occurrences sent. Flat attributes, so that the move to the next
+//! occurrence is one `UPDATE` of `perform_at`, `version` and `occurrences`.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use super::{n, parse_epoch_decimal, Item};
+use crate::repeat::{CatchUp, Cron, Every, Series};
+
+pub const A_REPEAT_CRON: &str = "repeat_cron";
+pub const A_REPEAT_EVERY_S: &str = "repeat_every_s";
+pub const A_REPEAT_TIME_ZONE: &str = "repeat_time_zone";
+pub const A_REPEAT_UNTIL: &str = "repeat_until";
+pub const A_REPEAT_COUNT: &str = "repeat_count";
+pub const A_REPEAT_CATCH_UP: &str = "repeat_catch_up";
+pub const A_OCCURRENCES: &str = "occurrences";
+
+/// Every attribute of a series, for projections and for the removal that turns it into a record.
+pub const REPEAT_ATTRIBUTES: [&str; 7] = [
+    A_REPEAT_CRON,
+    A_REPEAT_EVERY_S,
+    A_REPEAT_TIME_ZONE,
+    A_REPEAT_UNTIL,
+    A_REPEAT_COUNT,
+    A_REPEAT_CATCH_UP,
+    A_OCCURRENCES,
+];
+
+fn number(v: u64) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+pub(crate) fn encode_repeat(item: &mut Item, series: Option<&Series>) {
+    let Some(s) = series else { return };
+    match &s.every {
+        Every::Cron(cron, zone) => {
+            item.insert(A_REPEAT_CRON.into(), AttributeValue::S(cron.as_str().to_owned()));
+            item.insert(A_REPEAT_TIME_ZONE.into(), AttributeValue::S(zone.name().to_owned()));
+        }
+        Every::Seconds(seconds) => {
+            item.insert(A_REPEAT_EVERY_S.into(), number(u64::from(*seconds)));
+        }
+    }
+    if let Some(u) = s.until {
+        item.insert(A_REPEAT_UNTIL.into(), n(u));
+    }
+    if let Some(c) = s.count {
+        item.insert(A_REPEAT_COUNT.into(), number(c));
+    }
+    item.insert(
+        A_REPEAT_CATCH_UP.into(),
+        AttributeValue::S(s.catch_up.as_str().to_owned()),
+    );
+    item.insert(A_OCCURRENCES.into(), number(s.occurrences));
+}
+
+fn s<'a>(item: &'a Item, name: &str) -> Result<Option<&'a str>, String> {
+    match item.get(name) {
+        None => Ok(None),
+        Some(AttributeValue::S(v)) => Ok(Some(v)),
+        Some(_) => Err(format!("{name} is not a string")),
+    }
+}
+
+fn whole(item: &Item, name: &str) -> Result<Option<u64>, String> {
+    match item.get(name) {
+        None => Ok(None),
+        Some(AttributeValue::N(v)) => v
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("{name} is not a whole number: {v}")),
+        Some(_) => Err(format!("{name} is not a number")),
+    }
+}
+
+/// The item's series, if it is one. Errors name the attribute.
+pub(crate) fn decode_repeat(item: &Item) -> Result<Option<Series>, String> {
+    let every = match (s(item, A_REPEAT_CRON)?, whole(item, A_REPEAT_EVERY_S)?) {
+        (None, None) => return Ok(None),
+        (Some(expr), None) => {
+            let cron = Cron::parse(expr).map_err(|e| format!("{A_REPEAT_CRON}: {e}"))?;
+            let zone = s(item, A_REPEAT_TIME_ZONE)?.unwrap_or("UTC");
+            let zone = zone
+                .parse()
+                .map_err(|_| format!("{A_REPEAT_TIME_ZONE} is not a time zone: {zone}"))?;
+            Every::Cron(cron, zone)
+        }
+        (None, Some(seconds)) => {
+            Every::Seconds(u32::try_from(seconds).map_err(|_| format!("{A_REPEAT_EVERY_S} is too large: {seconds}"))?)
+        }
+        (Some(_), Some(_)) => return Err(format!("{A_REPEAT_CRON} and {A_REPEAT_EVERY_S} are both set")),
+    };
+    let until = match item.get(A_REPEAT_UNTIL) {
+        None => None,
+        Some(AttributeValue::N(v)) => {
+            Some(parse_epoch_decimal(v).ok_or_else(|| format!("{A_REPEAT_UNTIL} is not epoch seconds: {v}"))?)
+        }
+        Some(_) => return Err(format!("{A_REPEAT_UNTIL} is not a number")),
+    };
+    let catch_up = match s(item, A_REPEAT_CATCH_UP)? {
+        None | Some("one") => CatchUp::One,
+        Some("skip") => CatchUp::Skip,
+        Some("all") => CatchUp::All,
+        Some(other) => return Err(format!("{A_REPEAT_CATCH_UP} is not skip, one or all: {other}")),
+    };
+    Ok(Some(Series {
+        every,
+        until,
+        count: whole(item, A_REPEAT_COUNT)?,
+        catch_up,
+        occurrences: whole(item, A_OCCURRENCES)?.unwrap_or(0),
+    }))
+}

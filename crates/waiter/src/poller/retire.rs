@@ -1,0 +1,99 @@
+//! What leaves the table once SQS has a job: its removal (or its history record), and for a
+//! series the move to its next occurrence, in the same conditional write (DESIGN "Recurring
+//! jobs"). A series sends one occurrence per pass: the copy planned carries the occurrence and
+//! where the series goes once SQS accepts it.
+
+use chrono::{DateTime, Utc};
+use tracing::debug;
+
+use super::drain::PartitionRun;
+use crate::ports::{Advance, Clock, History, HistoryStatus, JobStore, MessageQueue, Retired, StoredJob};
+use crate::repeat::Occurrence;
+
+impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
+    /// The job to plan: a one-off job as it is; for a series, a copy at the occurrence this pass
+    /// sends. `None` when the series sends none now (missed ones `catch_up` skips): it is moved
+    /// on, or finished, at once.
+    pub(super) fn occurrence_of(&mut self, job: StoredJob, now: DateTime<Utc>) -> Option<StoredJob> {
+        let Some(series) = &job.job.repeat else {
+            return Some(job);
+        };
+        let step = series.step(job.job.perform_at, now);
+        self.summary.skipped_occurrences += step.skipped;
+        match step.send {
+            Some(at) => {
+                let mut copy = job;
+                copy.job.perform_at = at;
+                copy.job.occurrence = Some(Occurrence { at, next: step.next });
+                Some(copy)
+            }
+            None => {
+                debug!(queue = %self.queue, job_id = %job.job.job_id, skipped = step.skipped, "missed occurrences skipped");
+                self.leave(&job, step.next, 0, HistoryStatus::Finished, None);
+                None
+            }
+        }
+    }
+
+    /// Queues a job's removal; with history on (or for a retried job), its record is put in its
+    /// place instead. A series' occurrence moves the series on instead.
+    pub(super) fn retire(&mut self, job: &StoredJob, status: HistoryStatus, message_id: Option<String>) {
+        match (job.job.occurrence, status) {
+            (Some(o), HistoryStatus::Dispatched) => {
+                self.summary.occurrences += 1;
+                self.leave(job, o.next, 1, HistoryStatus::Finished, message_id);
+            }
+            _ => {
+                let record = self.record(job, status, message_id);
+                self.deletes.push(Retired {
+                    key: job.key(),
+                    edition: job.edition(),
+                    record,
+                    advance: None,
+                });
+            }
+        }
+    }
+
+    /// A series after a pass that sent `sent` occurrences: moved to `next`, or finished (its
+    /// record says how many it sent).
+    fn leave(
+        &mut self,
+        job: &StoredJob,
+        next: Option<DateTime<Utc>>,
+        sent: u64,
+        finished: HistoryStatus,
+        message_id: Option<String>,
+    ) {
+        let occurrences = job.job.repeat.as_ref().map_or(0, |s| s.occurrences) + sent;
+        let (record, advance) = match next {
+            Some(perform_at) => (
+                None,
+                Some(Advance {
+                    perform_at,
+                    occurrences,
+                }),
+            ),
+            None => {
+                let mut done = job.clone();
+                if let Some(s) = done.job.repeat.as_mut() {
+                    s.occurrences = occurrences;
+                }
+                (self.record(&done, finished, message_id), None)
+            }
+        };
+        self.deletes.push(Retired {
+            key: job.key(),
+            edition: job.edition(),
+            record,
+            advance,
+        });
+    }
+
+    fn record(&self, job: &StoredJob, status: HistoryStatus, message_id: Option<String>) -> Option<History> {
+        let now = self.d.clock.now();
+        self.d.config.history_keep_for(job.job.keeps_record()).map(|keep| {
+            History::of(job, status, now, message_id, keep).keeping_message(&job.job, self.d.config.history_body)
+        })
+    }
+}

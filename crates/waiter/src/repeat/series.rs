@@ -1,0 +1,247 @@
+//! A series as the job model holds it (how it repeats, where it ends, what it does with missed
+//! occurrences, how many it has sent), and `step`: what one poller pass does with a due series,
+//! the one occurrence it sends, if any, and where the series moves.
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+
+use super::{due, CatchUp, Cron, Rule, MISSED_AFTER};
+
+/// How often a series fires.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Every {
+    /// A cron expression read in a time zone.
+    Cron(Cron, Tz),
+    /// Every so many seconds from the series' start.
+    Seconds(u32),
+}
+
+/// A stored series: the job's `perform_at` is its next occurrence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Series {
+    pub every: Every,
+    /// No occurrence after this.
+    pub until: Option<DateTime<Utc>>,
+    /// Occurrences in all.
+    pub count: Option<u64>,
+    pub catch_up: CatchUp,
+    /// Occurrences sent so far.
+    pub occurrences: u64,
+}
+
+/// What one pass does with a due series whose next occurrence is `from`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    /// The occurrence to send now.
+    pub send: Option<DateTime<Utc>>,
+    /// Missed occurrences `catch_up` leaves unsent.
+    pub skipped: u64,
+    /// The series' next occurrence after this pass; `None`: it has finished.
+    pub next: Option<DateTime<Utc>>,
+}
+
+/// The occurrence a planned copy of a series sends, and where the series moves once SQS has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Occurrence {
+    pub at: DateTime<Utc>,
+    pub next: Option<DateTime<Utc>>,
+}
+
+impl Series {
+    /// The rule from `anchor`: a stored `perform_at` is always an occurrence, so an `every_s`
+    /// series keeps its grid from any of them.
+    pub fn rule(&self, anchor: DateTime<Utc>) -> Rule {
+        match &self.every {
+            Every::Cron(cron, zone) => Rule::Cron(cron.clone(), *zone),
+            Every::Seconds(seconds) => Rule::Every {
+                seconds: *seconds,
+                start: anchor,
+            },
+        }
+    }
+
+    /// The first occurrence of a series starting at `start`; `None` when `until` comes first.
+    pub fn first(&self, start: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.within(self.rule(start).at_or_after(start))
+    }
+
+    fn within(&self, t: Option<DateTime<Utc>>) -> Option<DateTime<Utc>> {
+        t.filter(|t| self.until.is_none_or(|u| *t <= u))
+    }
+
+    /// Occurrences it may still send (`count`), if limited.
+    fn left(&self) -> Option<u64> {
+        self.count.map(|c| c.saturating_sub(self.occurrences))
+    }
+
+    /// What a pass at `now` does with the series due at `from`: an occurrence found on time
+    /// (within `MISSED_AFTER`, or still ahead within the run's horizon) is sent; a missed one
+    /// as `catch_up` says, one per pass (`all` walks the missed ones in order).
+    pub fn step(&self, from: DateTime<Utc>, now: DateTime<Utc>) -> Step {
+        let rule = self.rule(from);
+        let sending = |at: DateTime<Utc>, skipped: u64| Step {
+            send: Some(at),
+            skipped,
+            next: if self.left().is_some_and(|l| l <= 1) {
+                None
+            } else {
+                self.within(rule.after(at))
+            },
+        };
+        if self.left() == Some(0) {
+            return Step {
+                send: None,
+                skipped: 0,
+                next: None,
+            };
+        }
+        if from >= now - MISSED_AFTER {
+            return sending(from, 0);
+        }
+        let d = due(&rule, from, now, self.catch_up, self.until, self.left());
+        match d.send.first() {
+            Some(&at) => sending(at, d.skipped),
+            None => Step {
+                send: None,
+                skipped: d.skipped,
+                next: d.next,
+            },
+        }
+    }
+
+    /// The series after a pass sent `sent` occurrences and moved it on.
+    pub fn advanced(&self, sent: u64) -> Self {
+        Self {
+            occurrences: self.occurrences + sent,
+            ..self.clone()
+        }
+    }
+
+    /// As the contract shows it (the zone goes in the job's `time_zone`).
+    pub fn to_contract(&self) -> sqs_waiter_contract::Repeat {
+        let (cron, every_s) = match &self.every {
+            Every::Cron(c, _) => (Some(c.as_str().to_owned()), None),
+            Every::Seconds(s) => (None, Some(u64::from(*s))),
+        };
+        sqs_waiter_contract::Repeat {
+            cron,
+            every_s,
+            until: self.until,
+            count: self.count,
+            catch_up: Some(self.catch_up),
+        }
+    }
+
+    /// The zone a cron is read in.
+    pub fn zone(&self) -> Option<Tz> {
+        match &self.every {
+            Every::Cron(_, z) => Some(*z),
+            Every::Seconds(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeDelta;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn utc(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).expect("time").to_utc()
+    }
+
+    fn every(seconds: u32, catch_up: CatchUp) -> Series {
+        Series {
+            every: Every::Seconds(seconds),
+            until: None,
+            count: None,
+            catch_up,
+            occurrences: 0,
+        }
+    }
+
+    #[test]
+    fn a_pass_sends_one_occurrence_and_moves_on_as_catch_up_says() {
+        let now = utc("2026-03-01T10:00:30Z");
+        let start = utc("2026-03-01T09:55:00Z");
+        // On time: sent, next one step on.
+        let on_time = every(60, CatchUp::One).step(utc("2026-03-01T10:00:00Z"), now);
+        assert_eq!(on_time.send, Some(utc("2026-03-01T10:00:00Z")));
+        assert_eq!(on_time.next, Some(utc("2026-03-01T10:01:00Z")));
+        // Ahead within the horizon: sent too (with its delay).
+        let ahead = every(60, CatchUp::Skip).step(utc("2026-03-01T10:05:00Z"), now);
+        assert_eq!(ahead.send, Some(utc("2026-03-01T10:05:00Z")));
+        // Five missed (09:55..09:59), 10:00 on time: sent in the same pass.
+        let skip = every(60, CatchUp::Skip).step(start, now);
+        assert_eq!((skip.send, skip.skipped), (Some(utc("2026-03-01T10:00:00Z")), 5));
+        assert_eq!(skip.next, Some(utc("2026-03-01T10:01:00Z")));
+        // Nothing on time yet: moved on, nothing sent.
+        let later = utc("2026-03-01T10:00:15Z");
+        let none = every(120, CatchUp::Skip).step(start, later);
+        assert_eq!(
+            none,
+            Step {
+                send: None,
+                skipped: 3,
+                next: Some(utc("2026-03-01T10:01:00Z"))
+            }
+        );
+        let one = every(60, CatchUp::One).step(start, now);
+        assert_eq!((one.send, one.skipped), (Some(utc("2026-03-01T09:59:00Z")), 4));
+        assert_eq!(one.next, Some(utc("2026-03-01T10:00:00Z")));
+        let all = every(60, CatchUp::All).step(start, now);
+        assert_eq!((all.send, all.skipped), (Some(start), 0));
+        assert_eq!(all.next, Some(utc("2026-03-01T09:56:00Z")));
+    }
+
+    #[test]
+    fn count_and_until_end_the_series() {
+        let now = utc("2026-03-01T10:00:00Z");
+        let last = Series {
+            count: Some(3),
+            occurrences: 2,
+            ..every(60, CatchUp::One)
+        };
+        assert_eq!(last.step(now, now).next, None, "the third of three");
+        assert_eq!(last.advanced(1).step(now, now).send, None, "none after count");
+        let until = Series {
+            until: Some(now + TimeDelta::seconds(59)),
+            ..every(60, CatchUp::One)
+        };
+        assert_eq!(
+            until.step(now, now),
+            Step {
+                send: Some(now),
+                skipped: 0,
+                next: None
+            }
+        );
+        assert_eq!(until.first(now + TimeDelta::seconds(60)), None);
+    }
+
+    proptest! {
+        /// Passes one after another at the same `now` send what `due` says in one go: every
+        /// occurrence it sends, in order, and no other; and the series ends where `due` ends it.
+        #[test]
+        fn passes_send_what_due_sends(
+            missed_min in 0i64..300, every_min in 1u32..30, policy in 0u8..3, count in proptest::option::of(1u64..20),
+        ) {
+            let catch_up = [CatchUp::Skip, CatchUp::One, CatchUp::All][usize::from(policy)];
+            let now = utc("2026-10-25T01:30:00Z");
+            let series = Series { count, ..every(every_min * 60, catch_up) };
+            let from = now - TimeDelta::minutes(missed_min);
+            let d = due(&series.rule(from), from, now, catch_up, None, count);
+            let (mut sent, mut at, mut s) = (Vec::new(), Some(from), series.clone());
+            while let Some(t) = at.filter(|t| *t <= now) {
+                let step = s.step(t, now);
+                sent.extend(step.send);
+                s = s.advanced(u64::from(step.send.is_some()));
+                at = step.next;
+            }
+            prop_assert_eq!(sent, d.send);
+            prop_assert_eq!(at, d.next);
+        }
+    }
+}

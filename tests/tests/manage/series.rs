@@ -1,0 +1,190 @@
+//! Series end to end (issue 47): `enqueue` with `repeat` through the real functions, one message
+//! per occurrence with `waiter.job_id` = `{job_id}@{epoch}` and `waiter.occurrence`, each
+//! `catch_up` policy on a series started in the past, the item moved on in place (one item,
+//! `occurrences` and `version` one more), `retry` of an occurrence, `cancel`, and a cron series in
+//! a half-hour zone that finishes at its count and leaves its record.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use chrono::{DateTime, TimeDelta, Timelike, Utc};
+use e2e::emulator::Received;
+use e2e::rig::{parse_time, setup};
+use serde_json::{json, Value};
+
+fn attr<'a>(r: &'a Received, name: &str) -> Option<&'a str> {
+    r.message.message_attributes()?.get(name)?.string_value()
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+fn occurrence_of(r: &Received) -> (String, DateTime<Utc>) {
+    let id = attr(r, "waiter.job_id").expect("waiter.job_id").to_owned();
+    let at = parse_time(attr(r, "waiter.occurrence").expect("waiter.occurrence"));
+    (id, at)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn series_send_one_message_per_occurrence_follow_catch_up_and_stop_when_cancelled() {
+    let mut s = setup(
+        &["orders"],
+        &[
+            ("WAITER_LOOKAHEAD", "2"),
+            ("WAITER_DIRECT_MAX_DELAY", "0"),
+            ("WAITER_HISTORY_DAYS", "7"),
+        ],
+    )
+    .await;
+    // Occurrences at start, start + 60 s, ...: at the first run the first four are more than
+    // 60 s late (missed), start + 240 s is on time, start + 300 s is ahead.
+    let start = (Utc::now() - TimeDelta::seconds(285)).with_nanosecond(0).expect("time");
+    for policy in ["skip", "one", "all"] {
+        let r = s
+            .enqueue_ok(json!({"queue": "orders", "job_id": policy, "message_body": policy,
+                               "perform_at": rfc3339(start), "repeat": {"every_s": 60, "catch_up": policy}}))
+            .await;
+        assert_eq!(r["status"], "scheduled", "{r}");
+        assert_eq!(parse_time(r["perform_at"].as_str().expect("perform_at")), start, "{r}");
+        assert_eq!(r["repeat"]["every_s"], 60, "{r}");
+    }
+    let got = s
+        .poll_and_receive(0, 3, Duration::from_secs(1), Duration::from_secs(20))
+        .await;
+    assert_eq!(got.len(), 3, "one message each");
+    let sent_for = |policy: &str| {
+        let r = got
+            .iter()
+            .find(|r| r.message.body() == Some(policy))
+            .unwrap_or_else(|| panic!("{policy} sent"));
+        occurrence_of(r)
+    };
+    for (policy, offset) in [("skip", 240), ("one", 180), ("all", 0)] {
+        let at = start + TimeDelta::seconds(offset);
+        assert_eq!(
+            sent_for(policy),
+            (format!("{policy}@{}", at.timestamp()), at),
+            "{policy}"
+        );
+    }
+    // Each series is still one item, moved on in place by the write that removes a one-off job.
+    let items = s.emu.stored_jobs("waiter-orders").await;
+    assert_eq!(items.len(), 3);
+    for (policy, next) in [("skip", 300), ("one", 240), ("all", 60)] {
+        let item = items
+            .iter()
+            .find(|i| i.get("job_id") == Some(&AttributeValue::S(policy.into())))
+            .expect("stored");
+        assert_eq!(
+            item.get("occurrences"),
+            Some(&AttributeValue::N("1".into())),
+            "{policy}"
+        );
+        assert_eq!(item.get("version"), Some(&AttributeValue::N("2".into())), "{policy}");
+        let got = s
+            .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": policy}))
+            .await;
+        assert_eq!(
+            parse_time(got["perform_at"].as_str().expect("perform_at")),
+            start + TimeDelta::seconds(next),
+            "{policy}: {got}"
+        );
+        assert_eq!(got["occurrences"], 1, "{got}");
+        assert_eq!(got["repeat"]["catch_up"], policy, "{got}");
+    }
+
+    // Cancelled: no occurrence of it after the reply (the retry below hands its shard over at
+    // once, as a poller run would).
+    let r = s
+        .enqueue_ok(json!({"action": "cancel", "queue": "orders", "job_id": "all"}))
+        .await;
+    assert_eq!(r["status"], "cancelled", "{r}");
+
+    // A consumer's retry of an occurrence goes under the id its message names.
+    let one = got.iter().find(|r| r.message.body() == Some("one")).expect("one");
+    let (occurrence_id, _) = occurrence_of(one);
+    let attributes: serde_json::Map<String, Value> = one
+        .message
+        .message_attributes()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| {
+            let value = json!({"data_type": v.data_type(), "string_value": v.string_value()});
+            (k.clone(), value)
+        })
+        .collect();
+    let r = s
+        .enqueue_ok(
+            json!({"action": "retry", "queue": "orders", "job_id": occurrence_id, "attempt": 1,
+                           "message_body": "one", "message_attributes": attributes,
+                           "backoff": {"base_s": 1, "jitter": false}}),
+        )
+        .await;
+    assert_eq!(r["job_id"], occurrence_id.as_str(), "{r}");
+    assert_eq!(r["attempt"], 2, "{r}");
+
+    let later = s
+        .poll_and_receive(0, 3, Duration::from_secs(1), Duration::from_secs(15))
+        .await;
+    let retried = later
+        .iter()
+        .find(|r| attr(r, "waiter.attempt") == Some("2"))
+        .expect("the retried occurrence");
+    assert_eq!(attr(retried, "waiter.job_id"), Some(occurrence_id.as_str()));
+    assert!(
+        later.iter().all(|r| r.message.body() != Some("all")),
+        "a cancelled series sent {:?}",
+        later
+            .iter()
+            .map(|r| (r.message.body(), attr(r, "waiter.job_id"), attr(r, "waiter.occurrence")))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cron_series_in_a_half_hour_zone_fires_on_the_minute_and_finishes_at_its_count() {
+    let mut s = setup(
+        &["orders"],
+        &[
+            ("WAITER_LOOKAHEAD", "2"),
+            ("WAITER_DIRECT_MAX_DELAY", "0"),
+            ("WAITER_HISTORY_DAYS", "7"),
+        ],
+    )
+    .await;
+    // Every minute, read in India's +05:30: the first at or after a start 50 s ago is at most
+    // 10 s ahead, or on time.
+    let start = Utc::now() - TimeDelta::seconds(50);
+    let r = s
+        .enqueue_ok(json!({"queue": "orders", "job_id": "minutely", "message_body": "m",
+                           "perform_at": rfc3339(start), "time_zone": "Asia/Kolkata",
+                           "repeat": {"cron": "* * * * *", "count": 1}}))
+        .await;
+    assert_eq!(r["status"], "scheduled", "{r}");
+    assert_eq!(r["time_zone"], Value::Null, "the enqueue reply is the short one: {r}");
+    let first = parse_time(r["perform_at"].as_str().expect("perform_at"));
+    assert_eq!(first.second(), 0, "{r}");
+    let got = s
+        .poll_and_receive(0, 1, Duration::from_secs(1), Duration::from_secs(30))
+        .await;
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        occurrence_of(&got[0]),
+        (format!("minutely@{}", first.timestamp()), first)
+    );
+    assert!(got[0].at >= first, "never early");
+    assert_eq!(
+        s.emu.job_count("waiter-orders").await,
+        0,
+        "count reached: the item left"
+    );
+    let g = s
+        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "minutely"}))
+        .await;
+    assert_eq!(
+        (g["status"].as_str(), g["occurrences"].as_u64()),
+        (Some("finished"), Some(1)),
+        "{g}"
+    );
+}
