@@ -152,6 +152,43 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
     assert_eq!(bulk.trim(), "orders: cancelled 2, not found 0");
     let left: Value = serde_json::from_str(&ok(&watch, &["--json", "stats", "orders"])).unwrap();
     assert_eq!(left["scheduled"], 0);
+
+    // A series: weekdays at 09:00 Berlin from a Friday; `list` shows its repetition.
+    let series = ok(
+        &watch,
+        &[
+            "enqueue",
+            "orders",
+            "body",
+            "--at",
+            "2031-01-03T00:00:00Z",
+            "--id",
+            "cli-s",
+            "--cron",
+            "0 9 * * MON-FRI",
+            "--tz",
+            "Europe/Berlin",
+            "--catch-up",
+            "skip",
+            "--count",
+            "10",
+        ],
+    );
+    assert_eq!(series.trim(), "scheduled cli-s on orders for 2031-01-03T08:00:00Z");
+    let listed = ok(&watch, &["list", "orders"]);
+    assert!(
+        listed.contains("cron 0 9 * * MON-FRI Europe/Berlin, count 10, catch-up skip"),
+        "{listed}"
+    );
+    let got: Value = serde_json::from_str(&ok(&watch, &["--json", "get", "orders", "cli-s"])).unwrap();
+    assert_eq!(
+        (got["occurrences"].as_u64(), got["repeat"]["count"].as_u64()),
+        (Some(0), Some(10))
+    );
+    assert_eq!(
+        ok(&watch, &["cancel", "orders", "cli-s"]).trim(),
+        "cancelled cli-s on orders"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -174,6 +211,19 @@ async fn bad_input_exits_with_its_code_and_one_line_naming_the_field() {
     assert!(attr.contains("--attr"), "{attr}");
     let id = refused(&watch, &["enqueue", "orders", "x", "--delay", "5", "--id", "a b"], 1);
     assert!(id.starts_with("sqs-waiter: job_id: "), "{id}");
+    let every = refused(&watch, &["enqueue", "orders", "x", "--every", "30s"], 1);
+    assert!(
+        every.starts_with("sqs-waiter: repeat.every_s: must be 60 to"),
+        "{every}"
+    );
+    let alone = refused(&watch, &["enqueue", "orders", "x", "--count", "3"], 2);
+    assert!(alone.contains("--cron <EXPR>|--every <DURATION>"), "{alone}");
+    let zone = refused(
+        &watch,
+        &["enqueue", "orders", "x", "--cron", "0 9 * * *", "--tz", "Mars/Base"],
+        1,
+    );
+    assert!(zone.starts_with("sqs-waiter: time_zone: "), "{zone}");
     let selection = refused(&watch, &["cancel-many", "orders"], 1);
     assert!(selection.starts_with("sqs-waiter: job_ids: "), "{selection}");
     let missing = refused(&watch, &["get", "orders", "never"], 1);

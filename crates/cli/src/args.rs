@@ -48,13 +48,16 @@ pub enum Command {
     #[command(after_help = "Examples:
   sqs-waiter enqueue orders '{\"order\":42}' --delay 3h --id invoice-42
   sqs-waiter enqueue orders hello --at 2026-12-01T09:00:00Z --attr kind=String:invoice
-  sqs-waiter enqueue billing.fifo hello --delay 1d --group customer-7")]
+  sqs-waiter enqueue billing.fifo hello --delay 1d --group customer-7
+  sqs-waiter enqueue reports '{}' --cron '0 9 * * MON-FRI' --tz Europe/Berlin --catch-up skip
+  sqs-waiter enqueue pings ping --every 15m --count 96",
+        group(clap::ArgGroup::new("due").required(true).multiple(true).args(["delay", "at", "cron", "every"])))]
     Enqueue {
         queue: String,
         /// The message body, sent unaltered.
         body: String,
         #[command(flatten)]
-        when: When,
+        when: Start,
         /// The job id (idempotency key); generated when absent.
         #[arg(long)]
         id: Option<String>,
@@ -74,6 +77,8 @@ pub enum Command {
         /// (Root=1-…;Parent=…;Sampled=1).
         #[arg(long, value_name = "HEADER")]
         trace_header: Option<String>,
+        #[command(flatten)]
+        repetition: Repetition,
     },
     /// Show a job: as stored, or what history knows of it.
     #[command(after_help = "Example:\n  sqs-waiter get orders invoice-42")]
@@ -176,6 +181,18 @@ pub enum Command {
     Completions { shell: clap_complete::Shell },
 }
 
+/// When a job is due, or a series starts (now when neither is given with `--cron` / `--every`).
+#[derive(Debug, Args)]
+#[group(required = false, multiple = false)]
+pub struct Start {
+    /// Seconds from now (or a duration: 90s, 15m, 3h, 2d).
+    #[arg(long, value_name = "S", value_parser = parse_delay)]
+    pub delay: Option<u64>,
+    /// RFC 3339 (2026-12-01T09:00:00Z) or epoch seconds.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub at: Option<DateTime<Utc>>,
+}
+
 /// When a job is due: exactly one of the two.
 #[derive(Debug, Args)]
 #[group(required = true, multiple = false)]
@@ -186,6 +203,30 @@ pub struct When {
     /// RFC 3339 (2026-12-01T09:00:00Z) or epoch seconds.
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub at: Option<DateTime<Utc>>,
+}
+
+/// A series: `--cron` or `--every`, and where it ends (DESIGN "Recurring jobs"). The job's
+/// `--delay` / `--at` is its start.
+#[derive(Debug, Args)]
+pub struct Repetition {
+    /// Repeat on a five-field cron (minute hour day-of-month month day-of-week), read in --tz.
+    #[arg(long, value_name = "EXPR", group = "series")]
+    pub cron: Option<String>,
+    /// Repeat every so long from the start (60s to 365d: 90s, 15m, 3h, 2d).
+    #[arg(long, value_name = "DURATION", value_parser = parse_delay, group = "series")]
+    pub every: Option<u64>,
+    /// The IANA zone the cron is read in (default UTC).
+    #[arg(long, value_name = "ZONE", requires = "cron")]
+    pub tz: Option<String>,
+    /// No occurrence after this time.
+    #[arg(long, value_name = "TIME", value_parser = parse_time, requires = "series")]
+    pub until: Option<DateTime<Utc>>,
+    /// Occurrences in all.
+    #[arg(long, value_name = "N", requires = "series")]
+    pub count: Option<u64>,
+    /// Occurrences found more than 60 s late: skip, one (default) or all.
+    #[arg(long, value_name = "POLICY", value_parser = ["skip", "one", "all"], requires = "series")]
+    pub catch_up: Option<String>,
 }
 
 /// Which jobs `list` and `cancel-many` take.

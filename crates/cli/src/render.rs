@@ -120,13 +120,21 @@ pub fn details(r: &JobReply) -> String {
     row("expires_at", opt_time(r.expires_at));
     row("priority", r.priority.map(|p| p.to_string()).unwrap_or_default());
     row("weight", r.weight.map(|w| w.to_string()).unwrap_or_default());
+    row(
+        "repeat",
+        r.repeat
+            .as_ref()
+            .map(|rep| repetition(rep, r.time_zone.as_deref()))
+            .unwrap_or_default(),
+    );
+    row("occurrences", r.occurrences.map(|n| n.to_string()).unwrap_or_default());
     row("group", r.message_group_id.clone().unwrap_or_default());
     row("trace_header", r.trace_header.clone().unwrap_or_default());
     row(
         "deduplication_id",
         r.message_deduplication_id.clone().unwrap_or_default(),
     );
-    if let Some(w) = &r.windows {
+    if let Some(w) = r.windows.as_ref().filter(|_| r.repeat.is_none()) {
         let spans: Vec<String> = w.iter().map(|w| format!("{}-{}", w.from, w.to)).collect();
         row(
             "windows",
@@ -183,6 +191,10 @@ pub fn jobs(jobs: &[JobReply], more: bool) -> String {
     if ranked {
         header.push("PRIORITY");
     }
+    let series = jobs.iter().any(|j| j.repeat.is_some());
+    if series {
+        header.push("REPEATS");
+    }
     t.set_header(header);
     for j in jobs {
         let mut row = vec![
@@ -209,6 +221,10 @@ pub fn jobs(jobs: &[JobReply], more: bool) -> String {
                 (Some(p), _) => p.to_string(),
                 _ => String::new(),
             });
+        }
+        if series {
+            let zone = j.time_zone.as_deref();
+            row.push(j.repeat.as_ref().map(|r| repetition(r, zone)).unwrap_or_default());
         }
         t.add_row(row);
     }
@@ -348,6 +364,29 @@ pub fn redrive_all(r: &RedriveAllReply) -> String {
         ));
     }
     line
+}
+
+/// A series' repetition in one cell: `cron 0 9 * * MON-FRI Europe/Berlin`, `every 900s`, then
+/// its end and catch-up policy when they are not the defaults.
+pub fn repetition(r: &sqs_waiter_client::Repeat, zone: Option<&str>) -> String {
+    let mut parts = match (&r.cron, r.every_s) {
+        (Some(c), _) => vec![format!("cron {c} {}", zone.unwrap_or("UTC"))],
+        (None, Some(s)) => vec![format!("every {s}s")],
+        (None, None) => vec![],
+    };
+    if let Some(u) = r.until {
+        parts.push(format!(
+            "until {}",
+            u.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ));
+    }
+    if let Some(c) = r.count {
+        parts.push(format!("count {c}"));
+    }
+    if let Some(p) = r.catch_up.filter(|p| *p != sqs_waiter_client::CatchUp::One) {
+        parts.push(format!("catch-up {}", p.as_str()));
+    }
+    parts.join(", ")
 }
 
 #[cfg(test)]

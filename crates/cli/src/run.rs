@@ -8,9 +8,9 @@ use clap::CommandFactory;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use sqs_waiter_client::{
-    BatchReply, BatchResult, CancelMany, CancelManyReply, Client, Error, Job, JobReply, List, ListParked, ListReply,
-    ParkedReply, RedriveAll, RedriveAllReply, RedriveMany, Replay, Reschedule, Stats, MAX_JOBS_PER_REQUEST,
-    MAX_PAGE_LIMIT,
+    BatchReply, BatchResult, CancelMany, CancelManyReply, CatchUp, Client, Error, Job, JobReply, List, ListParked,
+    ListReply, ParkedReply, RedriveAll, RedriveAllReply, RedriveMany, Repeat, Replay, Reschedule, Stats,
+    MAX_JOBS_PER_REQUEST, MAX_PAGE_LIMIT,
 };
 
 use crate::args::{Cli, Command, When};
@@ -170,11 +170,13 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
             expires_at,
             rank,
             trace_header,
+            repetition,
         } => {
             let mut job = Job::new(queue, body);
+            (job.repeat, job.time_zone) = repeat_of(repetition);
             job.trace_header = trace_header.clone();
             (job.priority, job.weight) = (rank.priority, rank.weight);
-            (job.delay_seconds, job.perform_at) = when(w);
+            (job.delay_seconds, job.perform_at) = (w.delay, w.at);
             job.job_id = id.clone();
             job.message_group_id = group.clone();
             job.expires_at = *expires_at;
@@ -437,4 +439,24 @@ async fn redrive_all(cli: &Cli, client: &Client, queue: &str) -> Result<Ended, E
         print_text(&render::redrive_all(&total));
     }
     Ok(Ended::Done)
+}
+
+/// The `repeat` of `--cron` / `--every` and their options, with the cron's zone (clap refuses
+/// the options without one of them).
+fn repeat_of(r: &crate::args::Repetition) -> (Option<Repeat>, Option<String>) {
+    let policy = r.catch_up.as_deref().map(|p| match p {
+        "skip" => CatchUp::Skip,
+        "all" => CatchUp::All,
+        _ => CatchUp::One,
+    });
+    let mut repeat = match (&r.cron, r.every) {
+        (Some(expr), _) => Repeat::cron(expr.clone()),
+        (None, Some(s)) => Repeat {
+            every_s: Some(s),
+            ..Repeat::default()
+        },
+        (None, None) => return (None, None),
+    };
+    (repeat.until, repeat.count, repeat.catch_up) = (r.until, r.count, policy);
+    (Some(repeat), r.tz.clone())
 }

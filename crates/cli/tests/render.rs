@@ -161,3 +161,35 @@ fn a_cancel_of_a_job_a_crashed_run_may_have_delivered_says_so() {
         "orders: cancelled 3, not found 0 (1 of the cancelled may have been delivered once by a poller run that crashed)"
     );
 }
+
+#[test]
+fn list_and_get_show_a_series_repetition() {
+    let jobs: Vec<JobReply> = serde_json::from_value(json!([
+        {"job_id": "standup", "queue": "orders", "status": "scheduled", "perform_at": "2026-12-01T08:00:00Z",
+         "version": 4, "time_zone": "Europe/Berlin", "occurrences": 3,
+         "repeat": {"cron": "0 9 * * MON-FRI", "catch_up": "skip"}},
+        {"job_id": "ping", "queue": "orders", "status": "scheduled", "perform_at": "2026-12-01T08:15:00Z",
+         "version": 1, "occurrences": 0,
+         "repeat": {"every_s": 900, "count": 96, "until": "2026-12-02T00:00:00Z", "catch_up": "one"}},
+        {"job_id": "once", "queue": "orders", "status": "scheduled", "perform_at": "2026-12-01T09:00:00Z",
+         "version": 1}
+    ]))
+    .unwrap();
+    let table = render::jobs(&jobs, false);
+    assert!(table.contains("REPEATS"), "{table}");
+    assert!(
+        table.contains("cron 0 9 * * MON-FRI Europe/Berlin, catch-up skip"),
+        "{table}"
+    );
+    assert!(
+        table.contains("every 900s, until 2026-12-02T00:00:00Z, count 96"),
+        "{table}"
+    );
+    let one = render::details(&jobs[0]);
+    assert!(one.contains("cron 0 9 * * MON-FRI Europe/Berlin"), "{one}");
+    assert!(
+        one.lines().any(|l| l.contains("occurrences") && l.contains('3')),
+        "{one}"
+    );
+    assert!(!render::jobs(&jobs[2..], false).contains("REPEATS"));
+}

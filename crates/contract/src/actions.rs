@@ -161,6 +161,10 @@ pub struct Reschedule {
     /// A new weight (1 to 100); kept when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<u64>,
+    /// A new repetition (a cron read in `time_zone`), kept when absent; the series restarts at
+    /// `perform_at` either way, its `occurrences` kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<crate::Repeat>,
 }
 
 impl Reschedule {
@@ -194,6 +198,7 @@ impl Reschedule {
             if_version: None,
             priority: None,
             weight: None,
+            repeat: None,
         }
     }
 }

@@ -177,3 +177,41 @@ async fn bad_series_are_refused_by_field_and_store_nothing() {
     assert!(e.message().starts_with("job_id:"), "{}", e.message());
     assert_eq!(store.len(), 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn reschedule_changes_the_rule_and_restarts_the_series_at_its_time() {
+    let (w, _, _, clock) = waiter();
+    w.handle(
+        &json!({"queue": "orders", "message_body": "b", "job_id": "r", "delay_seconds": 3600,
+                     "repeat": {"every_s": 3600}}),
+    )
+    .await
+    .expect("enqueue");
+    let from = clock.now() + TimeDelta::days(1);
+    let r = w
+        .handle(
+            &json!({"action": "reschedule", "queue": "orders", "job_id": "r", "perform_at": rfc3339(from),
+                        "repeat": {"cron": "0 9 * * *"}, "time_zone": "Europe/Berlin"}),
+        )
+        .await
+        .expect("reschedule");
+    assert_eq!(r["status"], "rescheduled", "{r}");
+    let g = get(&w, "r").await;
+    assert_eq!(g["repeat"]["cron"], "0 9 * * *", "{g}");
+    assert_eq!(g["time_zone"], "Europe/Berlin", "{g}");
+    let next = DateTime::parse_from_rfc3339(g["perform_at"].as_str().expect("perform_at"))
+        .expect("time")
+        .with_timezone(&chrono_tz::Europe::Berlin);
+    let utc = next.with_timezone(&Utc);
+    assert!(utc >= from && utc - from <= TimeDelta::days(1), "{g}");
+    assert_eq!(next.format("%H:%M:%S").to_string(), "09:00:00", "{g}");
+    // Windows do not go with a series.
+    let e = w
+        .handle(
+            &json!({"action": "reschedule", "queue": "orders", "job_id": "r", "perform_at": rfc3339(from),
+                        "windows": [{"from": "08:00", "to": "10:00"}]}),
+        )
+        .await
+        .expect_err("windows on a series");
+    assert!(e.message().starts_with("repeat:"), "{}", e.message());
+}

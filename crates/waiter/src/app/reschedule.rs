@@ -91,6 +91,25 @@ where
         }
         job.priority = r.priority.unwrap_or(job.priority);
         job.weight = r.weight.unwrap_or(job.weight);
+        if let Some(series) = &r.repeat {
+            let occurrences = job.repeat.as_ref().map_or(0, |s| s.occurrences);
+            job.repeat = Some(Box::new(series.advanced(occurrences)));
+        }
+        if let Some(series) = &job.repeat {
+            if job.windows.is_some() || job.expires_at.is_some() {
+                return Err(InvalidRequest::new(
+                    "repeat",
+                    "a series takes neither windows nor expires_at: remove them (null) in the same request",
+                ));
+            }
+            // The series restarts at the time given: its first occurrence from there.
+            job.perform_at = series.first(r.perform_at).ok_or_else(|| {
+                InvalidRequest::new(
+                    "repeat.until",
+                    "comes before the series' first occurrence from perform_at",
+                )
+            })?;
+        }
         check_message(&Given::default(), job)?;
         next.version = current.version + 1;
         check_stored_size(self.store.item_bytes(&next))?;

@@ -140,6 +140,8 @@ pub struct Reschedule {
     /// `None`: kept.
     pub priority: Option<u16>,
     pub weight: Option<u16>,
+    /// A new repetition, `None`: kept (a series restarts at `perform_at` either way).
+    pub repeat: Option<Box<crate::repeat::Series>>,
 }
 
 impl TryFrom<Decoded<'_, sqs_waiter_contract::Reschedule>> for Reschedule {
@@ -157,7 +159,23 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Reschedule>> for Reschedule {
             .message_attributes
             .map(|a| check_attributes(&given, a).map(without_reserved))
             .transpose()?;
-        let windows = check_windows(r.windows, r.time_zone)?;
+        // `time_zone` is the cron's when `repeat` is given without windows.
+        let (windows_zone, repeat_zone) = match (&r.repeat, &r.windows) {
+            (Some(_), Some(Some(_))) => {
+                return Err(InvalidRequest::new(
+                    given.name("repeat"),
+                    "cannot be combined with windows (yet): give one or the other",
+                ))
+            }
+            (Some(_), _) => (None, r.time_zone),
+            (None, _) => (r.time_zone, None),
+        };
+        let windows = check_windows(r.windows, windows_zone)?;
+        let repeat = r
+            .repeat
+            .map(|rep| super::repeat_rules::check_repeat(&given, rep, repeat_zone.as_deref(), perform_at))
+            .transpose()?
+            .map(|(series, _)| Box::new(series));
         let expires_at = match r.expires_at {
             Some(Some(t)) => {
                 let t = check_expires_at(&given, t, now)?;
@@ -196,6 +214,7 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Reschedule>> for Reschedule {
             if_version,
             priority,
             weight,
+            repeat,
         })
     }
 }

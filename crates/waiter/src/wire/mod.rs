@@ -6,7 +6,7 @@ pub mod actions;
 mod decode;
 pub mod field_rules;
 pub(crate) mod normalise;
-mod repeat_rules;
+pub(crate) mod repeat_rules;
 pub mod reply;
 pub mod request;
 pub mod retry;
