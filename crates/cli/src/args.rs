@@ -78,7 +78,7 @@ pub enum Command {
         #[arg(long, value_name = "HEADER")]
         trace_header: Option<String>,
         #[command(flatten)]
-        repetition: Repetition,
+        repetition: Box<Repetition>,
     },
     /// Show a job: as stored, or what history knows of it.
     #[command(after_help = "Example:\n  sqs-waiter get orders invoice-42")]
