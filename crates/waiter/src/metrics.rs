@@ -87,12 +87,16 @@ fn run_metrics(s: &RunSummary, extra: &[(&'static str, f64, Unit)]) -> Vec<(&'st
 
 /// The poller's metrics for one run.
 pub fn poller_line(function_name: &str, s: &RunSummary, at: DateTime<Utc>) -> String {
-    let extra = [
+    let mut extra = vec![
         ("PartitionErrors", s.errors.len() as f64, Unit::Count),
         ("BacklogAge", s.overdue_beyond_rate_s, Unit::Seconds),
-        ("Occurrences", s.occurrences as f64, Unit::Count),
-        ("OccurrencesSkipped", s.skipped_occurrences as f64, Unit::Count),
     ];
+    // Only from a run that met a series: each metric name is a custom metric billed monthly,
+    // and a deployment without series should not pay for these two.
+    if s.occurrences + s.skipped_occurrences > 0 {
+        extra.push(("Occurrences", s.occurrences as f64, Unit::Count));
+        extra.push(("OccurrencesSkipped", s.skipped_occurrences as f64, Unit::Count));
+    }
     emf_line(function_name, &run_metrics(s, &extra), at)
 }
 
@@ -268,9 +272,20 @@ mod tests {
             .iter()
             .map(|m| m["Name"].as_str().unwrap())
             .collect();
-        for n in names {
+        for n in &names {
             assert!(v.get(n).is_some(), "{n} has no value");
         }
+        assert!(!names.contains(&"Occurrences"), "no series met: no series metrics");
+        let series = RunSummary {
+            occurrences: 3,
+            skipped_occurrences: 2,
+            ..s
+        };
+        let v: Value = serde_json::from_str(&poller_line("poller-fn", &series, Utc::now())).unwrap();
+        assert_eq!(
+            (v["Occurrences"].as_f64(), v["OccurrencesSkipped"].as_f64()),
+            (Some(3.0), Some(2.0))
+        );
     }
 
     #[test]
