@@ -38,7 +38,10 @@
 //!   attempt-shaped ids of their own (`operators`): one stored attempt per id, never a
 //!   delivery after `cancelled`, and the callers' jobs delivered as any other.
 //!
-//! `SIM_SEEDS=n` runs n seeds (default 3000); `SIM_SEED=s` replays one.
+//! Series (recurring jobs) run in a world of their own, with the same faults, crashes and callers
+//! beside the runs: `series.rs` has their invariants.
+//!
+//! `SIM_SEEDS=n` runs n seeds (default 3000; 300 for series); `SIM_SEED=s` replays one.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -62,6 +65,7 @@ mod close_crash;
 mod operators;
 mod priority;
 mod retries;
+mod series;
 
 use callers::World;
 
@@ -393,6 +397,20 @@ async fn callers_jobs_retried_once_delivered_and_cancelled_after_their_send_keep
     println!("simulation with callers' chains: {}", summary(seeds, &total));
     assert!(
         total.retries > 0 && total.operations > 0,
+        "the simulation exercised nothing"
+    );
+}
+
+/// Series beside crashes, faults, cancels and reschedules (issue 47; `series.rs`).
+#[tokio::test(start_paused = true)]
+async fn series_across_crashes_faults_cancels_and_reschedules_keep_their_invariants() {
+    let (seeds, t) = series::run_series_seeds(300).await;
+    println!(
+        "simulation of series: {seeds} seeds, {} series, {} occurrences, {} duplicates, {} crashes, {} cancelled, {} rescheduled, 0 violations",
+        t.series, t.occurrences, t.duplicates, t.crashes, t.cancelled, t.rescheduled
+    );
+    assert!(
+        t.occurrences > 0 && t.crashes > 0 && t.cancelled > 0 && t.rescheduled > 0,
         "the simulation exercised nothing"
     );
 }
