@@ -188,3 +188,70 @@ async fn a_cron_series_in_a_half_hour_zone_fires_on_the_minute_and_finishes_at_i
         "{g}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fifo_series_sends_its_occurrences_in_order_each_with_its_own_deduplication_id() {
+    let mut s = setup(
+        &["orders", "billing.fifo"],
+        &[("WAITER_LOOKAHEAD", "2"), ("WAITER_DIRECT_MAX_DELAY", "0")],
+    )
+    .await;
+    // Three missed occurrences, caught up one a run: the same body and group each time, so only
+    // a deduplication id of each occurrence's own lets SQS take all three within 5 minutes.
+    let start = (Utc::now() - TimeDelta::seconds(200)).with_nanosecond(0).expect("time");
+    let r = s
+        .enqueue_ok(
+            json!({"queue": "billing.fifo", "job_id": "ledger", "message_body": "close",
+                           "message_group_id": "books", "perform_at": rfc3339(start),
+                           "repeat": {"every_s": 60, "catch_up": "all", "count": 3}}),
+        )
+        .await;
+    assert_eq!(r["status"], "scheduled", "{r}");
+    let got = s
+        .poll_and_receive(1, 3, Duration::from_secs(1), Duration::from_secs(30))
+        .await;
+    let ids: Vec<String> = got.iter().map(|r| occurrence_of(r).0).collect();
+    let expected: Vec<String> = (0..3)
+        .map(|k| format!("ledger@{}", (start + TimeDelta::seconds(60 * k)).timestamp()))
+        .collect();
+    assert_eq!(ids, expected, "in order, each once");
+    let dedup: std::collections::HashSet<&str> = got
+        .iter()
+        .filter_map(|r| {
+            r.message
+                .attributes()?
+                .get(&aws_sdk_sqs::types::MessageSystemAttributeName::MessageDeduplicationId)
+        })
+        .map(String::as_str)
+        .collect();
+    assert_eq!(dedup.len(), 3, "one deduplication id per occurrence");
+    assert_eq!(s.emu.job_count("waiter-billing.fifo").await, 0, "count reached");
+
+    // A reschedule restarts a series at its time, with a new rule.
+    s.enqueue_ok(
+        json!({"queue": "orders", "job_id": "weekly", "message_body": "w", "delay_seconds": 3600,
+                        "repeat": {"every_s": 3600}}),
+    )
+    .await;
+    let monday = parse_time("2031-01-06T00:00:00Z");
+    let r = s
+        .enqueue_ok(json!({"action": "reschedule", "queue": "orders", "job_id": "weekly",
+                           "perform_at": rfc3339(monday), "time_zone": "America/New_York",
+                           "repeat": {"cron": "30 9 * * MON", "until": "2031-12-31T00:00:00Z"}}))
+        .await;
+    assert_eq!(r["status"], "rescheduled", "{r}");
+    // 09:30 in New York on Monday 6 January 2031 (EST, UTC-5).
+    assert_eq!(
+        parse_time(r["perform_at"].as_str().expect("perform_at")),
+        parse_time("2031-01-06T14:30:00Z"),
+        "{r}"
+    );
+    let g = s
+        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "weekly"}))
+        .await;
+    assert_eq!(
+        (g["repeat"]["cron"].as_str(), g["time_zone"].as_str()),
+        (Some("30 9 * * MON"), Some("America/New_York")),
+        "{g}"
+    );
+}
