@@ -205,3 +205,22 @@ fn compression_bench_runs_and_deflate_saves_write_units() {
         assert!(r.write_units_compressed < r.write_units_plain, "{r:?}");
     }
 }
+
+/// Issue 47: every occurrence is one send entry and one removal statement (the move), and the
+/// move bills what the model says.
+#[tokio::test(flavor = "multi_thread")]
+async fn series_bench_counts_one_entry_and_one_statement_per_occurrence() {
+    // One shard: the moves of a run go as one batch of statements, not lone writes.
+    let r = e2e::bench::series_cost(4, 2, 1, Profile::Debug).await;
+    assert_eq!(r.messages, 8, "{r:?}");
+    assert_eq!(
+        r.statements + r.transaction_items,
+        8,
+        "one conditional write per occurrence: {r:?}"
+    );
+    assert_eq!(
+        r.measured_move_units,
+        r.modelled_table_write_units + r.modelled_index_write_units,
+        "{r:?}"
+    );
+}

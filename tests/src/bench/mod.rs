@@ -9,6 +9,7 @@ mod cost;
 mod dispatch;
 mod ledger;
 mod precision;
+mod series_cost;
 mod trace_cost;
 
 pub use api_calls::*;
@@ -19,6 +20,7 @@ pub use cost::*;
 pub use dispatch::*;
 pub use ledger::*;
 pub use precision::*;
+pub use series_cost::*;
 pub use trace_cost::*;
 
 use std::path::PathBuf;

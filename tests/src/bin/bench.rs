@@ -39,6 +39,8 @@ enum Section {
     TraceCost,
     /// Pure-Rust codecs on JSON bodies of 1–64 KB: write units saved and CPU per body.
     Compression,
+    /// What one occurrence of a series costs: calls at the proxy, the move's units.
+    Series,
 }
 
 /// Prints sqs-waiter's figures and writes them as JSON (and the lateness chart as SVG) under
@@ -77,6 +79,7 @@ async fn main() {
         Section::Enqueue => "enqueue",
         Section::TraceCost => "trace-cost",
         Section::Compression => "compression",
+        Section::Series => "series",
     };
     let all = what == "all";
     println!(
@@ -479,6 +482,34 @@ async fn main() {
             );
         }
         println!("written to {}\n", write_json("trace_cost.json", &rows).display());
+    }
+    if all || what == "series" {
+        let (series, count) = if quick { (20, 3) } else { (200, 5) };
+        let r = series_cost(series, count, 4, profile).await;
+        println!(
+            "a series' occurrence (issue 47): {} series every 60 s over 4 shards, {} occurrences each, all missed and caught up one a run ({} poller runs), history on, the table where PartiQL runs:",
+            r.series, r.occurrences_each, r.poller_runs
+        );
+        println!(
+            "  {} messages, {} SendMessageBatch, {} removal statements, {} transaction items: per occurrence {:.2} send entries, {:.3} SQS requests, {:.2} statements",
+            r.messages,
+            r.send_batches,
+            r.statements,
+            r.transaction_items,
+            r.entries_per_occurrence,
+            r.sqs_requests_per_occurrence,
+            r.statements_per_occurrence
+        );
+        println!(
+            "  the move of a {}-byte item: {} table + {} index write units modelled, {} reported by DynamoDB Local; ${:.3} per million occurrences on demand, ${:.3} provisioned at 70 %",
+            r.item_bytes,
+            r.modelled_table_write_units,
+            r.modelled_index_write_units,
+            r.measured_move_units,
+            r.on_demand_per_million,
+            r.provisioned_per_million
+        );
+        println!("written to {}\n", write_json("series.json", &r).display());
     }
     if all || what == "compression" {
         let bodies = if quick { 5 } else { 50 };
