@@ -487,7 +487,7 @@ async fn main() {
         let (series, count) = if quick { (20, 3) } else { (200, 5) };
         let r = series_cost(series, count, 4, profile).await;
         println!(
-            "a series' occurrence (issue 47): {} series every 60 s over 4 shards, {} occurrences each, all missed and caught up one a run ({} poller runs), history on, the table where PartiQL runs:",
+            "a series' occurrence (issue 47): {} series every 60 s over 4 shards, {} occurrences each, all missed, caught up in the rounds of a run ({} poller runs), history on, the table where PartiQL runs:",
             r.series, r.occurrences_each, r.poller_runs
         );
         println!(

@@ -49,49 +49,60 @@ async fn series_send_one_message_per_occurrence_follow_catch_up_and_stop_when_ca
         assert_eq!(parse_time(r["perform_at"].as_str().expect("perform_at")), start, "{r}");
         assert_eq!(r["repeat"]["every_s"], 60, "{r}");
     }
+    // One run: skip sends the occurrence on time; one the latest missed, then the one on time;
+    // all each missed one and the one on time, in rounds of the run.
+    let sends = [
+        ("skip", vec![240]),
+        ("one", vec![180, 240]),
+        ("all", vec![0, 60, 120, 180, 240]),
+    ];
     let got = s
-        .poll_and_receive(0, 3, Duration::from_secs(1), Duration::from_secs(20))
+        .poll_and_receive(0, 8, Duration::from_secs(1), Duration::from_secs(20))
         .await;
-    assert_eq!(got.len(), 3, "one message each");
-    let sent_for = |policy: &str| {
-        let r = got
+    assert_eq!(got.len(), 8, "{:?}", got.iter().map(occurrence_of).collect::<Vec<_>>());
+    for (policy, offsets) in &sends {
+        let mut sent: Vec<(String, DateTime<Utc>)> = got
             .iter()
-            .find(|r| r.message.body() == Some(policy))
-            .unwrap_or_else(|| panic!("{policy} sent"));
-        occurrence_of(r)
-    };
-    for (policy, offset) in [("skip", 240), ("one", 180), ("all", 0)] {
-        let at = start + TimeDelta::seconds(offset);
-        assert_eq!(
-            sent_for(policy),
-            (format!("{policy}@{}", at.timestamp()), at),
-            "{policy}"
-        );
+            .filter(|r| r.message.body() == Some(*policy))
+            .map(occurrence_of)
+            .collect();
+        sent.sort_by_key(|(_, at)| *at);
+        let expected: Vec<(String, DateTime<Utc>)> = offsets
+            .iter()
+            .map(|k| start + TimeDelta::seconds(*k))
+            .map(|at| (format!("{policy}@{}", at.timestamp()), at))
+            .collect();
+        assert_eq!(sent, expected, "{policy}");
     }
     // Each series is still one item, moved on in place by the write that removes a one-off job.
     let items = s.emu.stored_jobs("waiter-orders").await;
     assert_eq!(items.len(), 3);
-    for (policy, next) in [("skip", 300), ("one", 240), ("all", 60)] {
+    for (policy, offsets) in &sends {
+        let n = offsets.len();
         let item = items
             .iter()
-            .find(|i| i.get("job_id") == Some(&AttributeValue::S(policy.into())))
+            .find(|i| i.get("job_id") == Some(&AttributeValue::S(policy.to_string())))
             .expect("stored");
         assert_eq!(
             item.get("occurrences"),
-            Some(&AttributeValue::N("1".into())),
+            Some(&AttributeValue::N(n.to_string())),
             "{policy}"
         );
-        assert_eq!(item.get("version"), Some(&AttributeValue::N("2".into())), "{policy}");
+        assert_eq!(
+            item.get("version"),
+            Some(&AttributeValue::N((n + 1).to_string())),
+            "{policy}"
+        );
         let got = s
             .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": policy}))
             .await;
         assert_eq!(
             parse_time(got["perform_at"].as_str().expect("perform_at")),
-            start + TimeDelta::seconds(next),
+            start + TimeDelta::seconds(300),
             "{policy}: {got}"
         );
-        assert_eq!(got["occurrences"], 1, "{got}");
-        assert_eq!(got["repeat"]["catch_up"], policy, "{got}");
+        assert_eq!(got["occurrences"], n, "{got}");
+        assert_eq!(got["repeat"]["catch_up"], *policy, "{got}");
     }
 
     // Cancelled: no occurrence of it after the reply (the retry below hands its shard over at
@@ -102,7 +113,11 @@ async fn series_send_one_message_per_occurrence_follow_catch_up_and_stop_when_ca
     assert_eq!(r["status"], "cancelled", "{r}");
 
     // A consumer's retry of an occurrence goes under the id its message names.
-    let one = got.iter().find(|r| r.message.body() == Some("one")).expect("one");
+    let latest_missed = format!("one@{}", (start + TimeDelta::seconds(180)).timestamp());
+    let one = got
+        .iter()
+        .find(|r| attr(r, "waiter.job_id") == Some(latest_missed.as_str()))
+        .expect("one");
     let (occurrence_id, _) = occurrence_of(one);
     let attributes: serde_json::Map<String, Value> = one
         .message

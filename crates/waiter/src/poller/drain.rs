@@ -66,6 +66,8 @@ pub(super) struct PartitionRun<'a, S, Q, C> {
     pub(super) presence: super::roll_call::Presence,
     pub(super) started: DateTime<Utc>,
     pub(super) summary: RunSummary,
+    /// Series moved to an occurrence due already: another round of the run sends them.
+    pub(super) due_again: usize,
 }
 
 /// One `SendMessageBatch`: each entry with its `DelaySeconds`.

@@ -116,50 +116,71 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             presence,
             started: now,
             summary: sum,
+            due_again: 0,
         };
         // What the previous holder sent and could not remove goes first, and is not sent again.
         let settled = debts.is_empty() || self.settle_debts(&mut run, debts, deadline).await;
-        let worked = if settled {
-            Some(self.within(deadline - DRAIN_CUT, run.drain()).await)
-        } else {
-            None
-        };
-        let drained = match worked {
-            None => false,
-            Some(Some(Ok(drained))) => drained,
-            Some(Some(Err(e))) => {
-                report_error(&mut run.summary, queue, Some(shard), &e);
-                false
-            }
-            Some(None) => {
-                // Cut in the middle of a call: a send may have reached SQS.
-                warn!(queue = %queue, shard, "run cut at its deadline: a call did not answer in time");
-                run.summary.errors.push(format!(
-                    "{queue}#{shard}: cut at the deadline (a call did not answer in time)"
-                ));
-                run.uncertain = true;
-                false
-            }
-        };
-        run.summary.drained = drained;
-        // A run that took over a lapsed lease keeps it until it has handled every job its
-        // predecessor could have sent: a run that stopped short (failed, at its margin, at the
-        // rate budget, with an entry left stored) may not have re-sent them all, and `cancel`
-        // must keep answering `dispatching` for them.
-        run.uncertain |= inherited.is_some() && !drained;
-        // Whatever happened, remove what SQS already accepted.
-        let removed = run.deletes.is_empty()
-            || match self
-                .within(deadline - FLUSH_CUT, self.store.retire(queue, &run.deletes))
-                .await
-            {
-                Some(Ok(())) => true,
-                Some(Err(e)) => {
+        let mut rounds = 0;
+        let removed = loop {
+            let worked = if settled {
+                Some(self.within(deadline - DRAIN_CUT, run.drain()).await)
+            } else {
+                None
+            };
+            let drained = match worked {
+                None => false,
+                Some(Some(Ok(drained))) => drained,
+                Some(Some(Err(e))) => {
                     report_error(&mut run.summary, queue, Some(shard), &e);
                     false
                 }
-                None => false,
+                Some(None) => {
+                    // Cut in the middle of a call: a send may have reached SQS.
+                    warn!(queue = %queue, shard, "run cut at its deadline: a call did not answer in time");
+                    run.summary.errors.push(format!(
+                        "{queue}#{shard}: cut at the deadline (a call did not answer in time)"
+                    ));
+                    run.uncertain = true;
+                    false
+                }
             };
+            run.summary.drained = drained;
+            // A run that took over a lapsed lease keeps it until it has handled every job its
+            // predecessor could have sent: a run that stopped short (failed, at its margin, at the
+            // rate budget, with an entry left stored) may not have re-sent them all, and `cancel`
+            // must keep answering `dispatching` for them.
+            run.uncertain |= inherited.is_some() && !drained;
+            // Whatever happened, remove what SQS already accepted.
+            let removed = run.deletes.is_empty()
+                || match self
+                    .within(deadline - FLUSH_CUT, self.store.retire(queue, &run.deletes))
+                    .await
+                {
+                    Some(Ok(())) => true,
+                    Some(Err(e)) => {
+                        report_error(&mut run.summary, queue, Some(shard), &e);
+                        false
+                    }
+                    None => false,
+                };
+            // Series moved to an occurrence that is due already (`catch_up: all` walking its
+            // missed ones) send it in another round of this run, once their moves are settled:
+            // one occurrence per series a round, up to `MAX_CATCH_UP_PER_RUN` rounds. Not under
+            // `WAITER_MAX_RATE`, whose ranking reads a partition once a run.
+            let again = std::mem::take(&mut run.due_again) > 0
+                && drained
+                && removed
+                && !run.uncertain
+                && self.config.max_rate.is_none()
+                && rounds < crate::repeat::MAX_CATCH_UP_PER_RUN
+                && self.clock.now() < stop_at;
+            if !again {
+                break removed;
+            }
+            rounds += 1;
+            run.deletes.clear();
+            run.seen.clear();
+        };
         if !removed && !run.uncertain {
             // Only removals are left, and `deletes` names them all: hand them on with the lease,
             // so that the next run removes them and works the partition on time, instead of

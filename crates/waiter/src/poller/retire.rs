@@ -66,6 +66,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         message_id: Option<String>,
     ) {
         let occurrences = job.job.repeat.as_ref().map_or(0, |s| s.occurrences) + sent;
+        self.due_again += usize::from(next.is_some_and(|n| n <= self.d.clock.now()));
         let (record, advance) = match next {
             Some(perform_at) => (
                 None,

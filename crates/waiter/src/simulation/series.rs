@@ -57,6 +57,7 @@ fn text<'a>(s: &'a Sent, name: &str) -> Option<&'a str> {
 struct SeriesWorld {
     rng: StdRng,
     waiter: SimWaiter,
+    mem: MemStore,
     clock: FakeClock,
     tracked: std::collections::BTreeMap<String, Tracked>,
     out: SeriesOutcome,
@@ -95,7 +96,19 @@ impl SeriesWorld {
         );
     }
 
+    /// A series to act on: mostly one still stored (one a run may be sending), else any.
     fn pick(&mut self) -> Option<String> {
+        let stored: Vec<String> = {
+            let state = self.mem.state.lock().unwrap();
+            self.tracked
+                .keys()
+                .filter(|id| state.items.keys().any(|(_, _, j)| j == *id))
+                .cloned()
+                .collect()
+        };
+        if !stored.is_empty() && self.rng.random_bool(0.8) {
+            return Some(stored[self.rng.random_range(0..stored.len())].clone());
+        }
         let ids: Vec<&String> = self.tracked.keys().collect();
         (!ids.is_empty()).then(|| ids[self.rng.random_range(0..ids.len())].clone())
     }
@@ -140,6 +153,20 @@ impl SeriesWorld {
         }
     }
 
+    /// A move sent before lands again now (an SDK retry whose first attempt was applied, or a
+    /// request DynamoDB applies after its caller gave up): conditioned on the edition, it finds
+    /// the series moved on and changes nothing.
+    async fn stale_move_lands(&mut self) {
+        let stale = {
+            let log = self.mem.moves_sent.lock().unwrap();
+            let log = log.as_ref().expect("moves are kept");
+            (!log.is_empty()).then(|| log[self.rng.random_range(0..log.len())].clone())
+        };
+        if let Some((queue, r)) = stale {
+            let _ = crate::ports::Jobs::retire(&self.mem, &queue, &[r]).await;
+        }
+    }
+
     async fn beside(&mut self) {
         match self.rng.random_range(0..2) {
             0 => self.cancel().await,
@@ -157,8 +184,12 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
     let mem = MemStore {
         page_size: rng.random_range(1..8),
         index_lag: Duration::from_millis(rng.random_range(0..2_000)),
+        moves_sent: std::sync::Arc::new(std::sync::Mutex::new(Some(Vec::new()))),
         ..MemStore::default()
     };
+    // Crashes in half the seeds, so that the seeds with neither crashes nor faults check that no
+    // occurrence is sent twice.
+    let crashy = rng.random_bool(0.5);
     let sink = FakeQueue::new(clock.clone());
     let store = FaultyStore {
         inner: mem.clone(),
@@ -183,6 +214,7 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
     let mut w = SeriesWorld {
         rng,
         waiter,
+        mem: mem.clone(),
         clock: clock.clone(),
         tracked: std::collections::BTreeMap::new(),
         out: SeriesOutcome::default(),
@@ -192,10 +224,8 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
             0..=2 => w.enqueue().await,
             3..=6 => {
                 let deadline = w.clock.now() + TimeDelta::seconds(w.rng.random_range(5..30));
-                let crash_after = w
-                    .rng
-                    .random_bool(0.2)
-                    .then(|| Duration::from_millis(w.rng.random_range(0..3_000)));
+                let crash_after =
+                    (crashy && w.rng.random_bool(0.2)).then(|| Duration::from_millis(w.rng.random_range(0..3_000)));
                 let run = async {
                     match crash_after {
                         Some(after) => drop(tokio::time::timeout(after, dispatcher.run(deadline)).await),
@@ -215,7 +245,8 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
                 w.out.crashes += usize::from(crash_after.is_some());
             }
             7 => w.cancel().await,
-            8 => w.reschedule().await,
+            8 if w.rng.random_bool(0.5) => w.reschedule().await,
+            8 => w.stale_move_lands().await,
             _ => tokio::time::sleep(Duration::from_millis(w.rng.random_range(0..90_000))).await,
         }
     }

@@ -51,7 +51,13 @@ pub struct MemStore {
     pub retire_applied_then_fails: Arc<Mutex<Option<AfterApplied>>>,
     /// Items the due index has handed out, page by page as they are read.
     pub index_items_read: Arc<std::sync::atomic::AtomicUsize>,
+    /// When set, every series move `retire` is given is kept here, so that a test can land it
+    /// again later: a write the SDK sent again after its caller had moved on.
+    pub moves_sent: Arc<Mutex<Option<MovesSent>>>,
 }
+
+/// Series moves as `retire` was given them, with their queue.
+pub type MovesSent = Vec<(QueueName, Retired)>;
 
 /// DynamoDB refuses an item over 400 KB (a `ValidationException`).
 pub(super) fn too_large(bytes: usize) -> Result<(), PortError> {
@@ -79,6 +85,7 @@ impl Default for MemStore {
             hang_retires: Arc::default(),
             retire_applied_then_fails: Arc::default(),
             index_items_read: Arc::default(),
+            moves_sent: Arc::default(),
         }
     }
 }
@@ -375,6 +382,14 @@ impl Jobs for MemStore {
                 operation: "DeleteItem",
                 source: "injected: deletes fail".into(),
             });
+        }
+        if let Some(log) = self.moves_sent.lock().unwrap().as_mut() {
+            log.extend(
+                items
+                    .iter()
+                    .filter(|r| r.advance.is_some())
+                    .map(|r| (queue.clone(), r.clone())),
+            );
         }
         for r in items {
             if let Some(a) = &r.advance {
