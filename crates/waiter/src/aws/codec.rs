@@ -37,7 +37,7 @@ pub(crate) use ledger::{decode_rate, encode_rate};
 use repeat::{decode_repeat, encode_repeat};
 pub use repeat::{
     A_OCCURRENCES, A_REPEAT_CATCH_UP, A_REPEAT_COUNT, A_REPEAT_CRON, A_REPEAT_EVERY_S, A_REPEAT_TIME_ZONE,
-    A_REPEAT_UNTIL, REPEAT_ATTRIBUTES,
+    A_REPEAT_UNTIL,
 };
 
 pub const INDEX_NAME: &str = "scheduler-perform_at-index";

@@ -15,17 +15,6 @@ pub const A_REPEAT_COUNT: &str = "repeat_count";
 pub const A_REPEAT_CATCH_UP: &str = "repeat_catch_up";
 pub const A_OCCURRENCES: &str = "occurrences";
 
-/// Every attribute of a series, for projections and for the removal that turns it into a record.
-pub const REPEAT_ATTRIBUTES: [&str; 7] = [
-    A_REPEAT_CRON,
-    A_REPEAT_EVERY_S,
-    A_REPEAT_TIME_ZONE,
-    A_REPEAT_UNTIL,
-    A_REPEAT_COUNT,
-    A_REPEAT_CATCH_UP,
-    A_OCCURRENCES,
-];
-
 fn number(v: u64) -> AttributeValue {
     AttributeValue::N(v.to_string())
 }

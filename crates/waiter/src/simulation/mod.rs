@@ -328,17 +328,22 @@ async fn simulate(seed: u64, caller_chains: bool) -> Outcome {
     out
 }
 
-/// Runs the seeds (`SIM_SEEDS`, else `default`; `SIM_SEED=s` replays one) in one mode, failing
-/// at the first broken invariant; the totals.
-async fn run_seeds(caller_chains: bool, default: u64) -> (usize, Outcome) {
-    let seeds: Vec<u64> = match std::env::var("SIM_SEED") {
+/// The seeds to run: `SIM_SEED=s` alone, else the first `SIM_SEEDS` (or `default`).
+fn seed_list(default: u64) -> Vec<u64> {
+    match std::env::var("SIM_SEED") {
         Ok(s) => vec![s.parse().expect("SIM_SEED is a number")],
         Err(_) => (0..std::env::var("SIM_SEEDS")
             .ok()
             .and_then(|n| n.parse().ok())
             .unwrap_or(default))
             .collect(),
-    };
+    }
+}
+
+/// Runs the seeds (`SIM_SEEDS`, else `default`; `SIM_SEED=s` replays one) in one mode, failing
+/// at the first broken invariant; the totals.
+async fn run_seeds(caller_chains: bool, default: u64) -> (usize, Outcome) {
+    let seeds = seed_list(default);
     let mut total = Outcome::default();
     for seed in &seeds {
         let o = simulate(*seed, caller_chains).await;

@@ -374,14 +374,7 @@ fn check(
 
 #[tokio::test(start_paused = true)]
 async fn random_priorities_and_weights_under_a_random_rate_keep_the_budget_and_the_order() {
-    let seeds: Vec<u64> = match std::env::var("SIM_SEED") {
-        Ok(s) => vec![s.parse().expect("SIM_SEED is a number")],
-        Err(_) => (0..std::env::var("SIM_SEEDS")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(1000))
-            .collect(),
-    };
+    let seeds = super::seed_list(1000);
     let mut total = Found::default();
     let mut chaotic = 0;
     let mut failing = 0;

@@ -373,14 +373,7 @@ fn check(out: &mut SeriesOutcome, tracked: &std::collections::BTreeMap<String, T
 
 /// Runs the series seeds (`SIM_SEEDS`, else `default`; `SIM_SEED=s` replays one).
 pub(super) async fn run_series_seeds(default: u64) -> (usize, SeriesOutcome) {
-    let seeds: Vec<u64> = match std::env::var("SIM_SEED") {
-        Ok(s) => vec![s.parse().expect("SIM_SEED is a number")],
-        Err(_) => (0..std::env::var("SIM_SEEDS")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(default))
-            .collect(),
-    };
+    let seeds = seed_list(default);
     let mut total = SeriesOutcome::default();
     for seed in &seeds {
         let o = simulate_series(*seed).await;

@@ -32,6 +32,22 @@ const CONFLICT_ROUNDS: u32 = 3;
 /// Room per item for its key, condition and request framing, on top of a record's own size.
 const ITEM_OVERHEAD_BYTES: usize = 512;
 
+/// An update builder (`UpdateItem`, or a transaction's `Update`) with `SET` of every attribute
+/// of `set`, written once for both.
+macro_rules! setting {
+    ($builder:expr, $set:expr) => {{
+        let (expression, names, values) = set_expression($set);
+        let mut b = $builder.update_expression(expression);
+        for (k, v) in names {
+            b = b.expression_attribute_names(k, v);
+        }
+        for (k, v) in values {
+            b = b.expression_attribute_values(k, v);
+        }
+        b
+    }};
+}
+
 impl DynamoStore {
     pub(super) async fn retire_all(&self, queue: &QueueName, items: &[Retired]) -> Result<(), PortError> {
         let table = self.table(queue);
@@ -164,20 +180,12 @@ impl DynamoStore {
                 unless_taken!("DeleteItem", if_same_edition!(delete, edition))
             }
             Some(set) if r.retired.advance.is_some() => {
-                let (expression, names, values) = set_expression(set);
-                let mut update = self
+                let update = self
                     .client
                     .update_item()
                     .table_name(table)
-                    .set_key(Some(key(queue, &r.retired.key)))
-                    .update_expression(expression);
-                for (k, v) in names {
-                    update = update.expression_attribute_names(k, v);
-                }
-                for (k, v) in values {
-                    update = update.expression_attribute_values(k, v);
-                }
-                unless_taken!("UpdateItem", if_same_edition!(update, edition))
+                    .set_key(Some(key(queue, &r.retired.key)));
+                unless_taken!("UpdateItem", if_same_edition!(setting!(update, set), edition))
             }
             Some(record) => {
                 let put = self.client.put_item().table_name(table).set_item(Some(record.clone()));
@@ -253,18 +261,10 @@ fn transact_item(queue: &QueueName, table: &str, r: &Removal<'_>) -> Result<Tran
                 .map(|d| TransactWriteItem::builder().delete(d).build())
         }
         Some(set) if r.retired.advance.is_some() => {
-            let (expression, names, values) = set_expression(set);
-            let mut update = Update::builder()
+            let update = Update::builder()
                 .table_name(table)
-                .set_key(Some(key(queue, &r.retired.key)))
-                .update_expression(expression);
-            for (k, v) in names {
-                update = update.expression_attribute_names(k, v);
-            }
-            for (k, v) in values {
-                update = update.expression_attribute_values(k, v);
-            }
-            if_same_edition!(update, edition)
+                .set_key(Some(key(queue, &r.retired.key)));
+            if_same_edition!(setting!(update, set), edition)
                 .build()
                 .map(|u| TransactWriteItem::builder().update(u).build())
         }
