@@ -147,6 +147,7 @@ fn series_item() -> waiter::aws::codec::Item {
         count: Some(1000),
         catch_up: waiter::repeat::CatchUp::All,
         occurrences: 3,
+        held: None,
     }));
     waiter::aws::codec::encode(&job)
 }

@@ -213,13 +213,59 @@ async fn reschedule_changes_the_rule_and_restarts_the_series_at_its_time() {
     let utc = next.with_timezone(&Utc);
     assert!(utc >= from && utc - from <= TimeDelta::days(1), "{g}");
     assert_eq!(next.format("%H:%M:%S").to_string(), "09:00:00", "{g}");
-    // Windows do not go with a series.
+    // An expiry does not go with a series.
     let e = w
         .handle(
             &json!({"action": "reschedule", "queue": "orders", "job_id": "r", "perform_at": rfc3339(from),
-                        "windows": [{"from": "08:00", "to": "10:00"}]}),
+                        "expires_at": rfc3339(from + TimeDelta::days(2))}),
         )
         .await
-        .expect_err("windows on a series");
-    assert!(e.message().starts_with("repeat:"), "{}", e.message());
+        .expect_err("an expiry on a series");
+    assert!(e.message().starts_with("expires_at:"), "{}", e.message());
+}
+
+#[tokio::test(start_paused = true)]
+async fn occurrences_outside_the_windows_wait_for_the_opening_and_catch_up_there() {
+    for (policy, sent) in [
+        ("one", vec![50, 60]),
+        ("all", vec![0, 10, 20, 30, 40, 50, 60]),
+        ("skip", vec![60]),
+    ] {
+        let (w, _, queue, clock) = waiter();
+        // The clock starts at 09:00:00.123 UTC; every 10 minutes from 09:00, arriving only
+        // between 10:00 and 10:05.
+        let now = clock.now().timestamp();
+        let start = DateTime::from_timestamp(now - now % 60, 0).expect("09:00");
+        let r = w
+            .handle(
+                &json!({"queue": "orders", "message_body": "w", "job_id": "w", "perform_at": rfc3339(start),
+                            "windows": [{"from": "10:00", "to": "10:05"}], "time_zone": "UTC",
+                            "repeat": {"every_s": 600, "catch_up": policy}}),
+            )
+            .await
+            .expect("enqueue");
+        let opening = start + TimeDelta::hours(1);
+        assert_eq!(
+            DateTime::parse_from_rfc3339(r["perform_at"].as_str().expect("perform_at")).expect("time"),
+            opening,
+            "{r}"
+        );
+        for _ in 0..14 {
+            run(&w, &clock).await;
+            clock.advance(TimeDelta::minutes(5));
+        }
+        let ids: Vec<String> = occurrences(&queue).into_iter().map(|(_, id)| id).collect();
+        let expected: Vec<String> = sent
+            .iter()
+            .map(|m| format!("w@{}", (start + TimeDelta::minutes(*m)).timestamp()))
+            .collect();
+        assert_eq!(ids, expected, "{policy}");
+        for s in queue.sent() {
+            let arrival = s.at + TimeDelta::seconds(i64::from(s.message.delay_seconds.unwrap_or(0)));
+            assert!(
+                arrival >= opening && arrival < opening + TimeDelta::minutes(5),
+                "{policy}: arrived {arrival}, outside its window"
+            );
+        }
+    }
 }

@@ -95,20 +95,23 @@ where
             let occurrences = job.repeat.as_ref().map_or(0, |s| s.occurrences);
             job.repeat = Some(Box::new(series.advanced(occurrences)));
         }
-        if let Some(series) = &job.repeat {
-            if job.windows.is_some() || job.expires_at.is_some() {
+        if let Some(series) = job.repeat.as_mut() {
+            if job.expires_at.is_some() {
                 return Err(InvalidRequest::new(
-                    "repeat",
-                    "a series takes neither windows nor expires_at: remove them (null) in the same request",
+                    "expires_at",
+                    "does not go with a series: remove it (null) in the same request",
                 ));
             }
-            // The series restarts at the time given: its first occurrence from there.
-            job.perform_at = series.first(r.perform_at).ok_or_else(|| {
+            // The series restarts at the time given: its first occurrence from there, which
+            // waits for the next opening of its windows.
+            let first = series.first(r.perform_at).ok_or_else(|| {
                 InvalidRequest::new(
                     "repeat.until",
                     "comes before the series' first occurrence from perform_at",
                 )
             })?;
+            job.perform_at = job.windows.as_ref().map_or(first, |w| w.next_open(first));
+            series.held = (job.perform_at != first).then_some(first);
         }
         check_message(&Given::default(), job)?;
         next.version = current.version + 1;

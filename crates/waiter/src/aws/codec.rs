@@ -36,8 +36,8 @@ pub(crate) use debts::{decode_debts, encode_debts};
 pub(crate) use ledger::{decode_rate, encode_rate};
 use repeat::{decode_repeat, encode_repeat};
 pub use repeat::{
-    A_OCCURRENCES, A_REPEAT_CATCH_UP, A_REPEAT_COUNT, A_REPEAT_CRON, A_REPEAT_EVERY_S, A_REPEAT_TIME_ZONE,
-    A_REPEAT_UNTIL,
+    A_OCCURRENCES, A_REPEAT_CATCH_UP, A_REPEAT_COUNT, A_REPEAT_CRON, A_REPEAT_EVERY_S, A_REPEAT_HELD,
+    A_REPEAT_TIME_ZONE, A_REPEAT_UNTIL,
 };
 
 pub const INDEX_NAME: &str = "scheduler-perform_at-index";
@@ -281,6 +281,7 @@ pub const ATTRIBUTES_WITHOUT_MESSAGE: &[&str] = &[
     A_REPEAT_COUNT,
     A_REPEAT_CATCH_UP,
     A_OCCURRENCES,
+    A_REPEAT_HELD,
 ];
 
 /// The one item codec: item to job. Errors name the attribute. The item's strings (the body

@@ -14,6 +14,7 @@ pub const A_REPEAT_UNTIL: &str = "repeat_until";
 pub const A_REPEAT_COUNT: &str = "repeat_count";
 pub const A_REPEAT_CATCH_UP: &str = "repeat_catch_up";
 pub const A_OCCURRENCES: &str = "occurrences";
+pub const A_REPEAT_HELD: &str = "repeat_held";
 
 fn number(v: u64) -> AttributeValue {
     AttributeValue::N(v.to_string())
@@ -41,6 +42,9 @@ pub(crate) fn encode_repeat(item: &mut Item, series: Option<&Series>) {
         AttributeValue::S(s.catch_up.as_str().to_owned()),
     );
     item.insert(A_OCCURRENCES.into(), number(s.occurrences));
+    if let Some(h) = s.held {
+        item.insert(A_REPEAT_HELD.into(), n(h));
+    }
 }
 
 fn s<'a>(item: &'a Item, name: &str) -> Result<Option<&'a str>, String> {
@@ -79,13 +83,14 @@ pub(crate) fn decode_repeat(item: &Item) -> Result<Option<Series>, String> {
         }
         (Some(_), Some(_)) => return Err(format!("{A_REPEAT_CRON} and {A_REPEAT_EVERY_S} are both set")),
     };
-    let until = match item.get(A_REPEAT_UNTIL) {
-        None => None,
-        Some(AttributeValue::N(v)) => {
-            Some(parse_epoch_decimal(v).ok_or_else(|| format!("{A_REPEAT_UNTIL} is not epoch seconds: {v}"))?)
-        }
-        Some(_) => return Err(format!("{A_REPEAT_UNTIL} is not a number")),
+    let time = |name: &str| match item.get(name) {
+        None => Ok(None),
+        Some(AttributeValue::N(v)) => parse_epoch_decimal(v)
+            .map(Some)
+            .ok_or_else(|| format!("{name} is not epoch seconds: {v}")),
+        Some(_) => Err(format!("{name} is not a number")),
     };
+    let until = time(A_REPEAT_UNTIL)?;
     let catch_up = match s(item, A_REPEAT_CATCH_UP)? {
         None | Some("one") => CatchUp::One,
         Some("skip") => CatchUp::Skip,
@@ -98,5 +103,6 @@ pub(crate) fn decode_repeat(item: &Item) -> Result<Option<Series>, String> {
         count: whole(item, A_REPEAT_COUNT)?,
         catch_up,
         occurrences: whole(item, A_OCCURRENCES)?.unwrap_or(0),
+        held: time(A_REPEAT_HELD)?,
     }))
 }

@@ -251,3 +251,29 @@ fn the_keys_view_is_what_the_narrow_index_holds() {
     expected.extend_from_slice(INDEX_INCLUDED_ATTRIBUTES);
     assert_eq!(ATTRIBUTES_OF_KEYS, expected.as_slice());
 }
+
+#[test]
+fn a_series_round_trips_with_its_rule_end_policy_count_and_held_occurrence() {
+    use crate::repeat::{CatchUp, Cron, Every, Series};
+    let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+    for every in [
+        Every::Cron(Cron::parse("0 9 * * MON-FRI").unwrap(), chrono_tz::Tz::Europe__Berlin),
+        Every::Seconds(3600),
+    ] {
+        let mut j = stored("orders", "s", at, 4);
+        j.job.repeat = Some(Box::new(Series {
+            every,
+            until: Some(at + TimeDelta::days(30)),
+            count: Some(12),
+            catch_up: CatchUp::Skip,
+            occurrences: 5,
+            held: Some(at - TimeDelta::minutes(10)),
+        }));
+        let back = decode(&j.job.queue, encode(&j)).unwrap();
+        assert_eq!(back.job.repeat, j.job.repeat);
+    }
+    let plain = stored("orders", "p", at, 4);
+    let item = encode(&plain);
+    assert!(!item.keys().any(|k| k.starts_with("repeat_") || k == A_OCCURRENCES));
+    assert_eq!(decode(&plain.job.queue, item).unwrap().job.repeat, None);
+}

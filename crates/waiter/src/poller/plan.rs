@@ -56,6 +56,11 @@ pub(super) fn plan(
         if inherited.is_some_and(|h| perform_at <= h) {
             next.maybe_delivered_at = job.maybe_delivered_at.or(Some(perform_at));
         }
+        // A series' occurrence waits for the opening: the series holds where the pass started,
+        // and the pass at the opening chooses again (late ones as `catch_up` says).
+        if let (Some(o), Some(series)) = (next.job.occurrence.take(), next.job.repeat.as_mut()) {
+            series.held = Some(o.from);
+        }
         if next.job.arrives_expired(next.job.perform_at) {
             return Plan::Expired(Box::new(job));
         }

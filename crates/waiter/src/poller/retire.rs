@@ -18,13 +18,18 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         let Some(series) = &job.job.repeat else {
             return Some(job);
         };
-        let step = series.step(job.job.perform_at, now);
+        let from = series.from(job.job.perform_at);
+        let step = series.step(from, now);
         self.summary.skipped_occurrences += step.skipped;
         match step.send {
             Some(at) => {
                 let mut copy = job;
                 copy.job.perform_at = at;
-                copy.job.occurrence = Some(Occurrence { at, next: step.next });
+                copy.job.occurrence = Some(Occurrence {
+                    at,
+                    next: step.next,
+                    from,
+                });
                 Some(copy)
             }
             None => {

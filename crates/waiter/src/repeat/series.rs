@@ -27,6 +27,9 @@ pub struct Series {
     pub catch_up: CatchUp,
     /// Occurrences sent so far.
     pub occurrences: u64,
+    /// The series' next occurrence while it waits for a window: `perform_at` is then the
+    /// opening it is looked at again (DESIGN "Recurring jobs" with windows).
+    pub held: Option<DateTime<Utc>>,
 }
 
 /// What one pass does with a due series whose next occurrence is `from`.
@@ -45,6 +48,8 @@ pub struct Step {
 pub struct Occurrence {
     pub at: DateTime<Utc>,
     pub next: Option<DateTime<Utc>>,
+    /// Where the pass started: the series' next occurrence before this one was chosen.
+    pub from: DateTime<Utc>,
 }
 
 impl Series {
@@ -113,8 +118,15 @@ impl Series {
     pub fn advanced(&self, sent: u64) -> Self {
         Self {
             occurrences: self.occurrences + sent,
+            held: None,
             ..self.clone()
         }
+    }
+
+    /// Where a pass over the series stored at `perform_at` starts: its held occurrence, if a
+    /// window holds one, else `perform_at`.
+    pub fn from(&self, perform_at: DateTime<Utc>) -> DateTime<Utc> {
+        self.held.unwrap_or(perform_at)
     }
 
     /// As the contract shows it (the zone goes in the job's `time_zone`).
@@ -159,6 +171,7 @@ mod tests {
             count: None,
             catch_up,
             occurrences: 0,
+            held: None,
         }
     }
 
@@ -202,6 +215,7 @@ mod tests {
         let last = Series {
             count: Some(3),
             occurrences: 2,
+            held: None,
             ..every(60, CatchUp::One)
         };
         assert_eq!(last.step(now, now).next, None, "the third of three");

@@ -402,6 +402,7 @@ impl Jobs for MemStore {
                     next.version += 1;
                     if let Some(series) = next.job.repeat.as_mut() {
                         series.occurrences = a.occurrences;
+                        series.held = None;
                     }
                     next
                 });

@@ -159,14 +159,9 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Reschedule>> for Reschedule {
             .message_attributes
             .map(|a| check_attributes(&given, a).map(without_reserved))
             .transpose()?;
-        // `time_zone` is the cron's when `repeat` is given without windows.
+        // `time_zone` is the cron's when `repeat` is given (and the windows' too, with both).
         let (windows_zone, repeat_zone) = match (&r.repeat, &r.windows) {
-            (Some(_), Some(Some(_))) => {
-                return Err(InvalidRequest::new(
-                    given.name("repeat"),
-                    "cannot be combined with windows (yet): give one or the other",
-                ))
-            }
+            (Some(_), Some(Some(_))) => (r.time_zone.clone(), r.time_zone),
             (Some(_), _) => (None, r.time_zone),
             (None, _) => (r.time_zone, None),
         };

@@ -49,6 +49,7 @@ pub(crate) fn check_repeat(
         count: r.count,
         catch_up: r.catch_up.unwrap_or_default(),
         occurrences: 0,
+        held: None,
     };
     if let Some(u) = r.until.filter(|u| *u < start) {
         return Err(InvalidRequest::new(

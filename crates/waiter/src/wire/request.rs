@@ -267,15 +267,10 @@ impl TryFrom<Decoded<'_, JobRequest>> for Job {
         let weight = check_weight(&given, j.weight, DEFAULT_WEIGHT)?;
         let perform_at = when(&given, j.delay_seconds, j.perform_at, now)?
             .unwrap_or_else(|| time::ceil_to_micros(now).unwrap_or(now));
-        // A series reads its cron in `time_zone`; windows are not combined with one yet.
+        // `time_zone` is the windows' and a series' cron's (one zone for both).
         let (windows_zone, repeat_zone) = match (&j.repeat, &j.windows) {
-            (Some(_), Some(_)) => {
-                return Err(InvalidRequest::new(
-                    given.name("repeat"),
-                    "cannot be combined with windows (yet): give one or the other",
-                ))
-            }
             (Some(_), None) => (None, j.time_zone),
+            (Some(_), Some(_)) => (j.time_zone.clone(), j.time_zone),
             (None, _) => (j.time_zone, None),
         };
         if j.repeat.is_some() && j.expires_at.is_some() {
@@ -285,14 +280,16 @@ impl TryFrom<Decoded<'_, JobRequest>> for Job {
             ));
         }
         let windows = check_windows(j.windows.map(Some), windows_zone)?.flatten();
-        let perform_at = windows.as_ref().map_or(perform_at, |w| w.next_open(perform_at));
         let (repeat, perform_at) = match j.repeat {
-            None => (None, perform_at),
+            None => (None, windows.as_ref().map_or(perform_at, |w| w.next_open(perform_at))),
             Some(r) => {
                 // A start in the past stays where it is: its occurrences since are missed ones.
                 let start = j.perform_at.and_then(time::ceil_to_micros).unwrap_or(perform_at);
-                let (series, first) = check_repeat(&given, r, repeat_zone.as_deref(), start)?;
-                (Some(Box::new(series)), first)
+                let (mut series, first) = check_repeat(&given, r, repeat_zone.as_deref(), start)?;
+                // Outside the windows, the first occurrence waits for the next opening.
+                let open = windows.as_ref().map_or(first, |w| w.next_open(first));
+                series.held = (open != first).then_some(first);
+                (Some(Box::new(series)), open)
             }
         };
         let expires_at = match j.expires_at {

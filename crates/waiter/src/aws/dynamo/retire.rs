@@ -245,7 +245,9 @@ fn set_expression(set: &Item) -> Expression {
         names.push((format!("#set{i}"), name.clone()));
         values.push((format!(":set{i}"), value.clone()));
     }
-    (format!("SET {}", parts.join(", ")), names, values)
+    // Moved on, a series no longer waits for a window.
+    names.push(("#held".to_owned(), A_REPEAT_HELD.to_owned()));
+    (format!("SET {} REMOVE #held", parts.join(", ")), names, values)
 }
 
 /// A removal as one item of a transaction, with the same edition condition as `retire_one`.

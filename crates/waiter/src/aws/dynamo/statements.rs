@@ -99,6 +99,10 @@ pub(super) fn removal_statement(
             for name in job_attributes().filter(|a| !keeps_the_rest && !record.contains_key(*a)) {
                 text.push_str(&format!(" REMOVE {}", quoted(name)));
             }
+            if keeps_the_rest {
+                // Moved on, it no longer waits for a window.
+                text.push_str(&format!(" REMOVE {}", quoted(A_REPEAT_HELD)));
+            }
             text
         }
     };

@@ -35,6 +35,17 @@ fn every_attribute() -> StoredJob {
     j.job.attempt = 2;
     j.job.names_itself = true;
     j.job.trace_header = Some("Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1".into());
+    j.job.repeat = Some(Box::new(crate::repeat::Series {
+        every: crate::repeat::Every::Cron(
+            crate::repeat::Cron::parse("0 9 * * *").expect("cron"),
+            chrono_tz::Tz::UTC,
+        ),
+        until: Some(at(1_900_000_000)),
+        count: Some(3),
+        catch_up: crate::repeat::CatchUp::All,
+        occurrences: 1,
+        held: Some(at(1_799_999_000)),
+    }));
     j.maybe_delivered_at = Some(at(1_800_000_001));
     j.parked = Some(ParkInfo {
         parked_at: at(1_800_000_002),
@@ -149,7 +160,8 @@ fn a_series_move_sets_its_next_occurrence_and_version_and_keeps_the_rest() {
     let s = removal_statement(&q, "t", &r, Some(&set)).expect("statement");
     assert_eq!(
         s.statement,
-        "UPDATE \"t\" SET \"occurrences\" = ? SET \"perform_at\" = ? SET \"version\" = ? WHERE \"scheduler\" = ? \
+        "UPDATE \"t\" SET \"occurrences\" = ? SET \"perform_at\" = ? SET \"version\" = ? REMOVE \"repeat_held\" \
+         WHERE \"scheduler\" = ? \
          AND \"job_id\" = ? AND \"perform_at\" IS NOT MISSING AND (\"enqueued_at\" IS MISSING OR \"enqueued_at\" = ?) \
          AND \"version\" = ?"
     );
