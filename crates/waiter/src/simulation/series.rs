@@ -1,7 +1,7 @@
 //! Series in the simulation (issue 47): random interleavings of series enqueued (every-n and
-//! cron, starts in the past and ahead, each `catch_up`, a `count` so that each ends), poller runs
-//! that crash, seeded store and queue faults, and callers cancelling and rescheduling series
-//! beside the runs.
+//! cron, starts in the past and ahead, each `catch_up`, a `count` so that each ends) beside
+//! one-off jobs, poller runs that crash, seeded store and queue faults, callers cancelling and
+//! rescheduling series beside the runs, and consumers retrying occurrences they received.
 //!
 //! Invariants, per seed:
 //! - never early: no occurrence arrives before its instant, and its `waiter.job_id` names it;
@@ -12,12 +12,15 @@
 //! - none skipped except as the policy says: of a series neither cancelled nor rescheduled,
 //!   `all` delivers every occurrence up to its count, and `skip` and `one` leave out only
 //!   occurrences that were more than 60 s late when the next one was sent;
-//! - at most once: in a seed without faults or crashes, no occurrence is accepted twice.
+//! - at most once: in a seed without faults or crashes, no occurrence is accepted twice;
+//! - one-off jobs beside them: each acknowledged one is delivered, never early;
+//! - a retried occurrence (`retry` under its `{id}@{epoch}`, answered `scheduled`): its attempt
+//!   2 is delivered under that id, never before the time the answer named.
 
 use super::*;
 use crate::repeat::MISSED_AFTER;
 use crate::testing::Sent;
-use sqs_waiter_contract::{JOB_ID_ATTRIBUTE, OCCURRENCE_ATTRIBUTE};
+use sqs_waiter_contract::{ATTEMPT_ATTRIBUTE, JOB_ID_ATTRIBUTE, OCCURRENCE_ATTRIBUTE};
 
 type SimWaiter = Waiter<FaultyStore<MemStore>, FaultyQueue<FakeQueue>, FakeClock>;
 
@@ -45,6 +48,8 @@ pub(super) struct SeriesOutcome {
     pub(super) crashes: usize,
     pub(super) cancelled: usize,
     pub(super) rescheduled: usize,
+    /// Occurrences retried whose attempt 2 was scheduled.
+    pub(super) retries: usize,
 }
 
 fn text<'a>(s: &'a Sent, name: &str) -> Option<&'a str> {
@@ -61,6 +66,11 @@ struct SeriesWorld {
     clock: FakeClock,
     tracked: std::collections::BTreeMap<String, Tracked>,
     out: SeriesOutcome,
+    sink: FakeQueue,
+    /// One-off jobs: the `perform_at` an acknowledged enqueue answered.
+    one_offs: std::collections::BTreeMap<String, Option<DateTime<Utc>>>,
+    /// Occurrences retried: the `perform_at` of attempt 2, when `retry` answered `scheduled`.
+    retried: std::collections::BTreeMap<String, Option<DateTime<Utc>>>,
 }
 
 impl SeriesWorld {
@@ -167,9 +177,53 @@ impl SeriesWorld {
         }
     }
 
+    async fn enqueue_one_off(&mut self) {
+        let id = format!("o{}", self.one_offs.len());
+        let delay = self.rng.random_range(0..120);
+        let r = self
+            .waiter
+            .handle(
+                &json!({"queue": "q", "job_id": id, "message_body": format!("oneoff-{id}"),
+                            "delay_seconds": delay}),
+            )
+            .await;
+        let due = r.ok().and_then(|v| parse_time(&v["perform_at"]));
+        self.one_offs.insert(id, due);
+    }
+
+    /// A consumer hands back an occurrence it received, under the id its message names.
+    async fn retry_occurrence(&mut self) {
+        let now = self.clock.now();
+        let received: Vec<String> = self
+            .sink
+            .sent()
+            .iter()
+            .filter(|s| s.message.body.starts_with("series-") && text(s, ATTEMPT_ATTRIBUTE).is_none())
+            .filter(|s| s.at + TimeDelta::seconds(i64::from(s.message.delay_seconds.unwrap_or(0))) <= now)
+            .filter_map(|s| text(s, JOB_ID_ATTRIBUTE).map(str::to_owned))
+            .filter(|id| !self.retried.contains_key(id))
+            .collect();
+        if received.is_empty() {
+            return;
+        }
+        let id = received[self.rng.random_range(0..received.len())].clone();
+        let series = id.split('@').next().unwrap_or_default().to_owned();
+        let request = json!({"action": "retry", "queue": "q", "job_id": id, "attempt": 1,
+                             "message_body": format!("series-{series}"),
+                             "message_attributes": {"waiter.job_id": {"data_type": "String", "string_value": id}},
+                             "backoff": {"base_s": self.rng.random_range(1..=4), "jitter": false}});
+        let answered = match self.waiter.handle(&request).await {
+            Ok(r) if r["status"] == "scheduled" => parse_time(&r["perform_at"]),
+            // Unknown: it may have been scheduled; a later delivery is not required.
+            _ => None,
+        };
+        self.retried.insert(id, answered);
+    }
+
     async fn beside(&mut self) {
-        match self.rng.random_range(0..2) {
+        match self.rng.random_range(0..3) {
             0 => self.cancel().await,
+            1 => self.retry_occurrence().await,
             _ => self.reschedule().await,
         }
     }
@@ -212,6 +266,9 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
     let waiter = Waiter::new(cfg.clone(), store.clone(), queue.clone(), clock.clone());
     let dispatcher = Dispatcher::new(cfg, store, queue, clock.clone());
     let mut w = SeriesWorld {
+        sink: sink.clone(),
+        one_offs: std::collections::BTreeMap::new(),
+        retried: std::collections::BTreeMap::new(),
         rng,
         waiter,
         mem: mem.clone(),
@@ -220,8 +277,10 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
         out: SeriesOutcome::default(),
     };
     for _ in 0..w.rng.random_range(20..50) {
-        match w.rng.random_range(0..10) {
+        match w.rng.random_range(0..12) {
             0..=2 => w.enqueue().await,
+            10 => w.enqueue_one_off().await,
+            11 => w.retry_occurrence().await,
             3..=6 => {
                 let deadline = w.clock.now() + TimeDelta::seconds(w.rng.random_range(5..30));
                 let crash_after =
@@ -260,8 +319,18 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
         }
         tokio::time::sleep(Duration::from_secs(60)).await;
     }
-    let SeriesWorld { tracked, mut out, .. } = w;
-    check(&mut out, &tracked, &sink.sent(), faulty);
+    let SeriesWorld {
+        tracked,
+        mut out,
+        one_offs,
+        retried,
+        ..
+    } = w;
+    let sent = sink.sent();
+    let (attempts, others): (Vec<Sent>, Vec<Sent>) =
+        sent.into_iter().partition(|s| text(s, ATTEMPT_ATTRIBUTE).is_some());
+    check(&mut out, &tracked, &others, faulty);
+    check_beside(&mut out, &one_offs, &retried, &others, &attempts);
     if active_jobs(&mem) != 0 {
         out.violations
             .push(format!("{} series never finished", active_jobs(&mem)));
@@ -371,6 +440,50 @@ fn check(out: &mut SeriesOutcome, tracked: &std::collections::BTreeMap<String, T
     }
 }
 
+/// The one-off jobs and the retried occurrences beside the series: delivered, never early.
+fn check_beside(
+    out: &mut SeriesOutcome,
+    one_offs: &std::collections::BTreeMap<String, Option<DateTime<Utc>>>,
+    retried: &std::collections::BTreeMap<String, Option<DateTime<Utc>>>,
+    sent: &[Sent],
+    attempts: &[Sent],
+) {
+    let arrival = |s: &Sent| s.at + TimeDelta::seconds(i64::from(s.message.delay_seconds.unwrap_or(0)));
+    for (id, due) in one_offs {
+        let body = format!("oneoff-{id}");
+        let got: Vec<&Sent> = sent.iter().filter(|s| s.message.body == body).collect();
+        if let Some(due) = due {
+            if got.is_empty() {
+                out.violations.push(format!("{id}: acknowledged, never delivered"));
+            }
+            for s in got.iter().filter(|s| arrival(s) < *due) {
+                out.violations
+                    .push(format!("{id}: arrived {} before {due}", arrival(s)));
+            }
+        }
+    }
+    for (id, due) in retried {
+        let got: Vec<&Sent> = attempts
+            .iter()
+            .filter(|s| text(s, JOB_ID_ATTRIBUTE) == Some(id.as_str()))
+            .collect();
+        if got.iter().any(|s| text(s, ATTEMPT_ATTRIBUTE) != Some("2")) {
+            out.violations.push(format!("{id}: an attempt other than 2 was sent"));
+        }
+        if let Some(due) = due {
+            if got.is_empty() {
+                out.violations
+                    .push(format!("{id}: retry answered scheduled, attempt 2 never delivered"));
+            }
+            for s in got.iter().filter(|s| arrival(s) < *due) {
+                out.violations
+                    .push(format!("{id}: attempt 2 arrived {} before {due}", arrival(s)));
+            }
+            out.retries += 1;
+        }
+    }
+}
+
 /// Runs the series seeds (`SIM_SEEDS`, else `default`; `SIM_SEED=s` replays one).
 pub(super) async fn run_series_seeds(default: u64) -> (usize, SeriesOutcome) {
     let seeds = seed_list(default);
@@ -388,6 +501,7 @@ pub(super) async fn run_series_seeds(default: u64) -> (usize, SeriesOutcome) {
         total.crashes += o.crashes;
         total.cancelled += o.cancelled;
         total.rescheduled += o.rescheduled;
+        total.retries += o.retries;
     }
     (seeds.len(), total)
 }
