@@ -444,11 +444,8 @@ async fn redrive_all(cli: &Cli, client: &Client, queue: &str) -> Result<Ended, E
 /// The `repeat` of `--cron` / `--every` and their options, with the cron's zone (clap refuses
 /// the options without one of them).
 fn repeat_of(r: &crate::args::Repetition) -> (Option<Repeat>, Option<String>) {
-    let policy = r.catch_up.as_deref().map(|p| match p {
-        "skip" => CatchUp::Skip,
-        "all" => CatchUp::All,
-        _ => CatchUp::One,
-    });
+    // clap took only skip, one or all.
+    let policy = r.catch_up.as_deref().and_then(CatchUp::parse);
     let mut repeat = match (&r.cron, r.every) {
         (Some(expr), _) => Repeat::cron(expr.clone()),
         (None, Some(s)) => Repeat {

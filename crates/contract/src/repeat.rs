@@ -66,6 +66,13 @@ pub enum CatchUp {
 }
 
 impl CatchUp {
+    /// The policy its wire name names.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::Skip, Self::One, Self::All]
+            .into_iter()
+            .find(|p| p.as_str() == name)
+    }
+
     /// The name on the wire.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -127,7 +134,9 @@ mod tests {
     fn policies_and_occurrence_ids_read_as_written() {
         for p in [CatchUp::Skip, CatchUp::One, CatchUp::All] {
             assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
+            assert_eq!(CatchUp::parse(p.as_str()), Some(p));
         }
+        assert_eq!(CatchUp::parse("sometimes"), None);
         assert_eq!(occurrence_of("daily@1800000000"), Some(("daily", 1_800_000_000)));
         assert_eq!(occurrence_of("daily"), None);
         assert_eq!(occurrence_of("daily@soon"), None);

@@ -54,6 +54,20 @@ fn format_clock(t: NaiveTime) -> String {
     format!("{:02}:{:02}", t.hour(), t.minute())
 }
 
+/// The IANA zone `name` (`UTC` when absent), refused by `field` otherwise: windows' and a
+/// series' cron's zone.
+pub(crate) fn zone_named(field: impl Into<String>, name: Option<&str>) -> Result<Tz, InvalidRequest> {
+    match name {
+        None => Ok(Tz::UTC),
+        Some(name) => name.parse::<Tz>().map_err(|_| {
+            InvalidRequest::new(
+                field,
+                format!("must be an IANA time zone name such as Europe/Berlin, got {name:?}"),
+            )
+        }),
+    }
+}
+
 impl Windows {
     /// `windows` (1 to `MAX_WINDOWS` of `{"from": "HH:MM", "to": "HH:MM"}`) and `time_zone` (an
     /// IANA name, default `UTC`).
@@ -79,16 +93,10 @@ impl Windows {
             }
             spans.push(span);
         }
-        let zone = match time_zone {
-            None => Tz::UTC,
-            Some(name) => name.parse::<Tz>().map_err(|_| {
-                InvalidRequest::new(
-                    "time_zone",
-                    format!("must be an IANA time zone name such as Europe/Berlin, got {name:?}"),
-                )
-            })?,
-        };
-        Ok(Self { zone, spans })
+        Ok(Self {
+            zone: zone_named("time_zone", time_zone)?,
+            spans,
+        })
     }
 
     /// Whether the instant `t` is inside a window.

@@ -9,6 +9,7 @@ use crate::error::{InvalidRequest, PortError};
 use crate::ports::{Clock, JobStore, MessageQueue, Partition, ReplaceOutcome, StoredJob};
 use crate::wire::field_rules::{check_expiry, check_message, check_stored_size};
 use crate::wire::normalise::Given;
+use crate::wire::repeat_rules::start_in_windows;
 use crate::wire::reply::status_only;
 use crate::wire::Reschedule;
 use sqs_waiter_contract::{JobReply, JobStatus};
@@ -110,8 +111,7 @@ where
                     "comes before the series' first occurrence from perform_at",
                 )
             })?;
-            job.perform_at = job.windows.as_ref().map_or(first, |w| w.next_open(first));
-            series.held = (job.perform_at != first).then_some(first);
+            job.perform_at = start_in_windows(series, first, job.windows.as_ref());
         }
         check_message(&Given::default(), job)?;
         next.version = current.version + 1;

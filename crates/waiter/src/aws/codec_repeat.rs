@@ -92,10 +92,10 @@ pub(crate) fn decode_repeat(item: &Item) -> Result<Option<Series>, String> {
     };
     let until = time(A_REPEAT_UNTIL)?;
     let catch_up = match s(item, A_REPEAT_CATCH_UP)? {
-        None | Some("one") => CatchUp::One,
-        Some("skip") => CatchUp::Skip,
-        Some("all") => CatchUp::All,
-        Some(other) => return Err(format!("{A_REPEAT_CATCH_UP} is not skip, one or all: {other}")),
+        None => CatchUp::One,
+        Some(name) => {
+            CatchUp::parse(name).ok_or_else(|| format!("{A_REPEAT_CATCH_UP} is not skip, one or all: {name}"))?
+        }
     };
     Ok(Some(Series {
         every,

@@ -34,7 +34,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             }
             None => {
                 debug!(queue = %self.queue, job_id = %job.job.job_id, skipped = step.skipped, "missed occurrences skipped");
-                self.leave(&job, step.next, 0, HistoryStatus::Finished, None);
+                self.leave(&job, step.next, 0, None);
                 None
             }
         }
@@ -46,7 +46,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         match (job.job.occurrence, status) {
             (Some(o), HistoryStatus::Dispatched) => {
                 self.summary.occurrences += 1;
-                self.leave(job, o.next, 1, HistoryStatus::Finished, message_id);
+                self.leave(job, o.next, 1, message_id);
             }
             _ => {
                 let record = self.record(job, status, message_id);
@@ -62,14 +62,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
 
     /// A series after a pass that sent `sent` occurrences: moved to `next`, or finished (its
     /// record says how many it sent).
-    fn leave(
-        &mut self,
-        job: &StoredJob,
-        next: Option<DateTime<Utc>>,
-        sent: u64,
-        finished: HistoryStatus,
-        message_id: Option<String>,
-    ) {
+    fn leave(&mut self, job: &StoredJob, next: Option<DateTime<Utc>>, sent: u64, message_id: Option<String>) {
         let occurrences = job.job.repeat.as_ref().map_or(0, |s| s.occurrences) + sent;
         self.due_again += usize::from(next.is_some_and(|n| n <= self.d.clock.now()));
         let (record, advance) = match next {
@@ -85,7 +78,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 if let Some(s) = done.job.repeat.as_mut() {
                     s.occurrences = occurrences;
                 }
-                (self.record(&done, finished, message_id), None)
+                (self.record(&done, HistoryStatus::Finished, message_id), None)
             }
         };
         self.deletes.push(Retired {

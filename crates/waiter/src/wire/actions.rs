@@ -160,11 +160,9 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Reschedule>> for Reschedule {
             .map(|a| check_attributes(&given, a).map(without_reserved))
             .transpose()?;
         // `time_zone` is the cron's when `repeat` is given (and the windows' too, with both).
-        let (windows_zone, repeat_zone) = match (&r.repeat, &r.windows) {
-            (Some(_), Some(Some(_))) => (r.time_zone.clone(), r.time_zone),
-            (Some(_), _) => (None, r.time_zone),
-            (None, _) => (r.time_zone, None),
-        };
+        let windows_given = matches!(r.windows, Some(Some(_)));
+        let (windows_zone, repeat_zone) =
+            super::repeat_rules::split_zone(r.repeat.is_some(), windows_given, r.time_zone);
         let windows = check_windows(r.windows, windows_zone)?;
         let repeat = r
             .repeat

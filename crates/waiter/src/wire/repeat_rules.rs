@@ -2,12 +2,12 @@
 //! `repeat.every_s`, ...) and the rule it broke.
 
 use chrono::{DateTime, Utc};
-use chrono_tz::Tz;
 use sqs_waiter_contract::{Repeat, MAX_COUNT, MAX_EVERY_S, MIN_EVERY_S};
 
 use super::normalise::Given;
 use crate::error::InvalidRequest;
 use crate::repeat::{Cron, Every, Series};
+use crate::windows::{zone_named, Windows};
 
 /// The series `repeat` names, read in `time_zone`, and its first occurrence at or after `start`.
 pub(crate) fn check_repeat(
@@ -67,14 +67,24 @@ pub(crate) fn check_repeat(
     Ok((series, first))
 }
 
-fn zone(given: &Given, name: Option<&str>) -> Result<Tz, InvalidRequest> {
-    match name {
-        None => Ok(Tz::UTC),
-        Some(name) => name.parse().map_err(|_| {
-            InvalidRequest::new(
-                given.name("time_zone"),
-                format!("must be an IANA time zone name such as Europe/Berlin, got {name:?}"),
-            )
-        }),
+fn zone(given: &Given, name: Option<&str>) -> Result<chrono_tz::Tz, InvalidRequest> {
+    zone_named(given.name("time_zone"), name)
+}
+
+/// Which of `windows` and a series' cron `time_zone` is for: the cron's when `repeat` is given,
+/// and the windows' too when both are (one zone for both); the windows' alone otherwise.
+pub(crate) fn split_zone(repeat: bool, windows: bool, zone: Option<String>) -> (Option<String>, Option<String>) {
+    match (repeat, windows) {
+        (true, true) => (zone.clone(), zone),
+        (true, false) => (None, zone),
+        (false, _) => (zone, None),
     }
+}
+
+/// Where a series starting with the occurrence `first` is stored: at `first`, or, outside its
+/// windows, at the next opening with `first` held for it.
+pub(crate) fn start_in_windows(series: &mut Series, first: DateTime<Utc>, windows: Option<&Windows>) -> DateTime<Utc> {
+    let open = windows.map_or(first, |w| w.next_open(first));
+    series.held = (open != first).then_some(first);
+    open
 }

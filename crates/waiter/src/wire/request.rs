@@ -16,7 +16,7 @@ use sqs_waiter_contract::{
 
 use super::decode::Decoded;
 use super::normalise::kind;
-use super::repeat_rules::check_repeat;
+use super::repeat_rules::{check_repeat, split_zone, start_in_windows};
 use crate::config::{Config, QueueName};
 use crate::error::InvalidRequest;
 use crate::job::{without_reserved, Job, MAX_JOBS_PER_REQUEST};
@@ -268,11 +268,7 @@ impl TryFrom<Decoded<'_, JobRequest>> for Job {
         let perform_at = when(&given, j.delay_seconds, j.perform_at, now)?
             .unwrap_or_else(|| time::ceil_to_micros(now).unwrap_or(now));
         // `time_zone` is the windows' and a series' cron's (one zone for both).
-        let (windows_zone, repeat_zone) = match (&j.repeat, &j.windows) {
-            (Some(_), None) => (None, j.time_zone),
-            (Some(_), Some(_)) => (j.time_zone.clone(), j.time_zone),
-            (None, _) => (j.time_zone, None),
-        };
+        let (windows_zone, repeat_zone) = split_zone(j.repeat.is_some(), j.windows.is_some(), j.time_zone);
         if j.repeat.is_some() && j.expires_at.is_some() {
             return Err(InvalidRequest::new(
                 given.name("expires_at"),
@@ -287,9 +283,8 @@ impl TryFrom<Decoded<'_, JobRequest>> for Job {
                 let start = j.perform_at.and_then(time::ceil_to_micros).unwrap_or(perform_at);
                 let (mut series, first) = check_repeat(&given, r, repeat_zone.as_deref(), start)?;
                 // Outside the windows, the first occurrence waits for the next opening.
-                let open = windows.as_ref().map_or(first, |w| w.next_open(first));
-                series.held = (open != first).then_some(first);
-                (Some(Box::new(series)), open)
+                let at = start_in_windows(&mut series, first, windows.as_ref());
+                (Some(Box::new(series)), at)
             }
         };
         let expires_at = match j.expires_at {
