@@ -71,11 +71,26 @@ def substitute(obj, name, value):
     return {substitute(k, name, value): substitute(v, name, value) for k, v in obj.items()}
 
 
-def expand_loops(resources, lists):
+def mapped_list(collection, mappings, values):
+    """A loop's `Fn::FindInMap [map, !Ref parameter, key]` collection for the parameter's value
+    in `values` (as CloudFormation gives a parameter: a string), or None if it is not one."""
+    args = collection.get("Fn::FindInMap") if isinstance(collection, dict) else None
+    if not (isinstance(args, list) and len(args) == 3 and isinstance(args[1], dict)
+            and args[1].get("Ref") in (values or {}) and mappings):
+        return None
+    items = mappings.get(args[0], {}).get(str(values[args[1]["Ref"]]), {}).get(args[2])
+    if not (isinstance(items, list) and all(isinstance(item, str) for item in items)):
+        raise ValueError(f"{collection} finds no list of strings for {args[1]['Ref']}={values[args[1]['Ref']]}")
+    return items
+
+
+def expand_loops(resources, lists, mappings=None, values=None):
     """`Resources` with every `Fn::ForEach` over QueueNames or AdoptedQueueNames expanded for
-    `lists` ({parameter: [queue, ...]}), and every loop over a literal list (PollerSchedules)
-    over its items. Raises ValueError on a loop over anything else, or on an id that two
-    iterations (or a loop and a fixed resource) would share."""
+    `lists` ({parameter: [queue, ...]}), every loop over a literal list over its items, and
+    every loop over a mapping's list (PollerSchedules: `Fn::FindInMap [PollerGroupIds, !Ref
+    PollerGroups, Groups]`) over the list `mappings` holds for the parameter's value in
+    `values`. Raises ValueError on a loop over anything else, or on an id that two iterations
+    (or a loop and a fixed resource) would share."""
     out = {}
     for key, body in resources.items():
         if not key.startswith("Fn::ForEach::"):
@@ -88,8 +103,11 @@ def expand_loops(resources, lists):
             items = collection
         elif isinstance(collection, dict) and collection.get("Ref") in lists:
             items = lists[collection["Ref"]]
+        elif (mapped := mapped_list(collection, mappings, values)) is not None:
+            items = mapped
         else:
-            raise ValueError(f"{key} loops over {collection}; only {', '.join(lists)} and literal lists are expanded")
+            raise ValueError(f"{key} loops over {collection}; only {', '.join(lists)}, literal lists"
+                             " and mapped lists of given parameters are expanded")
         for queue in items:
             for pattern, resource in bodies.items():
                 logical = pattern.replace("${" + name + "}", queue).replace("&{" + name + "}", alphanumeric(queue))
@@ -198,7 +216,7 @@ def role_policies(queues, adopted=(), prefix="sqs-waiter-", partition="aws", reg
     lists = {k: names[k] for k in LISTS}
     conditions = conditions_for(template.get("Conditions", {}), names)
     resolve = Resolver(names, conditions)
-    resources = expand_loops(template["Resources"], lists)
+    resources = expand_loops(template["Resources"], lists, template.get("Mappings"), names)
     out = {}
     for role in ROLES:
         docs = [(p["PolicyName"], p["PolicyDocument"]) for p in resources[role]["Properties"].get("Policies", [])]

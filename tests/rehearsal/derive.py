@@ -42,9 +42,9 @@ def inline_queue_list(obj, lists):
     return {k: inline_queue_list(v, lists) for k, v in obj.items()}
 
 
-def derived_template(queues, adopted=()):
+def derived_template(queues, adopted=(), groups=1):
     """template.yaml with its Fn::ForEach expanded for these queues (and adopted queues, whose
-    tables exist), and the code in S3."""
+    tables exist) and this PollerGroups, and the code in S3."""
     # A CommaDelimitedList given "" is [""]: the loops' resources then carry a false condition.
     lists = {"QueueNames": list(queues) or [""], "AdoptedQueueNames": list(adopted) or [""]}
     template = json.loads(json.dumps(cfn_yaml.loads((ROOT / "template.yaml").read_text())))
@@ -63,7 +63,7 @@ def derived_template(queues, adopted=()):
     if not any(key.startswith("Fn::ForEach::") for key in template["Resources"]):
         sys.exit("rehearse: template.yaml has no Fn::ForEach left; update tests/rehearsal/derive.py")
     try:
-        resources = expand_loops(template["Resources"], lists)
+        resources = expand_loops(template["Resources"], lists, template.get("Mappings"), {"PollerGroups": str(groups)})
     except ValueError as e:
         sys.exit(f"rehearse: {e}")
     template["Resources"] = inline_queue_list(resources, lists)

@@ -98,11 +98,11 @@ class Rehearsal:
                 stripped_bootstrap(binary, Path(tmp) / "bootstrap")
                 self.s3.put_object(Bucket=BUCKET, Key=f"{binary}.zip", Body=zipped_dir(tmp))
 
-    def template(self, queues, adopted=()):
+    def template(self, queues, adopted=(), groups=1):
         """The derived template for CreateStack and UpdateStack, from S3 (TemplateURL), as
         `make deploy` sends it (samconfig's resolve_s3): inline, CloudFormation takes at most
         51,200 bytes, which a stack of two queues with its autoscaling resources passes."""
-        body = derived_template(queues, adopted)
+        body = derived_template(queues, adopted, groups)
         key = f"templates/{len(self.templates)}.json"
         self.templates.append(key)
         self.s3.put_object(Bucket=BUCKET, Key=key, Body=body.encode())
@@ -144,7 +144,7 @@ class Rehearsal:
     def create(self, stack, queues, prefix, expect="CREATE_COMPLETE", adopted=(), groups=1, extra=None):
         started = time.monotonic()
         self.groups[stack], self.extra[stack] = groups, extra
-        self.cfn.create_stack(StackName=stack, **self.template(queues, adopted),
+        self.cfn.create_stack(StackName=stack, **self.template(queues, adopted, groups),
                               Parameters=self.params(queues, prefix, adopted, groups, extra), Capabilities=self.CAPS)
         status = self.wait(stack, expect)
         check(status == expect, f"{stack}: create ends {expect} (got {status}, {time.monotonic() - started:.0f} s)")
@@ -367,7 +367,7 @@ class Rehearsal:
 
     def update(self, stack, queues, prefix, adopted=()):
         started = time.monotonic()
-        self.cfn.update_stack(StackName=stack, **self.template(queues, adopted),
+        self.cfn.update_stack(StackName=stack, **self.template(queues, adopted, self.groups.get(stack, 1)),
                               Parameters=self.params(queues, prefix, adopted, self.groups.get(stack, 1),
                                                      self.extra.get(stack)),
                               Capabilities=self.CAPS)

@@ -34,10 +34,11 @@ def loop_body(name):
 def parameter_accepts(param, value):
     """Whether CloudFormation takes `value` (as given on the command line) for a Number
     parameter: a number, within MinValue and MaxValue, and one of AllowedValues if listed; for
-    a String one, the whole value matches AllowedPattern."""
+    a String one, the whole value matches AllowedPattern, and is one of AllowedValues if listed."""
     if param["Type"] == "String":
         pattern = param.get("AllowedPattern")
-        return pattern is None or re.fullmatch(pattern, value) is not None
+        return (pattern is None or re.fullmatch(pattern, value) is not None) \
+            and ("AllowedValues" not in param or value in param["AllowedValues"])
     try:
         number = float(value)
     except ValueError:
@@ -112,11 +113,6 @@ class FirstAndSecondDeploy(unittest.TestCase):
         body = loop_body("PollerSchedules")
         self.assertEqual(list(body), ["PollerSchedule${Group}"])
         schedule = body["PollerSchedule${Group}"]
-        self.assertEqual(schedule["Condition"], "PollerGroupOn${Group}")
-        self.assertNotEqual(list(schedule)[0], "Condition", "AWS refuses a loop body whose first key is Condition")
-        expanded = iam_budget.expand_loops({"Fn::ForEach::PollerSchedules": RESOURCES["Fn::ForEach::PollerSchedules"]}, {})
-        self.assertEqual({k: v["Condition"] for k, v in expanded.items()},
-                         {f"PollerSchedule{i}": f"PollerGroupOn{i}" for i in range(16)})
         props = schedule["Properties"]
         self.assertNotIn("Name", props, "a fixed name would collide between two stacks")
         self.assertEqual(props["ScheduleExpression"], "rate(1 minute)")
@@ -132,36 +128,38 @@ class FirstAndSecondDeploy(unittest.TestCase):
                 event = json.loads(template.replace("${Group}", str(i)).replace("${PollerGroups}", str(n)))
                 self.assertEqual(event, {"group": i, "groups": n})
 
+    def test_no_loop_body_names_its_condition_with_the_loop_identifier(self):
+        # Issue 48, defect 1: `Condition: "PollerGroupOn${Group}"` relied on the transform
+        # substituting a plain string outside the output key, which AWS does not document (its
+        # RFC makes only the output key an implicit Fn::Sub); the schedules' loop now runs over
+        # a mapped list instead, and no loop body carries a Condition that needs the identifier.
+        for key, (name, _, body) in ((k, v) for k, v in RESOURCES.items() if k.startswith("Fn::ForEach::")):
+            for pattern, resource in body.items():
+                condition = resource.get("Condition")
+                self.assertFalse(isinstance(condition, str) and ("${" + name + "}") in condition, f"{key}: {pattern}")
+                self.assertNotIsInstance(condition, dict, f"{key}: {pattern}: SAM CLI cannot expand a computed Condition")
+        self.assertFalse([c for c in TEMPLATE.get("Conditions", {}) if c.startswith("PollerGroupOn")])
+        self.assertNotIn("Metadata", TEMPLATE, "no cfn-lint check silenced for the schedules' loop")
+
     def test_poller_groups_run_exactly_the_groups_below_their_number(self):
         collection = loop_collection("PollerSchedules")
+        self.assertEqual(collection, {"Fn::FindInMap": ["PollerGroupIds", {"Ref": "PollerGroups"}, "Groups"]})
         params = TEMPLATE["Parameters"]["PollerGroups"]
-        # CloudFormation accepts for a Number parameter any number within MinValue/MaxValue and,
-        # with AllowedValues, only the values listed. 1.5 or 2.0 would equal no condition's
-        # number and turn on every group.
-        for odd in ("1.5", "2.0", "0", "17", "-1"):
+        # CloudFormation takes a Number parameter's 1.5 or 2.0 within MinValue/MaxValue; a
+        # String with AllowedValues takes exactly the values listed, each a key of the mapping.
+        for odd in ("1.5", "2.0", "0", "17", "-1", "02", " 2"):
             self.assertFalse(parameter_accepts(params, odd), f"PollerGroups={odd} accepted")
         accepted = [n for n in range(0, 40) if parameter_accepts(params, str(n))]
-        top = max(accepted)
         self.assertEqual(accepted, list(range(1, 17)))
-        self.assertEqual(collection, [str(i) for i in range(top)])
-        conditions = TEMPLATE["Conditions"]
-
-        def holds(cond, n):
-            if isinstance(cond, dict) and "Condition" in cond:
-                return holds(conditions[cond["Condition"]], n)
-            (fn, args), = cond.items()
-            if fn == "Fn::Not":
-                return not holds(args[0], n)
-            if fn == "Fn::And":
-                return all(holds(a, n) for a in args)
-            if fn == "Fn::Equals":
-                vals = [str(n) if a == {"Ref": "PollerGroups"} else str(a) for a in args]
-                return vals[0] == vals[1]
-            raise AssertionError(f"unexpected {fn}")
-
+        mapping = TEMPLATE["Mappings"]["PollerGroupIds"]
+        self.assertEqual(sorted(mapping, key=int), [str(n) for n in accepted])
+        loop = {"Fn::ForEach::PollerSchedules": RESOURCES["Fn::ForEach::PollerSchedules"]}
         for n in accepted:
-            on = [g for g in collection if holds(conditions[f"PollerGroupOn{g}"], n)]
-            self.assertEqual(on, [str(i) for i in range(n)], f"PollerGroups={n}")
+            expanded = iam_budget.expand_loops(loop, {}, TEMPLATE["Mappings"], {"PollerGroups": str(n)})
+            self.assertEqual(sorted(expanded), sorted(f"PollerSchedule{i}" for i in range(n)), f"PollerGroups={n}")
+            self.assertTrue(all("Condition" not in r for r in expanded.values()))
+        with self.assertRaises(ValueError):
+            iam_budget.expand_loops(loop, {}, TEMPLATE["Mappings"], {"PollerGroups": "17"})
         env = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
         self.assertEqual(env["WAITER_POLLER_GROUPS"], {"Ref": "PollerGroups"})
 
@@ -367,7 +365,8 @@ class ExactGrants(unittest.TestCase):
         # `Adopted` beside the adopted list's empty default.
         for queues, adopted in [(["Adoptedorders"], ["orders"]), (["Adopted"], []), (["Createdx"], ["x"]),
                                 (["orders"], ["Createdorders"])]:
-            resources = iam_budget.expand_loops(RESOURCES, {"QueueNames": queues, "AdoptedQueueNames": adopted or [""]})
+            resources = iam_budget.expand_loops(RESOURCES, {"QueueNames": queues, "AdoptedQueueNames": adopted or [""]},
+                                                TEMPLATE["Mappings"], {"PollerGroups": "1"})
             ids = [i for i in resources if i.startswith(("Enqueue", "Poller")) and resources[i]["Type"] == "AWS::IAM::Policy"]
             self.assertEqual(len(ids), 2 * len(queues + (adopted or [""])), (queues, adopted))
             self.assertEqual(check_queues.problems(queues, adopted), [])
@@ -454,7 +453,7 @@ class UpdateMidway(unittest.TestCase):
         """The stack's processed template for `lists`: its loops expanded, as AWS returns it."""
         template = iam_budget.load_template()
         loops = {"QueueNames": lists["queues"] or [""], "AdoptedQueueNames": lists["adopted"] or [""]}
-        template["Resources"] = iam_budget.expand_loops(template["Resources"], loops)
+        template["Resources"] = iam_budget.expand_loops(template["Resources"], loops, template["Mappings"], {"PollerGroups": "1"})
         return template
 
     def lists(self, queues=(), adopted=()):
