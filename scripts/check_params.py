@@ -108,6 +108,22 @@ def projection_changed(overrides, current):
             f"IndexProjection={now}, or move the tables as docs/tables.md \"Index projection\" says"]
 
 
+def scope_changed(overrides, current):
+    """TableScope other than the stack's: it names the tables, so a change would make
+    CloudFormation create new, empty tables and point the functions at them, while the old ones
+    (kept: DeletionPolicy Retain) hold the stored jobs. A stack without the parameter predates
+    it: prefix. A new stack (current None or {}) may choose."""
+    if not current:
+        return []
+    now = current.get("TableScope", "prefix")
+    new = overrides.get("TableScope", now)
+    if new == now:
+        return []
+    return [f"TableScope ({new}) differs from this stack's ({now}): it would rename the stack's tables, and the "
+            "jobs stored in the current ones would wait there undelivered; keep TableScope={now}, or move to a "
+            "new stack as docs/deploy.md \"Table scope\" says"]
+
+
 def problems(values):
     out = []
     try:

@@ -11,7 +11,9 @@
   so `jobs-fifo` and `jobs.fifo`, or `orders-eu` and `orders_eu`, in one list would be one
   resource: such names are refused together, naming both. (The two lists' ids never meet:
   `EnqueueCreated…` and `EnqueueAdopted…`, likewise for the poller.)
-- Every table name ({prefix}{queue}) fits DynamoDB's 3 to 255 characters, and each role's inline
+- Every table name ({prefix}{queue}, or {stack}.{queue} with TableScope=stack, which takes no
+  TablePrefix) fits DynamoDB's 3 to 255 characters, the functions' environment fits Lambda's
+  4 KB, a stack serves at most 100 queues, and each role's inline
   policies fit IAM's 10,240 characters in the deploy's partition (scripts/iam_budget.py; without
   --region, nor AWS_REGION or AWS_DEFAULT_REGION, in every partition at its longest region).
 - The other parameters fit each other (scripts/check_params.py), as PARAMS gives them or, left
@@ -71,10 +73,11 @@ def midway(args, queues, adopted, current):
               "checked at its end state only", file=sys.stderr)
         return []
     deploy = {"queues": queues, "adopted": adopted, "prefix": args.prefix, "kms_keys": split(args.kms_keys),
-              "table_key": args.table_key}
+              "table_key": args.table_key, "scope": args.scope, "stack": args.stack}
     now = {"queues": split(current.get("QueueNames", "")), "adopted": split(current.get("AdoptedQueueNames", "")),
            "prefix": current.get("TablePrefix", "sqs-waiter-"), "kms_keys": split(current.get("QueueKmsKeyArns", "")),
-           "table_key": current.get("TableKmsKeyArn", "")}
+           "table_key": current.get("TableKmsKeyArn", ""), "scope": current.get("TableScope", "prefix"),
+           "stack": args.stack}
     return iam_budget.update_problems(deploy, now, template, region=args.region)
 
 
@@ -93,6 +96,7 @@ def main(argv):
     parser.add_argument("--params", default=None, help="PARAMS, as make passes them to SAM")
     parser.add_argument("--stack", default="sqs-waiter", help="the stack's name, for its current parameters")
     args = parser.parse_args(argv[1:])
+    args.scope = "prefix"
     queues, adopted = split(args.queues), split(args.adopted)
     current = {}
     if args.params is not None:
@@ -106,14 +110,19 @@ def main(argv):
         args.prefix = overrides.get("TablePrefix", (current or {}).get("TablePrefix", args.prefix))
         args.kms_keys = overrides.get("QueueKmsKeyArns", (current or {}).get("QueueKmsKeyArns", args.kms_keys))
         args.table_key = overrides.get("TableKmsKeyArn", (current or {}).get("TableKmsKeyArn", args.table_key))
+        args.scope = overrides.get("TableScope", (current or {}).get("TableScope", "prefix"))
     found = problems(queues, adopted)
+    if args.scope == "stack" and args.prefix != "sqs-waiter-":
+        found.append(f"TablePrefix ({args.prefix}) is given with TableScope=stack, whose tables are {args.stack}.{{queue}}: "
+                     "leave TablePrefix out (docs/deploy.md \"Table scope\")")
     if not found:
         found = iam_budget.problems(queues, adopted, args.prefix, region=args.region, kms_keys=split(args.kms_keys),
-                                    table_key=args.table_key)
+                                    table_key=args.table_key, scope=args.scope, stack=args.stack)
     if args.params is not None:
         found += check_params.problems(check_params.effective(overrides, current, iam_budget.load_template()))
         found += check_params.lowered(overrides, current)
         found += check_params.projection_changed(overrides, current)
+        found += check_params.scope_changed(overrides, current)
         if current and not found:
             found += midway(args, queues, adopted, current)
     for p in found:

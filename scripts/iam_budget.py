@@ -32,6 +32,15 @@ LISTS = ("QueueNames", "AdoptedQueueNames")
 # region is not known (14 characters: ap-southeast-5, cn-northwest-1; us-gov-west-1 is 13).
 PARTITIONS = {"aws": "ap-southeast-5", "aws-cn": "cn-northwest-1", "aws-us-gov": "us-gov-west-1"}
 ACCOUNT = "123456789012"
+# CloudFormation: a stack name is at most 128 characters, letters, digits and "-", never ".":
+# with TableScope=stack its tables are {stack}.{queue}. Budgets with no stack name given take
+# the longest.
+# https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/cloudformation-limits.html
+STACK_NAME_MAX = 128
+LONGEST_STACK = "S" * STACK_NAME_MAX
+# How many queues a stack serves, SAM or CDK: the tests measure both at this count of
+# 80-character names, and make deploy and the construct refuse one more.
+MAX_QUEUES = 100
 # A generated physical name in an ARN (a log group, the failure queue): CloudFormation builds it
 # from the stack name (up to 128 characters, truncated), the logical id and a random suffix.
 GENERATED_ARN = "x" * 150
@@ -204,15 +213,21 @@ def parameter_values(template, queues, adopted, given):
     return names
 
 
+def table_names(queues, prefix="sqs-waiter-", scope="prefix", stack=LONGEST_STACK):
+    """The tables of these queues: {TablePrefix}{q}, or with TableScope=stack {stack}.{q}."""
+    return [f"{stack}.{q}" if scope == "stack" else prefix + q for q in queues]
+
+
 def role_policies(queues, adopted=(), prefix="sqs-waiter-", partition="aws", region=None,
-                  kms_keys=(), template=None, table_key=""):
+                  kms_keys=(), template=None, table_key="", scope="prefix", stack=LONGEST_STACK):
     """{role: [(policy name, resolved policy document)]}: every inline policy each function's
     role gets when the template is deployed with these lists."""
     template = template or load_template()
     region = region or PARTITIONS[partition]
     names = parameter_values(template, queues, adopted, {
         "AWS::Partition": partition, "AWS::Region": region, "AWS::AccountId": ACCOUNT, "TablePrefix": prefix,
-        "QueueKmsKeyArns": list(kms_keys) or [""], "TableKmsKeyArn": table_key})
+        "QueueKmsKeyArns": list(kms_keys) or [""], "TableKmsKeyArn": table_key, "TableScope": scope,
+        "AWS::StackName": stack})
     lists = {k: names[k] for k in LISTS}
     conditions = conditions_for(template.get("Conditions", {}), names)
     resolve = Resolver(names, conditions)
@@ -230,11 +245,12 @@ def role_policies(queues, adopted=(), prefix="sqs-waiter-", partition="aws", reg
     return out
 
 
-def environment_bytes(queues, adopted=(), prefix="sqs-waiter-", template=None):
+def environment_bytes(queues, adopted=(), prefix="sqs-waiter-", template=None, scope="prefix", stack=LONGEST_STACK):
     """The functions' environment (the template's Globals) as Lambda counts it, for these lists
     and the other parameters at their defaults."""
     template = template or load_template()
-    names = parameter_values(template, queues, adopted, {"TablePrefix": prefix})
+    names = parameter_values(template, queues, adopted, {"TablePrefix": prefix, "TableScope": scope,
+                                                         "AWS::StackName": stack})
     env = template["Globals"]["Function"]["Environment"]["Variables"]
     resolved = Resolver(names, conditions_for(template.get("Conditions", {}), names))(env)
     return sum(len(k.encode()) + len(str(v).encode()) for k, v in resolved.items())
@@ -247,32 +263,38 @@ def policy_chars(policies):
 
 
 def role_chars(queues, adopted=(), prefix="sqs-waiter-", partition="aws", region=None, kms_keys=(),
-               template=None, table_key=""):
+               template=None, table_key="", scope="prefix", stack=LONGEST_STACK):
     """{role: inline policy characters} for this deployment."""
-    policies = role_policies(queues, adopted, prefix, partition, region, kms_keys, template, table_key)
+    policies = role_policies(queues, adopted, prefix, partition, region, kms_keys, template, table_key, scope, stack)
     return {role: policy_chars(p) for role, p in policies.items()}
 
 
-def problems(queues, adopted=(), prefix="sqs-waiter-", partition=None, region=None, kms_keys=(), table_key=""):
-    """Why a SAM deploy of these lists would fail at IAM or DynamoDB, one sentence each ([] when
-    it fits). With no region, each partition is checked at its longest region name."""
+def problems(queues, adopted=(), prefix="sqs-waiter-", partition=None, region=None, kms_keys=(), table_key="",
+             scope="prefix", stack=LONGEST_STACK):
+    """Why a SAM deploy of these lists would fail at IAM, Lambda or DynamoDB, one sentence each
+    ([] when it fits). With no region, each partition is checked at its longest region name."""
     out = []
-    for q in list(queues) + list(adopted):
-        table = prefix + q
+    count = len(queues) + len(adopted)
+    if count > MAX_QUEUES:
+        out.append(f"{count} queues: a stack serves at most {MAX_QUEUES} (the count tested at 80-character names "
+                   "in SAM and CDK); split them over several stacks")
+        return out
+    for table in table_names(list(queues) + list(adopted), prefix, scope, stack):
         if not TABLE_NAME_MIN <= len(table) <= TABLE_NAME_MAX:
             out.append(f"table name '{table}' ({len(table)} characters) is outside DynamoDB's "
-                       f"{TABLE_NAME_MIN} to {TABLE_NAME_MAX}: change TablePrefix or the queue name")
+                       f"{TABLE_NAME_MIN} to {TABLE_NAME_MAX}: change "
+                       f"{'the stack name' if scope == 'stack' else 'TablePrefix'} or the queue name")
     if out:
         return out
     partitions = [partition_of(region)] if region else [partition] if partition else list(PARTITIONS)
     template = load_template()
-    env = environment_bytes(queues, adopted, prefix, template)
+    env = environment_bytes(queues, adopted, prefix, template, scope, stack)
     if env > LAMBDA_ENVIRONMENT_BYTES:
-        out.append(f"{len(queues) + len(adopted)} queues make the functions' environment {env} bytes, over Lambda's "
+        out.append(f"{count} queues make the functions' environment {env} bytes, over Lambda's "
                    f"{LAMBDA_ENVIRONMENT_BYTES} (WAITER_QUEUES holds the list): deploy them with the CDK construct, "
                    "which moves a long list into a layer, or split them over several SAM stacks")
     for p in partitions:
-        chars = role_chars(queues, adopted, prefix, p, region, kms_keys, template, table_key)
+        chars = role_chars(queues, adopted, prefix, p, region, kms_keys, template, table_key, scope, stack)
         over = {role: c for role, c in chars.items() if c > ROLE_INLINE_POLICY_CHARS}
         if over:
             where = f"{p} ({region})" if region else f"{p} (region not given: checked at {PARTITIONS[p]})"
@@ -280,9 +302,15 @@ def problems(queues, adopted=(), prefix="sqs-waiter-", partition=None, region=No
             out.append(
                 f"{len(queues) + len(adopted)} queues do not fit one SAM stack in {where}: {needs} characters of "
                 f"inline policy, over IAM's {ROLE_INLINE_POLICY_CHARS} per role. Deploy them with the CDK construct "
-                "(infra/, no such limit), or split them over several SAM stacks, each with its own TablePrefix "
-                "(docs/deploy.md \"IAM\")")
+                "(infra/, no such limit), or split them over several SAM stacks, each with its own TablePrefix"
+                + ("; a new stack with TableScope=stack grants all its queues in three policies" if scope != "stack" else "")
+                + " (docs/deploy.md \"IAM\")")
     return out
+
+
+def scope_of(deployment):
+    """(TableScope, stack name) of a deployment dict of update_problems, the defaults if unset."""
+    return deployment.get("scope", "prefix"), deployment.get("stack", LONGEST_STACK)
 
 
 def peak_chars(new, old):
@@ -308,9 +336,9 @@ def update_problems(deploy, current, current_template, partition=None, region=No
     template = load_template()
     for p in partitions:
         new = role_policies(deploy["queues"], deploy["adopted"], deploy["prefix"], p, region, deploy["kms_keys"],
-                            template, deploy.get("table_key", ""))
+                            template, deploy.get("table_key", ""), *scope_of(deploy))
         old = role_policies(current["queues"], current["adopted"], current["prefix"], p, region,
-                            current["kms_keys"], current_template, current.get("table_key", ""))
+                            current["kms_keys"], current_template, current.get("table_key", ""), *scope_of(current))
         over = {role: c for role, c in peak_chars(new, old).items() if c > ROLE_INLINE_POLICY_CHARS}
         if not over:
             continue
@@ -334,11 +362,12 @@ def first_step(deploy, current, old, partition, region, template):
     new end state). None when not even one queue fits."""
     step = {"queues": [q for q in current["queues"] if q in deploy["queues"]],
             "adopted": [q for q in current["adopted"] if q in deploy["adopted"]],
-            "prefix": deploy["prefix"], "kms_keys": deploy["kms_keys"], "table_key": deploy.get("table_key", "")}
+            "prefix": deploy["prefix"], "kms_keys": deploy["kms_keys"], "table_key": deploy.get("table_key", ""),
+            "scope": scope_of(deploy)[0], "stack": scope_of(deploy)[1]}
 
     def fits(lists):
         new = role_policies(lists["queues"], lists["adopted"], lists["prefix"], partition, region,
-                            lists["kms_keys"], template, lists["table_key"])
+                            lists["kms_keys"], template, lists["table_key"], *scope_of(lists))
         return all(c <= ROLE_INLINE_POLICY_CHARS for c in peak_chars(new, old).values())
 
     for key in ("queues", "adopted"):
@@ -350,12 +379,13 @@ def first_step(deploy, current, old, partition, region, template):
     return step if (step["queues"] or step["adopted"]) and fits(step) else None
 
 
-def max_queues(name_length, partition, prefix="sqs-waiter-", region=None):
-    """How many queues of `name_length` characters one SAM stack holds in `partition`."""
+def max_queues(name_length, partition, prefix="sqs-waiter-", region=None, scope="prefix", stack=LONGEST_STACK):
+    """How many queues of `name_length` characters one SAM stack holds in `partition`: what its
+    roles' inline policies and the functions' environment hold, and at most MAX_QUEUES."""
     template = load_template()
     lo, hi = 0, 1
-    fits = lambda n: all(c <= ROLE_INLINE_POLICY_CHARS for c in role_chars(  # noqa: E731
-        [f"{i:0{name_length}d}" for i in range(n)], (), prefix, partition, region, (), template).values())
+    fits = lambda n: n <= MAX_QUEUES and not problems(  # noqa: E731
+        [f"{i:0{name_length}d}" for i in range(n)], (), prefix, partition, region, scope=scope, stack=stack)
     while fits(hi):
         lo, hi = hi, hi * 2
     while hi - lo > 1:
@@ -365,6 +395,9 @@ def max_queues(name_length, partition, prefix="sqs-waiter-", region=None):
 
 
 if __name__ == "__main__":
-    print("queues of 20, 40 and 80 characters one SAM stack holds (TablePrefix sqs-waiter-):")
-    for p in PARTITIONS:
-        print(f"  {p:<11} ({PARTITIONS[p]}): " + ", ".join(f"{n}: {max_queues(n, p)}" for n in (20, 40, 80)))
+    for scope in ("prefix", "stack"):
+        print(f"queues of 20, 40 and 80 characters one SAM stack holds (TableScope={scope}, TablePrefix sqs-waiter-, "
+              f"a {STACK_NAME_MAX}-character stack name):")
+        for p in PARTITIONS:
+            print(f"  {p:<11} ({PARTITIONS[p]}): "
+                  + ", ".join(f"{n}: {max_queues(n, p, scope=scope)}" for n in (20, 40, 80)))

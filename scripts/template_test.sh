@@ -20,6 +20,7 @@ export AWS_EC2_METADATA_DISABLED=true
 echo "template-test: structure"
 python tests/template/test_template.py
 python tests/template/test_options.py
+python tests/template/test_scope.py
 echo "template-test: the IAM call check's own tests (SAM and CDK statements, IAM matching)"
 python tests/iam/test_check_calls.py
 

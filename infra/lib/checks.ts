@@ -8,6 +8,12 @@ import type { IConstruct } from "constructs";
  * mid-deploy or that would fail at run time. Each error names the props and the rule.
  */
 
+/**
+ * The queues one stack serves, SAM or CDK: both are tested at this many 80-character names
+ * (IAM's policy limits in every partition, the allow-list in a layer), and refuse one more
+ * rather than meet an untested limit mid-deploy. scripts/iam_budget.py's MAX_QUEUES is the same.
+ */
+export const MAX_QUEUES = 100;
 /** IAM attaches 10 managed policies to a role by default; the quota can be raised to 20. */
 export const MANAGED_POLICIES_PER_ROLE = { default: 10, max: 20 };
 /** DynamoDB's warm throughput: a new on-demand table starts at these, and it never shrinks. */
@@ -16,6 +22,16 @@ export const WARM_FLOOR = { read: 12_000, write: 4_000 };
 export const TABLE_QUOTA = 40_000;
 /** The poller's run ends this long before its timeout: a FIFO hold must fit before it. */
 export const POLLER_MARGIN_S = 5;
+
+/** At most MAX_QUEUES queues, created and adopted together. */
+export function checkQueueCount(queues: number, adopted: number): void {
+  if (queues + adopted > MAX_QUEUES) {
+    throw new Error(
+      `SqsWaiter: ${queues + adopted} queues (queues ${queues}, adoptedQueues ${adopted}): a stack serves at most ` +
+        `${MAX_QUEUES} (the count tested at 80-character names in every partition); split them over two SqsWaiter stacks`,
+    );
+  }
+}
 
 /** A run holds FIFO jobs up to `fifoHold`: Lambda would stop a run whose timeout ends first. */
 export function checkPollerTimeout(timeoutS: number, fifoHoldS: number): void {

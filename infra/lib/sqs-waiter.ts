@@ -15,6 +15,7 @@ import { RustFunction } from "cargo-lambda-cdk";
 import { Construct } from "constructs";
 import {
   checkPollerTimeout,
+  checkQueueCount,
   checkReservedConcurrency,
   checkWarmThroughput,
   guardManagedPolicies,
@@ -278,6 +279,7 @@ export class SqsWaiter extends Construct {
     if (props.queues.length + adoptedQueues.length === 0) {
       throw new Error("SqsWaiter: queues must name at least one queue (or adoptedQueues one whose table exists)");
     }
+    checkQueueCount(props.queues.length, adoptedQueues.length);
     const prefix = props.tablePrefix ?? "sqs-waiter-";
     checkWarmThroughput(props.warmThroughput, props.tableThroughputQuota ?? TABLE_QUOTA);
     const projection = indexProjection(props.indexProjection);

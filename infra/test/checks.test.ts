@@ -9,10 +9,10 @@ import { fakeCode, newApp } from "./helpers.ts";
 // Issue 48, defects 5, 7 and 8: what AWS would refuse mid-deploy, or what would fail at run
 // time, stops synth and names the props and the rule.
 
-function synth(props: Partial<SqsWaiterProps>, queueCount = 1): Template {
-  const stack = new Stack(newApp(), "S", { env: { account: "111111111111", region: "us-east-1" } });
+function synth(props: Partial<SqsWaiterProps>, queueCount = 1, [partition, region] = ["aws", "us-east-1"]): Template {
+  const stack = new Stack(newApp(), "S", { env: { account: "111111111111", region } });
   const queues = Array.from({ length: queueCount }, (_, i) =>
-    sqs.Queue.fromQueueArn(stack, `q${i}`, `arn:aws:sqs:us-east-1:111111111111:${"q".repeat(74)}${String(i).padStart(6, "0")}`),
+    sqs.Queue.fromQueueArn(stack, `q${i}`, `arn:${partition}:sqs:${region}:111111111111:${"q".repeat(74)}${String(i).padStart(6, "0")}`),
   );
   new SqsWaiter(stack, "Waiter", { queues, enqueueCode: fakeCode(), pollerCode: fakeCode(), ...props });
   return Template.fromStack(stack);
@@ -70,4 +70,16 @@ test("more overflow managed policies than managedPolicyQuota stop synth, naming 
   });
   synth({ managedPolicyQuota: quota + 1 }, 100);
   assert.throws(() => synth({ managedPolicyQuota: 21 }), /managedPolicyQuota must be a whole number from 1 to 20/);
+});
+
+test("101 queues of 80 characters are refused in every partition, naming the limit; 100 synthesize", () => {
+  for (const where of [
+    ["aws", "us-east-1"],
+    ["aws-cn", "cn-northwest-1"],
+    ["aws-us-gov", "us-gov-west-1"],
+  ] as [string, string][]) {
+    assert.throws(() => synth({}, 101, where), /SqsWaiter: 101 queues \(queues 101, adoptedQueues 0\): a stack serves at most 100/);
+  }
+  // 100 synthesize (their IAM budgets: "100 queues of 80 characters, in every partition").
+  synth({}, 100, ["aws-us-gov", "us-gov-west-1"]);
 });

@@ -455,7 +455,8 @@ test("ranges.json: the SAM parameters and the docs' table say the same", () => {
   for (const [prop, range] of Object.entries(RANGES)) {
     const param = template.match(new RegExp(`\\n  ${range.sam}:\\n((?:    .*\\n)+)`));
     assert.ok(param, `template.yaml has a parameter ${range.sam}`);
-    const allowed = param[1].match(/AllowedValues: \[([\d, ]+)\]/)?.[1];
+    // Numbers, or quoted numbers (PollerGroups, a String so that its values key a mapping).
+    const allowed = param[1].match(/AllowedValues: \[([\d, "]+)\]/)?.[1]?.replaceAll('"', "");
     if (allowed !== undefined) {
       // A whole-number parameter listed value by value (PollerGroups): the list is the range.
       assert.ok(range.max !== null, `${range.sam} lists its values, so the range has a top`);

@@ -32,6 +32,8 @@ from iam_budget import Resolver, conditions_for  # noqa: E402  (one resolver for
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 REGION, ACCOUNT, PREFIX = "us-east-1", "123456789012", "sqs-waiter-"
+# The stack name of the TableScope=stack case (docs/tables.md "Table scope").
+STACK = "sqs-waiter"
 # A customer-managed key for the KMS case: a queue encrypted with it needs both actions on it.
 KMS_KEY = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/11111111-2222-3333-4444-555555555555"
 KMS_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
@@ -115,13 +117,14 @@ def allows(statements, action, arn):
     return False
 
 
-def sam_statements(queues, kms=False):
+def sam_statements(queues, kms=False, scope="prefix"):
     from derive import derived_template
 
     template = json.loads(derived_template(queues))
     names = {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::Partition": "aws",
              "AWS::URLSuffix": "amazonaws.com", "TablePrefix": PREFIX, "QueueNames": queues,
-             "AdoptedQueueNames": [""], "QueueKmsKeyArns": [KMS_KEY] if kms else [""]}
+             "AdoptedQueueNames": [""], "QueueKmsKeyArns": [KMS_KEY] if kms else [""],
+             "TableScope": scope, "AWS::StackName": STACK}
     for name, p in template.get("Parameters", {}).items():
         names.setdefault(name, p.get("Default", ""))
     names["QueueKmsKeyArns"] = [KMS_KEY] if kms else [""]
@@ -130,6 +133,16 @@ def sam_statements(queues, kms=False):
         return {p: resources[f"{r}Function"]["Properties"]["Role"]["Fn::GetAtt"][0] for p, r in ROLES.items()}
 
     return role_statements(template, role_of, names)
+
+
+def sam_stack_statements(queues, kms=False):
+    return sam_statements(queues, kms, "stack")
+
+
+def on_stack_tables(calls):
+    """The calls as a TableScope=stack deployment makes them: its tables are {stack}.{queue}."""
+    table = f":table/{PREFIX}"
+    return {(p, a, r.replace(table, f":table/{STACK}.", 1)) for p, a, r in calls}
 
 
 def cdk_statements(queues, kms=False):
@@ -170,9 +183,11 @@ def main(argv):
     for record in outside:
         print(f"check_calls: OUTSIDE its deployment: {json.dumps(record)}")
     failed = bool(outside)
-    for name, statements_of in [("template.yaml", sam_statements), ("the CDK construct", cdk_statements)]:
+    for name, statements_of, moved in [("template.yaml", sam_statements, calls),
+                                       ("template.yaml with TableScope=stack", sam_stack_statements, on_stack_tables(calls)),
+                                       ("the CDK construct", cdk_statements, calls)]:
         for kms in (False, True):
-            checked = calls | (kms_calls(calls) if kms else set())
+            checked = moved | (kms_calls(moved) if kms else set())
             missing = ungranted(checked, statements_of(queues, kms))
             label = f"{name}{' with a KMS-encrypted queue' if kms else ''}"
             for p, a, r in missing:

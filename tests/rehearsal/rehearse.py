@@ -49,6 +49,8 @@ ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm
 # Jobs due in more than DIRECT_MAX_DELAY seconds are stored (the deployed default is 900): the
 # rehearsal stores jobs a few seconds ahead and has the poller hand them over.
 DIRECT_MAX_DELAY = 0
+# sqs-waiter-dev runs TableScope=stack: its tables are named by the stack.
+DEV = "sqs-waiter-dev."
 STORED_DELAY_S = 8
 
 failures = []
@@ -109,11 +111,13 @@ class Rehearsal:
         return {"TemplateURL": f"{self.endpoint}/{BUCKET}/{key}"}
 
     def params(self, queues, prefix, adopted=(), groups=1, extra=None):
+        # With TableScope=stack the tables are {stack}.{q}, and the template's rule wants no TablePrefix.
+        scoped = (extra or {}).get("TableScope") == "stack"
         return [*({"ParameterKey": k, "ParameterValue": v} for k, v in (extra or {}).items()),
             {"ParameterKey": "PollerGroups", "ParameterValue": str(groups)},
             {"ParameterKey": "QueueNames", "ParameterValue": ",".join(queues)},
             {"ParameterKey": "AdoptedQueueNames", "ParameterValue": ",".join(adopted)},
-            {"ParameterKey": "TablePrefix", "ParameterValue": prefix},
+            *([] if scoped else [{"ParameterKey": "TablePrefix", "ParameterValue": prefix}]),
             {"ParameterKey": "Architecture", "ParameterValue": ARCH},
             {"ParameterKey": "DirectMaxDelay", "ParameterValue": str(DIRECT_MAX_DELAY)},
         ]
@@ -211,13 +215,20 @@ class Rehearsal:
                     if (":dynamodb:" in r or ":sqs:" in r) and r not in own:
                         named.add(r)
         want = set()
+        scoped = (self.extra.get(stack) or {}).get("TableScope") == "stack"
         for q in list(queues) + list(adopted):
             table = f"arn:aws:dynamodb:{REGION}:{account}:table/{prefix}{q}"
-            want |= {table, f"{table}/index/scheduler-perform_at-index", f"arn:aws:sqs:{REGION}:{account}:{q}"}
+            want |= {f"arn:aws:dynamodb:{REGION}:{account}:table/{stack}.*", f"arn:*:sqs:*:*:{q}"} if scoped else \
+                {table, f"{table}/index/scheduler-perform_at-index", f"arn:aws:sqs:{REGION}:{account}:{q}"}
         check(named == want, f"{stack}: {logical} names exactly the tables, indexes and queues of "
                              f"{', '.join(list(queues) + list(adopted))} (extra: {sorted(named - want)}, "
                              f"missing: {sorted(want - named)})")
         lists = {f"created-{q}" for q in queues} | {f"adopted-{q}" for q in adopted}
+        if scoped:
+            lists = {"stack-tables", "stack-queues"}
+            pinned = [st.get("Condition") for st in pol.get("stack-queues", {}).get("Statement", [])]
+            check(pinned == [{"StringEquals": {"aws:ResourceAccount": account, "aws:RequestedRegion": REGION}}],
+                  f"{stack}: {logical}'s queue ARNs are pinned to this account and region (got {pinned})")
         check(lists <= set(pol), f"{stack}: {logical} holds {', '.join(sorted(lists))} (got {sorted(pol)})")
 
     def check_stack(self, stack, queues, prefix, adopted=()):
@@ -439,14 +450,15 @@ def main():
         #    two poller groups, each schedule its own half of the partitions, and encrypts its
         #    tables with a customer-managed key.
         prod = options.ProdOptions(r, check, gap)
-        for stack, prefix, groups, extra in (("sqs-waiter-dev", "dev-", 1, None),
+        # dev names its tables by its stack (TableScope=stack: sqs-waiter-dev.orders), prod by its prefix.
+        for stack, prefix, groups, extra in (("sqs-waiter-dev", DEV, 1, {"TableScope": "stack"}),
                                              ("sqs-waiter-prod", "prod-", 2, prod.parameters())):
             if not r.create(stack, ["orders", "billing"], prefix, groups=groups, extra=extra):
                 return
             r.check_stack(stack, ["orders", "billing"], prefix)
             r.deliver(rt, stack, "orders")
         prod.check_keys("sqs-waiter-prod", ["orders", "billing"], "prod-")
-        prod.check_tables("sqs-waiter-dev", ["dev-orders", "dev-billing"], None)
+        prod.check_tables("sqs-waiter-dev", [DEV + "orders", DEV + "billing"], None)
         midway.check_update_midway(ls.endpoint, "sqs-waiter-prod", check)
         # 1b. prod moves a queue from created to adopted in one update, with its two groups and
         #     its key, and a job goes through that queue.
@@ -456,29 +468,29 @@ def main():
         r.deliver(rt, "sqs-waiter-prod", "billing")
 
         # 2. Add a queue: one new table; the others are the same tables, untouched.
-        before = {q: (r.table("dev-" + q) or {}).get("CreationDateTime") for q in ("orders", "billing")}
-        r.update("sqs-waiter-dev", ["orders", "billing", "refunds"], "dev-")
-        r.check_stack("sqs-waiter-dev", ["orders", "billing", "refunds"], "dev-")
+        before = {q: (r.table(DEV + q) or {}).get("CreationDateTime") for q in ("orders", "billing")}
+        r.update("sqs-waiter-dev", ["orders", "billing", "refunds"], DEV)
+        r.check_stack("sqs-waiter-dev", ["orders", "billing", "refunds"], DEV)
         r.deliver(rt, "sqs-waiter-dev", "refunds")
         for q, created in before.items():
-            check(created is not None and (r.table("dev-" + q) or {}).get("CreationDateTime") == created,
-                  f"sqs-waiter-dev: table dev-{q} kept through the update (not replaced)")
+            check(created is not None and (r.table(DEV + q) or {}).get("CreationDateTime") == created,
+                  f"sqs-waiter-dev: table {DEV}{q} kept through the update (not replaced)")
 
         # 3. Take out a queue whose table holds a job, then add it back: the stack adopts the
         #    kept table (AdoptedQueueNames) and the job is delivered.
         held = rt.hold_job(r.physical(r.resources("sqs-waiter-dev"), "EnqueueFunction"), "billing",
                            "sqs-waiter-dev/billing kept through its removal", STORED_DELAY_S)
-        r.update("sqs-waiter-dev", ["orders", "refunds"], "dev-")
-        check(rt.stored(r.ddb, "dev-billing") == 1, "sqs-waiter-dev: queue billing taken out, its table and job kept")
-        r.update("sqs-waiter-dev", ["orders", "refunds"], "dev-", adopted=["billing"])
-        r.check_stack("sqs-waiter-dev", ["orders", "refunds"], "dev-", adopted=["billing"])
+        r.update("sqs-waiter-dev", ["orders", "refunds"], DEV)
+        check(rt.stored(r.ddb, DEV + "billing") == 1, "sqs-waiter-dev: queue billing taken out, its table and job kept")
+        r.update("sqs-waiter-dev", ["orders", "refunds"], DEV, adopted=["billing"])
+        r.check_stack("sqs-waiter-dev", ["orders", "refunds"], DEV, adopted=["billing"])
         r.deliver_held(rt, "sqs-waiter-dev", "billing", held)
 
         # 3b. Move a queue from QueueNames to AdoptedQueueNames in one update: its created-
         #     policies go and its adopted- ones come, and it keeps its rights (issue 37,
         #     defect 2); a job then goes through it.
-        r.update("sqs-waiter-dev", ["orders"], "dev-", adopted=["billing", "refunds"])
-        r.check_stack("sqs-waiter-dev", ["orders"], "dev-", adopted=["billing", "refunds"])
+        r.update("sqs-waiter-dev", ["orders"], DEV, adopted=["billing", "refunds"])
+        r.check_stack("sqs-waiter-dev", ["orders"], DEV, adopted=["billing", "refunds"])
         r.deliver(rt, "sqs-waiter-dev", "refunds")
 
         # 4. Delete: the tables stay with their jobs, everything else goes; a new stack adopts
@@ -487,9 +499,9 @@ def main():
         held = rt.hold_job(r.physical(res, "EnqueueFunction"), "orders",
                            "sqs-waiter-dev/orders kept through the stack's delete", STORED_DELAY_S)
         r.delete("sqs-waiter-dev")
-        check(all(r.table("dev-" + q) is not None for q in ("orders", "billing", "refunds")),
+        check(all(r.table(DEV + q) is not None for q in ("orders", "billing", "refunds")),
               "after delete: the tables retained (DeletionPolicy Retain), created and adopted alike")
-        check(rt.stored(r.ddb, "dev-orders") == 1, "after delete: the job stored in dev-orders kept")
+        check(rt.stored(r.ddb, DEV + "orders") == 1, f"after delete: the job stored in {DEV}orders kept")
         for logical in ("EnqueueRole", "PollerRole", "SchedulerRole"):
             name = r.physical(res, logical)
             try:
@@ -507,8 +519,8 @@ def main():
             check(gone, f"after delete: function {logical} removed")
         check(r.table("prod-orders") is not None, "after delete: the other stack's tables untouched")
         all_dev = ["orders", "billing", "refunds"]
-        if r.create("sqs-waiter-dev", [], "dev-", adopted=all_dev):
-            r.check_stack("sqs-waiter-dev", [], "dev-", adopted=all_dev)
+        if r.create("sqs-waiter-dev", [], DEV, adopted=all_dev, extra={"TableScope": "stack"}):
+            r.check_stack("sqs-waiter-dev", [], DEV, adopted=all_dev)
             r.deliver_held(rt, "sqs-waiter-dev", "orders", held)
 
         # 5. A failed first create: taken-orders belongs to nobody's stack, so this create fails

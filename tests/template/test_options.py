@@ -235,7 +235,8 @@ class Autoscaling(unittest.TestCase):
                 policy = body[f"{kind}{dim}Tracking&{{QueueName}}"]
                 where = {"ServiceNamespace": "dynamodb",
                          "ScalableDimension": f"dynamodb:{kind.lower()}:{dim}CapacityUnits",
-                         "ResourceId": {"Fn::Sub": f"table/${{TablePrefix}}${{QueueName}}{path}"}}
+                         # The table's Ref (its name), whichever TableScope named it.
+                         "ResourceId": {"Fn::Sub": f"table/${{Table&{{QueueName}}}}{path}"}}
                 self.assertEqual(target["Type"], "AWS::ApplicationAutoScaling::ScalableTarget")
                 self.assertEqual(target["Condition"], f"Scales{dim}s")
                 self.assertEqual(target["DependsOn"], "Table&{QueueName}")
