@@ -121,7 +121,7 @@ def scope_changed(overrides, current):
         return []
     return [f"TableScope ({new}) differs from this stack's ({now}): it would rename the stack's tables, and the "
             "jobs stored in the current ones would wait there undelivered; keep TableScope={now}, or move to a "
-            "new stack as docs/deploy.md \"Table scope\" says"]
+            "new stack as docs/tables.md \"Table scope\" says"]
 
 
 def problems(values):

@@ -114,10 +114,11 @@ def main(argv):
     found = problems(queues, adopted)
     if args.scope == "stack" and args.prefix != "sqs-waiter-":
         found.append(f"TablePrefix ({args.prefix}) is given with TableScope=stack, whose tables are {args.stack}.{{queue}}: "
-                     "leave TablePrefix out (docs/deploy.md \"Table scope\")")
+                     "leave TablePrefix out (docs/tables.md \"Table scope\")")
     if not found:
         found = iam_budget.problems(queues, adopted, args.prefix, region=args.region, kms_keys=split(args.kms_keys),
-                                    table_key=args.table_key, scope=args.scope, stack=args.stack)
+                                    table_key=args.table_key, scope=args.scope, stack=args.stack,
+                                    values={**(current or {}), **overrides} if args.params is not None else None)
     if args.params is not None:
         found += check_params.problems(check_params.effective(overrides, current, iam_budget.load_template()))
         found += check_params.lowered(overrides, current)

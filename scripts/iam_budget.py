@@ -25,6 +25,9 @@ TABLE_NAME_MIN, TABLE_NAME_MAX = 3, 255
 # Lambda: a function's environment variables, keys and values together, in bytes.
 # https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html
 LAMBDA_ENVIRONMENT_BYTES = 4096
+# CloudFormation: resources per stack (the template after the transforms).
+# https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/cloudformation-limits.html
+STACK_RESOURCES = 500
 ROLES = ("EnqueueRole", "PollerRole")
 LISTS = ("QueueNames", "AdoptedQueueNames")
 
@@ -184,8 +187,9 @@ def conditions_for(conditions, names):
             if k == "Fn::Not":
                 return not ev(v[0])
             if k == "Fn::Equals":
+                # CloudFormation gives every parameter as a string: `0` and "0" are equal.
                 a, b = (ev(x) for x in v)
-                return a == b
+                return str(a) == str(b)
             if k == "Fn::And":
                 return all(ev(x) for x in v)
             if k == "Fn::Or":
@@ -256,6 +260,27 @@ def environment_bytes(queues, adopted=(), prefix="sqs-waiter-", template=None, s
     return sum(len(k.encode()) + len(str(v).encode()) for k, v in resolved.items())
 
 
+def resource_count(queues, adopted=(), values=None, template=None):
+    """The resources CloudFormation creates for this deployment: the template's loops expanded,
+    those whose condition holds, and what the SAM transform makes of each function (the
+    function, and its EventInvokeConfig where it has one; test_scope checks this against
+    aws-sam-translator)."""
+    template = template or load_template()
+    # The lists are the ones given, not a stack's current ones among `values`.
+    names = parameter_values(template, queues, adopted, {k: v for k, v in (values or {}).items() if k not in LISTS})
+    lists = {k: names[k] for k in LISTS}
+    conditions = conditions_for(template.get("Conditions", {}), names)
+    resources = expand_loops(template["Resources"], lists, template.get("Mappings"), names)
+    count = 0
+    for r in resources.values():
+        if r.get("Condition") and not conditions[r["Condition"]]:
+            continue
+        count += 1
+        if r["Type"] == "AWS::Serverless::Function" and "EventInvokeConfig" in r.get("Properties", {}):
+            count += 1
+    return count
+
+
 def policy_chars(policies):
     """What IAM counts of a role's inline policies: each document without white space. The
     policy names are counted too, which keeps the estimate on the safe side."""
@@ -270,7 +295,7 @@ def role_chars(queues, adopted=(), prefix="sqs-waiter-", partition="aws", region
 
 
 def problems(queues, adopted=(), prefix="sqs-waiter-", partition=None, region=None, kms_keys=(), table_key="",
-             scope="prefix", stack=LONGEST_STACK):
+             scope="prefix", stack=LONGEST_STACK, values=None):
     """Why a SAM deploy of these lists would fail at IAM, Lambda or DynamoDB, one sentence each
     ([] when it fits). With no region, each partition is checked at its longest region name."""
     out = []
@@ -288,6 +313,11 @@ def problems(queues, adopted=(), prefix="sqs-waiter-", partition=None, region=No
         return out
     partitions = [partition_of(region)] if region else [partition] if partition else list(PARTITIONS)
     template = load_template()
+    resources = resource_count(queues, adopted, {**(values or {}), "TableScope": scope}, template)
+    if resources > STACK_RESOURCES:
+        out.append(f"{count} queues make {resources} resources, over CloudFormation's {STACK_RESOURCES} per stack "
+                   "(each created table brings 8 autoscaling resources with MaxReadCapacity and MaxWriteCapacity): "
+                   "split them over several stacks, or leave autoscaling off")
     env = environment_bytes(queues, adopted, prefix, template, scope, stack)
     if env > LAMBDA_ENVIRONMENT_BYTES:
         out.append(f"{count} queues make the functions' environment {env} bytes, over Lambda's "

@@ -102,6 +102,32 @@ class StackScope(unittest.TestCase):
             self.assertIn("101 queues: a stack serves at most 100", refused[0])
         self.assertEqual(iam_budget.problems(names(100, 3), scope="stack", stack=STACK), [])
 
+    def test_the_resource_count_is_what_the_sam_transform_makes_and_past_500_is_refused(self):
+        import json
+
+        sys.path.insert(0, os.path.join(ROOT, "tests", "rehearsal"))
+        os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+        from derive import derived_template
+
+        scaling = {"BillingMode": "PROVISIONED", "MaxReadCapacity": "50", "MaxWriteCapacity": "50"}
+        template = iam_budget.load_template()
+        for queues, adopted, groups, values in [(["orders", "billing"], [], "1", {}),
+                                                (["orders"], ["refunds"], "3", scaling)]:
+            # What aws-sam-translator (AWS's own SAM transform) makes, counted where the
+            # resource's condition holds, as CloudFormation would create it.
+            transformed = json.loads(derived_template(queues, adopted, int(groups)))
+            given = iam_budget.parameter_values(template, queues, adopted, {**values, "PollerGroups": groups})
+            conditions = iam_budget.conditions_for(transformed.get("Conditions", {}), given)
+            created = [r for r in transformed["Resources"].values()
+                       if not r.get("Condition") or conditions[r["Condition"]]]
+            self.assertEqual(iam_budget.resource_count(queues, adopted, {**values, "PollerGroups": groups}),
+                             len(created), (queues, adopted, values))
+        # 100 short queues fit; with autoscaling each created table brings 8 more resources.
+        self.assertEqual(iam_budget.problems(names(100, 3), scope="stack", stack=STACK), [])
+        refused = iam_budget.problems(names(100, 3), scope="stack", stack=STACK, values=scaling)
+        self.assertEqual(len(refused), 1, refused)
+        self.assertIn("over CloudFormation's 500 per stack", refused[0])
+
     def test_an_update_rewrites_the_policies_in_place_so_midway_is_the_larger_end(self):
         # With TableScope=prefix 8 queues of 80 characters moved to the adopted list pass IAM
         # midway (UpdateMidway in test_template.py); here each policy keeps its name.
