@@ -55,6 +55,8 @@ mod simulation;
 mod testing;
 #[cfg(test)]
 mod trace_tests;
+#[cfg(test)]
+mod windows_flow_tests;
 
 pub use app::Waiter;
 pub use config::{Config, ConfigError, QueueName};
