@@ -1,11 +1,14 @@
 """IAM's inline-policy budget for a SAM deployment of template.yaml: one function, used by
 scripts/check_queues.py (which `make deploy` runs before `sam build`) and by the template tests.
 
-The template grants each role exact ARNs: per managed queue, its table, the table's
-`scheduler-perform_at-index` and the queue (docs/deploy.md "IAM"). IAM holds all of a role's
-inline policies in 10,240 characters, white space not counted. So the queue count a SAM stack
-can hold depends on the queue names, the table prefix, the partition and the region; this module
-expands the template for given lists and measures each role, as IAM will.
+With TableScope=prefix the template grants each role exact ARNs: per managed queue, its table,
+the table's `scheduler-perform_at-index` and the queue (docs/deploy.md "IAM"); with stack, three
+policies whose queue statement grows with each name (docs/tables.md "Table scope"). IAM holds
+all of a role's inline policies in 10,240 characters, white space not counted, and Lambda a
+function's environment (which lists the queues) in 4 KB. So the queue count a SAM stack can hold
+depends on the scope, the queue names, the table prefix or stack name, the partition and the
+region; this module expands the template for given lists and measures each role, the
+environment and the stack's resources, as AWS will.
 
 Quota: https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html
 """
