@@ -116,10 +116,10 @@ build-for-tests:
 # the build run one after the other: side by side they took as long (both CPU-bound here, 287 s
 # and 289 s together against 160 s and about 150 s alone; the installs two at a time, 183 s
 # against 159 s). The e2e suite then runs twice at once (scripts/test_both_backends.sh): on
-# moto in the foreground, after the unit tests and the simulation and before the template
-# checks and the rehearsal; on LocalStack beside it, then `lint-deps` (cargo-machete, a 56 s
-# build) and `lint-template` (cfn-lint and sam validate, 39 s), both off the critical path. The rehearsal runs the same debug build as the deployed functions'
-# code. docs/contributing.md says how long each phase takes and how to run one alone.
+# moto in the foreground (itself in two streams of test binaries), after the unit tests and the
+# simulation and before the template checks, the rehearsal, `lint-deps` (cargo-machete, a 56 s
+# build) and `lint-template` (cfn-lint and sam validate, 39 s); on LocalStack beside it, the
+# longer side. The rehearsal runs the same debug build as the deployed functions' code. docs/contributing.md says how long each phase takes and how to run one alone.
 PHASE := bash scripts/phase.sh
 SUBMAKE := $(MAKE) --no-print-directory
 test:

@@ -269,3 +269,49 @@ async fn occurrences_outside_the_windows_wait_for_the_opening_and_catch_up_there
         }
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn missed_occurrences_are_counted_once_when_a_window_holds_the_series() {
+    // Every minute from 09:00, arriving only between 09:00 and 09:05; the first run comes at
+    // 09:10, outside the window, and finds ten missed. It sends nothing and holds the series
+    // for the next day's opening, where the run sends and counts what it left unsent: the
+    // occurrences the first run found are counted there, once.
+    for (policy, skipped_at_opening) in [("skip", 1440), ("one", 1439)] {
+        let (w, _, queue, clock) = waiter();
+        let now = clock.now().timestamp();
+        let start = DateTime::from_timestamp(now - now % 60, 0).expect("09:00");
+        w.handle(
+            &json!({"queue": "orders", "message_body": "w", "job_id": "w", "perform_at": rfc3339(start),
+                    "windows": [{"from": "09:00", "to": "09:05"}], "time_zone": "UTC",
+                    "repeat": {"every_s": 60, "catch_up": policy}}),
+        )
+        .await
+        .expect("enqueue");
+        clock.advance(TimeDelta::minutes(10));
+        let held = run(&w, &clock).await;
+        assert!(queue.sent().is_empty(), "{policy}: sent outside the window");
+        assert_eq!(
+            held.skipped_occurrences, 0,
+            "{policy}: counted before the series moved: {held:?}"
+        );
+        clock.advance(TimeDelta::days(1) - TimeDelta::minutes(10));
+        let opening = run(&w, &clock).await;
+        assert!(!queue.sent().is_empty(), "{policy}: nothing sent at the opening");
+        assert_eq!(opening.skipped_occurrences, skipped_at_opening, "{policy}: {opening:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_time_zone_alone_is_refused_naming_both_fields_it_goes_with() {
+    let (w, _, _, _) = waiter();
+    match w
+        .handle(&json!({"queue": "orders", "message_body": "b", "time_zone": "UTC"}))
+        .await
+    {
+        Err(crate::error::HandlerError::Invalid(e)) => {
+            assert_eq!(e.field, "time_zone", "{e}");
+            assert!(e.to_string().contains("goes with windows or repeat"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -20,7 +20,6 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         };
         let from = series.from(job.job.perform_at);
         let step = series.step(from, now);
-        self.summary.skipped_occurrences += step.skipped;
         match step.send {
             Some(at) => {
                 let mut copy = job;
@@ -29,10 +28,12 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                     at,
                     next: step.next,
                     from,
+                    skipped: step.skipped,
                 });
                 Some(copy)
             }
             None => {
+                self.summary.skipped_occurrences += step.skipped;
                 debug!(queue = %self.queue, job_id = %job.job.job_id, skipped = step.skipped, "missed occurrences skipped");
                 self.leave(&job, step.next, 0, None);
                 None
@@ -46,6 +47,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         match (job.job.occurrence, status) {
             (Some(o), HistoryStatus::Dispatched) => {
                 self.summary.occurrences += 1;
+                self.summary.skipped_occurrences += o.skipped;
                 self.leave(job, o.next, 1, message_id);
             }
             _ => {

@@ -50,6 +50,10 @@ pub struct Occurrence {
     pub next: Option<DateTime<Utc>>,
     /// Where the pass started: the series' next occurrence before this one was chosen.
     pub from: DateTime<Utc>,
+    /// Missed occurrences this pass leaves unsent to reach `at`. Counted when the series moves
+    /// past them: a pass that holds the series for its windows moves it nowhere, and the pass at
+    /// the opening counts them (with any missed since).
+    pub skipped: u64,
 }
 
 impl Series {

@@ -178,14 +178,15 @@ pub(crate) fn check_expiry(
     Ok(())
 }
 
-/// `windows` with `time_zone` (which goes with them): `Some(None)` when `windows` is given as
+/// `windows` with `time_zone` (which goes with them, or with `repeat`, whose cron it reads: a
+/// series without windows takes its zone before this): `Some(None)` when `windows` is given as
 /// `null` (a reschedule then clears them).
 pub(crate) fn check_windows(
     windows: Option<Option<Vec<sqs_waiter_contract::Window>>>,
     time_zone: Option<String>,
 ) -> Result<Option<Option<Windows>>, InvalidRequest> {
     match (windows, time_zone) {
-        (None | Some(None), Some(_)) => Err(InvalidRequest::new("time_zone", "goes with windows")),
+        (None | Some(None), Some(_)) => Err(InvalidRequest::new("time_zone", "goes with windows or repeat")),
         (None, None) => Ok(None),
         (Some(None), None) => Ok(Some(None)),
         (Some(Some(spans)), zone) => Windows::parse(&spans, zone.as_deref()).map(|w| Some(Some(w))),
