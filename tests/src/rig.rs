@@ -2,59 +2,14 @@
 
 use std::time::Duration;
 
-use crate::emulator::{create_waiter_table, sdk_config, DynamoLocal, IndexKind};
+use crate::dynamo_local::DynamoLocal;
+use crate::emulator::{create_waiter_table, sdk_config, IndexKind};
 use crate::proxy::FaultProxy;
 use crate::quirks::Quirk;
 use crate::{Emulator, Env, Function};
 use serde_json::{json, Value};
-use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-/// The tests of one binary run in parallel, on a 2-core machine. A test that loads it (a
-/// thousand jobs through several pollers and their own DynamoDB Local) or times arrivals takes
-/// it [`alone`]; the others take a [`shared`] turn. Starved of CPU, an emulator answers a call
-/// after the SDK's 5-second attempt timeout, and the SDK sends it again: on a standard queue that
-/// is a second copy the test would count against the poller.
-static MACHINE: RwLock<()> = RwLock::const_new(());
-
-/// Waits until no other test of this binary runs, and no other `alone` test of any e2e binary
-/// (`make test` runs the moto and the LocalStack suites at once: two herds of pollers at once
-/// starved moto until its sends outlasted the SDK's timeouts), and keeps it so while the guard
-/// lives.
-pub async fn alone() -> Alone {
-    let turn = MACHINE.write().await;
-    let path = crate::workspace_root().join("target").join("e2e-alone.lock");
-    let machine = tokio::task::spawn_blocking(move || {
-        use std::os::fd::AsRawFd;
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        // The kernel drops the lock with the file, or with the process if it dies.
-        // SAFETY: `flock` on the descriptor of a file this closure owns.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-        assert_eq!(rc, 0, "flock {}: {}", path.display(), std::io::Error::last_os_error());
-        file
-    })
-    .await
-    .expect("the lock's thread");
-    Alone {
-        _turn: turn,
-        _machine: machine,
-    }
-}
-
-/// The turn [`alone`] waited for: this binary's, and the machine's lock file.
-pub struct Alone {
-    _turn: RwLockWriteGuard<'static, ()>,
-    _machine: std::fs::File,
-}
-
-/// Waits while a test runs [`alone`]; runs beside the other shared tests.
-pub async fn shared() -> RwLockReadGuard<'static, ()> {
-    MACHINE.read().await
-}
+pub use crate::turn::{alone, shared};
 
 /// One emulator with queues, a table per queue, an optional fault proxy in front of the
 /// emulator, and the environment both functions run with. Every e2e setup starts here.

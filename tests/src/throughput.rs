@@ -19,8 +19,8 @@ use serde::Serialize;
 use waiter::poller::{DELETES_IN_FLIGHT, SENDS_IN_FLIGHT};
 
 use crate::bench::{due_pages, item_key, peak_rss_mib, remove_sent, send_items, Item};
+use crate::dynamo_local::DynamoLocal;
 use crate::emulator::function_env_at;
-use crate::emulator::DynamoLocal;
 use crate::mem_table::MemTable;
 use crate::meter::CallMeter;
 use crate::proxy::FaultProxy;
@@ -116,7 +116,7 @@ fn env(ddb: &str, sqs: &str, shards: u32, extra: &[(&str, &str)]) -> Env {
     ];
     vars.retain(|(k, _)| !extra.iter().any(|(e, _)| e == k));
     vars.extend_from_slice(extra);
-    let mut env = function_env_at(sqs, &vars);
+    let mut env = function_env_at(sqs, crate::emulator::DEFAULT_REGION, &vars);
     env.push(("AWS_ENDPOINT_URL_DYNAMODB".into(), ddb.into()));
     env
 }

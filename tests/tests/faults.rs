@@ -94,16 +94,26 @@ async fn every_job_is_delivered_at_least_once_and_never_early_through_a_faulty_n
             .collect::<std::collections::HashSet<_>>()
             .len()
     };
-    let limit = Instant::now() + Duration::from_secs(240);
-    let mut runs = 0;
-    while unique(&arrivals) < n && Instant::now() < limit {
-        // Faults stop for the last stretch, as they would after an outage, to bound the run.
-        if Instant::now() + Duration::from_secs(60) > limit {
+    // Poller runs through the faults for three minutes, then without them, as after an outage,
+    // until every job arrived or none has for a minute: what is missing then is lost. (A fixed
+    // deadline measured the machine: a cold CI run on a loaded machine drained 1663 of 2000 in
+    // its 240 s and called the rest lost while the table still held them.)
+    let faults_end = Instant::now() + Duration::from_secs(180);
+    let (mut runs, mut progress) = (0, (Instant::now(), 0));
+    while unique(&arrivals) < n {
+        let faulty = Instant::now() < faults_end;
+        if !faulty {
             proxies.iter().for_each(|p| p.set_rate(0.0));
         }
         let _ = poller.invoke_raw(b"{}".to_vec(), Duration::from_secs(30)).await;
         runs += 1;
         tokio::time::sleep(Duration::from_millis(500)).await;
+        let delivered = unique(&arrivals);
+        if delivered > progress.1 {
+            progress = (Instant::now(), delivered);
+        } else if !faulty && progress.0.max(faults_end).elapsed() > Duration::from_secs(60) {
+            break;
+        }
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     stop.store(true, std::sync::atomic::Ordering::Relaxed);

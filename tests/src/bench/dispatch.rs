@@ -13,7 +13,7 @@ use crate::runtime_api::{binary_path, Profile};
 use crate::{Emulator, Function};
 
 use super::*;
-use crate::emulator::DynamoLocal;
+use crate::dynamo_local::DynamoLocal;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct DispatchThroughput {

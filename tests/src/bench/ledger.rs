@@ -15,7 +15,8 @@ use waiter::ports::RateLedger;
 use waiter::rate::ArrivalWant;
 use waiter::QueueName;
 
-use crate::emulator::{create_waiter_table, sdk_config, DynamoLocal, IndexKind};
+use crate::dynamo_local::DynamoLocal;
+use crate::emulator::{create_waiter_table, sdk_config, IndexKind};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct LedgerRow {

@@ -467,7 +467,7 @@ async fn main() {
         println!("written to {}\n", write_json("enqueue.json", &r).display());
     }
     if all || what == "trace-cost" {
-        let ddb_local = e2e::emulator::DynamoLocal::start().await;
+        let ddb_local = e2e::DynamoLocal::start().await;
         let ddb = aws_sdk_dynamodb::Client::new(&e2e::emulator::sdk_config(&ddb_local.endpoint).await);
         let rows = trace_cost(&ddb, &[100, 600, 900, 950, 1000, 3000]).await;
         println!(

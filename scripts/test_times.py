@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""After an e2e pass: its slowest tests and each test binary's share, from nextest's JUnit report
+(`scripts/test_times.py target/nextest/e2e-moto/junit.xml`), so a slow test stands out in a CI
+log. Each line reads `test 12.3 s  binary::name`; the times are each test's own, and the tests
+of a pass run several at once, so they add up to more than the pass took.
+"""
+
+import collections
+import sys
+import xml.etree.ElementTree as ET
+
+
+def main(path):
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as e:
+        print(f"test times: no report at {path} ({e})")
+        return
+    tests = []
+    for case in root.iter("testcase"):
+        outcome = "failed" if case.find("failure") is not None or case.find("error") is not None else "ok"
+        tests.append((float(case.get("time", 0)), case.get("classname", "?"), case.get("name", "?"), outcome))
+    if not tests:
+        return
+    print(f"slowest tests of {path}:")
+    for seconds, binary, name, outcome in sorted(tests, reverse=True)[:12]:
+        print(f"  test {seconds:6.1f} s  {binary} {name}{'' if outcome == 'ok' else '  (' + outcome + ')'}")
+    per_binary = collections.Counter()
+    for seconds, binary, _, _ in tests:
+        per_binary[binary] += seconds
+    total = sum(per_binary.values())
+    shares = ", ".join(f"{b} {s:.0f} s" for b, s in per_binary.most_common())
+    print(f"test time by binary ({total:.0f} s in all): {shares}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,127 @@
+//! Turns on the machine. `make test` runs the e2e tests of both backends at once, several at a
+//! time each, on 2 cores. A test that loads the machine (a thousand jobs through several pollers)
+//! or times arrivals takes it [`alone`]: starved of CPU, an emulator answers a call after the
+//! SDK's 5-second attempt timeout and the SDK sends it again (on a standard queue a second copy
+//! the test would count against the poller), and a receipt comes late. Every other test takes a
+//! [`shared`] turn when it starts its emulator ([`crate::Emulator::start`]).
+//!
+//! The turns are `flock`s on two files under `target/`, so they hold across test threads, test
+//! processes (nextest runs each test in its own) and both passes, and the kernel drops them with
+//! the process however it ends. An `alone` test first closes the gate, so that no new shared turn
+//! begins while it waits for the running ones to end (without it, a stream of shared tests could
+//! keep it waiting to the end of the pass), then takes the machine.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// A turn on the machine, held while any clone of it lives. When it ends it adds a line to
+/// `target/e2e-turns.tsv` (backend, test, turn, seconds waited, seconds held), from which
+/// `scripts/test_times.py` tells a test's own time from its wait.
+#[derive(Debug)]
+pub struct Turn {
+    _machine: File,
+    pub alone: bool,
+    waited: Duration,
+    since: Instant,
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let test = std::env::var("NEXTEST_TEST_NAME")
+            .ok()
+            .or_else(|| std::thread::current().name().map(str::to_owned))
+            .unwrap_or_default();
+        let line = format!(
+            "{}\t{test}\t{}\t{:.1}\t{:.1}\n",
+            crate::emulator::Backend::current().name(),
+            if self.alone { "alone" } else { "shared" },
+            self.waited.as_secs_f64(),
+            self.since.elapsed().as_secs_f64()
+        );
+        let path = crate::workspace_root().join("target/e2e-turns.tsv");
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
+}
+
+thread_local! {
+    /// The turn this thread's test holds: a test takes one turn, however many emulators it
+    /// starts (a second shared request while it waits behind a closed gate would wait on itself).
+    static HELD: RefCell<Weak<Turn>> = const { RefCell::new(Weak::new()) };
+}
+
+/// Waits until no other test runs on the machine, in this pass or the other, and keeps it so
+/// while the turn lives.
+pub async fn alone() -> Arc<Turn> {
+    if let Some(turn) = held() {
+        assert!(turn.alone, "a test takes `alone()` before it starts an emulator");
+        return turn;
+    }
+    let asked = Instant::now();
+    let turn = tokio::task::spawn_blocking(|| {
+        let gate = lock(GATE, libc::LOCK_EX);
+        let machine = lock(MACHINE, libc::LOCK_EX);
+        drop(gate);
+        machine
+    })
+    .await
+    .expect("the lock's thread");
+    hold(turn, true, asked)
+}
+
+/// Waits while a test runs [`alone`] (or waits to); runs beside the other shared tests.
+pub async fn shared() -> Arc<Turn> {
+    if let Some(turn) = held() {
+        return turn;
+    }
+    let asked = Instant::now();
+    let turn = tokio::task::spawn_blocking(|| {
+        let gate = lock(GATE, libc::LOCK_SH);
+        let machine = lock(MACHINE, libc::LOCK_SH);
+        drop(gate);
+        machine
+    })
+    .await
+    .expect("the lock's thread");
+    hold(turn, false, asked)
+}
+
+const GATE: &str = "e2e-turn.gate";
+const MACHINE: &str = "e2e-turn.lock";
+
+fn held() -> Option<Arc<Turn>> {
+    HELD.with(|h| h.borrow().upgrade())
+}
+
+fn hold(machine: File, alone: bool, asked: Instant) -> Arc<Turn> {
+    let turn = Arc::new(Turn {
+        _machine: machine,
+        alone,
+        waited: asked.elapsed(),
+        since: Instant::now(),
+    });
+    HELD.with(|h| *h.borrow_mut() = Arc::downgrade(&turn));
+    turn
+}
+
+/// `flock(operation)` on `target/{name}`, waiting for it.
+fn lock(name: &str, operation: libc::c_int) -> File {
+    let dir = crate::workspace_root().join("target");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let path = dir.join(name);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    // SAFETY: `flock` on the descriptor of a file this function owns.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), operation) };
+    assert_eq!(rc, 0, "flock {}: {}", path.display(), std::io::Error::last_os_error());
+    file
+}
