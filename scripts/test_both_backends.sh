@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The test suite on both backends at once, each part timed (scripts/phase.sh): in the
-# foreground the unit tests, the simulation, the e2e suite on moto, then the template checks,
-# the deploy rehearsal and the lints; beside them the e2e suite on LocalStack (its output kept,
-# then printed whole, so the two never interleave). Every part runs to the end; the exit status
-# is the first failure's.
+# foreground the unit tests, the simulation, the e2e suite on moto, then the template checks and
+# the lints; beside them the e2e suite on LocalStack, then the deploy rehearsal (their output
+# kept, then printed whole, so the two sides never interleave). The rehearsal mostly waits on
+# LocalStack's CloudFormation, so it goes where the cores are free at the end; the two sides
+# then end within a minute or so of each other. Every part runs to the end; the exit status is
+# the first failure's.
 #
 # Each e2e pass is one cargo-nextest run (.config/nextest.toml: which tests, how many at once,
 # which first) beside emulators shared by its tests (the `emulators` binary starts them and stops
@@ -13,6 +15,8 @@
 # One part alone: `scripts/test_both_backends.sh unit|simulation|e2e-moto|e2e-localstack`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# The venv holds cargo-nextest (requirements-dev.txt) and moto.
+export PATH="$PWD/.venv/bin:$PATH"
 phase="bash scripts/phase.sh"
 # Every part selects the whole workspace, so cargo resolves one feature set and builds nothing
 # that `make build-for-tests` did not (a `-p` selection would rebuild the SDK stack).
@@ -23,8 +27,9 @@ unit() {
     && cargo test --workspace --no-fail-fast --doc 2>&1 | times
 }
 simulation() { cargo test --workspace --no-fail-fast --lib simulation 2>&1 | times; }
-# Emulators shared per pass: two, so that a herd on one leaves the other answering.
-EMULATORS_PER_PASS=2
+# Emulators shared per pass: one for each test the pass runs at once (test-threads in
+# .config/nextest.toml), so that a test's emulator answers only it, as its own did.
+EMULATORS_PER_PASS=3
 e2e_pass() {
   local profile=$1
   target/debug/emulators "$EMULATORS_PER_PASS" -- \
@@ -51,7 +56,13 @@ mkdir -p target
 # emulators).
 set -m
 background() {
+  local rc rehearsal
   $phase e2e-localstack bash -o pipefail -c e2e_localstack
+  rc=$?
+  $phase rehearsal make --no-print-directory rehearse
+  rehearsal=$?
+  [ "$rc" -ne 0 ] || rc=$rehearsal
+  return "$rc"
 }
 background > "$log" 2>&1 &
 localstack=$!
@@ -63,7 +74,7 @@ for part in unit simulation e2e_moto; do
   rc=$?
   [ "$status" -ne 0 ] || status=$rc
 done
-for step in "template template-test infra-test" "rehearsal rehearse" "lint-deps lint-deps" "lint lint-template"; do
+for step in "template template-test infra-test" "lint-deps lint-deps" "lint lint-template"; do
   # shellcheck disable=SC2086 # a phase name, then make targets
   set -- $step
   name=$1
@@ -74,13 +85,13 @@ for step in "template template-test infra-test" "rehearsal rehearse" "lint-deps 
 done
 wait "$localstack"
 localstack_status=$?
-echo "==== the e2e suite on LocalStack ($log) ===="
+echo "==== the e2e suite on LocalStack and the rehearsal ($log) ===="
 cat "$log"
 if [ "$status" -ne 0 ]; then
-  echo "the suite on moto, the template checks, the rehearsal or a lint failed (exit $status)" >&2
+  echo "the suite on moto, the template checks or a lint failed (exit $status)" >&2
   exit "$status"
 fi
 if [ "$localstack_status" -ne 0 ]; then
-  echo "the e2e suite on LocalStack failed (exit $localstack_status)" >&2
+  echo "the e2e suite on LocalStack or the rehearsal failed (exit $localstack_status)" >&2
   exit "$localstack_status"
 fi

@@ -50,6 +50,12 @@ async fn table_len(w: &World) -> usize {
     w.emu.job_count("orders").await
 }
 
+/// The deadline of a run that is killed midway. Its lease lapses 5 s after it, so the shorter
+/// the sooner the next run drains; but a run stops sending when its time runs short, and 4 s
+/// was too little on a loaded machine: a cold CI run's poller gave up before its first removal
+/// (`dispatched 0, drained false`) and never reached the crash point.
+const CRASHED_RUN_DEADLINE: Duration = Duration::from_secs(10);
+
 /// Runs `f`'s invocation until the proxy freezes after `op` #`nth`, then SIGKILLs the process.
 /// `timeout` is the invocation's: a killed poller's lease lapses 5 s after it.
 async fn kill_after(w: &World, f: &mut Function, payload: Value, op: &str, nth: usize, timeout: Duration) {
@@ -100,7 +106,7 @@ async fn poller_killed_after(op: &str, nth: usize, n: usize) -> usize {
         .all(|r| r["status"] == "scheduled"));
     sleep_until(due).await;
     let mut poller = Function::start("poller", &w.env).await;
-    kill_after(&w, &mut poller, json!({}), op, nth, Duration::from_secs(4)).await;
+    kill_after(&w, &mut poller, json!({}), op, nth, CRASHED_RUN_DEADLINE).await;
     let (unique, duplicates) = drain(&w, n).await;
     println!("crash after {op} #{nth}: {unique}/{n} delivered, {duplicates} duplicates");
     assert_eq!(unique, n, "lost jobs after a crash after {op} #{nth}");
@@ -254,15 +260,7 @@ async fn a_windowed_job_whose_window_closed_after_a_crashed_send_is_moved_and_sa
     sleep_until(due).await;
 
     let mut poller = Function::start("poller", &w.env).await;
-    kill_after(
-        &w,
-        &mut poller,
-        json!({}),
-        "SendMessageBatch",
-        1,
-        Duration::from_secs(4),
-    )
-    .await;
+    kill_after(&w, &mut poller, json!({}), "SendMessageBatch", 1, CRASHED_RUN_DEADLINE).await;
     let first = w.emu.receive_for(&w.url, Duration::from_secs(2), 1).await;
     assert_eq!(first.len(), 1, "the crashed run's send reached SQS");
     sleep_until(close).await;
