@@ -102,13 +102,14 @@ fmt:
 unit:
 	cargo test -p waiter
 
-e2e: venv
+# One e2e pass as `make test` runs it (its shared emulators, nextest's profile for the backend).
+e2e: venv ddb-local
 	$(BUILD_FOR_TESTS)
-	cargo test -p e2e
+	bash scripts/test_both_backends.sh e2e-moto
 
 e2e-localstack: venv localstack-install
 	$(BUILD_FOR_TESTS)
-	E2E_BACKEND=localstack cargo test --workspace --no-fail-fast --test '*'
+	bash scripts/test_both_backends.sh e2e-localstack
 
 # One debug build serves every test: the binaries the e2e tests drive are built with the
 # features the test build unifies (dev-dependencies included), so `cargo test` after it compiles

@@ -49,9 +49,7 @@ install() {
     step "pip install uv, then uv pip install localstack-core[runtime]==$LOCALSTACK_VERSION (pins: cbor2<6, pyopenssl<26)"
     "$VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements-uv.txt \
       || fail "pip" "installing uv (requirements-uv.txt)"
-    # --compile-bytecode: .pyc files written once here (these machines set PYTHONDONTWRITEBYTECODE,
-    # so every instance would otherwise compile its imports afresh).
-    "$VENV/bin/uv" pip install --quiet --compile-bytecode --python "$VENV/bin/python" \
+    "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" \
       "localstack-core[runtime]==$LOCALSTACK_VERSION" 'cbor2<6' 'pyopenssl<26' hypercorn \
       || fail "pip" "installing localstack-core[runtime]==$LOCALSTACK_VERSION with cbor2<6 and pyopenssl<26"
     touch "$VENV/.installed-$LOCALSTACK_VERSION"

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """After an e2e pass: its slowest tests and each test binary's share, from nextest's JUnit report
-(`scripts/test_times.py target/nextest/e2e-moto/junit.xml`), so a slow test stands out in a CI
-log. Each line reads `test 12.3 s  binary::name`; the times are each test's own, and the tests
-of a pass run several at once, so they add up to more than the pass took.
+(`scripts/test_times.py target/nextest/e2e-moto/junit.xml moto`), so a slow test stands out in
+a CI log. Each line reads `test 12.3 s  binary::name`; a test's time includes any wait for its
+turn on the machine, and the tests of a pass run several at once, so they add up to more than
+the pass took. Then, from `target/e2e-turns.tsv` (e2e::turn), how long the pass's tests waited
+for their turns, and each test that took the machine alone: its own time and its wait.
 """
 
 import collections
@@ -33,5 +35,21 @@ def main(path):
     print(f"test time by binary ({total:.0f} s in all): {shares}")
 
 
+def turns(backend, path="target/e2e-turns.tsv"):
+    try:
+        rows = [line.rstrip("\n").split("\t") for line in open(path)]
+    except OSError:
+        return
+    rows = [r for r in rows if len(r) == 5 and r[0] == backend]
+    if not rows:
+        return
+    waited = sum(float(r[3]) for r in rows if r[2] == "shared")
+    print(f"turns on {backend}: {len(rows)} tests; the shared ones waited {waited:.0f} s in all")
+    for _, test, kind, wait, held in sorted((r for r in rows if r[2] == "alone"), key=lambda r: -float(r[4])):
+        print(f"  alone {float(held):6.1f} s  {test} (waited {float(wait):.0f} s)")
+
+
 if __name__ == "__main__":
     main(sys.argv[1])
+    if len(sys.argv) > 2:
+        turns(sys.argv[2])

@@ -12,6 +12,7 @@ pub mod pool;
 pub mod proxy;
 pub mod quirks;
 pub mod ranked;
+pub mod receive;
 pub mod rig;
 pub mod runtime_api;
 pub mod sqs_sink;

@@ -1,9 +1,11 @@
-//! Turns on the machine. `make test` runs the e2e tests of both backends at once, several at a
-//! time each, on 2 cores. A test that loads the machine (a thousand jobs through several pollers)
+//! Turns on the machine. A test that loads the machine (a thousand jobs through several pollers)
 //! or times arrivals takes it [`alone`]: starved of CPU, an emulator answers a call after the
 //! SDK's 5-second attempt timeout and the SDK sends it again (on a standard queue a second copy
-//! the test would count against the poller), and a receipt comes late. Every other test takes a
-//! [`shared`] turn when it starts its emulator ([`crate::Emulator::start`]).
+//! the test would count against the poller), a receipt comes late, and a run's partitions wait
+//! for each other past their bound. Every other test takes a [`shared`] turn when it starts its
+//! emulator ([`crate::Emulator::start`]). `make test` runs the `alone` tests in a phase of their
+//! own, nothing else running; the turns keep the same order wherever tests run side by side
+//! (the threads of one `cargo test`, or two passes started by hand).
 //!
 //! The turns are `flock`s on two files under `target/`, so they hold across test threads, test
 //! processes (nextest runs each test in its own) and both passes, and the kernel drops them with
@@ -56,8 +58,16 @@ thread_local! {
 }
 
 /// Waits until no other test runs on the machine, in this pass or the other, and keeps it so
-/// while the turn lives.
+/// while the turn lives. Under nextest the test must be in the `alone` test group
+/// (.config/nextest.toml), which `make test` runs before everything else with nothing beside it.
 pub async fn alone() -> Arc<Turn> {
+    if std::env::var_os("NEXTEST").is_some() {
+        let group = std::env::var("NEXTEST_TEST_GROUP").unwrap_or_default();
+        assert_eq!(
+            group, "alone",
+            "a test that takes the machine alone belongs to the `alone` test group in .config/nextest.toml"
+        );
+    }
     if let Some(turn) = held() {
         assert!(turn.alone, "a test takes `alone()` before it starts an emulator");
         return turn;
