@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export MOTO_SERVER := $(CURDIR)/$(VENV)/bin/moto_server
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help venv venv-infra demo test check test-installs iam-check build-for-tests unit e2e e2e-localstack localstack localstack-install lint lint-rust clippy lint-deps lint-template template-test rehearse infra-test fmt build synth sam-build deploy clean
+.PHONY: help venv venv-infra demo test check lint-build test-installs iam-check build-for-tests unit e2e e2e-localstack localstack localstack-install lint lint-rust clippy lint-deps lint-template template-test rehearse infra-test fmt build synth sam-build deploy clean
 
 help:
 	@echo "make demo   run both functions under cargo lambda watch against moto, end to end (BACKEND=localstack for LocalStack)"
@@ -140,14 +140,12 @@ check:
 	bash scripts/test_both_backends.sh simulation
 	$(PHASE) --report
 
-# Each phase is timed (scripts/phase.sh; `.ci/run` prints the table). The installs, clippy and
-# the build run one after the other: side by side they took as long (both CPU-bound here, 287 s
-# and 289 s together against 160 s and about 150 s alone; the installs two at a time, 183 s
-# against 159 s). The e2e suite then runs twice at once (scripts/test_both_backends.sh): on
-# moto in the foreground (itself in two streams of test binaries), after the unit tests and the
-# simulation and before the template checks, the rehearsal, `lint-deps` (cargo-machete, a 56 s
-# build) and `lint-template` (cfn-lint and sam validate, 39 s); on LocalStack beside it, the
-# longer side. The rehearsal runs the same debug build as the deployed functions' code. docs/contributing.md says how long each phase takes and how to run one alone.
+# Each phase is timed (scripts/phase.sh; `.ci/run` prints the table): the installs, then one
+# build that is also clippy's lint of every target (lint-build), then the tests
+# (scripts/test_both_backends.sh: the e2e tests that take the machine alone, then both backends'
+# passes side by side with the unit tests, the simulation, the template checks, the rehearsal and
+# the lints), then the IAM check of every call the e2e tests recorded. docs/contributing.md says
+# how long each phase takes and how to run one alone.
 PHASE := bash scripts/phase.sh
 SUBMAKE := $(MAKE) --no-print-directory
 test:

@@ -13,17 +13,18 @@ import xml.etree.ElementTree as ET
 
 
 def main(path):
+    """Prints the report's summary; returns the names of its tests."""
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError) as e:
         print(f"test times: no report at {path} ({e})")
-        return
+        return set()
     tests = []
     for case in root.iter("testcase"):
         outcome = "failed" if case.find("failure") is not None or case.find("error") is not None else "ok"
         tests.append((float(case.get("time", 0)), case.get("classname", "?"), case.get("name", "?"), outcome))
     if not tests:
-        return
+        return set()
     print(f"slowest tests of {path}:")
     for seconds, binary, name, outcome in sorted(tests, reverse=True)[:12]:
         print(f"  test {seconds:6.1f} s  {binary} {name}{'' if outcome == 'ok' else '  (' + outcome + ')'}")
@@ -33,23 +34,24 @@ def main(path):
     total = sum(per_binary.values())
     shares = ", ".join(f"{b} {s:.0f} s" for b, s in per_binary.most_common())
     print(f"test time by binary ({total:.0f} s in all): {shares}")
+    return {name for _, _, name, _ in tests}
 
 
-def turns(backend, path="target/e2e-turns.tsv"):
+def turns(backend, tests, path="target/e2e-turns.tsv"):
     try:
         rows = [line.rstrip("\n").split("\t") for line in open(path)]
     except OSError:
         return
-    rows = [r for r in rows if len(r) == 5 and r[0] == backend]
+    rows = [r for r in rows if len(r) == 5 and r[0] == backend and r[1] in tests]
     if not rows:
         return
     waited = sum(float(r[3]) for r in rows if r[2] == "shared")
-    print(f"turns on {backend}: {len(rows)} tests; the shared ones waited {waited:.0f} s in all")
+    print(f"turns on {backend}: {len(rows)} of these tests; the shared ones waited {waited:.0f} s in all")
     for _, test, kind, wait, held in sorted((r for r in rows if r[2] == "alone"), key=lambda r: -float(r[4])):
         print(f"  alone {float(held):6.1f} s  {test} (waited {float(wait):.0f} s)")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    names = main(sys.argv[1])
     if len(sys.argv) > 2:
-        turns(sys.argv[2])
+        turns(sys.argv[2], names)
