@@ -11,7 +11,6 @@
 //! [`ENV`] (a test binary run alone), every test starts its own emulator, as before.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 /// Where a pass lists its shared emulators' endpoints, comma-separated (set by the `emulators`
@@ -68,7 +67,6 @@ pub async fn lease() -> Option<Lease> {
         return None;
     }
     let dir = crate::workspace_root().join("target/e2e-leases");
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let lease = tokio::task::spawn_blocking(move || loop {
         for region in REGIONS {
             for endpoint in &endpoints {
@@ -95,13 +93,9 @@ fn try_lock(dir: &std::path::Path, endpoint: &str, region: &str) -> Option<File>
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
     let path = dir.join(format!("{name}-{region}.lock"));
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    // SAFETY: `flock` on the descriptor of a file this function owns.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    (rc == 0).then_some(file)
+    match crate::turn::flock(&path, libc::LOCK_EX | libc::LOCK_NB) {
+        Ok(lock) => Some(lock),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => None,
+        Err(e) => panic!("{}: {e}", path.display()),
+    }
 }

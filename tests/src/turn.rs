@@ -72,16 +72,7 @@ pub async fn alone() -> Arc<Turn> {
         assert!(turn.alone, "a test takes `alone()` before it starts an emulator");
         return turn;
     }
-    let asked = Instant::now();
-    let turn = tokio::task::spawn_blocking(|| {
-        let gate = lock(GATE, libc::LOCK_EX);
-        let machine = lock(MACHINE, libc::LOCK_EX);
-        drop(gate);
-        machine
-    })
-    .await
-    .expect("the lock's thread");
-    hold(turn, true, asked)
+    take(true).await
 }
 
 /// Waits while a test runs [`alone`] (or waits to); runs beside the other shared tests.
@@ -89,16 +80,7 @@ pub async fn shared() -> Arc<Turn> {
     if let Some(turn) = held() {
         return turn;
     }
-    let asked = Instant::now();
-    let turn = tokio::task::spawn_blocking(|| {
-        let gate = lock(GATE, libc::LOCK_SH);
-        let machine = lock(MACHINE, libc::LOCK_SH);
-        drop(gate);
-        machine
-    })
-    .await
-    .expect("the lock's thread");
-    hold(turn, false, asked)
+    take(false).await
 }
 
 const GATE: &str = "e2e-turn.gate";
@@ -106,6 +88,22 @@ const MACHINE: &str = "e2e-turn.lock";
 
 fn held() -> Option<Arc<Turn>> {
     HELD.with(|h| h.borrow().upgrade())
+}
+
+/// Waits for a turn: the gate, then the machine (exclusive for an `alone` turn, shared
+/// otherwise), then opens the gate again.
+async fn take(alone: bool) -> Arc<Turn> {
+    let operation = if alone { libc::LOCK_EX } else { libc::LOCK_SH };
+    let asked = Instant::now();
+    let machine = tokio::task::spawn_blocking(move || {
+        let gate = lock(GATE, operation);
+        let machine = lock(MACHINE, operation);
+        drop(gate);
+        machine
+    })
+    .await
+    .expect("the lock's thread");
+    hold(machine, alone, asked)
 }
 
 fn hold(machine: File, alone: bool, asked: Instant) -> Arc<Turn> {
@@ -121,17 +119,24 @@ fn hold(machine: File, alone: bool, asked: Instant) -> Arc<Turn> {
 
 /// `flock(operation)` on `target/{name}`, waiting for it.
 fn lock(name: &str, operation: libc::c_int) -> File {
-    let dir = crate::workspace_root().join("target");
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    let path = dir.join(name);
+    let path = crate::workspace_root().join("target").join(name);
+    flock(&path, operation).unwrap_or_else(|e| panic!("flock {}: {e}", path.display()))
+}
+
+/// Opens (creating it and its folder) the file at `path` and `flock`s it with `operation`. The
+/// kernel drops the lock with the file, or with the process however it ends.
+pub(crate) fn flock(path: &std::path::Path, operation: libc::c_int) -> std::io::Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        .open(path)?;
     // SAFETY: `flock` on the descriptor of a file this function owns.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), operation) };
-    assert_eq!(rc, 0, "flock {}: {}", path.display(), std::io::Error::last_os_error());
-    file
+    match unsafe { libc::flock(file.as_raw_fd(), operation) } {
+        0 => Ok(file),
+        _ => Err(std::io::Error::last_os_error()),
+    }
 }
