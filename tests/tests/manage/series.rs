@@ -1,7 +1,7 @@
 //! Series end to end (issue 47): `enqueue` with `repeat` through the real functions, one message
 //! per occurrence with `waiter.job_id` = `{job_id}@{epoch}` and `waiter.occurrence`, each
 //! `catch_up` policy on a series started in the past, the item moved on in place (one item,
-//! `occurrences` and `version` one more), `retry` of an occurrence, `cancel`, and a cron series in
+//! `occurrences` and `version` one more), `retry` of an occurrence (and none under the series' id), `cancel`, and a cron series in
 //! a half-hour zone that finishes at its count and leaves its record.
 
 use std::time::Duration;
@@ -112,28 +112,38 @@ async fn series_send_one_message_per_occurrence_follow_catch_up_and_stop_when_ca
         .await;
     assert_eq!(r["status"], "cancelled", "{r}");
 
-    // A consumer's retry of an occurrence goes under the id its message names.
+    // A retry under the series' own id is refused and changes nothing (issue 60, defect 1).
+    let before = s
+        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "one"}))
+        .await;
+    let err = s
+        .enqueue
+        .invoke(&json!({"action": "retry", "queue": "orders", "job_id": "one", "attempt": 1, "message_body": "one"}))
+        .await
+        .expect_err("a retry under a series' id");
+    assert_eq!(err.error_type, "InvalidRequest");
+    assert!(
+        err.error_message.starts_with("job_id: names a series"),
+        "{}",
+        err.error_message
+    );
+    let after = s
+        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "one"}))
+        .await;
+    assert_eq!(after, before);
+
+    // A consumer's retry of an occurrence goes under the id its message names; without the
+    // message's attributes handed back, attempt 2 still names it (defect 15).
     let latest_missed = format!("one@{}", (start + TimeDelta::seconds(180)).timestamp());
     let one = got
         .iter()
         .find(|r| attr(r, "waiter.job_id") == Some(latest_missed.as_str()))
         .expect("one");
     let (occurrence_id, _) = occurrence_of(one);
-    let attributes: serde_json::Map<String, Value> = one
-        .message
-        .message_attributes()
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| {
-            let value = json!({"data_type": v.data_type(), "string_value": v.string_value()});
-            (k.clone(), value)
-        })
-        .collect();
     let r = s
         .enqueue_ok(
             json!({"action": "retry", "queue": "orders", "job_id": occurrence_id, "attempt": 1,
-                           "message_body": "one", "message_attributes": attributes,
-                           "backoff": {"base_s": 1, "jitter": false}}),
+                           "message_body": "one", "backoff": {"base_s": 1, "jitter": false}}),
         )
         .await;
     assert_eq!(r["job_id"], occurrence_id.as_str(), "{r}");

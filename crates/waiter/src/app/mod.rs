@@ -26,6 +26,8 @@ mod repeat_tests;
 mod replay;
 mod reschedule;
 mod retry;
+#[cfg(test)]
+mod series_retry_tests;
 mod stats;
 #[cfg(test)]
 mod tests;

@@ -225,6 +225,105 @@ async fn reschedule_changes_the_rule_and_restarts_the_series_at_its_time() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_reschedule_to_a_count_the_series_has_reached_is_refused() {
+    // Issue 60, defect 12: such a count was accepted, and the poller then finished the series
+    // without a send.
+    let (w, _, queue, clock) = waiter();
+    let start = clock.now() + TimeDelta::seconds(90);
+    w.handle(
+        &json!({"queue": "orders", "message_body": "b", "job_id": "c", "perform_at": rfc3339(start),
+                "repeat": {"every_s": 60, "count": 5}}),
+    )
+    .await
+    .expect("enqueue");
+    for step in [90, 60] {
+        clock.advance(TimeDelta::seconds(step));
+        run(&w, &clock).await;
+    }
+    assert_eq!(queue.sent().len(), 2, "{:?}", occurrences(&queue));
+    let before = get(&w, "c").await;
+    let at = rfc3339(clock.now() + TimeDelta::seconds(300));
+    for count in [1, 2] {
+        let e = crate::testing::refused(
+            &w,
+            json!({"action": "reschedule", "queue": "orders", "job_id": "c", "perform_at": at,
+                   "repeat": {"every_s": 60, "count": count}}),
+        )
+        .await;
+        assert_eq!(e.field, "repeat.count", "{e}");
+        assert!(e.to_string().contains("more than the 2 occurrences"), "{e}");
+        assert_eq!(
+            get(&w, "c").await,
+            before,
+            "count {count}: the refusal changed the series"
+        );
+    }
+    let r = w
+        .handle(
+            &json!({"action": "reschedule", "queue": "orders", "job_id": "c", "perform_at": at,
+                    "repeat": {"every_s": 60, "count": 3}}),
+        )
+        .await
+        .expect("count 3");
+    assert_eq!(r["status"], "rescheduled", "{r}");
+    for _ in 0..10 {
+        clock.advance(TimeDelta::seconds(60));
+        run(&w, &clock).await;
+    }
+    assert_eq!(
+        queue.sent().len(),
+        3,
+        "the one occurrence left: {:?}",
+        occurrences(&queue)
+    );
+    let g = get(&w, "c").await;
+    assert_eq!(
+        (g["status"].as_str(), g["occurrences"].as_u64()),
+        (Some("finished"), Some(3)),
+        "{g}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_mark_of_an_occurrence_that_may_have_been_delivered_clears_when_the_series_moves_on() {
+    // Issue 60, defect 10: a run that inherits a lease and moves a series to its window's
+    // opening marks it `maybe_delivered_at` (the run before may have sent that occurrence). The
+    // move after the next send kept the mark, so `get` and `cancel` reported it for good.
+    let (w, store, queue, clock) = waiter();
+    let start = clock.now() + TimeDelta::seconds(90);
+    w.handle(
+        &json!({"queue": "orders", "message_body": "b", "job_id": "m", "perform_at": rfc3339(start),
+                "repeat": {"every_s": 3600}}),
+    )
+    .await
+    .expect("enqueue");
+    let mut marked = store
+        .state
+        .lock()
+        .unwrap()
+        .items
+        .values()
+        .next()
+        .cloned()
+        .expect("the series");
+    marked.maybe_delivered_at = Some(start - TimeDelta::days(1));
+    store.insert(marked);
+    assert!(
+        get(&w, "m").await.get("maybe_delivered_at").is_some(),
+        "the mark is shown"
+    );
+    clock.advance(TimeDelta::seconds(90));
+    run(&w, &clock).await;
+    assert_eq!(queue.sent().len(), 1);
+    let g = get(&w, "m").await;
+    assert_eq!(g["occurrences"], 1, "{g}");
+    assert!(
+        g.get("maybe_delivered_at").is_none(),
+        "the mark outlived its occurrence: {g}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn occurrences_outside_the_windows_wait_for_the_opening_and_catch_up_there() {
     for (policy, sent) in [
         ("one", vec![50, 60]),

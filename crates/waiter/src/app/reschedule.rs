@@ -94,7 +94,15 @@ where
         job.weight = r.weight.unwrap_or(job.weight);
         if let Some(series) = &r.repeat {
             let occurrences = job.repeat.as_ref().map_or(0, |s| s.occurrences);
-            job.repeat = Some(Box::new(series.advanced(occurrences)));
+            let series = series.advanced(occurrences);
+            if let Some(count) = series.count.filter(|c| *c <= occurrences) {
+                // The poller would finish the series at once, without a send.
+                return Err(InvalidRequest::new(
+                    "repeat.count",
+                    format!("must be more than the {occurrences} occurrences the series has sent, got {count}"),
+                ));
+            }
+            job.repeat = Some(Box::new(series));
         }
         if let Some(series) = job.repeat.as_mut() {
             if job.expires_at.is_some() {

@@ -14,19 +14,22 @@ use chrono::{DateTime, Utc};
 use tracing::debug;
 
 use crate::backoff;
-use crate::error::{HandlerError, PortError};
+use crate::error::{HandlerError, InvalidRequest, PortError};
 use crate::job::Job;
 use crate::ports::{
     Clock, Found, History, HistoryStatus, JobKey, JobStore, MessageQueue, Over, ParkInfo, Partition, PutOutcome,
     ReplaceOutcome, StoredJob,
 };
+use crate::windows::Windows;
 use crate::wire::field_rules::{check_message, check_stored_size};
 use crate::wire::normalise::Given;
 use crate::wire::reply::{describe, reply, status_only};
 use crate::wire::retry::Retry;
 
 use super::*;
-use sqs_waiter_contract::{JobReply, JobStatus, ATTEMPTS_EXHAUSTED};
+use sqs_waiter_contract::{
+    JobReply, JobStatus, ATTEMPTS_EXHAUSTED, JOB_ID_ATTRIBUTE, OCCURRENCE_ATTRIBUTE, OCCURRENCE_SEPARATOR,
+};
 
 /// Reads and conditional writes of one `retry` before it gives up: each lost race is to another
 /// change of the same job (a concurrent `retry`, `cancel` or `redrive`).
@@ -46,6 +49,14 @@ impl Current {
         match self {
             Self::Stored(j) => j.job.attempt,
             Self::Left(h) => h.attempt,
+        }
+    }
+
+    /// A series (stored, or its record): never an attempt of anything.
+    fn is_series(&self) -> bool {
+        match self {
+            Self::Stored(j) => j.job.repeat.is_some(),
+            Self::Left(h) => h.occurrences.is_some(),
         }
     }
 
@@ -114,16 +125,42 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             let mut home = self.home_of(&r.queue, &r.job_id);
             let mut partitions = self.candidate_partitions(&r.queue, &r.job_id).await?;
             partitions.push(Partition::Parked);
-            let found = self
+            let mut keys = JobKey::in_each(&r.job_id, &partitions);
+            // The first retry of a series' occurrence finds nothing under its id: the attempt
+            // takes the series' windows, so the series is read in the same call.
+            let series_id = sqs_waiter_contract::occurrence_of(&r.job_id)
+                .map(|(series, _)| series)
+                .filter(|_| r.attempt == 1);
+            if let Some(series) = series_id {
+                let theirs = self.candidate_partitions(&r.queue, series).await?;
+                keys.extend(JobKey::in_each(series, &theirs));
+            }
+            let (found, series): (Vec<Found>, Vec<Found>) = self
                 .store
-                .read_any(&r.queue, &JobKey::in_each(&r.job_id, &partitions))
-                .await?;
+                .read_any(&r.queue, &keys)
+                .await?
+                .into_iter()
+                .partition(|f| f.job_id() == r.job_id);
             // What a write at the home key must find there: any record, live or past its time.
             let at_home = found.iter().find_map(|f| match f {
                 Found::History(h) if h.partition == home => Some(h.clone()),
                 _ => None,
             });
             let current = current_of(&found, now);
+            if current.as_ref().is_some_and(Current::is_series) {
+                // The series is not an attempt of anything: a retry under its id would replace
+                // it with a one-off job. Its occurrences' retries go under their own ids.
+                return Err(InvalidRequest::new(
+                    "job_id",
+                    format!(
+                        "names a series: retry the occurrence under the id its message carries in {JOB_ID_ATTRIBUTE} \
+                         ({}{OCCURRENCE_SEPARATOR}{{epoch seconds of its {OCCURRENCE_ATTRIBUTE}}}), never the \
+                         series' own id",
+                        r.job_id
+                    ),
+                )
+                .into());
+            }
             let decision = decide(r.attempt, current.as_ref(), now);
             match decision {
                 Decision::Duplicate => {
@@ -143,7 +180,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 }
                 Decision::Next => {}
             }
-            let job = self.next_attempt(&r, current.as_ref(), now)?;
+            let job = self.next_attempt(&r, current.as_ref(), series_windows(&series), now)?;
             // The next attempt goes where the failed one is still stored, else to the home key.
             let over = match current.as_ref().and_then(|c| c.sent_and_stored(now)) {
                 Some(sent) if sent.job.attempt == r.attempt => {
@@ -169,12 +206,20 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
     }
 
     /// Attempt `r.attempt + 1`: the consumer's message, with what the job keeps across its
-    /// attempts (its expiry, windows, and whether its messages name it) from what was read.
-    fn next_attempt(&self, r: &Retry, current: Option<&Current>, now: DateTime<Utc>) -> Result<Job, HandlerError> {
+    /// attempts (its expiry, windows, and whether its messages name it) from what was read; the
+    /// first retry of an occurrence, with no attempt of its own to read, keeps its series'
+    /// windows.
+    fn next_attempt(
+        &self,
+        r: &Retry,
+        current: Option<&Current>,
+        series_windows: Option<Windows>,
+        now: DateTime<Utc>,
+    ) -> Result<Job, HandlerError> {
         let (expires_at, windows, names_itself) = match current {
             Some(Current::Left(h)) => (h.expires_at, h.windows.clone(), h.names_itself),
             Some(Current::Stored(j)) => (j.job.expires_at, j.job.windows.clone(), j.job.names_itself),
-            None => (None, None, false),
+            None => (None, series_windows, false),
         };
         let job = Job {
             queue: r.queue.clone(),
@@ -346,6 +391,16 @@ fn exhausted_reply(r: &Retry, parked: &StoredJob) -> JobReply {
         parked_at: parked.parked.as_ref().map(|p| p.parked_at),
         ..status_only(JobStatus::Parked, &r.queue, &r.job_id)
     }
+}
+
+/// The windows of the series among `found` (read with an occurrence's first retry): stored, or
+/// its record.
+fn series_windows(found: &[Found]) -> Option<Windows> {
+    found.iter().find_map(|f| match f {
+        Found::Job(j) if j.job.repeat.is_some() => j.job.windows.clone(),
+        Found::History(h) if h.occurrences.is_some() => h.windows.clone(),
+        _ => None,
+    })
 }
 
 #[cfg(test)]

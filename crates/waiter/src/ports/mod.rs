@@ -239,6 +239,15 @@ pub enum Found {
     History(History),
 }
 
+impl Found {
+    pub fn job_id(&self) -> &str {
+        match self {
+            Self::Job(j) => &j.job.job_id,
+            Self::History(h) => &h.job_id,
+        }
+    }
+}
+
 /// What the key a job's next attempt (or its fence) is written to holds, as it was read: the
 /// write is conditional on it still holding exactly that.
 #[derive(Debug, Clone, Copy, PartialEq)]

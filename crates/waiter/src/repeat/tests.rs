@@ -48,6 +48,12 @@ fn both_day_fields_restricted_fire_on_either_and_a_star_field_narrows() {
     let both = Cron::parse("0 0 */2 * FRI").expect("cron");
     assert!(both.matches_date(date(13)), "odd and a Friday");
     assert!(!both.matches_date(date(6)), "even");
+    assert!(!both.matches_date(date(7)), "odd, a Saturday");
+    // The same days written without the `*`: restricted, so either fires (docs/series.md).
+    let either = Cron::parse("0 0 1-31/2 * FRI").expect("cron");
+    assert!(either.matches_date(date(6)), "a Friday");
+    assert!(either.matches_date(date(7)), "an odd day");
+    assert!(!either.matches_date(date(8)), "even, a Sunday");
 }
 
 #[test]

@@ -22,8 +22,8 @@ pub struct Retry {
     pub job_id: String,
     /// The attempt that failed, 1 to `MAX_ATTEMPT_NUMBER`.
     pub attempt: u32,
-    /// The message named the job (`waiter.job_id`, a replayed copy's): its next attempt does too,
-    /// even when no record of the copy is left to say so.
+    /// The message named the job (`waiter.job_id`: a replayed copy's, or a series' occurrence's):
+    /// its next attempt does too, even when no record of the copy or occurrence says so.
     pub names_itself: bool,
     pub message_body: String,
     /// The caller's attributes, `waiter.*` ones left out (ours replace them).
@@ -68,9 +68,13 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Retry>> for Retry {
             DEFAULT_PRIORITY,
         )?;
         let weight = check_weight(&given, r.weight.or_else(|| carried(WEIGHT_ATTRIBUTE)), DEFAULT_WEIGHT)?;
-        let names_itself = attributes
-            .get(JOB_ID_ATTRIBUTE)
-            .is_some_and(|a| a.string_value.as_deref() == Some(job_id.as_str()));
+        // An occurrence's id (`{series}@{epoch}`, which no caller can choose) is named in every
+        // attempt's message whether or not the consumer handed its attributes back: a consumer
+        // that falls back to the id it enqueued would otherwise retry the series' id.
+        let names_itself = sqs_waiter_contract::occurrence_of(&job_id).is_some()
+            || attributes
+                .get(JOB_ID_ATTRIBUTE)
+                .is_some_and(|a| a.string_value.as_deref() == Some(job_id.as_str()));
         let attributes = without_reserved(attributes);
         if attributes.len() >= SQS_MAX_MESSAGE_ATTRIBUTES {
             return Err(InvalidRequest::new(

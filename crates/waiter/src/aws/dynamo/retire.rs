@@ -245,9 +245,11 @@ fn set_expression(set: &Item) -> Expression {
         names.push((format!("#set{i}"), name.clone()));
         values.push((format!(":set{i}"), value.clone()));
     }
-    // Moved on, a series no longer waits for a window.
+    // Moved on, a series no longer waits for a window, and its next occurrence has not been
+    // sent: the mark of one that may have been is the last occurrence's, not its.
     names.push(("#held".to_owned(), A_REPEAT_HELD.to_owned()));
-    (format!("SET {} REMOVE #held", parts.join(", ")), names, values)
+    names.push(("#maybe".to_owned(), A_MAYBE_DELIVERED_AT.to_owned()));
+    (format!("SET {} REMOVE #held, #maybe", parts.join(", ")), names, values)
 }
 
 /// A removal as one item of a transaction, with the same edition condition as `retire_one`.

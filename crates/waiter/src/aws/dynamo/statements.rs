@@ -100,8 +100,11 @@ pub(super) fn removal_statement(
                 text.push_str(&format!(" REMOVE {}", quoted(name)));
             }
             if keeps_the_rest {
-                // Moved on, it no longer waits for a window.
-                text.push_str(&format!(" REMOVE {}", quoted(A_REPEAT_HELD)));
+                // Moved on, it no longer waits for a window, and the mark of an occurrence that
+                // may have been delivered was the last one's (`set_expression`'s twin).
+                for name in [A_REPEAT_HELD, A_MAYBE_DELIVERED_AT] {
+                    text.push_str(&format!(" REMOVE {}", quoted(name)));
+                }
             }
             text
         }

@@ -161,7 +161,7 @@ fn a_series_move_sets_its_next_occurrence_and_version_and_keeps_the_rest() {
     assert_eq!(
         s.statement,
         "UPDATE \"t\" SET \"occurrences\" = ? SET \"perform_at\" = ? SET \"version\" = ? REMOVE \"repeat_held\" \
-         WHERE \"scheduler\" = ? \
+         REMOVE \"maybe_delivered_at\" WHERE \"scheduler\" = ? \
          AND \"job_id\" = ? AND \"perform_at\" IS NOT MISSING AND (\"enqueued_at\" IS MISSING OR \"enqueued_at\" = ?) \
          AND \"version\" = ?"
     );
