@@ -2,7 +2,6 @@
 //! `E2E_BACKEND=localstack`): a backlog under `WAITER_MAX_RATE` arrives urgent first, a critical
 //! job is not held back, and the fields are stored only when given, shown and kept.
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 use e2e::rig::{
@@ -86,33 +85,39 @@ fn urgent_by_second(got: Vec<e2e::emulator::Received>, due: chrono::DateTime<chr
     );
 }
 
-/// The 21 messages of `backlog`, received: never early, the urgent and critical ones first.
+/// The 21 messages of `backlog`, received: never early; the default ones held back from the
+/// due second; and neither an urgent one nor the critical one in a later second than a default
+/// one (the contract's "never arrives in an earlier second than a better-ranked job held back
+/// with it"). SQS orders nothing within a second, and a run's partitions that book near a
+/// second's end (within `SEND_GUARD`) move their urgent jobs to the next second, where a default
+/// one may share it: in this issue's fifth cold run `urgent-0` took the due second and
+/// `urgent-1` to `urgent-3` the next, with `normal-0`, all four in one receipt. The second a
+/// message arrived in is the second of its receipt: a message the poller delays becomes visible
+/// just after its second begins, and one it sends without a delay in the second it is sent.
 fn urgent_first(mut got: Vec<e2e::emulator::Received>, due: chrono::DateTime<chrono::Utc>) {
     assert_eq!(got.len(), 21, "{got:?}");
     assert!(got.iter().all(|m| m.at >= due), "never early");
     got.sort_by_key(|m| m.at);
     let body = |m: &e2e::emulator::Received| m.message.body().unwrap_or_default().to_owned();
-    // The first second of the budget: the 4 urgent ones, and the critical one beside them
-    // (it uses none of the budget). The default ones become visible a second later at the
-    // earliest.
-    let first: BTreeSet<String> = got[..5].iter().map(body).collect();
-    let expected: BTreeSet<String> = ["urgent-0", "urgent-1", "urgent-2", "urgent-3", "critical"]
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
-    assert_eq!(
-        first,
-        expected,
-        "{:?}",
-        got.iter().map(|m| (body(m), m.at)).collect::<Vec<_>>()
-    );
-    // The default ones were booked into the seconds after the one the urgent ones took.
-    let first_normal = got[5].at;
-    let next_second = chrono::DateTime::from_timestamp(due.timestamp() + 1, 0).expect("a time");
+    let seen: Vec<(String, chrono::DateTime<chrono::Utc>)> = got.iter().map(|m| (body(m), m.at)).collect();
+    let second = |prefix: &str, latest: bool| {
+        let seconds = got
+            .iter()
+            .filter(|m| body(m).starts_with(prefix))
+            .map(|m| m.at.timestamp());
+        if latest { seconds.max() } else { seconds.min() }.unwrap_or_else(|| panic!("no {prefix} job: {seen:?}"))
+    };
+    let first_normal = second("normal", false);
     assert!(
-        first_normal >= next_second,
-        "a default job arrived at {first_normal}, in the urgent ones' second"
+        first_normal > due.timestamp(),
+        "a default job in the due second: {seen:?}"
     );
+    for ranked in ["urgent", "critical"] {
+        assert!(
+            second(ranked, true) <= first_normal,
+            "the {ranked} job in a later second than a default one: {seen:?}"
+        );
+    }
     // The message says its priority, so that a consumer's retry keeps it.
     let urgent = got.iter().find(|m| body(m) == "urgent-0").expect("urgent-0");
     let carried = urgent
