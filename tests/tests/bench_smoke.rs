@@ -224,3 +224,11 @@ async fn series_bench_counts_one_entry_and_one_statement_per_occurrence() {
         "{r:?}"
     );
 }
+
+/// Issue 60, defect 9: the catch-up bench walks a run's passes as the poller makes them (`all`
+/// sends each missed occurrence and then the one on time; `one` leaves all but the latest).
+#[test]
+fn catch_up_bench_sends_each_missed_occurrence_in_order() {
+    let c = e2e::bench::catch_up_cpu(200);
+    assert_eq!((c.all_passes, c.one_skipped), (200, 198), "{c:?}");
+}

@@ -3,6 +3,7 @@
 
 mod api_calls;
 mod bodies;
+mod catch_up;
 mod cold_start;
 mod compression;
 mod cost;
@@ -14,6 +15,7 @@ mod trace_cost;
 
 pub use api_calls::*;
 pub use bodies::*;
+pub use catch_up::*;
 pub use cold_start::*;
 pub use compression::*;
 pub use cost::*;

@@ -39,7 +39,8 @@ enum Section {
     TraceCost,
     /// Pure-Rust codecs on JSON bodies of 1–64 KB: write units saved and CPU per body.
     Compression,
-    /// What one occurrence of a series costs: calls at the proxy, the move's units.
+    /// What one occurrence of a series costs: calls at the proxy, the move's units, and the
+    /// CPU of catching a series up.
     Series,
 }
 
@@ -509,7 +510,13 @@ async fn main() {
             r.on_demand_per_million,
             r.provisioned_per_million
         );
-        println!("written to {}\n", write_json("series.json", &r).display());
+        println!("written to {}", write_json("series.json", &r).display());
+        let c = catch_up_cpu(if quick { 10_000 } else { 100_000 });
+        println!(
+            "catching up (issue 60): a `{}` series {} minutes behind, on one thread: `all` {} passes (one run's) in {:.1} ms; `one` leaves {} unsent in one pass of {:.1} ms",
+            c.expression, c.behind, c.all_passes, c.all_ms, c.one_skipped, c.one_ms
+        );
+        println!("written to {}\n", write_json("catch_up.json", &c).display());
     }
     if all || what == "compression" {
         let bodies = if quick { 5 } else { 50 };

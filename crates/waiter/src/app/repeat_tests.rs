@@ -187,6 +187,25 @@ async fn bad_series_are_refused_by_field_and_store_nothing() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_cron_whose_next_date_is_decades_away_is_taken_at_any_start() {
+    // Issue 60, defect 8: from March 2032 the next 29 February that is a Sunday is in 2060,
+    // past the 8 years searched, and `enqueue` refused the series.
+    let (w, _, _, _) = waiter();
+    let r = w
+        .handle(
+            &json!({"queue": "orders", "message_body": "b", "job_id": "leap", "perform_at": "2032-03-01T00:00:00Z",
+                        "repeat": {"cron": "0 0 29 2 */7"}}),
+        )
+        .await
+        .expect("enqueue");
+    assert_eq!(
+        DateTime::parse_from_rfc3339(r["perform_at"].as_str().expect("perform_at")).expect("time"),
+        DateTime::parse_from_rfc3339("2060-02-29T00:00:00Z").expect("time"),
+        "{r}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn reschedule_changes_the_rule_and_restarts_the_series_at_its_time() {
     let (w, _, _, clock) = waiter();
     w.handle(
@@ -413,4 +432,42 @@ async fn a_time_zone_alone_is_refused_naming_both_fields_it_goes_with() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_held_occurrence_is_handed_over_to_arrive_at_the_opening_and_not_rewritten_before() {
+    // Issue 60, defect 13: daily at 08:00, arriving only from 09:00, with a lookahead of 120 s
+    // and a run every minute. `enqueue` stores the series at 09:00 holding 08:00; the run at
+    // 08:58 hands the occurrence over to arrive at 09:00 (the move after the send). Each run
+    // from 08:58 used to move the series to the same opening again, and the first run after
+    // 09:00 sent it.
+    let (w, _, queue, clock) = test_waiter("orders", &[("WAITER_LOOKAHEAD", "120"), ("WAITER_SHARDS", "2")]);
+    let now = clock.now().timestamp();
+    let opening = DateTime::from_timestamp(now - now % 86_400 + 86_400 + 9 * 3600, 0).expect("09:00 tomorrow");
+    let occurrence = opening - TimeDelta::hours(1);
+    w.handle(
+        &json!({"queue": "orders", "message_body": "daily", "job_id": "d", "perform_at": rfc3339(occurrence),
+                "windows": [{"from": "09:00", "to": "17:00"}], "time_zone": "UTC", "repeat": {"every_s": 86_400}}),
+    )
+    .await
+    .expect("enqueue");
+    clock.advance(occurrence - TimeDelta::minutes(3) - clock.now());
+    while clock.now() < opening + TimeDelta::minutes(3) {
+        run(&w, &clock).await;
+        clock.advance(TimeDelta::minutes(1));
+    }
+    let sent = queue.sent();
+    assert_eq!(sent.len(), 1, "{:?}", occurrences(&queue));
+    let arrival = sent[0].at + TimeDelta::seconds(i64::from(sent[0].message.delay_seconds.unwrap_or(0)));
+    assert!(
+        arrival >= opening && arrival < opening + TimeDelta::seconds(1),
+        "arrived at {arrival}, not at the opening {opening}"
+    );
+    assert_eq!(occurrences(&queue)[0].1, format!("d@{}", occurrence.timestamp()));
+    let g = get(&w, "d").await;
+    assert_eq!(
+        (g["occurrences"].as_u64(), g["version"].as_u64()),
+        (Some(1), Some(2)),
+        "stored, then moved on once: {g}"
+    );
 }

@@ -19,11 +19,16 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             return Some(job);
         };
         let from = series.from(job.job.perform_at);
+        // A series held for its windows is stored at their opening.
+        let opening = series.held.map(|_| job.job.perform_at);
         let step = series.step(from, now);
         match step.send {
             Some(at) => {
                 let mut copy = job;
-                copy.job.perform_at = at;
+                // A held occurrence is due at the opening: handed over within the lookahead to
+                // arrive then, as any job is, instead of moved to the same opening by every run
+                // before it and sent by the first run after it.
+                copy.job.perform_at = opening.map_or(at, |o| o.max(at));
                 copy.job.occurrence = Some(Occurrence {
                     at,
                     next: step.next,

@@ -31,6 +31,9 @@ pub struct Cron {
     days_star: bool,
     weekdays_star: bool,
     text: String,
+    /// Its times of a day (hour, minute), in order: made once, read by every next-occurrence
+    /// search (rebuilt per search, they made a catch-up over a `* * * * *` series quadratic).
+    times: Vec<(u32, u32)>,
 }
 
 struct Field {
@@ -94,6 +97,10 @@ impl Cron {
         if weekdays.has(7) {
             weekdays = Bits((weekdays.0 | 1) & !(1 << 7));
         }
+        let times = (0..24)
+            .filter(|h| hours.has(*h))
+            .flat_map(|h| (0..60).filter(move |m| minutes.has(*m)).map(move |m| (h, m)))
+            .collect();
         let cron = Self {
             minutes,
             hours,
@@ -103,6 +110,7 @@ impl Cron {
             days_star: parts[2].starts_with('*'),
             weekdays_star: parts[4].starts_with('*'),
             text: parts.join(" "),
+            times,
         };
         if !cron.can_fire() {
             return Err("matches no date (a day of month that none of its months has)".into());
@@ -134,11 +142,8 @@ impl Cron {
     }
 
     /// Its times of a day (hour, minute), in order.
-    pub fn times(&self) -> Vec<(u32, u32)> {
-        (0..24)
-            .filter(|h| self.hours.has(*h))
-            .flat_map(|h| (0..60).filter(move |m| self.minutes.has(*m)).map(move |m| (h, m)))
-            .collect()
+    pub fn times(&self) -> &[(u32, u32)] {
+        &self.times
     }
 
     /// A date it matches exists in some year: a day of month that some chosen month has, or

@@ -16,8 +16,12 @@ pub use series::{Every, Occurrence, Series, Step};
 pub const MISSED_AFTER: TimeDelta = TimeDelta::seconds(60);
 /// Missed occurrences `catch_up: all` sends per series in one run; the rest wait for the next.
 pub const MAX_CATCH_UP_PER_RUN: usize = 1000;
-/// How far ahead a cron's next date is searched: 8 years holds a 29 February in any century.
-const SEARCH_DAYS: u64 = 366 * 8 + 2;
+/// How far a cron's next (or last) date is searched: one whole Gregorian cycle, 400 years, after
+/// which dates and weekdays repeat (146,097 days are 20,871 weeks), so a date it matches is
+/// found however far it is (`0 0 29 2 */7`, a 29 February that is a Sunday, comes 28 or 40
+/// years apart), and one not found in the cycle never comes. Two days more for the day searched
+/// on either side. A search walks only the days: a date test is a few bit tests.
+const SEARCH_DAYS: u64 = 146_097 + 2;
 /// Gaps end within a day (Samoa skipped 30 December 2011 whole): minutes stepped through one.
 const MAX_GAP_MINUTES: u32 = 25 * 60;
 
@@ -34,8 +38,8 @@ pub enum Rule {
 pub use sqs_waiter_contract::CatchUp;
 
 impl Rule {
-    /// The first occurrence at or after `t`; `None` when there is none (a cron whose dates
-    /// never come again within the search, which `Cron::parse` already refuses for any year).
+    /// The first occurrence at or after `t`; `None` when there is none (a cron whose dates never
+    /// come, which `Cron::parse` already refuses, or a date past chrono's range).
     pub fn at_or_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match self {
             Rule::Cron(cron, zone) => cron_at_or_after(cron, *zone, t),

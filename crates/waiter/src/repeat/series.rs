@@ -104,7 +104,10 @@ impl Series {
                 next: None,
             };
         }
-        if from >= now - MISSED_AFTER {
+        // `all` sends every missed occurrence in order, so this pass sends `from`: no walk over
+        // the missed ones (`due` walks up to `MAX_CATCH_UP_PER_RUN` of them, and a run makes one
+        // pass per occurrence it sends).
+        if from >= now - MISSED_AFTER || self.catch_up == CatchUp::All {
             return sending(from, 0);
         }
         let d = due(&rule, from, now, self.catch_up, self.until, self.left());

@@ -57,6 +57,29 @@ fn both_day_fields_restricted_fire_on_either_and_a_star_field_narrows() {
 }
 
 #[test]
+fn a_date_decades_apart_is_found_however_far_it_is() {
+    // Issue 60, defect 8: a 29 February that is a Sunday comes 28 or 40 years apart; the search
+    // of 8 years found 2032's, and then the series finished.
+    use chrono::{Datelike, Weekday};
+    let rule = cron("0 0 29 2 */7", "UTC");
+    let sundays: Vec<DateTime<Utc>> = (2026..2300)
+        .filter_map(|y| NaiveDate::from_ymd_opt(y, 2, 29))
+        .filter(|d| d.weekday() == Weekday::Sun)
+        .filter_map(|d| d.and_hms_opt(0, 0, 0))
+        .map(|d| d.and_utc())
+        .collect();
+    assert!(sundays.len() > 6, "{sundays:?}");
+    let mut t = utc("2026-01-01T00:00:00Z");
+    for (i, sunday) in sundays.iter().enumerate() {
+        assert_eq!(rule.at_or_after(t), Some(*sunday), "after {t}");
+        if let Some(earlier) = i.checked_sub(1).map(|k| sundays[k]) {
+            assert_eq!(rule.before(*sunday), Some(earlier), "before {sunday}");
+        }
+        t = *sunday + TimeDelta::seconds(1);
+    }
+}
+
+#[test]
 fn bad_expressions_name_the_field_and_the_rule() {
     for (expr, wanted) in [
         ("* * * *", "needs 5 fields"),

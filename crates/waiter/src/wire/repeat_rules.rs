@@ -62,7 +62,7 @@ pub(crate) fn check_repeat(
             sub("until"),
             format!("{} comes before the series' first occurrence", u.to_rfc3339()),
         ),
-        None => InvalidRequest::new(sub("cron"), "has no occurrence within 8 years"),
+        None => InvalidRequest::new(sub("cron"), "has no occurrence after the start"),
     })?;
     Ok((series, first))
 }
