@@ -260,10 +260,18 @@ async fn a_windowed_job_whose_window_closed_after_a_crashed_send_is_moved_and_sa
     sleep_until(due).await;
 
     let mut poller = Function::start("poller", &w.env).await;
+    let crashed_at = chrono::Utc::now();
     kill_after(&w, &mut poller, json!({}), "SendMessageBatch", 1, CRASHED_RUN_DEADLINE).await;
     let first = w.emu.receive_for(&w.url, Duration::from_secs(2), 1).await;
     assert_eq!(first.len(), 1, "the crashed run's send reached SQS");
-    sleep_until(close).await;
+    // The next run must come after the close and after the crashed run's lease lapses
+    // (`LEASE_GRACE` after its deadline), whichever is later: the close may come 8 s after
+    // `due`, before the lapse (a cold run failed so, the partition busy at every try, once the
+    // crashed run's deadline went from 4 s to 10 s).
+    let lapse = crashed_at
+        + chrono::TimeDelta::from_std(CRASHED_RUN_DEADLINE).expect("a deadline")
+        + waiter::poller::LEASE_GRACE;
+    sleep_until(close.max(lapse)).await;
 
     let mut poller = Function::start("poller", &w.env).await;
     let mut summary = json!({});
