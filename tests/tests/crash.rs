@@ -235,9 +235,8 @@ async fn enqueue_killed_mid_batch_then_resent_creates_no_duplicates() {
 
 /// Issue 23, defect 1's window variant: the poller is killed right after SQS took a windowed
 /// job's message; its window has closed when the next run takes the lapsed lease over. That run
-/// must not re-send it
-/// (it would arrive outside the window) and moves it to the next opening, marked
-/// `maybe_delivered_at`, so that `get`, `cancel` and `reschedule` say it may have arrived.
+/// must not re-send it (it would arrive outside the window) and moves it to the next opening,
+/// marked `maybe_delivered_at`, so that `get`, `cancel` and `reschedule` say it may have arrived.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_windowed_job_whose_window_closed_after_a_crashed_send_is_moved_and_says_it_may_have_arrived() {
     let w = world().await;
