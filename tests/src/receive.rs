@@ -36,9 +36,7 @@ impl Emulator {
         }
         out
     }
-}
 
-impl Emulator {
     /// `receive_for` with `workers` receivers at once, for herds, until `expect` messages came
     /// or none came for `stall`: one receiver takes about a second per 10 messages from a moto
     /// queue holding thousands, so a fixed deadline measured the machine, not the code.

@@ -24,22 +24,27 @@ fn rfc3339(t: DateTime<Utc>) -> String {
     crate::time::format_rfc3339(t)
 }
 
-async fn run(w: &TestWaiter, clock: &FakeClock) -> crate::poller::RunSummary {
+pub(super) async fn run(w: &TestWaiter, clock: &FakeClock) -> crate::poller::RunSummary {
     dispatcher_for(w).run(clock.now() + TimeDelta::seconds(30)).await
 }
 
-async fn get(w: &TestWaiter, id: &str) -> Value {
+pub(super) async fn get(w: &TestWaiter, id: &str) -> Value {
     w.handle(&json!({"action": "get", "queue": "orders", "job_id": id}))
         .await
         .expect("get")
 }
 
+/// A message's attribute `name`, when it is a string.
+pub(super) fn attribute_text(m: &crate::ports::OutgoingMessage, name: &str) -> Option<String> {
+    match m.attributes.get(name).map(|a| &a.data) {
+        Some(crate::job::AttributeData::String(s)) => Some(s.clone()),
+        _ => None,
+    }
+}
+
 /// The occurrences SQS received, by `waiter.occurrence`, with their `waiter.job_id`.
 fn occurrences(queue: &FakeQueue) -> Vec<(String, String)> {
-    let text = |m: &crate::ports::OutgoingMessage, name: &str| match m.attributes.get(name).map(|a| &a.data) {
-        Some(crate::job::AttributeData::String(s)) => s.clone(),
-        _ => String::new(),
-    };
+    let text = |m: &crate::ports::OutgoingMessage, name: &str| attribute_text(m, name).unwrap_or_default();
     queue
         .sent()
         .iter()

@@ -45,6 +45,13 @@ pub(crate) enum Current {
 }
 
 impl Current {
+    fn of(found: &Found) -> Self {
+        match found {
+            Found::Job(j) => Self::Stored(j.clone()),
+            Found::History(h) => Self::Left(h.clone()),
+        }
+    }
+
     fn attempt(&self) -> u32 {
         match self {
             Self::Stored(j) => j.job.attempt,
@@ -57,6 +64,13 @@ impl Current {
         match self {
             Self::Stored(j) => j.job.repeat.is_some(),
             Self::Left(h) => h.occurrences.is_some(),
+        }
+    }
+
+    fn windows(&self) -> Option<Windows> {
+        match self {
+            Self::Stored(j) => j.job.windows.clone(),
+            Self::Left(h) => h.windows.clone(),
         }
     }
 
@@ -110,11 +124,11 @@ pub(crate) fn decide(failed: u32, current: Option<&Current>, now: DateTime<Utc>)
 pub(crate) fn current_of(found: &[Found], now: DateTime<Utc>) -> Option<Current> {
     found
         .iter()
-        .filter_map(|f| match f {
-            Found::Job(j) => Some(Current::Stored(j.clone())),
-            Found::History(h) if h.is_live(now) => Some(Current::Left(h.clone())),
-            Found::History(_) => None,
+        .filter(|f| match f {
+            Found::Job(_) => true,
+            Found::History(h) => h.is_live(now),
         })
+        .map(Current::of)
         .max_by_key(|c| (c.attempt(), matches!(c, Current::Stored(_))))
 }
 
@@ -396,11 +410,11 @@ fn exhausted_reply(r: &Retry, parked: &StoredJob) -> JobReply {
 /// The windows of the series among `found` (read with an occurrence's first retry): stored, or
 /// its record.
 fn series_windows(found: &[Found]) -> Option<Windows> {
-    found.iter().find_map(|f| match f {
-        Found::Job(j) if j.job.repeat.is_some() => j.job.windows.clone(),
-        Found::History(h) if h.occurrences.is_some() => h.windows.clone(),
-        _ => None,
-    })
+    found
+        .iter()
+        .map(Current::of)
+        .find(Current::is_series)
+        .and_then(|series| series.windows())
 }
 
 #[cfg(test)]

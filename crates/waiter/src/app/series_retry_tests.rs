@@ -5,9 +5,9 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::{json, Value};
 
-use crate::job::AttributeData;
+use super::repeat_tests::{attribute_text, get, run};
 use crate::ports::Clock;
-use crate::testing::{call, dispatcher_for, refused, test_waiter, FakeClock, FakeQueue, MemStore, TestWaiter};
+use crate::testing::{call, refused, test_waiter, FakeClock, FakeQueue, MemStore, TestWaiter};
 use sqs_waiter_contract::{ATTEMPT_ATTRIBUTE, JOB_ID_ATTRIBUTE};
 
 /// A series `daily`, every hour from 90 s on, and the instant of its first occurrence.
@@ -24,26 +24,15 @@ async fn series() -> (TestWaiter, MemStore, FakeQueue, FakeClock, DateTime<Utc>)
     (w, store, queue, clock, first)
 }
 
-async fn run(w: &TestWaiter, clock: &FakeClock) {
-    dispatcher_for(w).run(clock.now() + TimeDelta::seconds(30)).await;
-}
-
 fn retry(job_id: &str, attempt: u64) -> Value {
     // No attributes: the consumer did not ask SQS for them.
     json!({"action": "retry", "queue": "orders", "job_id": job_id, "attempt": attempt, "message_body": "tick",
            "backoff": {"base_s": 2, "factor": 2, "jitter": false}})
 }
 
-async fn get(w: &TestWaiter, id: &str) -> Value {
-    call(w, json!({"action": "get", "queue": "orders", "job_id": id})).await
-}
-
+/// Attribute `name` of the `i`th message SQS received.
 fn text(queue: &FakeQueue, i: usize, name: &str) -> Option<String> {
-    let sent = queue.sent();
-    match sent.get(i)?.message.attributes.get(name).map(|a| &a.data) {
-        Some(AttributeData::String(s)) => Some(s.clone()),
-        _ => None,
-    }
+    attribute_text(&queue.sent().get(i)?.message, name)
 }
 
 #[tokio::test(start_paused = true)]
