@@ -26,12 +26,11 @@ pub struct ApiEfficiency {
     pub floor: usize,
     /// PutItem + SendMessageBatch + DeleteItem + TransactWriteItems + BatchExecuteStatement +
     /// BatchGetItem + Query, the
-    /// calls the floor counts (the DeleteItems are the lease releases, a few per run, and lone
-    /// removals; the PutItems include a lone removal's record).
+    /// calls the floor counts (the DeleteItems are lone removals; the PutItems include a lone
+    /// removal's record).
     pub data_calls: usize,
     pub ratio_to_floor: f64,
-    /// Lease takes (UpdateItem): per partition per run, not per job. Releases are DeleteItems,
-    /// counted with the removals.
+    /// Lease takes and releases (UpdateItem): per partition per run, not per job.
     pub lease_calls: usize,
     pub poller_runs: usize,
     /// On-demand cost per million jobs, USD.

@@ -36,22 +36,23 @@ pub fn catch_up_cpu(behind: u64) -> CatchUpCpu {
     let start = now - TimeDelta::minutes(behind as i64);
     let all = series(CatchUp::All);
     let clock = Instant::now();
+    let pass = waiter::repeat::Pass::new(now, None);
     let (mut from, mut all_passes) = (start, 0);
     while all_passes < MAX_CATCH_UP_PER_RUN {
-        let step = all.step(from, now);
+        let step = all.step(from, None, pass);
         let (Some(sent), Some(next)) = (step.send, step.next) else {
             break;
         };
         assert_eq!(sent, from, "all sends each missed occurrence in order");
         all_passes += 1;
-        if next > now - waiter::repeat::MISSED_AFTER {
+        if next >= pass.on_time_from {
             break;
         }
         from = next;
     }
     let all_ms = clock.elapsed().as_secs_f64() * 1e3;
     let clock = Instant::now();
-    let one = series(CatchUp::One).step(start, now);
+    let one = series(CatchUp::One).step(start, None, pass);
     let one_ms = clock.elapsed().as_secs_f64() * 1e3;
     CatchUpCpu {
         expression: expression.to_owned(),

@@ -391,7 +391,7 @@ async fn main() {
                 r.data_calls, r.floor, r.ratio_to_floor
             );
             println!(
-                "  plus {} lease takes and shard-count writes (UpdateItem per partition, and per queue, per run; not per job; the releases are DeleteItems, counted above)",
+                "  plus {} lease takes and shard-count writes (UpdateItems per partition, take and release, and per queue, per run; not per job)",
                 r.lease_calls
             );
             println!(

@@ -1,8 +1,9 @@
 //! Series end to end (issue 47): `enqueue` with `repeat` through the real functions, one message
 //! per occurrence with `waiter.job_id` = `{job_id}@{epoch}` and `waiter.occurrence`, each
 //! `catch_up` policy on a series started in the past, the item moved on in place (one item,
-//! `occurrences` and `version` one more), `retry` of an occurrence (and none under the series' id), `cancel`, and a cron series in
-//! a half-hour zone that finishes at its count and leaves its record.
+//! `occurrences` and `version` one more), `retry` of an occurrence (and none under the series'
+//! id), `cancel`, a cron series in a half-hour zone that finishes at its count and leaves its
+//! record, and an occurrence found late by the first run after it, sent (issue 60, defect 3).
 
 use std::time::Duration;
 
@@ -251,6 +252,49 @@ async fn a_fifo_series_sends_its_occurrences_in_order_each_with_its_own_deduplic
         .collect();
     assert_eq!(dedup.len(), 3, "one deduplication id per occurrence");
     assert_eq!(s.emu.job_count("waiter-billing.fifo").await, 0, "count reached");
+
+    // Released, each lease item keeps only when its last run started (issue 60, defect 3).
+    let leases: Vec<_> = s
+        .emu
+        .scan("waiter-billing.fifo")
+        .await
+        .into_iter()
+        .filter(|i| i.get("job_id") == Some(&AttributeValue::S("lease".into())))
+        .collect();
+    assert!(!leases.is_empty());
+    for lease in &leases {
+        let keys: std::collections::BTreeSet<&str> = lease.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["job_id", "lease_started", "scheduler"].into(), "{lease:?}");
+        // The previous run started two minutes ago, as EventBridge's jitter may leave it.
+        s.emu
+            .dynamodb
+            .update_item()
+            .table_name("waiter-billing.fifo")
+            .key("scheduler", lease["scheduler"].clone())
+            .key("job_id", lease["job_id"].clone())
+            .update_expression("SET lease_started = :t")
+            .expression_attribute_values(
+                ":t",
+                AttributeValue::N((Utc::now() - TimeDelta::seconds(120)).timestamp().to_string()),
+            )
+            .send()
+            .await
+            .expect("UpdateItem");
+    }
+    // Due 90 s ago, after that run started: this run is the first after it, so it is on time,
+    // and `skip` sends it (a fixed 60 s threshold skipped it).
+    let due = (Utc::now() - TimeDelta::seconds(90)).with_nanosecond(0).expect("time");
+    s.enqueue_ok(
+        json!({"queue": "billing.fifo", "job_id": "late", "message_body": "late",
+                        "message_group_id": "books", "perform_at": rfc3339(due),
+                        "repeat": {"every_s": 3600, "catch_up": "skip"}}),
+    )
+    .await;
+    let got = s
+        .poll_and_receive(1, 1, Duration::from_secs(1), Duration::from_secs(15))
+        .await;
+    let ids: Vec<String> = got.iter().map(|r| occurrence_of(r).0).collect();
+    assert_eq!(ids, [format!("late@{}", due.timestamp())]);
 
     // A reschedule restarts a series at its time, with a new rule.
     s.enqueue_ok(

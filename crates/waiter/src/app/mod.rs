@@ -20,6 +20,8 @@ mod get_cancel;
 mod handler;
 mod handover;
 mod list;
+#[cfg(test)]
+mod missed_tests;
 mod parked;
 #[cfg(test)]
 mod repeat_tests;

@@ -87,6 +87,8 @@ pub(crate) const A_LEASE_OWNER: &str = "lease_owner";
 pub(crate) const A_LEASE_UNTIL: &str = "lease_until";
 pub(crate) const A_LEASE_HORIZON: &str = "lease_horizon";
 pub(crate) const LEASE_SORT_KEY: &str = "lease";
+/// When the lease's last run took it; kept when the lease is released.
+pub(crate) const A_LEASE_STARTED: &str = "lease_started";
 /// On a lease item handed on: the jobs SQS accepted that its holder could not remove, and
 /// who handed them on (debts left from an earlier holder do not say the last one settled).
 pub(crate) const A_LEASE_DEBTS: &str = "lease_debts";

@@ -48,7 +48,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             horizon: horizon_at(now),
         };
         let mut handover_until: Option<DateTime<Utc>> = None;
-        let (horizon, inherited, debts) = loop {
+        let (horizon, inherited, debts, previous_start) = loop {
             let attempt = self
                 .within(
                     deadline - DRAIN_CUT,
@@ -60,7 +60,8 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
                     horizon,
                     inherited,
                     debts,
-                })) => break (horizon, inherited, debts),
+                    previous_start,
+                })) => break (horizon, inherited, debts, previous_start),
                 Some(Ok(LeaseOutcome::Held(other))) => {
                     // A previous run about to finish its window (a FIFO hold, typically): take
                     // over when it ends rather than skip the partition for a whole interval.
@@ -97,6 +98,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             shard,
             horizon,
             inherited,
+            previous_start,
             stop_at,
             pending: VecDeque::new(),
             pending_bytes: 0,
@@ -164,14 +166,14 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
                     None => false,
                 };
             // Series moved to an occurrence that is due already (`catch_up: all` walking its
-            // missed ones) send it in another round of this run, once their moves are settled:
-            // one occurrence per series a round, up to `MAX_CATCH_UP_PER_RUN` rounds. Not under
-            // `WAITER_MAX_RATE`, whose ranking reads a partition once a run.
+            // missed ones, or `one` past its latest missed) send it in another round of this
+            // run, once their moves are settled: one occurrence per series a round, up to
+            // `MAX_CATCH_UP_PER_RUN` rounds. Under `WAITER_MAX_RATE` too, each round booking
+            // as the first did, or a series the rate held back would stay behind for good.
             let again = std::mem::take(&mut run.due_again) > 0
                 && drained
                 && removed
                 && !run.uncertain
-                && self.config.max_rate.is_none()
                 && rounds < crate::repeat::MAX_CATCH_UP_PER_RUN
                 && self.clock.now() < stop_at;
             if !again {

@@ -8,7 +8,7 @@ use tracing::debug;
 
 use super::drain::PartitionRun;
 use crate::ports::{Advance, Clock, History, HistoryStatus, JobStore, MessageQueue, Retired, StoredJob};
-use crate::repeat::Occurrence;
+use crate::repeat::{Occurrence, Pass};
 
 impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
     /// The job to plan: a one-off job as it is; for a series, a copy at the occurrence this pass
@@ -21,7 +21,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         let from = series.from(job.job.perform_at);
         // A series held for its windows is stored at their opening.
         let opening = series.held.map(|_| job.job.perform_at);
-        let step = series.step(from, now);
+        let step = series.step(from, opening, Pass::new(now, self.previous_start));
         match step.send {
             Some(at) => {
                 let mut copy = job;

@@ -375,6 +375,10 @@ pub enum LeaseOutcome {
         horizon: DateTime<Utc>,
         inherited: Option<DateTime<Utc>>,
         debts: Vec<Retired>,
+        /// When the partition's previous run (another run than this one) took the lease: the
+        /// occurrences it could have found (DESIGN "Missed occurrences"). `None` when unknown
+        /// (the partition's first run, or an item written before this was recorded).
+        previous_start: Option<DateTime<Utc>>,
     },
     /// Another poller holds it; its lease when the store could tell.
     Held(Option<Lease>),

@@ -322,7 +322,8 @@ pub trait Leases: Send + Sync + 'static {
         now: DateTime<Utc>,
     ) -> Result<LeaseOutcome, PortError>;
 
-    /// Removes the lease item. Call only once every job the run handed to SQS has been removed.
+    /// Ends the lease: the item keeps only when its run started (`previous_start` of the next).
+    /// Call only once every job the run handed to SQS has been removed.
     async fn release_lease(&self, queue: &QueueName, shard: u32, owner: &str) -> Result<(), PortError>;
 
     /// Hands the lease on to the next run, with the jobs SQS accepted that this run could not

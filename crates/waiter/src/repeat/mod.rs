@@ -12,8 +12,16 @@ use chrono_tz::Tz;
 pub use cron::Cron;
 pub use series::{Every, Occurrence, Series, Step};
 
-/// An occurrence found this long after its instant is missed (`catch_up` decides).
+/// Without a recent previous run of its partition to go by, an occurrence found this long
+/// after its instant is missed (`catch_up` decides): the poller's interval.
 pub const MISSED_AFTER: TimeDelta = TimeDelta::seconds(60);
+/// A partition's previous run that started longer than this before a run (three times the
+/// poller's interval) leaves an outage between them: the first run after it goes by
+/// `MISSED_AFTER`. Within it, an occurrence is missed only if the previous run started after it.
+pub const MAX_RUN_GAP: TimeDelta = TimeDelta::seconds(180);
+/// How long before the previous run's start an occurrence may be and still be on time: that
+/// run's index read may not have shown it yet (GSIs lag), and its clock is another Lambda's.
+pub const FOUND_SLACK: TimeDelta = TimeDelta::seconds(10);
 /// Missed occurrences `catch_up: all` sends per series in one run; the rest wait for the next.
 pub const MAX_CATCH_UP_PER_RUN: usize = 1000;
 /// How far a cron's next (or last) date is searched: one whole Gregorian cycle, 400 years, after
@@ -150,6 +158,30 @@ fn partition_point(len: usize, before: impl Fn(usize) -> bool) -> usize {
 /// every minute that missed a year is reported as this many).
 pub const MAX_COUNTED_MISSES: u64 = 100_000;
 
+/// The instants one poller pass judges a series by (DESIGN "Missed occurrences").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pass {
+    pub now: DateTime<Utc>,
+    /// Occurrences before this are missed; at or after it, on time.
+    pub on_time_from: DateTime<Utc>,
+}
+
+impl Pass {
+    /// A pass at `now` of a run whose partition's previous run took its lease at
+    /// `previous_start`. An occurrence that run could not have found (due after it started,
+    /// less `FOUND_SLACK`) is found on time by this one, however late EventBridge's jitter made
+    /// this run; never stricter than `MISSED_AFTER`. After an outage (`MAX_RUN_GAP`), or with
+    /// no previous run on record, an occurrence more than `MISSED_AFTER` old is missed.
+    pub fn new(now: DateTime<Utc>, previous_start: Option<DateTime<Utc>>) -> Self {
+        let fixed = now - MISSED_AFTER;
+        let on_time_from = match previous_start.filter(|p| now - *p <= MAX_RUN_GAP) {
+            Some(p) => fixed.min(p - FOUND_SLACK),
+            None => fixed,
+        };
+        Self { now, on_time_from }
+    }
+}
+
 /// What a run does with a series whose next occurrence is `next`, at `now`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Due {
@@ -162,19 +194,19 @@ pub struct Due {
     pub next: Option<DateTime<Utc>>,
 }
 
-/// The occurrences from `next` up to `now`, chosen by `catch_up`. One found more than
-/// `MISSED_AFTER` after its instant is missed; one that is not is always sent. `until` ends the
-/// series (an occurrence after it is none); `left` is how many it may still send (`count`).
+/// The occurrences from `next` up to `pass.now`, chosen by `catch_up`. One before
+/// `pass.on_time_from` is missed; one that is not is always sent. `until` ends the series (an
+/// occurrence after it is none); `left` is how many it may still send (`count`).
 pub fn due(
     rule: &Rule,
     next: DateTime<Utc>,
-    now: DateTime<Utc>,
+    pass: Pass,
     catch_up: CatchUp,
     until: Option<DateTime<Utc>>,
     left: Option<u64>,
 ) -> Due {
     let within = |t: Option<DateTime<Utc>>| t.filter(|t| until.is_none_or(|u| *t <= u));
-    let on_time_from = now - MISSED_AFTER;
+    let Pass { now, on_time_from } = pass;
     let missed = |t: &DateTime<Utc>| *t < on_time_from;
     let mut send = Vec::new();
     let mut skipped = 0u64;

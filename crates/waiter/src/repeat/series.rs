@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
-use super::{due, CatchUp, Cron, Rule, MISSED_AFTER};
+use super::{due, CatchUp, Cron, Pass, Rule};
 
 /// How often a series fires.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,10 +83,12 @@ impl Series {
         self.count.map(|c| c.saturating_sub(self.occurrences))
     }
 
-    /// What a pass at `now` does with the series due at `from`: an occurrence found on time
-    /// (within `MISSED_AFTER`, or still ahead within the run's horizon) is sent; a missed one
-    /// as `catch_up` says, one per pass (`all` walks the missed ones in order).
-    pub fn step(&self, from: DateTime<Utc>, now: DateTime<Utc>) -> Step {
+    /// What a pass does with the series due at `from`: an occurrence on time (at or after
+    /// `pass.on_time_from`, or still ahead within the run's horizon) is sent; a missed one as
+    /// `catch_up` says, one per pass (`all` walks the missed ones in order). `opening`: the
+    /// series is held for its windows until then; the occurrences before it are held, not
+    /// missed, and `skip` and `one` send the latest of them.
+    pub fn step(&self, from: DateTime<Utc>, opening: Option<DateTime<Utc>>, pass: Pass) -> Step {
         let rule = self.rule(from);
         let sending = |at: DateTime<Utc>, skipped: u64| Step {
             send: Some(at),
@@ -104,13 +106,26 @@ impl Series {
                 next: None,
             };
         }
+        let (pass, catch_up) = match opening {
+            Some(o) => (
+                Pass {
+                    on_time_from: pass.on_time_from.max(o),
+                    ..pass
+                },
+                match self.catch_up {
+                    CatchUp::Skip => CatchUp::One,
+                    other => other,
+                },
+            ),
+            None => (pass, self.catch_up),
+        };
         // `all` sends every missed occurrence in order, so this pass sends `from`: no walk over
         // the missed ones (`due` walks up to `MAX_CATCH_UP_PER_RUN` of them, and a run makes one
         // pass per occurrence it sends).
-        if from >= now - MISSED_AFTER || self.catch_up == CatchUp::All {
+        if from >= pass.on_time_from || catch_up == CatchUp::All {
             return sending(from, 0);
         }
-        let d = due(&rule, from, now, self.catch_up, self.until, self.left());
+        let d = due(&rule, from, pass, catch_up, self.until, self.left());
         match d.send.first() {
             Some(&at) => sending(at, d.skipped),
             None => Step {
@@ -187,19 +202,19 @@ mod tests {
         let now = utc("2026-03-01T10:00:30Z");
         let start = utc("2026-03-01T09:55:00Z");
         // On time: sent, next one step on.
-        let on_time = every(60, CatchUp::One).step(utc("2026-03-01T10:00:00Z"), now);
+        let on_time = every(60, CatchUp::One).step(utc("2026-03-01T10:00:00Z"), None, Pass::new(now, None));
         assert_eq!(on_time.send, Some(utc("2026-03-01T10:00:00Z")));
         assert_eq!(on_time.next, Some(utc("2026-03-01T10:01:00Z")));
         // Ahead within the horizon: sent too (with its delay).
-        let ahead = every(60, CatchUp::Skip).step(utc("2026-03-01T10:05:00Z"), now);
+        let ahead = every(60, CatchUp::Skip).step(utc("2026-03-01T10:05:00Z"), None, Pass::new(now, None));
         assert_eq!(ahead.send, Some(utc("2026-03-01T10:05:00Z")));
         // Five missed (09:55..09:59), 10:00 on time: sent in the same pass.
-        let skip = every(60, CatchUp::Skip).step(start, now);
+        let skip = every(60, CatchUp::Skip).step(start, None, Pass::new(now, None));
         assert_eq!((skip.send, skip.skipped), (Some(utc("2026-03-01T10:00:00Z")), 5));
         assert_eq!(skip.next, Some(utc("2026-03-01T10:01:00Z")));
         // Nothing on time yet: moved on, nothing sent.
         let later = utc("2026-03-01T10:00:15Z");
-        let none = every(120, CatchUp::Skip).step(start, later);
+        let none = every(120, CatchUp::Skip).step(start, None, Pass::new(later, None));
         assert_eq!(
             none,
             Step {
@@ -208,10 +223,10 @@ mod tests {
                 next: Some(utc("2026-03-01T10:01:00Z"))
             }
         );
-        let one = every(60, CatchUp::One).step(start, now);
+        let one = every(60, CatchUp::One).step(start, None, Pass::new(now, None));
         assert_eq!((one.send, one.skipped), (Some(utc("2026-03-01T09:59:00Z")), 4));
         assert_eq!(one.next, Some(utc("2026-03-01T10:00:00Z")));
-        let all = every(60, CatchUp::All).step(start, now);
+        let all = every(60, CatchUp::All).step(start, None, Pass::new(now, None));
         assert_eq!((all.send, all.skipped), (Some(start), 0));
         assert_eq!(all.next, Some(utc("2026-03-01T09:56:00Z")));
     }
@@ -225,14 +240,22 @@ mod tests {
             held: None,
             ..every(60, CatchUp::One)
         };
-        assert_eq!(last.step(now, now).next, None, "the third of three");
-        assert_eq!(last.advanced(1).step(now, now).send, None, "none after count");
+        assert_eq!(
+            last.step(now, None, Pass::new(now, None)).next,
+            None,
+            "the third of three"
+        );
+        assert_eq!(
+            last.advanced(1).step(now, None, Pass::new(now, None)).send,
+            None,
+            "none after count"
+        );
         let until = Series {
             until: Some(now + TimeDelta::seconds(59)),
             ..every(60, CatchUp::One)
         };
         assert_eq!(
-            until.step(now, now),
+            until.step(now, None, Pass::new(now, None)),
             Step {
                 send: Some(now),
                 skipped: 0,
@@ -253,10 +276,10 @@ mod tests {
             let now = utc("2026-10-25T01:30:00Z");
             let series = Series { count, ..every(every_min * 60, catch_up) };
             let from = now - TimeDelta::minutes(missed_min);
-            let d = due(&series.rule(from), from, now, catch_up, None, count);
+            let d = due(&series.rule(from), from, Pass::new(now, None), catch_up, None, count);
             let (mut sent, mut at, mut s) = (Vec::new(), Some(from), series.clone());
             while let Some(t) = at.filter(|t| *t <= now) {
-                let step = s.step(t, now);
+                let step = s.step(t, None, Pass::new(now, None));
                 sent.extend(step.send);
                 s = s.advanced(u64::from(step.send.is_some()));
                 at = step.next;

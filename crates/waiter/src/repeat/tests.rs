@@ -187,18 +187,45 @@ fn missed_occurrences_follow_the_policy_and_those_on_time_always_go() {
     let start = now - TimeDelta::minutes(10);
     let r = every_minute_from(start);
     // Eleven occurrences up to now: nine missed (more than 60 s late), two on time.
-    let skip = due(&r, start, now, CatchUp::Skip, None, None);
+    let skip = due(&r, start, Pass::new(now, None), CatchUp::Skip, None, None);
     assert_eq!(skip.send, vec![now - TimeDelta::minutes(1), now]);
     assert_eq!((skip.skipped, skip.next), (9, Some(now + TimeDelta::minutes(1))));
-    let one = due(&r, start, now, CatchUp::One, None, None);
+    let one = due(&r, start, Pass::new(now, None), CatchUp::One, None, None);
     assert_eq!(
         one.send,
         vec![now - TimeDelta::minutes(2), now - TimeDelta::minutes(1), now]
     );
     assert_eq!(one.skipped, 8);
-    let all = due(&r, start, now, CatchUp::All, None, None);
+    let all = due(&r, start, Pass::new(now, None), CatchUp::All, None, None);
     assert_eq!((all.send.len(), all.skipped), (11, 0));
     assert_eq!(all.next, Some(now + TimeDelta::minutes(1)));
+}
+
+#[test]
+fn an_occurrence_is_missed_only_if_the_previous_run_started_after_it_unless_an_outage_came_between() {
+    let now = utc("2026-06-01T12:00:00Z");
+    // No previous run on record: the poller's interval.
+    assert_eq!(Pass::new(now, None).on_time_from, now - MISSED_AFTER);
+    // The previous run 100 s ago (EventBridge's jitter): what fell due after it started, less
+    // the slack for its index read and clock, is on time.
+    let previous = now - TimeDelta::seconds(100);
+    assert_eq!(Pass::new(now, Some(previous)).on_time_from, previous - FOUND_SLACK);
+    // Never stricter than the interval: a run 5 s after the previous one.
+    let close = now - TimeDelta::seconds(5);
+    assert_eq!(Pass::new(now, Some(close)).on_time_from, now - MISSED_AFTER);
+    // Past `MAX_RUN_GAP`, an outage: the interval again.
+    let outage = now - MAX_RUN_GAP - TimeDelta::seconds(1);
+    assert_eq!(Pass::new(now, Some(outage)).on_time_from, now - MISSED_AFTER);
+    let r = every_minute_from(now - TimeDelta::seconds(100));
+    let found = due(
+        &r,
+        now - TimeDelta::seconds(100),
+        Pass::new(now, Some(previous)),
+        CatchUp::Skip,
+        None,
+        None,
+    );
+    assert_eq!((found.send.len(), found.skipped), (2, 0), "both found on time");
 }
 
 #[test]
@@ -206,19 +233,26 @@ fn catching_up_all_stops_at_a_runs_worth_and_until_and_count_end_the_series() {
     let now = utc("2026-06-01T12:00:00Z");
     let start = now - TimeDelta::minutes(2000);
     let r = every_minute_from(start);
-    let all = due(&r, start, now, CatchUp::All, None, None);
+    let all = due(&r, start, Pass::new(now, None), CatchUp::All, None, None);
     assert_eq!(all.send.len(), MAX_CATCH_UP_PER_RUN);
     assert_eq!(all.next, Some(start + TimeDelta::minutes(1000)), "the rest next run");
     // `until` two minutes ago: the on-time ones are past it, the series ends.
     let until = now - TimeDelta::minutes(2);
-    let ended = due(&r, start, now, CatchUp::One, Some(until), None);
+    let ended = due(&r, start, Pass::new(now, None), CatchUp::One, Some(until), None);
     assert_eq!((ended.send, ended.next), (vec![until], None));
     // One left of `count`: the series ends with it.
-    let counted = due(&r, now - TimeDelta::minutes(1), now, CatchUp::All, None, Some(1));
+    let counted = due(
+        &r,
+        now - TimeDelta::minutes(1),
+        Pass::new(now, None),
+        CatchUp::All,
+        None,
+        Some(1),
+    );
     assert_eq!((counted.send, counted.next), (vec![now - TimeDelta::minutes(1)], None));
     // Nothing due yet: nothing sent, the next unchanged.
     let later = now + TimeDelta::minutes(5);
-    let idle = due(&r, later, now, CatchUp::One, None, None);
+    let idle = due(&r, later, Pass::new(now, None), CatchUp::One, None, None);
     assert_eq!((idle.send.len(), idle.skipped, idle.next), (0, 0, Some(later)));
 }
 

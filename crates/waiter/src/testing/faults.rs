@@ -324,7 +324,7 @@ impl<S: JobStore> Leases for FaultyStore<S> {
     async fn release_lease(&self, q: &QueueName, shard: u32, owner: &str) -> Result<(), PortError> {
         faulty!(
             self.faults,
-            "DeleteItem",
+            "UpdateItem",
             self.inner.release_lease(q, shard, owner).await
         )
     }

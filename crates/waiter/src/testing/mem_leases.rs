@@ -34,6 +34,11 @@ impl Leases for MemStore {
                     .as_ref()
                     .filter(|p| p.left_unsettled(handed_on_by))
                     .map(|p| p.horizon);
+                let previous_start = s
+                    .lease_started
+                    .insert(k.clone(), (lease.owner.clone(), now))
+                    .filter(|(owner, _)| *owner != lease.owner)
+                    .map(|(_, at)| at);
                 s.leases.insert(
                     k,
                     Lease {
@@ -45,6 +50,7 @@ impl Leases for MemStore {
                     horizon,
                     inherited,
                     debts,
+                    previous_start,
                 })
             }
         }

@@ -22,6 +22,8 @@ pub struct MemState {
     /// Jobs handed on with a lease (`hand_on`), and who handed them on; kept until the lease
     /// item is released or handed on again, as on the lease item.
     pub lease_debts: HashMap<(QueueName, u32), (Vec<Retired>, String)>,
+    /// When each partition's last run took its lease, and that run's owner (kept on release).
+    pub lease_started: HashMap<(QueueName, u32), (String, DateTime<Utc>)>,
     pub shard_counts: HashMap<QueueName, Vec<u32>>,
     /// Each queue's `WAITER_MAX_RATE` ledger, shared by every dispatcher over this store.
     pub bookings: HashMap<QueueName, crate::rate::Bookings>,

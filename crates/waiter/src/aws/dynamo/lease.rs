@@ -1,5 +1,6 @@
-//! The pollers' leases on DynamoDB: one lease item per shard, taken and handed on by
-//! conditional `UpdateItem`s, released by a conditional `DeleteItem`.
+//! The pollers' leases on DynamoDB: one lease item per shard, taken, handed on and released by
+//! conditional `UpdateItem`s. A release keeps the item with its run's start only, which the
+//! next run reads as `previous_start` (one write unit, as a `DeleteItem` of it would cost).
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
@@ -13,6 +14,7 @@ use super::DynamoStore;
 use crate::config::QueueName;
 use crate::error::PortError;
 use crate::ports::{Lease, LeaseOutcome, Leases, Retired};
+use crate::time::parse_epoch_decimal;
 
 #[async_trait]
 impl Leases for DynamoStore {
@@ -30,11 +32,12 @@ impl Leases for DynamoStore {
                 .set_key(Some(lease_key(queue, shard)))
                 // Debts stay on the item until it is released or handed on again, so that an
                 // SDK retry of this call (whose first attempt was applied) still reads them.
-                .update_expression("SET #owner = :owner, #until = :until, #horizon = :horizon")
+                .update_expression("SET #owner = :owner, #until = :until, #horizon = :horizon, #started = :now")
                 .condition_expression("attribute_not_exists(#until) OR #until < :now OR #owner = :owner")
                 .expression_attribute_names("#owner", A_LEASE_OWNER)
                 .expression_attribute_names("#until", A_LEASE_UNTIL)
                 .expression_attribute_names("#horizon", A_LEASE_HORIZON)
+                .expression_attribute_names("#started", A_LEASE_STARTED)
                 .expression_attribute_values(":owner", AttributeValue::S(lease.owner.clone()))
                 .expression_attribute_values(":until", n(lease.until))
                 .expression_attribute_values(":horizon", n(horizon))
@@ -62,6 +65,12 @@ impl Leases for DynamoStore {
                     .as_ref()
                     .filter(|l| l.left_unsettled(handed_on_by))
                     .map(|l| l.horizon);
+                // An SDK retry whose first attempt was applied reads this run's own start.
+                let ours = matches!(old.get(A_LEASE_OWNER), Some(AttributeValue::S(o)) if *o == lease.owner);
+                let previous_start = match old.get(A_LEASE_STARTED) {
+                    Some(AttributeValue::N(v)) if !ours => parse_epoch_decimal(v),
+                    _ => None,
+                };
                 let horizon = match previous.map(|l| l.horizon) {
                     Some(h) if h > lease.horizon => {
                         update(h)
@@ -75,6 +84,7 @@ impl Leases for DynamoStore {
                     horizon,
                     inherited,
                     debts,
+                    previous_start,
                 })
             }
             Err(e) if is_condition_failed(&e) => {
@@ -93,11 +103,16 @@ impl Leases for DynamoStore {
     async fn release_lease(&self, queue: &QueueName, shard: u32, owner: &str) -> Result<(), PortError> {
         let res = self
             .client
-            .delete_item()
+            .update_item()
             .table_name(self.table(queue))
             .set_key(Some(lease_key(queue, shard)))
+            .update_expression("REMOVE #owner, #until, #horizon, #debts, #by")
             .condition_expression("#owner = :owner")
             .expression_attribute_names("#owner", A_LEASE_OWNER)
+            .expression_attribute_names("#until", A_LEASE_UNTIL)
+            .expression_attribute_names("#horizon", A_LEASE_HORIZON)
+            .expression_attribute_names("#debts", A_LEASE_DEBTS)
+            .expression_attribute_names("#by", A_LEASE_HANDED_ON_BY)
             .expression_attribute_values(":owner", AttributeValue::S(owner.to_owned()))
             .send()
             .await;
@@ -105,7 +120,7 @@ impl Leases for DynamoStore {
             Ok(_) => Ok(()),
             // Someone took over a lapsed lease: theirs now.
             Err(e) if is_condition_failed(&e) => Ok(()),
-            Err(e) => Err(classify("DeleteItem", &self.resource(queue), e)),
+            Err(e) => Err(classify("UpdateItem", &self.resource(queue), e)),
         }
     }
 
