@@ -323,4 +323,25 @@ async fn a_fifo_series_sends_its_occurrences_in_order_each_with_its_own_deduplic
         (Some("30 9 * * MON"), Some("America/New_York")),
         "{g}"
     );
+    // The body and attributes alone: the series goes on from its next occurrence (issue 60,
+    // defect 5: `perform_at` was required, so changing the body restarted the series).
+    let r = s
+        .enqueue_ok(
+            json!({"action": "reschedule", "queue": "orders", "job_id": "weekly", "message_body": "w2",
+                           "message_attributes": {"k": {"data_type": "String", "string_value": "v"}}}),
+        )
+        .await;
+    assert_eq!(r["status"], "rescheduled", "{r}");
+    let after = s
+        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "weekly"}))
+        .await;
+    assert_eq!(after["perform_at"], g["perform_at"], "{after}");
+    assert_eq!(
+        (
+            after["message_body"].as_str(),
+            after["message_attributes"]["k"]["string_value"].as_str()
+        ),
+        (Some("w2"), Some("v")),
+        "{after}"
+    );
 }

@@ -7,6 +7,7 @@ use crate::app::Waiter;
 use crate::error::HandlerError;
 use crate::error::{InvalidRequest, PortError};
 use crate::ports::{Clock, JobStore, MessageQueue, Partition, ReplaceOutcome, StoredJob};
+use crate::windows::Windows;
 use crate::wire::field_rules::{check_expiry, check_message, check_stored_size};
 use crate::wire::normalise::Given;
 use crate::wire::repeat_rules::start_in_windows;
@@ -74,10 +75,20 @@ where
     fn next_version(&self, r: &Reschedule, current: &StoredJob) -> Result<StoredJob, InvalidRequest> {
         let mut next = current.clone();
         let job = &mut next.job;
+        // One zone for the windows and the cron: the one given, else the job's own, in which
+        // a new `repeat` or new `windows` are read too.
+        let own_zone = current.job.repeat.as_ref().and_then(|s| s.zone()).or(current
+            .job
+            .windows
+            .as_ref()
+            .map(|w| w.zone));
+        let zone = r.time_zone.or(own_zone).unwrap_or(chrono_tz::UTC);
         if let Some(windows) = &r.windows {
-            job.windows = windows.clone();
+            job.windows = windows.clone().map(|w| Windows { zone, ..w });
         }
-        job.perform_at = job.windows.as_ref().map_or(r.perform_at, |w| w.next_open(r.perform_at));
+        if let (Some(z), Some(w)) = (r.time_zone, job.windows.as_mut()) {
+            w.zone = z;
+        }
         if let Some(body) = &r.message_body {
             job.message_body = body.clone();
         }
@@ -87,13 +98,10 @@ where
         if let Some(expires_at) = r.expires_at {
             job.expires_at = expires_at;
         }
-        if let Some(e) = job.expires_at {
-            check_expiry("expires_at", e, job.perform_at)?;
-        }
         job.priority = r.priority.unwrap_or(job.priority);
         job.weight = r.weight.unwrap_or(job.weight);
+        let occurrences = job.repeat.as_ref().map_or(0, |s| s.occurrences);
         if let Some(series) = &r.repeat {
-            let occurrences = job.repeat.as_ref().map_or(0, |s| s.occurrences);
             let series = series.advanced(occurrences);
             if let Some(count) = series.count.filter(|c| *c <= occurrences) {
                 // The poller would finish the series at once, without a send.
@@ -104,22 +112,52 @@ where
             }
             job.repeat = Some(Box::new(series));
         }
-        if let Some(series) = job.repeat.as_mut() {
-            if job.expires_at.is_some() {
-                return Err(InvalidRequest::new(
-                    "expires_at",
-                    "does not go with a series: remove it (null) in the same request",
-                ));
+        if let (Some(z), Some(series)) = (r.time_zone.or(r.repeat.as_ref().and(own_zone)), job.repeat.as_mut()) {
+            series.set_zone(z);
+        }
+        if r.time_zone.is_some() && job.windows.is_none() && job.repeat.is_none() {
+            return Err(InvalidRequest::new("time_zone", "goes with windows or repeat"));
+        }
+        match job.repeat.as_mut() {
+            None => {
+                let at = r
+                    .perform_at
+                    .ok_or_else(|| InvalidRequest::new("perform_at", "is required (or delay_seconds)"))?;
+                job.perform_at = job.windows.as_ref().map_or(at, |w| w.next_open(at));
+                if let Some(e) = job.expires_at {
+                    check_expiry("expires_at", e, job.perform_at)?;
+                }
             }
-            // The series restarts at the time given: its first occurrence from there, which
-            // waits for the next opening of its windows.
-            let first = series.first(r.perform_at).ok_or_else(|| {
-                InvalidRequest::new(
-                    "repeat.until",
-                    "comes before the series' first occurrence from perform_at",
-                )
-            })?;
-            job.perform_at = start_in_windows(series, first, job.windows.as_ref());
+            Some(series) => {
+                if job.expires_at.is_some() {
+                    return Err(InvalidRequest::new(
+                        "expires_at",
+                        "does not go with a series: remove it (null) in the same request",
+                    ));
+                }
+                // A time given restarts the series there (a past one stays in the past, its
+                // occurrences since then missed, as on `enqueue`); without one it goes on from
+                // its next occurrence (the one held for its windows, if any). Either way its
+                // first occurrence from there waits for the next opening of its windows.
+                let was_series = current.job.repeat.as_ref();
+                let start = match (r.start, was_series) {
+                    (Some(t), _) => t,
+                    (None, Some(s)) => s.from(current.job.perform_at),
+                    (None, None) => {
+                        return Err(InvalidRequest::new(
+                            "perform_at",
+                            "is required (or delay_seconds) to make a job a series: its start",
+                        ))
+                    }
+                };
+                let first = series.first(start).ok_or_else(|| {
+                    InvalidRequest::new(
+                        "repeat.until",
+                        "comes before the series' first occurrence from perform_at",
+                    )
+                })?;
+                job.perform_at = start_in_windows(series, first, job.windows.as_ref());
+            }
         }
         check_message(&Given::default(), job)?;
         next.version = current.version + 1;

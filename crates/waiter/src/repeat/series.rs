@@ -166,6 +166,13 @@ impl Series {
         }
     }
 
+    /// The cron read in `zone` from now on (an `every_s` series has none to change).
+    pub fn set_zone(&mut self, zone: Tz) {
+        if let Every::Cron(_, z) = &mut self.every {
+            *z = zone;
+        }
+    }
+
     /// The zone a cron is read in.
     pub fn zone(&self) -> Option<Tz> {
         match &self.every {

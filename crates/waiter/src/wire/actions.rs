@@ -129,7 +129,14 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::CancelMany>> for CancelMany {
 pub struct Reschedule {
     pub queue: QueueName,
     pub job_id: String,
-    pub perform_at: DateTime<Utc>,
+    /// The new time (a past one means now); `None`: a series goes on from its next occurrence,
+    /// and a one-off job is refused (it needs one).
+    pub perform_at: Option<DateTime<Utc>>,
+    /// A series' new start as given: a past one stays in the past, as on `enqueue`.
+    pub start: Option<DateTime<Utc>>,
+    /// The zone given: the job's windows' and cron's. `None`: the job's own is kept, and a new
+    /// `repeat` or new `windows` are read in it.
+    pub time_zone: Option<chrono_tz::Tz>,
     pub message_body: Option<String>,
     pub message_attributes: Option<Attributes>,
     /// `Some(None)`: remove the expiry.
@@ -151,29 +158,34 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Reschedule>> for Reschedule {
         let (r, given, now) = (d.request, d.given, d.now);
         let queue = check_queue(&given, &r.queue, d.config)?;
         let job_id = check_job_id(&given.name("job_id"), r.job_id)?;
-        let perform_at = when(&given, r.delay_seconds, r.perform_at, now)?
-            .ok_or_else(|| InvalidRequest::new("perform_at", "is required (or delay_seconds)"))?;
+        let perform_at = when(&given, r.delay_seconds, r.perform_at, now)?;
+        let start = r.perform_at.and_then(crate::time::ceil_to_micros).or(perform_at);
         let message_body = r.message_body.map(|b| check_message_body(&given, b)).transpose()?;
         // Checked as given, then ours replace any `waiter.*` ones (the job's attempt is kept).
         let message_attributes = r
             .message_attributes
             .map(|a| check_attributes(&given, a).map(without_reserved))
             .transpose()?;
-        // `time_zone` is the cron's when `repeat` is given (and the windows' too, with both).
-        let windows_given = matches!(r.windows, Some(Some(_)));
-        let (windows_zone, repeat_zone) =
-            super::repeat_rules::split_zone(r.repeat.is_some(), windows_given, r.time_zone);
-        let windows = check_windows(r.windows, windows_zone)?;
+        // One zone for the job's windows and cron: the one given, else the job's own, which
+        // `reschedule` puts on what this reads (in UTC meanwhile).
+        let time_zone = r
+            .time_zone
+            .as_deref()
+            .map(|z| crate::windows::zone_named(given.name("time_zone"), Some(z)))
+            .transpose()?;
+        let windows = check_windows(r.windows, None)?;
         let repeat = r
             .repeat
-            .map(|rep| super::repeat_rules::check_repeat(&given, rep, repeat_zone.as_deref(), perform_at))
+            .map(|rep| super::repeat_rules::check_repeat(&given, rep, None, start.unwrap_or(now)))
             .transpose()?
             .map(|(series, _)| Box::new(series));
         let expires_at = match r.expires_at {
             Some(Some(t)) => {
                 let t = check_expires_at(&given, t, now)?;
-                // Checked again against the windows the job ends up with.
-                check_expiry(&given.name("expires_at"), t, perform_at)?;
+                // Checked again against the time and windows the job ends up with.
+                if let Some(at) = perform_at {
+                    check_expiry(&given.name("expires_at"), t, at)?;
+                }
                 Some(Some(t))
             }
             Some(None) => Some(None),
@@ -200,6 +212,8 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Reschedule>> for Reschedule {
             queue,
             job_id,
             perform_at,
+            start,
+            time_zone,
             message_body,
             message_attributes,
             expires_at,
