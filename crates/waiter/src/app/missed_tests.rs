@@ -153,3 +153,46 @@ async fn under_the_rate_a_series_that_fell_behind_catches_up_and_runs_on_time_ag
         assert_eq!(sent.last(), Some(&rfc3339(last)), "{policy}: the latest due is sent");
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_occurrence_the_rate_held_back_is_not_missed() {
+    // A backlog of one-off jobs ahead of it fills `WAITER_MAX_RATE` for runs on end: the
+    // series' occurrence waits behind it, found on time by the run after it, and `skip` must
+    // still send it once the budget reaches it (the rate delays it; it is not an outage).
+    let (w, _, queue, clock) = test_waiter(
+        "orders",
+        &[
+            ("WAITER_LOOKAHEAD", "0"),
+            ("WAITER_SHARDS", "1"),
+            ("WAITER_MAX_RATE", "1"),
+        ],
+    );
+    // Past SQS's 900 s, so stored.
+    let due = clock.now() + TimeDelta::seconds(1000);
+    let jobs: Vec<serde_json::Value> = (0..300)
+        .map(|i| json!({"queue": "orders", "message_body": "b", "job_id": format!("j{i}"), "perform_at": rfc3339(due)}))
+        .collect();
+    let r = call(&w, json!({"jobs": jobs})).await;
+    assert!(r["results"][0]["status"] == "scheduled", "{r}");
+    let start = due + TimeDelta::seconds(1);
+    call(
+        &w,
+        json!({"queue": "orders", "message_body": "tick", "job_id": "tick", "perform_at": rfc3339(start),
+               "repeat": {"every_s": 3600, "catch_up": "skip"}}),
+    )
+    .await;
+    clock.advance(start - clock.now() - TimeDelta::seconds(30));
+    let mut skipped = 0;
+    for _ in 0..8 {
+        skipped += run(&w, &clock).await.skipped_occurrences;
+        clock.advance(TimeDelta::seconds(60));
+    }
+    assert_eq!(queue.sent().len(), 301, "the backlog drained at the rate");
+    let sent: Vec<String> = queue
+        .sent()
+        .iter()
+        .filter_map(|s| attribute_text(&s.message, OCCURRENCE_ATTRIBUTE))
+        .collect();
+    assert_eq!(sent, [rfc3339(start)], "the occurrence the rate held back");
+    assert_eq!(skipped, 0);
+}

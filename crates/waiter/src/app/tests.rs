@@ -224,7 +224,7 @@ async fn get_and_cancel() {
         .await
         .unwrap();
     assert_eq!(c["status"], "dispatching", "a lapsed lease item still protects the job");
-    store.release_lease(&q, shard, "p").await.unwrap();
+    store.release_lease(&q, shard, "p", None).await.unwrap();
     let c = w
         .handle(&json!({"action": "cancel", "queue": "orders", "job_id": "k"}))
         .await

@@ -89,6 +89,8 @@ pub(crate) const A_LEASE_HORIZON: &str = "lease_horizon";
 pub(crate) const LEASE_SORT_KEY: &str = "lease";
 /// When the lease's last run took it; kept when the lease is released.
 pub(crate) const A_LEASE_STARTED: &str = "lease_started";
+/// Set by a release when `WAITER_MAX_RATE` held due jobs back (`PreviousRun::on_time_from`).
+pub(crate) const A_LEASE_ON_TIME_FROM: &str = "lease_on_time_from";
 /// On a lease item handed on: the jobs SQS accepted that its holder could not remove, and
 /// who handed them on (debts left from an earlier holder do not say the last one settled).
 pub(crate) const A_LEASE_DEBTS: &str = "lease_debts";

@@ -29,9 +29,8 @@ pub(super) struct PartitionRun<'a, S, Q, C> {
     /// Taken over from a run that left its lease unsettled: that lease's horizon. A job due by
     /// then may be in SQS already.
     pub(super) inherited: Option<DateTime<Utc>>,
-    /// When the partition's previous run started: which occurrences are missed
-    /// (`repeat::Pass`).
-    pub(super) previous_start: Option<DateTime<Utc>>,
+    /// What the partition's previous run left: which occurrences are missed (`repeat::Pass`).
+    pub(super) previous: Option<crate::ports::PreviousRun>,
     pub(super) stop_at: DateTime<Utc>,
     pub(super) pending: VecDeque<Planned>,
     /// Message bytes of the jobs in `pending`.

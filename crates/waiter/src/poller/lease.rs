@@ -48,7 +48,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             horizon: horizon_at(now),
         };
         let mut handover_until: Option<DateTime<Utc>> = None;
-        let (horizon, inherited, debts, previous_start) = loop {
+        let (horizon, inherited, debts, previous) = loop {
             let attempt = self
                 .within(
                     deadline - DRAIN_CUT,
@@ -60,8 +60,8 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
                     horizon,
                     inherited,
                     debts,
-                    previous_start,
-                })) => break (horizon, inherited, debts, previous_start),
+                    previous,
+                })) => break (horizon, inherited, debts, previous),
                 Some(Ok(LeaseOutcome::Held(other))) => {
                     // A previous run about to finish its window (a FIFO hold, typically): take
                     // over when it ends rather than skip the partition for a whole interval.
@@ -98,7 +98,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             shard,
             horizon,
             inherited,
-            previous_start,
+            previous,
             stop_at,
             pending: VecDeque::new(),
             pending_bytes: 0,
@@ -209,7 +209,10 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         }
         if removed && !run.uncertain {
             match self
-                .within(deadline - RELEASE_CUT, self.store.release_lease(queue, shard, owner))
+                .within(
+                    deadline - RELEASE_CUT,
+                    self.store.release_lease(queue, shard, owner, run.held_back_from()),
+                )
                 .await
             {
                 Some(Ok(())) => {}

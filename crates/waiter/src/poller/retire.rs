@@ -21,7 +21,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         let from = series.from(job.job.perform_at);
         // A series held for its windows is stored at their opening.
         let opening = series.held.map(|_| job.job.perform_at);
-        let step = series.step(from, opening, Pass::new(now, self.previous_start));
+        let step = series.step(from, opening, Pass::new(now, self.previous));
         match step.send {
             Some(at) => {
                 let mut copy = job;
@@ -44,6 +44,12 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 None
             }
         }
+    }
+
+    /// When `WAITER_MAX_RATE` held due jobs back in this run: where it judged occurrences on
+    /// time from, which stay on time for the next run (`PreviousRun::on_time_from`).
+    pub(super) fn held_back_from(&self) -> Option<DateTime<Utc>> {
+        (self.budget_full || self.summary.held_back > 0).then(|| Pass::new(self.started, self.previous).on_time_from)
     }
 
     /// Queues a job's removal; with history on (or for a retried job), its record is put in its

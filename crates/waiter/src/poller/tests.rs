@@ -390,7 +390,7 @@ async fn a_run_finishing_its_window_hands_over_instead_of_being_skipped() {
         let (store, q) = (store.clone(), q.clone());
         tokio::spawn(async move {
             tokio::time::sleep(std::time::Duration::from_millis(2300)).await;
-            store.release_lease(&q, 0, "previous").await.unwrap();
+            store.release_lease(&q, 0, "previous", None).await.unwrap();
         })
     };
     let s = d.run(now + TimeDelta::seconds(60)).await;

@@ -364,6 +364,16 @@ impl Lease {
     }
 }
 
+/// What a partition's run leaves on its lease item for the next run (`repeat::Pass`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreviousRun {
+    /// When it took the lease.
+    pub started: DateTime<Utc>,
+    /// `WAITER_MAX_RATE` held due jobs back in it: the occurrences it judged on time from
+    /// here stay on time for the next run, which the rate delayed them to.
+    pub on_time_from: Option<DateTime<Utc>>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum LeaseOutcome {
     /// Ours now, with this horizon (the lapsed lease's, when that reached further).
@@ -375,10 +385,10 @@ pub enum LeaseOutcome {
         horizon: DateTime<Utc>,
         inherited: Option<DateTime<Utc>>,
         debts: Vec<Retired>,
-        /// When the partition's previous run (another run than this one) took the lease: the
-        /// occurrences it could have found (DESIGN "Missed occurrences"). `None` when unknown
-        /// (the partition's first run, or an item written before this was recorded).
-        previous_start: Option<DateTime<Utc>>,
+        /// What the partition's previous run (another run than this one) left for the next:
+        /// which occurrences are missed (DESIGN "Missed occurrences"). `None` when unknown (the
+        /// partition's first run, or an item written before this was recorded).
+        previous: Option<PreviousRun>,
     },
     /// Another poller holds it; its lease when the store could tell.
     Held(Option<Lease>),

@@ -256,6 +256,15 @@ pub trait Parking: Jobs {
     /// leaves a duplicate, never a loss. `false`, and nothing moved, when the parked partition
     /// holds another job under this id (an earlier life, parked and not yet redriven).
     async fn park(&self, job: &StoredJob, info: &ParkInfo) -> Result<bool, PortError> {
+        if !self.place(&self.parked_copy(job, info)).await? {
+            return Ok(false);
+        }
+        self.remove(job).await?;
+        Ok(true)
+    }
+
+    /// The parked copy of `job`, with SQS's reason, shortened so that the copy fits an item.
+    fn parked_copy(&self, job: &StoredJob, info: &ParkInfo) -> StoredJob {
         let parked_as = |info: ParkInfo| StoredJob {
             partition: Partition::Parked,
             parked: Some(info),
@@ -272,12 +281,7 @@ pub trait Parking: Jobs {
         if over > 0 {
             info.message = shorten_to_bytes(&info.message, info.message.len().saturating_sub(over));
         }
-        let parked = parked_as(info);
-        if !self.place(&parked).await? {
-            return Ok(false);
-        }
-        self.remove(job).await?;
-        Ok(true)
+        parked_as(info)
     }
 
     /// Moves a parked job back into a shard, due at `into.job.perform_at`, unless that key is
@@ -322,9 +326,16 @@ pub trait Leases: Send + Sync + 'static {
         now: DateTime<Utc>,
     ) -> Result<LeaseOutcome, PortError>;
 
-    /// Ends the lease: the item keeps only when its run started (`previous_start` of the next).
-    /// Call only once every job the run handed to SQS has been removed.
-    async fn release_lease(&self, queue: &QueueName, shard: u32, owner: &str) -> Result<(), PortError>;
+    /// Ends the lease: the item keeps only when its run started, and `held_back_from` (the
+    /// next run's `PreviousRun`). Call only once every job the run handed to SQS has been
+    /// removed.
+    async fn release_lease(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        owner: &str,
+        held_back_from: Option<DateTime<Utc>>,
+    ) -> Result<(), PortError>;
 
     /// Hands the lease on to the next run, with the jobs SQS accepted that this run could not
     /// remove (`debts`): the lease item keeps covering its horizon, so `cancel` answers

@@ -12,6 +12,8 @@ use chrono_tz::Tz;
 pub use cron::Cron;
 pub use series::{Every, Occurrence, Series, Step};
 
+use crate::ports::PreviousRun;
+
 /// Without a recent previous run of its partition to go by, an occurrence found this long
 /// after its instant is missed (`catch_up` decides): the poller's interval.
 pub const MISSED_AFTER: TimeDelta = TimeDelta::seconds(60);
@@ -167,15 +169,19 @@ pub struct Pass {
 }
 
 impl Pass {
-    /// A pass at `now` of a run whose partition's previous run took its lease at
-    /// `previous_start`. An occurrence that run could not have found (due after it started,
-    /// less `FOUND_SLACK`) is found on time by this one, however late EventBridge's jitter made
-    /// this run; never stricter than `MISSED_AFTER`. After an outage (`MAX_RUN_GAP`), or with
-    /// no previous run on record, an occurrence more than `MISSED_AFTER` old is missed.
-    pub fn new(now: DateTime<Utc>, previous_start: Option<DateTime<Utc>>) -> Self {
+    /// A pass at `now` of a run after the partition's `previous` run. An occurrence that run
+    /// could not have found (due after it started, less `FOUND_SLACK`) is found on time by this
+    /// one, however late EventBridge's jitter made this run; so is one that run judged on time
+    /// and `WAITER_MAX_RATE` held back. Never stricter than `MISSED_AFTER`. After an outage
+    /// (`MAX_RUN_GAP`), or with no previous run on record, an occurrence more than
+    /// `MISSED_AFTER` old is missed.
+    pub fn new(now: DateTime<Utc>, previous: Option<PreviousRun>) -> Self {
         let fixed = now - MISSED_AFTER;
-        let on_time_from = match previous_start.filter(|p| now - *p <= MAX_RUN_GAP) {
-            Some(p) => fixed.min(p - FOUND_SLACK),
+        let on_time_from = match previous.filter(|p| now - p.started <= MAX_RUN_GAP) {
+            Some(p) => {
+                let found = fixed.min(p.started - FOUND_SLACK);
+                p.on_time_from.map_or(found, |held| found.min(held))
+            }
             None => fixed,
         };
         Self { now, on_time_from }

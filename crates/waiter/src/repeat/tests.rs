@@ -204,23 +204,33 @@ fn missed_occurrences_follow_the_policy_and_those_on_time_always_go() {
 #[test]
 fn an_occurrence_is_missed_only_if_the_previous_run_started_after_it_unless_an_outage_came_between() {
     let now = utc("2026-06-01T12:00:00Z");
+    let ran = |started: DateTime<Utc>| PreviousRun {
+        started,
+        on_time_from: None,
+    };
     // No previous run on record: the poller's interval.
     assert_eq!(Pass::new(now, None).on_time_from, now - MISSED_AFTER);
     // The previous run 100 s ago (EventBridge's jitter): what fell due after it started, less
     // the slack for its index read and clock, is on time.
     let previous = now - TimeDelta::seconds(100);
-    assert_eq!(Pass::new(now, Some(previous)).on_time_from, previous - FOUND_SLACK);
+    assert_eq!(Pass::new(now, Some(ran(previous))).on_time_from, previous - FOUND_SLACK);
     // Never stricter than the interval: a run 5 s after the previous one.
     let close = now - TimeDelta::seconds(5);
-    assert_eq!(Pass::new(now, Some(close)).on_time_from, now - MISSED_AFTER);
+    assert_eq!(Pass::new(now, Some(ran(close))).on_time_from, now - MISSED_AFTER);
+    // The rate held jobs back in the previous run: what it judged on time stays so.
+    let held = PreviousRun {
+        on_time_from: Some(now - TimeDelta::minutes(30)),
+        ..ran(previous)
+    };
+    assert_eq!(Pass::new(now, Some(held)).on_time_from, now - TimeDelta::minutes(30));
     // Past `MAX_RUN_GAP`, an outage: the interval again.
     let outage = now - MAX_RUN_GAP - TimeDelta::seconds(1);
-    assert_eq!(Pass::new(now, Some(outage)).on_time_from, now - MISSED_AFTER);
+    assert_eq!(Pass::new(now, Some(ran(outage))).on_time_from, now - MISSED_AFTER);
     let r = every_minute_from(now - TimeDelta::seconds(100));
     let found = due(
         &r,
         now - TimeDelta::seconds(100),
-        Pass::new(now, Some(previous)),
+        Pass::new(now, Some(ran(previous))),
         CatchUp::Skip,
         None,
         None,

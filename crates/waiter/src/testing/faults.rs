@@ -321,11 +321,17 @@ impl<S: JobStore> Leases for FaultyStore<S> {
         )
     }
 
-    async fn release_lease(&self, q: &QueueName, shard: u32, owner: &str) -> Result<(), PortError> {
+    async fn release_lease(
+        &self,
+        q: &QueueName,
+        shard: u32,
+        owner: &str,
+        held_back_from: Option<DateTime<Utc>>,
+    ) -> Result<(), PortError> {
         faulty!(
             self.faults,
             "UpdateItem",
-            self.inner.release_lease(q, shard, owner).await
+            self.inner.release_lease(q, shard, owner, held_back_from).await
         )
     }
 

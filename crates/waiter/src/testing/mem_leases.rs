@@ -34,11 +34,15 @@ impl Leases for MemStore {
                     .as_ref()
                     .filter(|p| p.left_unsettled(handed_on_by))
                     .map(|p| p.horizon);
-                let previous_start = s
-                    .lease_started
-                    .insert(k.clone(), (lease.owner.clone(), now))
+                let mine = PreviousRun {
+                    started: now,
+                    on_time_from: None,
+                };
+                let previous = s
+                    .previous_runs
+                    .insert(k.clone(), (lease.owner.clone(), mine))
                     .filter(|(owner, _)| *owner != lease.owner)
-                    .map(|(_, at)| at);
+                    .map(|(_, p)| p);
                 s.leases.insert(
                     k,
                     Lease {
@@ -50,18 +54,27 @@ impl Leases for MemStore {
                     horizon,
                     inherited,
                     debts,
-                    previous_start,
+                    previous,
                 })
             }
         }
     }
 
-    async fn release_lease(&self, queue: &QueueName, shard: u32, owner: &str) -> Result<(), PortError> {
+    async fn release_lease(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        owner: &str,
+        held_back_from: Option<DateTime<Utc>>,
+    ) -> Result<(), PortError> {
         let mut s = self.state.lock().unwrap();
         let k = (queue.clone(), shard);
         if s.leases.get(&k).is_some_and(|l| l.owner == owner) {
             s.leases.remove(&k);
             s.lease_debts.remove(&k);
+            if let Some((_, p)) = s.previous_runs.get_mut(&k) {
+                p.on_time_from = held_back_from;
+            }
         }
         Ok(())
     }

@@ -22,8 +22,9 @@ pub struct MemState {
     /// Jobs handed on with a lease (`hand_on`), and who handed them on; kept until the lease
     /// item is released or handed on again, as on the lease item.
     pub lease_debts: HashMap<(QueueName, u32), (Vec<Retired>, String)>,
-    /// When each partition's last run took its lease, and that run's owner (kept on release).
-    pub lease_started: HashMap<(QueueName, u32), (String, DateTime<Utc>)>,
+    /// What each partition's last run left for the next, and that run's owner (kept on
+    /// release).
+    pub previous_runs: HashMap<(QueueName, u32), (String, PreviousRun)>,
     pub shard_counts: HashMap<QueueName, Vec<u32>>,
     /// Each queue's `WAITER_MAX_RATE` ledger, shared by every dispatcher over this store.
     pub bookings: HashMap<QueueName, crate::rate::Bookings>,

@@ -13,7 +13,9 @@ use super::conditions::is_condition_failed;
 use super::DynamoStore;
 use crate::config::QueueName;
 use crate::error::PortError;
-use crate::ports::{Lease, LeaseOutcome, Leases, Retired};
+use std::collections::HashMap;
+
+use crate::ports::{Lease, LeaseOutcome, Leases, PreviousRun, Retired};
 use crate::time::parse_epoch_decimal;
 
 #[async_trait]
@@ -67,10 +69,14 @@ impl Leases for DynamoStore {
                     .map(|l| l.horizon);
                 // An SDK retry whose first attempt was applied reads this run's own start.
                 let ours = matches!(old.get(A_LEASE_OWNER), Some(AttributeValue::S(o)) if *o == lease.owner);
-                let previous_start = match old.get(A_LEASE_STARTED) {
-                    Some(AttributeValue::N(v)) if !ours => parse_epoch_decimal(v),
+                let time = |name: &str| match old.get(name) {
+                    Some(AttributeValue::N(v)) => parse_epoch_decimal(v),
                     _ => None,
                 };
+                let previous_run = time(A_LEASE_STARTED).filter(|_| !ours).map(|started| PreviousRun {
+                    started,
+                    on_time_from: time(A_LEASE_ON_TIME_FROM),
+                });
                 let horizon = match previous.map(|l| l.horizon) {
                     Some(h) if h > lease.horizon => {
                         update(h)
@@ -84,7 +90,7 @@ impl Leases for DynamoStore {
                     horizon,
                     inherited,
                     debts,
-                    previous_start,
+                    previous: previous_run,
                 })
             }
             Err(e) if is_condition_failed(&e) => {
@@ -100,13 +106,25 @@ impl Leases for DynamoStore {
         }
     }
 
-    async fn release_lease(&self, queue: &QueueName, shard: u32, owner: &str) -> Result<(), PortError> {
+    async fn release_lease(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        owner: &str,
+        held_back_from: Option<DateTime<Utc>>,
+    ) -> Result<(), PortError> {
+        let update = match held_back_from {
+            Some(_) => "SET #held = :held REMOVE #owner, #until, #horizon, #debts, #by",
+            None => "REMOVE #owner, #until, #horizon, #debts, #by, #held",
+        };
         let res = self
             .client
             .update_item()
             .table_name(self.table(queue))
             .set_key(Some(lease_key(queue, shard)))
-            .update_expression("REMOVE #owner, #until, #horizon, #debts, #by")
+            .update_expression(update)
+            .expression_attribute_names("#held", A_LEASE_ON_TIME_FROM)
+            .set_expression_attribute_values(held_back_from.map(|t| HashMap::from([(":held".to_owned(), n(t))])))
             .condition_expression("#owner = :owner")
             .expression_attribute_names("#owner", A_LEASE_OWNER)
             .expression_attribute_names("#until", A_LEASE_UNTIL)
