@@ -129,18 +129,41 @@ async fn a_permanently_rejected_job_is_parked_visible_and_can_be_redriven() {
         s.enqueue_ok(json!({"queue": "orders", "message_body": body, "perform_at": in_secs(0.5), "job_id": id}))
             .await;
     }
+    // A series whose first occurrence SQS refuses: that occurrence is parked under its own id,
+    // and the series goes on (issue 60, defect 7).
+    let r = s
+        .enqueue_ok(
+            json!({"queue": "orders", "message_body": "x".repeat(2000), "perform_at": in_secs(0.5),
+                           "job_id": "hourly", "repeat": {"every_s": 3600}}),
+        )
+        .await;
+    let first = parse_time(r["perform_at"].as_str().expect("perform_at"));
+    let occurrence_id = format!("hourly@{}", first.timestamp());
     tokio::time::sleep(Duration::from_secs(1)).await;
     let summary = s.poll().await;
     assert_eq!(
         (summary["dispatched"].as_u64(), summary["parked"].as_u64()),
-        (Some(2), Some(1)),
+        (Some(2), Some(2)),
         "{summary}"
+    );
+    let series = s
+        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "hourly"}))
+        .await;
+    assert_eq!(
+        (series["status"].as_str(), series["occurrences"].as_u64()),
+        (Some("scheduled"), Some(1)),
+        "{series}"
+    );
+    assert_eq!(
+        parse_time(series["perform_at"].as_str().expect("perform_at")),
+        first + chrono::TimeDelta::hours(1)
     );
     let again = s.poll().await;
     assert_eq!(again["dispatched"], 0, "a parked job is not retried forever: {again}");
     let parked = s.enqueue_ok(json!({"action": "list_parked", "queue": "orders"})).await;
-    assert_eq!(parked["count"], 1);
+    assert_eq!(parked["count"], 2);
     assert_eq!(parked["jobs"][0]["job_id"], "big");
+    assert_eq!(parked["jobs"][1]["job_id"], occurrence_id.as_str());
     assert!(
         parked["jobs"][0]["error"]["message"]
             .as_str()
@@ -162,17 +185,31 @@ async fn a_permanently_rejected_job_is_parked_visible_and_can_be_redriven() {
         .send()
         .await
         .unwrap();
-    let r = s
-        .enqueue_ok(json!({"action": "redrive", "queue": "orders", "job_id": "big"}))
-        .await;
-    assert_eq!(r["status"], "scheduled");
+    for id in ["big", occurrence_id.as_str()] {
+        let r = s
+            .enqueue_ok(json!({"action": "redrive", "queue": "orders", "job_id": id}))
+            .await;
+        assert_eq!(r["status"], "scheduled", "{id}: {r}");
+    }
     let got = s
-        .poll_and_receive(0, 3, Duration::from_millis(500), Duration::from_secs(10))
+        .poll_and_receive(0, 4, Duration::from_millis(500), Duration::from_secs(10))
         .await;
     let mut bodies: Vec<usize> = got.iter().map(|r| r.message.body().unwrap_or_default().len()).collect();
     bodies.sort();
-    assert_eq!(bodies, vec![2, 2, 2000]);
-    assert_eq!(s.table_len("orders").await, 0);
+    assert_eq!(bodies, vec![2, 2, 2000, 2000]);
+    let attr = |r: &e2e::emulator::Received, name: &str| {
+        r.message
+            .message_attributes()
+            .and_then(|a| a.get(name))
+            .and_then(|v| v.string_value())
+            .map(str::to_owned)
+    };
+    let redriven = got
+        .iter()
+        .find(|r| attr(r, "waiter.job_id").as_deref() == Some(occurrence_id.as_str()))
+        .expect("the redriven occurrence, under its id");
+    assert_eq!(attr(redriven, "waiter.occurrence").map(|t| parse_time(&t)), Some(first));
+    assert_eq!(s.table_len("orders").await, 1, "the series goes on");
 }
 
 /// `k` pollers at once over `n` due jobs: returns the duplicate count (none lost, or it panics).

@@ -153,6 +153,30 @@ impl Job {
             .map(|at| format!("{}{OCCURRENCE_SEPARATOR}{}", self.job_id, at.timestamp()))
     }
 
+    /// A series' planned occurrence as a one-off job of its own: under its occurrence id, which
+    /// its messages carry as `waiter.job_id` (and its instant as `waiter.occurrence`), so that
+    /// it can be parked and redriven while the series goes on.
+    pub fn occurrence_as_job(&self) -> Option<Job> {
+        let (id, at) = (self.occurrence_id()?, self.occurrence_at()?);
+        let mut attributes = self.message_attributes.clone();
+        attributes.insert(
+            OCCURRENCE_ATTRIBUTE.to_owned(),
+            MessageAttribute {
+                data_type: "String".to_owned(),
+                data: AttributeData::String(at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)),
+            },
+        );
+        Some(Job {
+            job_id: id,
+            message_attributes: attributes,
+            perform_at: self.perform_at,
+            names_itself: true,
+            repeat: None,
+            occurrence: None,
+            ..self.clone()
+        })
+    }
+
     /// Neither waits for the rate budget nor uses it.
     pub fn is_critical(&self) -> bool {
         self.priority == CRITICAL_PRIORITY

@@ -166,6 +166,30 @@ async fn series_send_one_message_per_occurrence_follow_catch_up_and_stop_when_ca
             .map(|r| (r.message.body(), attr(r, "waiter.job_id"), attr(r, "waiter.occurrence")))
             .collect::<Vec<_>>()
     );
+
+    // An occurrence handed over ahead of its time (1 s within `WAITER_LOOKAHEAD`): a cancel
+    // after the move says it is on its way (issue 60, defect 11), whenever it comes.
+    let second = Utc::now().with_nanosecond(0).expect("time") + TimeDelta::seconds(1);
+    tokio::time::sleep((second - Utc::now()).to_std().unwrap_or_default() + Duration::from_millis(50)).await;
+    let due = second + TimeDelta::seconds(2);
+    s.enqueue_ok(json!({"queue": "orders", "job_id": "ahead", "message_body": "ahead",
+                        "perform_at": rfc3339(due), "repeat": {"every_s": 3600}}))
+        .await;
+    s.poll().await;
+    let r = s
+        .enqueue_ok(json!({"action": "cancel", "queue": "orders", "job_id": "ahead"}))
+        .await;
+    assert_eq!(r["status"], "cancelled", "{r}");
+    assert_eq!(
+        r["maybe_delivered_at"].as_str().map(parse_time),
+        Some(due),
+        "the occurrence on its way: {r}"
+    );
+    let arrived = s.emu.receive_for(&s.urls[0].clone(), Duration::from_secs(4), 1).await;
+    assert_eq!(
+        arrived.iter().map(occurrence_of).collect::<Vec<_>>(),
+        [(format!("ahead@{}", due.timestamp()), due)]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -29,6 +29,8 @@ mod replay;
 mod reschedule;
 mod retry;
 #[cfg(test)]
+mod series_parked_tests;
+#[cfg(test)]
 mod series_reschedule_tests;
 #[cfg(test)]
 mod series_retry_tests;

@@ -116,7 +116,11 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         };
         let now = self.clock.now();
         let mut job = parked.job.clone();
-        job.perform_at = now;
+        // A series (parked whole before issue 60 parked occurrences alone) goes back to its
+        // schedule: its next occurrence stays, and `catch_up` decides what fell due meanwhile.
+        if job.repeat.is_none() {
+            job.perform_at = now;
+        }
         if job.expires_at.is_some_and(|e| e <= now) {
             job.expires_at = None;
             warn!(queue = %queue, job_id, "re-driven job had expired; its expiry is cleared");

@@ -477,3 +477,33 @@ async fn a_held_occurrence_is_handed_over_to_arrive_at_the_opening_and_not_rewri
         "stored, then moved on once: {g}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_cancel_while_an_occurrence_waits_in_the_sqs_delay_says_it_is_on_its_way() {
+    // Issue 60, defect 11: handed over ahead of its time, the occurrence is in SQS when the
+    // series moves on; `cancel` answered `cancelled` as if nothing more would arrive.
+    let (w, _, queue, clock) =
+        crate::testing::test_waiter("orders", &[("WAITER_LOOKAHEAD", "120"), ("WAITER_SHARDS", "1")]);
+    let at = DateTime::from_timestamp(clock.now().timestamp() + 100, 0).expect("time");
+    w.handle(
+        &json!({"queue": "orders", "message_body": "b", "job_id": "d", "perform_at": rfc3339(at),
+                "repeat": {"every_s": 3600}}),
+    )
+    .await
+    .expect("enqueue");
+    run(&w, &clock).await;
+    let sent = queue.sent();
+    assert_eq!(sent.len(), 1);
+    assert!(
+        sent[0].message.delay_seconds.is_some_and(|d| d >= 99),
+        "{:?}",
+        sent[0].message.delay_seconds
+    );
+    clock.advance(TimeDelta::seconds(50));
+    let r = w
+        .handle(&json!({"action": "cancel", "queue": "orders", "job_id": "d"}))
+        .await
+        .expect("cancel");
+    assert_eq!(r["status"], "cancelled", "{r}");
+    assert_eq!(r["maybe_delivered_at"], rfc3339(at), "the occurrence on its way: {r}");
+}

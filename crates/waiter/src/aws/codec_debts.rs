@@ -34,6 +34,9 @@ pub(crate) fn encode_debts(queue: &QueueName, debts: &[Retired]) -> AttributeVal
                 if let Some(a) = &r.advance {
                     m.insert(A_DEBT_ADVANCE_TO.into(), n(a.perform_at));
                     m.insert(A_OCCURRENCES.into(), AttributeValue::N(a.occurrences.to_string()));
+                    if let Some(t) = a.arriving_at {
+                        m.insert(A_MAYBE_DELIVERED_AT.into(), n(t));
+                    }
                 }
                 AttributeValue::M(m)
             })
@@ -76,21 +79,29 @@ pub(crate) fn decode_debts(queue: &QueueName, item: &Item) -> Result<Vec<Retired
                 },
                 Some(_) => return Err(format!("{A_LEASE_DEBTS}.record is not a map")),
             };
-            let advance = match (m.get(A_DEBT_ADVANCE_TO), m.get(A_OCCURRENCES)) {
-                (None, _) => None,
-                (Some(AttributeValue::N(t)), Some(AttributeValue::N(o))) => Some(Advance {
-                    perform_at: parse_epoch_decimal(t)
-                        .ok_or_else(|| format!("{A_LEASE_DEBTS}.{A_DEBT_ADVANCE_TO} is not epoch seconds"))?,
-                    occurrences: o
-                        .parse()
-                        .map_err(|_| format!("{A_LEASE_DEBTS}.{A_OCCURRENCES} is not a whole number"))?,
-                }),
-                _ => {
-                    return Err(format!(
-                        "{A_LEASE_DEBTS}.{A_DEBT_ADVANCE_TO} goes with a number of occurrences"
-                    ))
-                }
-            };
+            let advance =
+                match (m.get(A_DEBT_ADVANCE_TO), m.get(A_OCCURRENCES)) {
+                    (None, _) => None,
+                    (Some(AttributeValue::N(t)), Some(AttributeValue::N(o))) => Some(Advance {
+                        perform_at: parse_epoch_decimal(t)
+                            .ok_or_else(|| format!("{A_LEASE_DEBTS}.{A_DEBT_ADVANCE_TO} is not epoch seconds"))?,
+                        occurrences: o
+                            .parse()
+                            .map_err(|_| format!("{A_LEASE_DEBTS}.{A_OCCURRENCES} is not a whole number"))?,
+                        arriving_at: match m.get(A_MAYBE_DELIVERED_AT) {
+                            None => None,
+                            Some(AttributeValue::N(t)) => Some(parse_epoch_decimal(t).ok_or_else(|| {
+                                format!("{A_LEASE_DEBTS}.{A_MAYBE_DELIVERED_AT} is not epoch seconds")
+                            })?),
+                            Some(_) => return Err(format!("{A_LEASE_DEBTS}.{A_MAYBE_DELIVERED_AT} is not a number")),
+                        },
+                    }),
+                    _ => {
+                        return Err(format!(
+                            "{A_LEASE_DEBTS}.{A_DEBT_ADVANCE_TO} goes with a number of occurrences"
+                        ))
+                    }
+                };
             Ok(Retired {
                 key: JobKey {
                     partition: decode_partition(queue, m)?,

@@ -26,6 +26,18 @@ fn debts_on_a_lease_item_round_trip_with_and_without_history_records() {
             advance: Some(crate::ports::Advance {
                 perform_at: at + TimeDelta::seconds(60),
                 occurrences: 12,
+                arriving_at: None,
+            }),
+        },
+        // A series moving on while the occurrence it sent waits in SQS's delay.
+        Retired {
+            key: a.key(),
+            edition: a.edition(),
+            record: None,
+            advance: Some(crate::ports::Advance {
+                perform_at: at + TimeDelta::seconds(3600),
+                occurrences: 13,
+                arriving_at: Some(at + TimeDelta::seconds(90)),
             }),
         },
         Retired {

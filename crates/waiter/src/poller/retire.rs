@@ -75,15 +75,25 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
 
     /// A series after a pass that sent `sent` occurrences: moved to `next`, or finished (its
     /// record says how many it sent).
-    fn leave(&mut self, job: &StoredJob, next: Option<DateTime<Utc>>, sent: u64, message_id: Option<String>) {
+    pub(super) fn leave(
+        &mut self,
+        job: &StoredJob,
+        next: Option<DateTime<Utc>>,
+        sent: u64,
+        message_id: Option<String>,
+    ) {
         let occurrences = job.job.repeat.as_ref().map_or(0, |s| s.occurrences) + sent;
-        self.due_again += usize::from(next.is_some_and(|n| n <= self.d.clock.now()));
+        let now = self.d.clock.now();
+        self.due_again += usize::from(next.is_some_and(|n| n <= now));
+        // Sent ahead of its time: its message waits in SQS's delay after the move.
+        let arriving_at = message_id.as_ref().map(|_| job.job.perform_at).filter(|t| *t > now);
         let (record, advance) = match next {
             Some(perform_at) => (
                 None,
                 Some(Advance {
                     perform_at,
                     occurrences,
+                    arriving_at,
                 }),
             ),
             None => {

@@ -290,6 +290,10 @@ pub struct Retired {
 pub struct Advance {
     pub perform_at: DateTime<Utc>,
     pub occurrences: u64,
+    /// The occurrence sent arrives at this instant, after the move: handed over ahead of its
+    /// time, its message waits in SQS's delay. The series' `maybe_delivered_at`, so that a
+    /// `cancel` meanwhile says one occurrence is still on its way (issue 60, defect 11).
+    pub arriving_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

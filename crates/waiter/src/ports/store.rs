@@ -263,6 +263,13 @@ pub trait Parking: Jobs {
         Ok(true)
     }
 
+    /// Parks one occurrence of a series, a job of its own under its occurrence id
+    /// (`Job::occurrence_as_job`); the series goes on (its caller moves it). `false`, and
+    /// nothing written, when the parked partition holds another job under that id.
+    async fn park_occurrence(&self, occurrence: &StoredJob, info: &ParkInfo) -> Result<bool, PortError> {
+        self.place(&self.parked_copy(occurrence, info)).await
+    }
+
     /// The parked copy of `job`, with SQS's reason, shortened so that the copy fits an item.
     fn parked_copy(&self, job: &StoredJob, info: &ParkInfo) -> StoredJob {
         let parked_as = |info: ParkInfo| StoredJob {

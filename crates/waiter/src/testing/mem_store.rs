@@ -403,7 +403,7 @@ impl Jobs for MemStore {
                     let mut next = j.clone();
                     next.job.perform_at = a.perform_at;
                     next.version += 1;
-                    next.maybe_delivered_at = None;
+                    next.maybe_delivered_at = a.arriving_at;
                     if let Some(series) = next.job.repeat.as_mut() {
                         series.occurrences = a.occurrences;
                         series.held = None;

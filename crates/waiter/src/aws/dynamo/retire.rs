@@ -220,16 +220,21 @@ impl<'a> Removal<'a> {
     }
 }
 
-/// What a series' move sets: its next occurrence, the occurrences sent, and the next version.
+/// What a series' move sets: its next occurrence, the occurrences sent, the next version, and
+/// the arrival of an occurrence still in SQS's delay (`maybe_delivered_at`).
 pub(super) fn advance_set(r: &Retired, a: &Advance) -> Item {
-    Item::from([
+    let mut set = Item::from([
         (A_PERFORM_AT.to_owned(), n(a.perform_at)),
         (A_OCCURRENCES.to_owned(), AttributeValue::N(a.occurrences.to_string())),
         (
             A_VERSION.to_owned(),
             AttributeValue::N((r.edition.version + 1).to_string()),
         ),
-    ])
+    ]);
+    if let Some(t) = a.arriving_at {
+        set.insert(A_MAYBE_DELIVERED_AT.to_owned(), n(t));
+    }
+    set
 }
 
 /// An update expression with its attribute names and values.
@@ -246,8 +251,12 @@ fn set_expression(set: &Item) -> Expression {
         values.push((format!(":set{i}"), value.clone()));
     }
     // Moved on, a series no longer waits for a window, and its next occurrence has not been
-    // sent: the mark of one that may have been is the last occurrence's, not its.
+    // sent: the mark of one that may have been is the last occurrence's, not its, unless the
+    // move sets the arrival of the one just sent.
     names.push(("#held".to_owned(), A_REPEAT_HELD.to_owned()));
+    if set.contains_key(A_MAYBE_DELIVERED_AT) {
+        return (format!("SET {} REMOVE #held", parts.join(", ")), names, values);
+    }
     names.push(("#maybe".to_owned(), A_MAYBE_DELIVERED_AT.to_owned()));
     (format!("SET {} REMOVE #held, #maybe", parts.join(", ")), names, values)
 }

@@ -102,7 +102,10 @@ pub(super) fn removal_statement(
             if keeps_the_rest {
                 // Moved on, it no longer waits for a window, and the mark of an occurrence that
                 // may have been delivered was the last one's (`set_expression`'s twin).
-                for name in [A_REPEAT_HELD, A_MAYBE_DELIVERED_AT] {
+                for name in [A_REPEAT_HELD, A_MAYBE_DELIVERED_AT]
+                    .into_iter()
+                    .filter(|a| !record.contains_key(*a))
+                {
                     text.push_str(&format!(" REMOVE {}", quoted(name)));
                 }
             }

@@ -151,6 +151,7 @@ fn a_series_move_sets_its_next_occurrence_and_version_and_keeps_the_rest() {
     let advance = crate::ports::Advance {
         perform_at: at(1_800_000_060),
         occurrences: 5,
+        arriving_at: None,
     };
     let r = Retired {
         advance: Some(advance),
@@ -171,6 +172,32 @@ fn a_series_move_sets_its_next_occurrence_and_version_and_keeps_the_rest() {
     // One more than the edition sent (3): the same statement again finds its condition false.
     assert_eq!(p[2], AttributeValue::N("4".into()));
     assert_eq!(p[6], AttributeValue::N("3".into()));
+}
+
+#[test]
+fn a_series_move_after_an_occurrence_sent_ahead_sets_its_arrival_as_the_mark() {
+    let job = every_attribute();
+    let q = job.job.queue.clone();
+    let advance = crate::ports::Advance {
+        perform_at: at(1_800_003_600),
+        occurrences: 5,
+        arriving_at: Some(at(1_800_000_090)),
+    };
+    let r = Retired {
+        advance: Some(advance),
+        ..retired(&job, None)
+    };
+    let set = super::super::retire::advance_set(&r, &advance);
+    let s = removal_statement(&q, "t", &r, Some(&set)).expect("statement");
+    assert!(
+        s.statement.starts_with(
+            "UPDATE \"t\" SET \"maybe_delivered_at\" = ? SET \"occurrences\" = ? SET \"perform_at\" = ? \
+             SET \"version\" = ? REMOVE \"repeat_held\" WHERE"
+        ),
+        "{}",
+        s.statement
+    );
+    assert_eq!(s.parameters.expect("parameters")[0], n(at(1_800_000_090)));
 }
 
 #[test]
