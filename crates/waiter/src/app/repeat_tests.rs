@@ -166,6 +166,15 @@ async fn bad_series_are_refused_by_field_and_store_nothing() {
         (json!({"every_s": 60, "catch_up": "sometimes"}), "repeat.catch_up"),
         (json!({"every_s": 60, "count": 0}), "repeat.count"),
         (json!({"every_s": 60, "until": past}), "repeat.until"),
+        (json!({"every_s": 60, "count": 1_000_001}), "repeat.count"),
+        // After the start, before the first 09:00 (the start is 09:00:00.123 UTC).
+        (
+            json!({"cron": "0 9 * * *", "until": rfc3339(clock.now() + TimeDelta::hours(1))}),
+            "repeat.until",
+        ),
+        // Dates that never come.
+        (json!({"cron": "0 0 30 2 *"}), "repeat.cron"),
+        (json!({"cron": "0 0 31 4,6,9,11 *"}), "repeat.cron"),
     ];
     for (repeat, field) in cases {
         let e = w
@@ -188,7 +197,29 @@ async fn bad_series_are_refused_by_field_and_store_nothing() {
         .await
         .expect_err("@");
     assert!(e.message().starts_with("job_id:"), "{}", e.message());
+    // A series' messages carry two attributes of ours: 8 of the caller's, not 10.
+    let attributes = |n: usize| -> serde_json::Map<String, Value> {
+        (0..n)
+            .map(|i| (format!("a{i}"), json!({"data_type": "String", "string_value": "v"})))
+            .collect()
+    };
+    let e = w
+        .handle(
+            &json!({"queue": "orders", "message_body": "b", "repeat": {"every_s": 60},
+                        "message_attributes": attributes(9)}),
+        )
+        .await
+        .expect_err("nine attributes");
+    assert!(e.message().starts_with("message_attributes:"), "{}", e.message());
     assert_eq!(store.len(), 0);
+    let r = w
+        .handle(
+            &json!({"queue": "orders", "message_body": "b", "repeat": {"every_s": 60},
+                        "message_attributes": attributes(8)}),
+        )
+        .await
+        .expect("eight attributes");
+    assert_eq!(r["status"], "scheduled", "{r}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -506,4 +537,33 @@ async fn a_cancel_while_an_occurrence_waits_in_the_sqs_delay_says_it_is_on_its_w
         .expect("cancel");
     assert_eq!(r["status"], "cancelled", "{r}");
     assert_eq!(r["maybe_delivered_at"], rfc3339(at), "the occurrence on its way: {r}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_series_ends_at_until_through_the_poller() {
+    let (w, _, queue, clock) = waiter();
+    let start = clock.now() + TimeDelta::seconds(90);
+    let until = start + TimeDelta::seconds(150);
+    w.handle(
+        &json!({"queue": "orders", "message_body": "b", "job_id": "u", "perform_at": rfc3339(start),
+                "repeat": {"every_s": 60, "until": rfc3339(until)}}),
+    )
+    .await
+    .expect("enqueue");
+    for _ in 0..12 {
+        clock.advance(TimeDelta::seconds(30));
+        run(&w, &clock).await;
+    }
+    let sent: Vec<String> = occurrences(&queue).into_iter().map(|(at, _)| at).collect();
+    let expected: Vec<String> = [0, 60, 120]
+        .iter()
+        .map(|s| rfc3339(start + TimeDelta::seconds(*s)))
+        .collect();
+    assert_eq!(sent, expected, "none after until");
+    let g = get(&w, "u").await;
+    assert_eq!(
+        (g["status"].as_str(), g["occurrences"].as_u64()),
+        (Some("finished"), Some(3)),
+        "{g}"
+    );
 }
