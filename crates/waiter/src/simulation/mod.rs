@@ -66,6 +66,7 @@ mod operators;
 mod priority;
 mod retries;
 mod series;
+mod series_checks;
 
 use callers::World;
 

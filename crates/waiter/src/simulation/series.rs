@@ -1,9 +1,12 @@
 //! Series in the simulation (issue 47): random interleavings of series enqueued (every-n and
-//! cron, starts in the past and ahead, each `catch_up`, a `count` so that each ends) beside
-//! one-off jobs, poller runs that crash, seeded store and queue faults, callers cancelling and
-//! rescheduling series beside the runs, and consumers retrying occurrences they received.
+//! cron, starts in the past and ahead, each `catch_up`, a `count` so that each ends, a random
+//! priority) beside one-off jobs, poller runs that crash, seeded store and queue faults, callers
+//! cancelling and rescheduling series beside the runs, and consumers retrying occurrences they
+//! received, and retrying under the series' own id as a consumer without the message's
+//! attributes would. A third of the seeds run on a FIFO queue at the default hold, a third
+//! under `WAITER_MAX_RATE` (issue 60).
 //!
-//! Invariants, per seed:
+//! Invariants, per seed (`series_checks.rs`):
 //! - never early: no occurrence arrives before its instant, and its `waiter.job_id` names it;
 //! - none after `cancelled`: SQS accepts no occurrence of a series after `cancel` answered
 //!   `cancelled` for it;
@@ -11,53 +14,23 @@
 //!   start;
 //! - none skipped except as the policy says: of a series neither cancelled nor rescheduled,
 //!   `all` delivers every occurrence up to its count, and `skip` and `one` leave out only
-//!   occurrences that were more than 60 s late when the next one was sent;
+//!   occurrences that were more than 60 s late when the next one was sent, and none that the
+//!   first run after it found on time (that run whole, after a recent one; seeds without
+//!   faults);
+//! - what `catch_up` sends of the missed ones (seeds without the rate, which may hold an
+//!   occurrence back for longer): `skip` none, `one` only the latest;
+//! - a retry under a stored series' own id is refused (and the series then reaches its count);
 //! - at most once: in a seed without faults or crashes, no occurrence is accepted twice;
 //! - one-off jobs beside them: each acknowledged one is delivered, never early;
 //! - a retried occurrence (`retry` under its `{id}@{epoch}`, answered `scheduled`): its attempt
 //!   2 is delivered under that id, never before the time the answer named.
 
+use super::series_checks::{check, check_beside, text, RunRecord, Seed, SeriesOutcome, Tracked};
 use super::*;
-use crate::repeat::MISSED_AFTER;
 use crate::testing::Sent;
-use sqs_waiter_contract::{ATTEMPT_ATTRIBUTE, JOB_ID_ATTRIBUTE, OCCURRENCE_ATTRIBUTE};
+use sqs_waiter_contract::{ATTEMPT_ATTRIBUTE, JOB_ID_ATTRIBUTE};
 
 type SimWaiter = Waiter<FaultyStore<MemStore>, FaultyQueue<FakeQueue>, FakeClock>;
-
-#[derive(Debug)]
-struct Tracked {
-    every_s: i64,
-    start: DateTime<Utc>,
-    count: u64,
-    catch_up: &'static str,
-    acknowledged: bool,
-    /// When `cancel` answered `cancelled`.
-    cancelled_at: Option<DateTime<Utc>>,
-    /// A cancel or reschedule whose reply was lost or refused: it may have taken effect.
-    unknown: bool,
-    /// When `reschedule` answered, and the new start.
-    rescheduled: Option<(DateTime<Utc>, DateTime<Utc>)>,
-}
-
-#[derive(Debug, Default)]
-pub(super) struct SeriesOutcome {
-    pub(super) violations: Vec<String>,
-    pub(super) series: usize,
-    pub(super) occurrences: usize,
-    pub(super) duplicates: usize,
-    pub(super) crashes: usize,
-    pub(super) cancelled: usize,
-    pub(super) rescheduled: usize,
-    /// Occurrences retried whose attempt 2 was scheduled.
-    pub(super) retries: usize,
-}
-
-fn text<'a>(s: &'a Sent, name: &str) -> Option<&'a str> {
-    match &s.message.attributes.get(name)?.data {
-        crate::job::AttributeData::String(v) => Some(v),
-        crate::job::AttributeData::Binary(_) => None,
-    }
-}
 
 struct SeriesWorld {
     rng: StdRng,
@@ -71,9 +44,21 @@ struct SeriesWorld {
     one_offs: std::collections::BTreeMap<String, Option<DateTime<Utc>>>,
     /// Occurrences retried: the `perform_at` of attempt 2, when `retry` answered `scheduled`.
     retried: std::collections::BTreeMap<String, Option<DateTime<Utc>>>,
+    /// `q`, or `q.fifo` in a third of the seeds (at the default `WAITER_FIFO_HOLD`, 0).
+    queue: &'static str,
+    runs: Vec<RunRecord>,
 }
 
 impl SeriesWorld {
+    /// A request to this seed's queue: with `message_group_id` on a FIFO queue.
+    fn request(&self, mut fields: Value) -> Value {
+        fields["queue"] = json!(self.queue);
+        if self.queue.ends_with(".fifo") && fields.get("action").is_none_or(|a| a == "enqueue" || a == "retry") {
+            fields["message_group_id"] = json!("g");
+        }
+        fields
+    }
+
     async fn enqueue(&mut self) {
         let id = format!("s{}", self.tracked.len());
         let every_s = [60, 120, 300][self.rng.random_range(0..3)];
@@ -88,9 +73,11 @@ impl SeriesWorld {
         } else {
             json!({"every_s": every_s, "catch_up": catch_up, "count": count})
         };
-        let request = json!({"queue": "q", "job_id": id, "message_body": format!("series-{id}"),
-                             "perform_at": format_rfc3339(start), "repeat": repeat});
+        let priority = [0, 50, 100, 150][self.rng.random_range(0..4)];
+        let request = self.request(json!({"job_id": id, "message_body": format!("series-{id}"),
+                             "perform_at": format_rfc3339(start), "repeat": repeat, "priority": priority}));
         let acknowledged = self.waiter.handle(&request).await.is_ok();
+        let enqueued_at = self.clock.now();
         self.tracked.insert(
             id,
             Tracked {
@@ -99,6 +86,7 @@ impl SeriesWorld {
                 count,
                 catch_up,
                 acknowledged,
+                enqueued_at,
                 cancelled_at: None,
                 unknown: false,
                 rescheduled: None,
@@ -127,7 +115,7 @@ impl SeriesWorld {
         let Some(id) = self.pick() else { return };
         let r = self
             .waiter
-            .handle(&json!({"action": "cancel", "queue": "q", "job_id": id}))
+            .handle(&self.request(json!({"action": "cancel", "job_id": id})))
             .await;
         let now = self.clock.now();
         let t = self.tracked.get_mut(&id).expect("tracked");
@@ -148,8 +136,8 @@ impl SeriesWorld {
         let start = DateTime::from_timestamp(minute + 60 * self.rng.random_range(1..4), 0).expect("time");
         let r = self
             .waiter
-            .handle(&json!({"action": "reschedule", "queue": "q", "job_id": id,
-                            "perform_at": format_rfc3339(start)}))
+            .handle(&self.request(json!({"action": "reschedule", "job_id": id,
+                            "perform_at": format_rfc3339(start)})))
             .await;
         let now = self.clock.now();
         let t = self.tracked.get_mut(&id).expect("tracked");
@@ -183,8 +171,8 @@ impl SeriesWorld {
         let r = self
             .waiter
             .handle(
-                &json!({"queue": "q", "job_id": id, "message_body": format!("oneoff-{id}"),
-                            "delay_seconds": delay}),
+                &self.request(json!({"job_id": id, "message_body": format!("oneoff-{id}"),
+                            "delay_seconds": delay})),
             )
             .await;
         let due = r.ok().and_then(|v| parse_time(&v["perform_at"]));
@@ -208,10 +196,11 @@ impl SeriesWorld {
         }
         let id = received[self.rng.random_range(0..received.len())].clone();
         let series = id.split('@').next().unwrap_or_default().to_owned();
-        let request = json!({"action": "retry", "queue": "q", "job_id": id, "attempt": 1,
+        let base_s = self.rng.random_range(1..=4);
+        let request = self.request(json!({"action": "retry", "job_id": id, "attempt": 1,
                              "message_body": format!("series-{series}"),
                              "message_attributes": {"waiter.job_id": {"data_type": "String", "string_value": id}},
-                             "backoff": {"base_s": self.rng.random_range(1..=4), "jitter": false}});
+                             "backoff": {"base_s": base_s, "jitter": false}}));
         let answered = match self.waiter.handle(&request).await {
             Ok(r) if r["status"] == "scheduled" => parse_time(&r["perform_at"]),
             // Unknown: it may have been scheduled; a later delivery is not required.
@@ -220,10 +209,35 @@ impl SeriesWorld {
         self.retried.insert(id, answered);
     }
 
+    /// A consumer that follows the fallback for a message without `waiter.job_id` retries
+    /// under the id it enqueued, the series' own: refused, and the series goes on (issue 60,
+    /// defect 1: it used to replace the series with a one-off attempt 2).
+    async fn retry_under_series_id(&mut self, alone: bool) {
+        let Some(id) = self.pick() else { return };
+        let stored = {
+            let state = self.mem.state.lock().unwrap();
+            state
+                .items
+                .values()
+                .any(|j| j.job.job_id == id && j.job.repeat.is_some())
+        };
+        let request = self.request(json!({"action": "retry", "job_id": id, "attempt": 1,
+                             "message_body": format!("series-{id}"), "backoff": {"base_s": 1, "jitter": false}}));
+        let answer = self.waiter.handle(&request).await;
+        // Beside a run the series may finish meanwhile; with history off nothing then knows the
+        // id was a series, and the retry schedules attempt 2 of a job under it, as for any id.
+        if let (true, true, Ok(r)) = (alone, stored, &answer) {
+            self.out
+                .violations
+                .push(format!("{id}: a retry under the stored series' own id answered {r}"));
+        }
+    }
+
     async fn beside(&mut self) {
-        match self.rng.random_range(0..3) {
+        match self.rng.random_range(0..4) {
             0 => self.cancel().await,
             1 => self.retry_occurrence().await,
+            2 => self.retry_under_series_id(false).await,
             _ => self.reschedule().await,
         }
     }
@@ -253,7 +267,11 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
         inner: sink.clone(),
         faults: faults.clone(),
     };
-    let settings = [
+    // A third of the seeds on a FIFO queue, a third under `WAITER_MAX_RATE`.
+    let kind = rng.random_range(0..3);
+    let queue_name = if kind == 1 { "q.fifo" } else { "q" };
+    let rate = (kind == 2).then(|| rng.random_range(1..=5u32));
+    let mut settings = vec![
         ("WAITER_SHARDS", rng.random_range(1..=3).to_string()),
         ("WAITER_LOOKAHEAD", rng.random_range(0..=90).to_string()),
         (
@@ -261,8 +279,11 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
             if rng.random_bool(0.5) { "7" } else { "0" }.to_string(),
         ),
     ];
+    if let Some(r) = rate {
+        settings.push(("WAITER_MAX_RATE", r.to_string()));
+    }
     let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let cfg = config("q", &settings);
+    let cfg = config(queue_name, &settings);
     let waiter = Waiter::new(cfg.clone(), store.clone(), queue.clone(), clock.clone());
     let dispatcher = Dispatcher::new(cfg, store, queue, clock.clone());
     let mut w = SeriesWorld {
@@ -275,32 +296,38 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
         clock: clock.clone(),
         tracked: std::collections::BTreeMap::new(),
         out: SeriesOutcome::default(),
+        queue: queue_name,
+        runs: Vec::new(),
     };
     for _ in 0..w.rng.random_range(20..50) {
         match w.rng.random_range(0..12) {
             0..=2 => w.enqueue().await,
             10 => w.enqueue_one_off().await,
-            11 => w.retry_occurrence().await,
+            11 if w.rng.random_bool(0.7) => w.retry_occurrence().await,
+            11 => w.retry_under_series_id(true).await,
             3..=6 => {
                 let deadline = w.clock.now() + TimeDelta::seconds(w.rng.random_range(5..30));
                 let crash_after =
                     (crashy && w.rng.random_bool(0.2)).then(|| Duration::from_millis(w.rng.random_range(0..3_000)));
+                let started = w.clock.now();
                 let run = async {
-                    match crash_after {
-                        Some(after) => drop(tokio::time::timeout(after, dispatcher.run(deadline)).await),
-                        None => drop(dispatcher.run(deadline).await),
-                    }
+                    let summary = match crash_after {
+                        Some(after) => tokio::time::timeout(after, dispatcher.run(deadline)).await.ok(),
+                        None => Some(dispatcher.run(deadline).await),
+                    };
+                    summary.is_some_and(|s| s.busy_partitions == 0 && s.errors.is_empty())
                 };
-                if w.rng.random_bool(0.5) {
+                let whole = if w.rng.random_bool(0.5) {
                     let at = Duration::from_millis(w.rng.random_range(0..200));
                     let beside = async {
                         tokio::time::sleep(at).await;
                         w.beside().await;
                     };
-                    tokio::join!(run, beside);
+                    tokio::join!(run, beside).0
                 } else {
-                    run.await;
-                }
+                    run.await
+                };
+                w.runs.push(RunRecord { started, whole });
                 w.out.crashes += usize::from(crash_after.is_some());
             }
             7 => w.cancel().await,
@@ -313,7 +340,12 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
     faults.off();
     tokio::time::sleep(Duration::from_secs(70)).await;
     for _ in 0..40 {
-        dispatcher.run(clock.now() + TimeDelta::seconds(60)).await;
+        let started = clock.now();
+        let s = dispatcher.run(started + TimeDelta::seconds(60)).await;
+        w.runs.push(RunRecord {
+            started,
+            whole: s.busy_partitions == 0 && s.errors.is_empty(),
+        });
         if active_jobs(&mem) == 0 {
             break;
         }
@@ -324,12 +356,18 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
         mut out,
         one_offs,
         retried,
+        runs,
         ..
     } = w;
     let sent = sink.sent();
     let (attempts, others): (Vec<Sent>, Vec<Sent>) =
         sent.into_iter().partition(|s| text(s, ATTEMPT_ATTRIBUTE).is_some());
-    check(&mut out, &tracked, &others, faulty);
+    let seed = Seed {
+        faulty,
+        rate: rate.is_some(),
+        runs: &runs,
+    };
+    check(&mut out, &tracked, &others, &seed);
     check_beside(&mut out, &one_offs, &retried, &others, &attempts);
     if active_jobs(&mem) != 0 {
         out.violations
@@ -337,151 +375,6 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
     }
     out.series = tracked.len();
     out
-}
-
-fn check(out: &mut SeriesOutcome, tracked: &std::collections::BTreeMap<String, Tracked>, sent: &[Sent], faulty: bool) {
-    let crashes = out.crashes;
-    let mut by_series: HashMap<&str, Vec<(DateTime<Utc>, &Sent)>> = HashMap::new();
-    for s in sent {
-        let Some(id) = s.message.body.strip_prefix("series-") else {
-            continue;
-        };
-        let Some(at) = text(s, OCCURRENCE_ATTRIBUTE).and_then(|t| parse_time(&json!(t))) else {
-            out.violations
-                .push(format!("{id}: a message without {OCCURRENCE_ATTRIBUTE}"));
-            continue;
-        };
-        out.occurrences += 1;
-        let arrival = s.at + TimeDelta::seconds(i64::from(s.message.delay_seconds.unwrap_or(0)));
-        if arrival < at {
-            out.violations
-                .push(format!("{id}: occurrence {at} arrived early, at {arrival}"));
-        }
-        if text(s, JOB_ID_ATTRIBUTE) != Some(format!("{id}@{}", at.timestamp()).as_str()) {
-            out.violations
-                .push(format!("{id}: occurrence {at} named {:?}", text(s, JOB_ID_ATTRIBUTE)));
-        }
-        by_series.entry(id).or_default().push((at, s));
-    }
-    for (id, t) in tracked {
-        let mut got = by_series.remove(id.as_str()).unwrap_or_default();
-        got.sort_by_key(|(at, s)| (*at, s.at));
-        if let Some(cancelled) = t.cancelled_at {
-            for (at, s) in got.iter().filter(|(_, s)| s.at > cancelled) {
-                out.violations.push(format!(
-                    "{id}: occurrence {at} sent at {} after cancelled at {cancelled}",
-                    s.at
-                ));
-            }
-        }
-        // (A cancel or reschedule without an answer may have restarted it later.)
-        if let Some((answered, start)) = t.rescheduled.filter(|_| !t.unknown) {
-            for (at, s) in got.iter().filter(|(at, s)| s.at > answered && *at < start) {
-                out.violations.push(format!(
-                    "{id}: occurrence {at} sent at {} before the restart {start} answered at {answered} ({t:?})",
-                    s.at
-                ));
-            }
-        }
-        let mut distinct: Vec<(DateTime<Utc>, DateTime<Utc>)> = Vec::new();
-        for (at, s) in &got {
-            match distinct.last() {
-                Some((last, _)) if last == at => {
-                    out.duplicates += 1;
-                    // A restart at an instant already handed over sends it again, as asked.
-                    if !faulty && crashes == 0 && t.rescheduled.is_none() && !t.unknown {
-                        out.violations
-                            .push(format!("{id}: occurrence {at} sent twice without a fault or crash"));
-                    }
-                }
-                _ => distinct.push((*at, s.at)),
-            }
-        }
-        if !t.acknowledged || t.cancelled_at.is_some() || t.unknown || t.rescheduled.is_some() {
-            continue;
-        }
-        let step = TimeDelta::seconds(t.every_s);
-        let on_grid = |at: &DateTime<Utc>| *at >= t.start && (*at - t.start).num_seconds() % t.every_s == 0;
-        for (at, _) in distinct.iter().filter(|(at, _)| !on_grid(at)) {
-            out.violations
-                .push(format!("{id}: {at} is not one of its occurrences ({t:?})"));
-        }
-        // Each series ends at its count: the calm drain gives every policy the runs it needs. A
-        // crash or a lost reply between a send and the move may add one (the same occurrence
-        // again, or for `skip` and `one` a later one, decided anew), as it may deliver a one-off
-        // job twice; `occurrences` counts what was moved past.
-        let exact = !faulty && crashes == 0;
-        let n = distinct.len() as u64;
-        if n < t.count || (exact && n != t.count) {
-            out.violations.push(format!(
-                "{id}: {} occurrences delivered of {} ({t:?})",
-                distinct.len(),
-                t.count
-            ));
-        }
-        let Some((last, _)) = distinct.last().copied() else {
-            continue;
-        };
-        // Left out only if missed: more than 60 s late when the next one sent was sent; `all`
-        // leaves out none.
-        let mut i = t.start;
-        while i < last {
-            if !distinct.iter().any(|(at, _)| *at == i) {
-                let (next, sent_at) = distinct.iter().find(|(at, _)| *at > i).copied().unwrap_or((last, last));
-                if t.catch_up == "all" || i >= sent_at - MISSED_AFTER {
-                    out.violations.push(format!(
-                        "{id}: {i} left out ({}) though {next} was sent at {sent_at}",
-                        t.catch_up
-                    ));
-                }
-            }
-            i += step;
-        }
-    }
-}
-
-/// The one-off jobs and the retried occurrences beside the series: delivered, never early.
-fn check_beside(
-    out: &mut SeriesOutcome,
-    one_offs: &std::collections::BTreeMap<String, Option<DateTime<Utc>>>,
-    retried: &std::collections::BTreeMap<String, Option<DateTime<Utc>>>,
-    sent: &[Sent],
-    attempts: &[Sent],
-) {
-    let arrival = |s: &Sent| s.at + TimeDelta::seconds(i64::from(s.message.delay_seconds.unwrap_or(0)));
-    for (id, due) in one_offs {
-        let body = format!("oneoff-{id}");
-        let got: Vec<&Sent> = sent.iter().filter(|s| s.message.body == body).collect();
-        if let Some(due) = due {
-            if got.is_empty() {
-                out.violations.push(format!("{id}: acknowledged, never delivered"));
-            }
-            for s in got.iter().filter(|s| arrival(s) < *due) {
-                out.violations
-                    .push(format!("{id}: arrived {} before {due}", arrival(s)));
-            }
-        }
-    }
-    for (id, due) in retried {
-        let got: Vec<&Sent> = attempts
-            .iter()
-            .filter(|s| text(s, JOB_ID_ATTRIBUTE) == Some(id.as_str()))
-            .collect();
-        if got.iter().any(|s| text(s, ATTEMPT_ATTRIBUTE) != Some("2")) {
-            out.violations.push(format!("{id}: an attempt other than 2 was sent"));
-        }
-        if let Some(due) = due {
-            if got.is_empty() {
-                out.violations
-                    .push(format!("{id}: retry answered scheduled, attempt 2 never delivered"));
-            }
-            for s in got.iter().filter(|s| arrival(s) < *due) {
-                out.violations
-                    .push(format!("{id}: attempt 2 arrived {} before {due}", arrival(s)));
-            }
-            out.retries += 1;
-        }
-    }
 }
 
 /// Runs the series seeds (`SIM_SEEDS`, else `default`; `SIM_SEED=s` replays one).

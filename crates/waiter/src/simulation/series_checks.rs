@@ -1,0 +1,258 @@
+//! The series simulation's record of a seed (the series tracked, the runs made) and its
+//! checks (`series.rs` has the invariants' list).
+
+use super::*;
+use crate::repeat::{FOUND_SLACK, MAX_RUN_GAP, MISSED_AFTER};
+use crate::testing::Sent;
+use sqs_waiter_contract::{ATTEMPT_ATTRIBUTE, JOB_ID_ATTRIBUTE, OCCURRENCE_ATTRIBUTE};
+
+#[derive(Debug)]
+pub(super) struct Tracked {
+    pub(super) every_s: i64,
+    pub(super) start: DateTime<Utc>,
+    pub(super) count: u64,
+    pub(super) catch_up: &'static str,
+    pub(super) acknowledged: bool,
+    /// When `enqueue` answered.
+    pub(super) enqueued_at: DateTime<Utc>,
+    /// When `cancel` answered `cancelled`.
+    pub(super) cancelled_at: Option<DateTime<Utc>>,
+    /// A cancel or reschedule whose reply was lost or refused: it may have taken effect.
+    pub(super) unknown: bool,
+    /// When `reschedule` answered, and the new start.
+    pub(super) rescheduled: Option<(DateTime<Utc>, DateTime<Utc>)>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct SeriesOutcome {
+    pub(super) violations: Vec<String>,
+    pub(super) series: usize,
+    pub(super) occurrences: usize,
+    pub(super) duplicates: usize,
+    pub(super) crashes: usize,
+    pub(super) cancelled: usize,
+    pub(super) rescheduled: usize,
+    /// Occurrences retried whose attempt 2 was scheduled.
+    pub(super) retries: usize,
+}
+
+pub(super) fn text<'a>(s: &'a Sent, name: &str) -> Option<&'a str> {
+    match &s.message.attributes.get(name)?.data {
+        crate::job::AttributeData::String(v) => Some(v),
+        crate::job::AttributeData::Binary(_) => None,
+    }
+}
+
+/// A poller run as the seed made it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RunRecord {
+    pub(super) started: DateTime<Utc>,
+    /// It ran to its end, took every partition's lease and met no error.
+    pub(super) whole: bool,
+}
+
+/// The index lags the table by up to 2 s in these seeds: a run that starts this long after a
+/// series was stored finds it.
+const INDEX_LAG: TimeDelta = TimeDelta::seconds(3);
+/// No `catch_up` sends an occurrence later than this after its instant (outside the rate): a
+/// pass judges one on time from at most `MAX_RUN_GAP` + `FOUND_SLACK` before it, and a run
+/// sends within its 30 s deadline.
+const LATEST_ON_TIME_SEND: TimeDelta = TimeDelta::seconds(230);
+
+/// The first run to start after the occurrence `t` (and the index's lag), when the series,
+/// stored at `stored`, was in the index by then, and that run and the one before it were whole
+/// and less than `MAX_RUN_GAP` apart: the occurrence is on time for it (DESIGN "Missed
+/// occurrences"), whatever the gap since `t`. (One due before its series was stored, with a
+/// run between, fell due before a start in the past: missed.)
+fn first_run_after(runs: &[RunRecord], t: DateTime<Utc>, stored: DateTime<Utc>) -> Option<&RunRecord> {
+    let i = runs.iter().position(|r| r.started >= t + INDEX_LAG)?;
+    let (r, previous) = (&runs[i], runs.get(i.checked_sub(1)?)?);
+    (r.started >= stored + INDEX_LAG
+        && r.whole
+        && previous.whole
+        && r.started - previous.started <= MAX_RUN_GAP - FOUND_SLACK)
+        .then_some(r)
+}
+
+/// What the checks need to know of the seed beside what was sent.
+pub(super) struct Seed<'a> {
+    pub(super) faulty: bool,
+    pub(super) rate: bool,
+    pub(super) runs: &'a [RunRecord],
+}
+
+pub(super) fn check(
+    out: &mut SeriesOutcome,
+    tracked: &std::collections::BTreeMap<String, Tracked>,
+    sent: &[Sent],
+    seed: &Seed<'_>,
+) {
+    let faulty = seed.faulty;
+    let crashes = out.crashes;
+    let mut by_series: HashMap<&str, Vec<(DateTime<Utc>, &Sent)>> = HashMap::new();
+    for s in sent {
+        let Some(id) = s.message.body.strip_prefix("series-") else {
+            continue;
+        };
+        let Some(at) = text(s, OCCURRENCE_ATTRIBUTE).and_then(|t| parse_time(&json!(t))) else {
+            out.violations
+                .push(format!("{id}: a message without {OCCURRENCE_ATTRIBUTE}"));
+            continue;
+        };
+        out.occurrences += 1;
+        let arrival = s.at + TimeDelta::seconds(i64::from(s.message.delay_seconds.unwrap_or(0)));
+        if arrival < at {
+            out.violations
+                .push(format!("{id}: occurrence {at} arrived early, at {arrival}"));
+        }
+        if text(s, JOB_ID_ATTRIBUTE) != Some(format!("{id}@{}", at.timestamp()).as_str()) {
+            out.violations
+                .push(format!("{id}: occurrence {at} named {:?}", text(s, JOB_ID_ATTRIBUTE)));
+        }
+        by_series.entry(id).or_default().push((at, s));
+    }
+    for (id, t) in tracked {
+        let mut got = by_series.remove(id.as_str()).unwrap_or_default();
+        got.sort_by_key(|(at, s)| (*at, s.at));
+        if let Some(cancelled) = t.cancelled_at {
+            for (at, s) in got.iter().filter(|(_, s)| s.at > cancelled) {
+                out.violations.push(format!(
+                    "{id}: occurrence {at} sent at {} after cancelled at {cancelled}",
+                    s.at
+                ));
+            }
+        }
+        // (A cancel or reschedule without an answer may have restarted it later.)
+        if let Some((answered, start)) = t.rescheduled.filter(|_| !t.unknown) {
+            for (at, s) in got.iter().filter(|(at, s)| s.at > answered && *at < start) {
+                out.violations.push(format!(
+                    "{id}: occurrence {at} sent at {} before the restart {start} answered at {answered} ({t:?})",
+                    s.at
+                ));
+            }
+        }
+        let mut distinct: Vec<(DateTime<Utc>, DateTime<Utc>)> = Vec::new();
+        for (at, s) in &got {
+            match distinct.last() {
+                Some((last, _)) if last == at => {
+                    out.duplicates += 1;
+                    // A restart at an instant already handed over sends it again, as asked.
+                    if !faulty && crashes == 0 && t.rescheduled.is_none() && !t.unknown {
+                        out.violations
+                            .push(format!("{id}: occurrence {at} sent twice without a fault or crash"));
+                    }
+                }
+                _ => distinct.push((*at, s.at)),
+            }
+        }
+        if !t.acknowledged || t.cancelled_at.is_some() || t.unknown || t.rescheduled.is_some() {
+            continue;
+        }
+        let step = TimeDelta::seconds(t.every_s);
+        let on_grid = |at: &DateTime<Utc>| *at >= t.start && (*at - t.start).num_seconds() % t.every_s == 0;
+        for (at, _) in distinct.iter().filter(|(at, _)| !on_grid(at)) {
+            out.violations
+                .push(format!("{id}: {at} is not one of its occurrences ({t:?})"));
+        }
+        // Each series ends at its count: the calm drain gives every policy the runs it needs. A
+        // crash or a lost reply between a send and the move may add one (the same occurrence
+        // again, or for `skip` and `one` a later one, decided anew), as it may deliver a one-off
+        // job twice; `occurrences` counts what was moved past.
+        let exact = !faulty && crashes == 0;
+        let n = distinct.len() as u64;
+        if n < t.count || (exact && n != t.count) {
+            out.violations.push(format!(
+                "{id}: {} occurrences delivered of {} ({t:?})",
+                distinct.len(),
+                t.count
+            ));
+        }
+        let Some((last, _)) = distinct.last().copied() else {
+            continue;
+        };
+        // Left out only if missed: more than 60 s late when the next one sent was sent, and
+        // never when the first run after it was whole (so it found the series) and followed a
+        // recent one; `all` leaves out none.
+        let mut i = t.start;
+        while i < last {
+            if !distinct.iter().any(|(at, _)| *at == i) {
+                let (next, sent_at) = distinct.iter().find(|(at, _)| *at > i).copied().unwrap_or((last, last));
+                if t.catch_up == "all" || i >= sent_at - MISSED_AFTER {
+                    out.violations.push(format!(
+                        "{id}: {i} left out ({}) though {next} was sent at {sent_at}",
+                        t.catch_up
+                    ));
+                }
+                if let Some(r) = first_run_after(seed.runs, i, t.enqueued_at).filter(|_| !faulty) {
+                    out.violations.push(format!(
+                        "{id}: {i} left out ({}), though the run at {} was the first after it ({t:?})",
+                        t.catch_up, r.started
+                    ));
+                }
+            }
+            i += step;
+        }
+        // What `catch_up` sends of the missed ones: `skip` none, `one` only the latest.
+        if seed.rate {
+            continue;
+        }
+        for (at, sent_at) in distinct
+            .iter()
+            .filter(|(at, sent_at)| *sent_at - *at > LATEST_ON_TIME_SEND)
+        {
+            match t.catch_up {
+                "skip" => out
+                    .violations
+                    .push(format!("{id}: {at} sent at {sent_at} under skip, though missed")),
+                "one" if *at + step < *sent_at - LATEST_ON_TIME_SEND => out.violations.push(format!(
+                    "{id}: {at} sent at {sent_at} under one, though not the latest missed"
+                )),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The one-off jobs and the retried occurrences beside the series: delivered, never early.
+pub(super) fn check_beside(
+    out: &mut SeriesOutcome,
+    one_offs: &std::collections::BTreeMap<String, Option<DateTime<Utc>>>,
+    retried: &std::collections::BTreeMap<String, Option<DateTime<Utc>>>,
+    sent: &[Sent],
+    attempts: &[Sent],
+) {
+    let arrival = |s: &Sent| s.at + TimeDelta::seconds(i64::from(s.message.delay_seconds.unwrap_or(0)));
+    for (id, due) in one_offs {
+        let body = format!("oneoff-{id}");
+        let got: Vec<&Sent> = sent.iter().filter(|s| s.message.body == body).collect();
+        if let Some(due) = due {
+            if got.is_empty() {
+                out.violations.push(format!("{id}: acknowledged, never delivered"));
+            }
+            for s in got.iter().filter(|s| arrival(s) < *due) {
+                out.violations
+                    .push(format!("{id}: arrived {} before {due}", arrival(s)));
+            }
+        }
+    }
+    for (id, due) in retried {
+        let got: Vec<&Sent> = attempts
+            .iter()
+            .filter(|s| text(s, JOB_ID_ATTRIBUTE) == Some(id.as_str()))
+            .collect();
+        if got.iter().any(|s| text(s, ATTEMPT_ATTRIBUTE) != Some("2")) {
+            out.violations.push(format!("{id}: an attempt other than 2 was sent"));
+        }
+        if let Some(due) = due {
+            if got.is_empty() {
+                out.violations
+                    .push(format!("{id}: retry answered scheduled, attempt 2 never delivered"));
+            }
+            for s in got.iter().filter(|s| arrival(s) < *due) {
+                out.violations
+                    .push(format!("{id}: attempt 2 arrived {} before {due}", arrival(s)));
+            }
+            out.retries += 1;
+        }
+    }
+}
