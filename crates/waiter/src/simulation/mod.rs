@@ -412,8 +412,8 @@ async fn callers_jobs_retried_once_delivered_and_cancelled_after_their_send_keep
 async fn series_across_crashes_faults_cancels_and_reschedules_keep_their_invariants() {
     let (seeds, t) = series::run_series_seeds(300).await;
     println!(
-        "simulation of series: {seeds} seeds, {} series, {} occurrences, {} duplicates, {} crashes, {} cancelled, {} rescheduled, {} occurrences retried, 0 violations",
-        t.series, t.occurrences, t.duplicates, t.crashes, t.cancelled, t.rescheduled, t.retries
+        "simulation of series: {seeds} seeds, {} series, {} occurrences, {} duplicates, {} crashes, {} cancelled, {} rescheduled, {} occurrences retried, {} parked occurrences redriven, 0 violations",
+        t.series, t.occurrences, t.duplicates, t.crashes, t.cancelled, t.rescheduled, t.retries, t.redriven
     );
     assert!(
         t.occurrences > 0 && t.crashes > 0 && t.cancelled > 0 && t.rescheduled > 0 && t.retries > 0,

@@ -4,7 +4,8 @@
 //! cancelling and rescheduling series beside the runs, and consumers retrying occurrences they
 //! received, and retrying under the series' own id as a consumer without the message's
 //! attributes would. A third of the seeds run on a FIFO queue at the default hold, a third
-//! under `WAITER_MAX_RATE` (issue 60).
+//! under `WAITER_MAX_RATE`, and in a third SQS refuses some occurrences once: they are parked
+//! and redriven (issue 60).
 //!
 //! Invariants, per seed (`series_checks.rs`):
 //! - never early: no occurrence arrives before its instant, and its `waiter.job_id` names it;
@@ -20,6 +21,7 @@
 //! - what `catch_up` sends of the missed ones (seeds without the rate, which may hold an
 //!   occurrence back for longer): `skip` none, `one` only the latest;
 //! - a retry under a stored series' own id is refused (and the series then reaches its count);
+//! - a parked occurrence, redriven, is delivered under its own id, and its series goes on;
 //! - at most once: in a seed without faults or crashes, no occurrence is accepted twice;
 //! - one-off jobs beside them: each acknowledged one is delivered, never early;
 //! - a retried occurrence (`retry` under its `{id}@{epoch}`, answered `scheduled`): its attempt
@@ -47,6 +49,8 @@ struct SeriesWorld {
     /// `q`, or `q.fifo` in a third of the seeds (at the default `WAITER_FIFO_HOLD`, 0).
     queue: &'static str,
     runs: Vec<RunRecord>,
+    /// Parked occurrences redriven, answered `scheduled`.
+    redriven: std::collections::BTreeSet<String>,
 }
 
 impl SeriesWorld {
@@ -233,6 +237,34 @@ impl SeriesWorld {
         }
     }
 
+    /// An operator redrives a parked occurrence (or, in the calm, every one): it goes under its
+    /// own id, and the series is not touched (issue 60, defect 7).
+    async fn redrive_parked(&mut self, all: bool) {
+        let parked: Vec<String> = {
+            let state = self.mem.state.lock().unwrap();
+            state
+                .items
+                .keys()
+                .filter(|(_, p, _)| *p == Partition::Parked)
+                .map(|(_, _, id)| id.clone())
+                .collect()
+        };
+        let picked: Vec<String> = match (all, parked.is_empty()) {
+            (_, true) => return,
+            (true, _) => parked,
+            (false, _) => vec![parked[self.rng.random_range(0..parked.len())].clone()],
+        };
+        for id in picked {
+            let r = self
+                .waiter
+                .handle(&self.request(json!({"action": "redrive", "job_id": id})))
+                .await;
+            if r.is_ok_and(|r| r["status"] == "scheduled") {
+                self.redriven.insert(id);
+            }
+        }
+    }
+
     async fn beside(&mut self) {
         match self.rng.random_range(0..4) {
             0 => self.cancel().await,
@@ -241,6 +273,11 @@ impl SeriesWorld {
             _ => self.reschedule().await,
         }
     }
+}
+
+/// Jobs still stored, parked ones included.
+fn all_jobs(mem: &MemStore) -> usize {
+    mem.state.lock().unwrap().items.len()
 }
 
 async fn simulate_series(seed: u64) -> SeriesOutcome {
@@ -271,6 +308,25 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
     let kind = rng.random_range(0..3);
     let queue_name = if kind == 1 { "q.fifo" } else { "q" };
     let rate = (kind == 2).then(|| rng.random_range(1..=5u32));
+    // In a third of the seeds SQS refuses a fourth of the occurrences the first time they come
+    // (as a queue whose limits an operator then fixes): each is parked and redriven.
+    if rng.random_bool(0.33) {
+        let refused = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
+        *sink.entry_fault.lock().unwrap() = Some(Box::new(move |m: &crate::ports::OutgoingMessage| {
+            let id = match m.attributes.get(JOB_ID_ATTRIBUTE).map(|a| &a.data) {
+                Some(crate::job::AttributeData::String(id)) if id.contains('@') => id.clone(),
+                _ => return None,
+            };
+            let bad = id.bytes().map(u32::from).sum::<u32>() % 4 == 0;
+            (bad && !m.attributes.contains_key(ATTEMPT_ATTRIBUTE) && refused.lock().unwrap().insert(id)).then(|| {
+                crate::ports::EntryOutcome::Failed {
+                    code: "InvalidParameterValue".into(),
+                    message: "refused once".into(),
+                    sender_fault: true,
+                }
+            })
+        }));
+    }
     let mut settings = vec![
         ("WAITER_SHARDS", rng.random_range(1..=3).to_string()),
         ("WAITER_LOOKAHEAD", rng.random_range(0..=90).to_string()),
@@ -298,6 +354,7 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
         out: SeriesOutcome::default(),
         queue: queue_name,
         runs: Vec::new(),
+        redriven: std::collections::BTreeSet::new(),
     };
     for _ in 0..w.rng.random_range(20..50) {
         match w.rng.random_range(0..12) {
@@ -333,6 +390,7 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
             7 => w.cancel().await,
             8 if w.rng.random_bool(0.5) => w.reschedule().await,
             8 => w.stale_move_lands().await,
+            9 if w.rng.random_bool(0.3) => w.redrive_parked(false).await,
             _ => tokio::time::sleep(Duration::from_millis(w.rng.random_range(0..90_000))).await,
         }
     }
@@ -340,13 +398,14 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
     faults.off();
     tokio::time::sleep(Duration::from_secs(70)).await;
     for _ in 0..40 {
+        w.redrive_parked(true).await;
         let started = clock.now();
         let s = dispatcher.run(started + TimeDelta::seconds(60)).await;
         w.runs.push(RunRecord {
             started,
             whole: s.busy_partitions == 0 && s.errors.is_empty(),
         });
-        if active_jobs(&mem) == 0 {
+        if all_jobs(&mem) == 0 {
             break;
         }
         tokio::time::sleep(Duration::from_secs(60)).await;
@@ -357,6 +416,7 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
         one_offs,
         retried,
         runs,
+        redriven,
         ..
     } = w;
     let sent = sink.sent();
@@ -366,12 +426,15 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
         faulty,
         rate: rate.is_some(),
         runs: &runs,
+        redriven: &redriven,
     };
     check(&mut out, &tracked, &others, &seed);
     check_beside(&mut out, &one_offs, &retried, &others, &attempts);
-    if active_jobs(&mem) != 0 {
-        out.violations
-            .push(format!("{} series never finished", active_jobs(&mem)));
+    if all_jobs(&mem) != 0 {
+        out.violations.push(format!(
+            "{} series or parked occurrences never finished",
+            all_jobs(&mem)
+        ));
     }
     out.series = tracked.len();
     out
@@ -395,6 +458,7 @@ pub(super) async fn run_series_seeds(default: u64) -> (usize, SeriesOutcome) {
         total.cancelled += o.cancelled;
         total.rescheduled += o.rescheduled;
         total.retries += o.retries;
+        total.redriven += o.redriven;
     }
     (seeds.len(), total)
 }

@@ -34,6 +34,8 @@ pub(super) struct SeriesOutcome {
     pub(super) rescheduled: usize,
     /// Occurrences retried whose attempt 2 was scheduled.
     pub(super) retries: usize,
+    /// Parked occurrences redriven.
+    pub(super) redriven: usize,
 }
 
 pub(super) fn text<'a>(s: &'a Sent, name: &str) -> Option<&'a str> {
@@ -79,6 +81,9 @@ pub(super) struct Seed<'a> {
     pub(super) faulty: bool,
     pub(super) rate: bool,
     pub(super) runs: &'a [RunRecord],
+    /// Parked occurrences redriven (`{id}@{epoch}`): an operator sends them when it chooses,
+    /// after a cancel or a reschedule too, and late.
+    pub(super) redriven: &'a std::collections::BTreeSet<String>,
 }
 
 pub(super) fn check(
@@ -111,11 +116,19 @@ pub(super) fn check(
         }
         by_series.entry(id).or_default().push((at, s));
     }
+    let redriven = |s: &Sent| text(s, JOB_ID_ATTRIBUTE).is_some_and(|id| seed.redriven.contains(id));
+    out.redriven = seed.redriven.len();
+    for id in seed.redriven {
+        if !sent.iter().any(|s| text(s, JOB_ID_ATTRIBUTE) == Some(id.as_str())) {
+            out.violations
+                .push(format!("{id}: redriven, never delivered under its id"));
+        }
+    }
     for (id, t) in tracked {
         let mut got = by_series.remove(id.as_str()).unwrap_or_default();
         got.sort_by_key(|(at, s)| (*at, s.at));
         if let Some(cancelled) = t.cancelled_at {
-            for (at, s) in got.iter().filter(|(_, s)| s.at > cancelled) {
+            for (at, s) in got.iter().filter(|(_, s)| s.at > cancelled && !redriven(s)) {
                 out.violations.push(format!(
                     "{id}: occurrence {at} sent at {} after cancelled at {cancelled}",
                     s.at
@@ -124,7 +137,10 @@ pub(super) fn check(
         }
         // (A cancel or reschedule without an answer may have restarted it later.)
         if let Some((answered, start)) = t.rescheduled.filter(|_| !t.unknown) {
-            for (at, s) in got.iter().filter(|(at, s)| s.at > answered && *at < start) {
+            for (at, s) in got
+                .iter()
+                .filter(|(at, s)| s.at > answered && *at < start && !redriven(s))
+            {
                 out.violations.push(format!(
                     "{id}: occurrence {at} sent at {} before the restart {start} answered at {answered} ({t:?})",
                     s.at
@@ -196,10 +212,10 @@ pub(super) fn check(
         if seed.rate {
             continue;
         }
-        for (at, sent_at) in distinct
-            .iter()
-            .filter(|(at, sent_at)| *sent_at - *at > LATEST_ON_TIME_SEND)
-        {
+        let late = |(at, sent_at): &&(DateTime<Utc>, DateTime<Utc>)| {
+            *sent_at - *at > LATEST_ON_TIME_SEND && !seed.redriven.contains(&format!("{id}@{}", at.timestamp()))
+        };
+        for (at, sent_at) in distinct.iter().filter(late) {
             match t.catch_up {
                 "skip" => out
                     .violations
