@@ -1,6 +1,6 @@
 //! Series in the simulation (issue 47): random interleavings of series enqueued (every-n and
 //! cron, starts in the past and ahead, each `catch_up`, a `count` so that each ends, a random
-//! priority) beside one-off jobs, poller runs that crash, seeded store and queue faults, callers
+//! priority, windows for a third) beside one-off jobs, poller runs that crash, seeded store and queue faults, callers
 //! cancelling and rescheduling series beside the runs, and consumers retrying occurrences they
 //! received, and retrying under the series' own id as a consumer without the message's
 //! attributes would. A third of the seeds run on a FIFO queue at the default hold, a third
@@ -22,12 +22,14 @@
 //!   occurrence back for longer): `skip` none, `one` only the latest;
 //! - a retry under a stored series' own id is refused (and the series then reaches its count);
 //! - a parked occurrence, redriven, is delivered under its own id, and its series goes on;
+//! - a windowed series arrives only inside its windows, and at each opening `skip` and `one`
+//!   send the latest occurrence held for it;
 //! - at most once: in a seed without faults or crashes, no occurrence is accepted twice;
 //! - one-off jobs beside them: each acknowledged one is delivered, never early;
 //! - a retried occurrence (`retry` under its `{id}@{epoch}`, answered `scheduled`): its attempt
 //!   2 is delivered under that id, never before the time the answer named.
 
-use super::series_checks::{check, check_beside, text, RunRecord, Seed, SeriesOutcome, Tracked};
+use super::series_checks::{check, check_beside, text, windows_field, RunRecord, Seed, SeriesOutcome, Tracked};
 use super::*;
 use crate::testing::Sent;
 use sqs_waiter_contract::{ATTEMPT_ATTRIBUTE, JOB_ID_ATTRIBUTE};
@@ -78,8 +80,13 @@ impl SeriesWorld {
             json!({"every_s": every_s, "catch_up": catch_up, "count": count})
         };
         let priority = [0, 50, 100, 150][self.rng.random_range(0..4)];
-        let request = self.request(json!({"job_id": id, "message_body": format!("series-{id}"),
+        let mut request = self.request(json!({"job_id": id, "message_body": format!("series-{id}"),
                              "perform_at": format_rfc3339(start), "repeat": repeat, "priority": priority}));
+        let windowed = self.rng.random_bool(0.3);
+        if windowed {
+            request["windows"] = windows_field();
+            request["time_zone"] = json!("UTC");
+        }
         let acknowledged = self.waiter.handle(&request).await.is_ok();
         let enqueued_at = self.clock.now();
         self.tracked.insert(
@@ -90,6 +97,7 @@ impl SeriesWorld {
                 count,
                 catch_up,
                 acknowledged,
+                windowed,
                 enqueued_at,
                 cancelled_at: None,
                 unknown: false,
@@ -397,7 +405,8 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
     // Calm: every series reaches its count (one occurrence a run, `all` one missed a run).
     faults.off();
     tokio::time::sleep(Duration::from_secs(70)).await;
-    for _ in 0..40 {
+    // Up to two hours: a series in windows may wait for the last one, at 10:10.
+    for _ in 0..120 {
         w.redrive_parked(true).await;
         let started = clock.now();
         let s = dispatcher.run(started + TimeDelta::seconds(60)).await;

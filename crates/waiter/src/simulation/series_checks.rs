@@ -1,6 +1,8 @@
 //! The series simulation's record of a seed (the series tracked, the runs made) and its
 //! checks (`series.rs` has the invariants' list).
 
+use chrono::Timelike;
+
 use super::*;
 use crate::repeat::{FOUND_SLACK, MAX_RUN_GAP, MISSED_AFTER};
 use crate::testing::Sent;
@@ -13,6 +15,8 @@ pub(super) struct Tracked {
     pub(super) count: u64,
     pub(super) catch_up: &'static str,
     pub(super) acknowledged: bool,
+    /// Arriving only within `WINDOWS`.
+    pub(super) windowed: bool,
     /// When `enqueue` answered.
     pub(super) enqueued_at: DateTime<Utc>,
     /// When `cancel` answered `cancelled`.
@@ -51,6 +55,41 @@ pub(super) struct RunRecord {
     pub(super) started: DateTime<Utc>,
     /// It ran to its end, took every partition's lease and met no error.
     pub(super) whole: bool,
+}
+
+/// The windows a third of the series arrive in, UTC, as minutes of the day: the seeds start at
+/// 09:00 and run for an hour or so, the calm until all is done.
+const WINDOWS: [(i64, i64); 3] = [
+    (9 * 60 + 5, 9 * 60 + 15),
+    (9 * 60 + 30, 9 * 60 + 50),
+    (10 * 60 + 10, 23 * 60 + 59),
+];
+
+/// `WINDOWS` as a request gives them.
+pub(super) fn windows_field() -> Value {
+    let clock = |m: i64| format!("{:02}:{:02}", m / 60, m % 60);
+    WINDOWS
+        .iter()
+        .map(|(from, to)| json!({"from": clock(*from), "to": clock(*to)}))
+        .collect()
+}
+
+fn inside_windows(t: DateTime<Utc>) -> bool {
+    let second = i64::from(t.num_seconds_from_midnight());
+    WINDOWS.iter().any(|(from, to)| second >= from * 60 && second < to * 60)
+}
+
+/// The windows' openings from `from` to `to`.
+fn openings(from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<DateTime<Utc>> {
+    let day = from.date_naive().and_time(chrono::NaiveTime::MIN).and_utc();
+    (0..=(to - from).num_days() + 1)
+        .flat_map(|d| {
+            WINDOWS
+                .iter()
+                .map(move |(open, _)| day + TimeDelta::days(d) + TimeDelta::minutes(*open))
+        })
+        .filter(|o| *o > from && *o <= to)
+        .collect()
 }
 
 /// The index lags the table by up to 2 s in these seeds: a run that starts this long after a
@@ -109,6 +148,11 @@ pub(super) fn check(
         if arrival < at {
             out.violations
                 .push(format!("{id}: occurrence {at} arrived early, at {arrival}"));
+        }
+        if tracked.get(id).is_some_and(|t| t.windowed) && !inside_windows(arrival) {
+            out.violations.push(format!(
+                "{id}: occurrence {at} arrived at {arrival}, outside its windows"
+            ));
         }
         if text(s, JOB_ID_ATTRIBUTE) != Some(format!("{id}@{}", at.timestamp()).as_str()) {
             out.violations
@@ -183,6 +227,10 @@ pub(super) fn check(
                 t.count
             ));
         }
+        if t.windowed {
+            check_held(out, id, t, &distinct, seed);
+            continue;
+        }
         let Some((last, _)) = distinct.last().copied() else {
             continue;
         };
@@ -225,6 +273,44 @@ pub(super) fn check(
                 )),
                 _ => {}
             }
+        }
+    }
+}
+
+/// A series in `WINDOWS`: every occurrence arrives inside one, and at each opening `skip` and
+/// `one` send the latest occurrence held for it (issue 60, defect 2: a held occurrence is not
+/// missed), unless the series had reached its count.
+fn check_held(
+    out: &mut SeriesOutcome,
+    id: &str,
+    t: &Tracked,
+    distinct: &[(DateTime<Utc>, DateTime<Utc>)],
+    seed: &Seed<'_>,
+) {
+    let Some(last_run) = seed.runs.last().map(|r| r.started) else {
+        return;
+    };
+    if t.catch_up == "all" || seed.faulty {
+        return;
+    }
+    let step = TimeDelta::seconds(t.every_s);
+    for opening in openings(t.enqueued_at, last_run) {
+        let Some(k) = ((opening - t.start).num_seconds() - 1)
+            .checked_div(t.every_s)
+            .filter(|_| opening > t.start)
+        else {
+            continue;
+        };
+        let held = t.start + step * i32::try_from(k).unwrap_or(i32::MAX);
+        let sent_before = distinct.iter().filter(|(at, _)| *at < held).count() as u64;
+        if inside_windows(held) || held < t.enqueued_at + INDEX_LAG || sent_before >= t.count {
+            continue;
+        }
+        if !distinct.iter().any(|(at, _)| *at == held) {
+            out.violations.push(format!(
+                "{id}: {held}, the latest held for the opening {opening}, never sent ({})",
+                t.catch_up
+            ));
         }
     }
 }
