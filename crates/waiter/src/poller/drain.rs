@@ -7,15 +7,15 @@ use chrono::{DateTime, TimeDelta, Utc};
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, FuturesUnordered};
 use futures::StreamExt;
-use tracing::{debug, error, warn};
+use tracing::{debug, warn};
 
 use super::*;
 use crate::config::QueueName;
 use crate::error::{display_chain, PortError};
 use crate::limits::SQS_MAX_BATCH_ENTRIES;
 use crate::ports::{
-    Clock, EntryOutcome, HistoryStatus, JobKey, JobStore, MessageQueue, OutgoingMessage, ParkInfo, ReplaceOutcome,
-    Retired, StoredJob,
+    Clock, EntryOutcome, HistoryStatus, JobKey, JobStore, MessageQueue, OutgoingMessage, ReplaceOutcome, Retired,
+    StoredJob,
 };
 use crate::time::seconds_between;
 
@@ -565,57 +565,6 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                 });
             }
             Fate::OutsideWindows | Fate::Send(_) => self.left_behind = true,
-        }
-    }
-
-    pub(super) async fn park(&mut self, job: &StoredJob, code: String, message: String) {
-        let info = ParkInfo {
-            parked_at: self.d.clock.now(),
-            code,
-            message,
-        };
-        if let (Some(o), Some(occurrence)) = (job.job.occurrence, job.job.occurrence_as_job()) {
-            // The occurrence is parked, not the series, which goes on (issue 60, defect 7).
-            // Its edition is the series', so a run after a crash parks the same copy again.
-            let occurrence = StoredJob {
-                job: occurrence,
-                ..job.clone()
-            };
-            match self.d.store.park_occurrence(&occurrence, &info).await {
-                Ok(true) => {
-                    error!(queue = %self.queue, job_id = %occurrence.job.job_id, code = %info.code, reason = %info.message, "occurrence parked: SQS rejected its message permanently; the series goes on");
-                    self.summary.parked += 1;
-                    self.summary.skipped_occurrences += o.skipped;
-                    self.leave(job, o.next, 1, None);
-                }
-                Ok(false) => {
-                    error!(queue = %self.queue, job_id = %occurrence.job.job_id, code = %info.code, "parking refused: the parked partition holds another job with this id; the series stays where it is");
-                    self.summary.failed += 1;
-                    self.left_behind = true;
-                }
-                Err(e) => {
-                    error!(queue = %self.queue, job_id = %occurrence.job.job_id, error = %display_chain(&e), "parking the occurrence failed; the series stays where it is");
-                    self.summary.failed += 1;
-                    self.left_behind = true;
-                }
-            }
-            return;
-        }
-        match self.d.store.park(job, &info).await {
-            Ok(false) => {
-                error!(queue = %self.queue, job_id = %job.job.job_id, code = %info.code, "parking refused: the parked partition holds another job with this id; job stays stored");
-                self.summary.failed += 1;
-                self.left_behind = true;
-            }
-            Ok(true) => {
-                error!(queue = %self.queue, job_id = %job.job.job_id, code = %info.code, reason = %info.message, "parked: SQS rejected the message permanently");
-                self.summary.parked += 1;
-            }
-            Err(e) => {
-                error!(queue = %self.queue, job_id = %job.job.job_id, error = %display_chain(&e), "parking failed; job stays stored");
-                self.summary.failed += 1;
-                self.left_behind = true;
-            }
         }
     }
 }

@@ -33,6 +33,7 @@ pub mod groups;
 mod lease;
 #[cfg(test)]
 mod meeting_tests;
+mod park;
 mod plan;
 mod prepare;
 mod rank;

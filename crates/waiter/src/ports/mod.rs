@@ -368,15 +368,7 @@ impl Lease {
     }
 }
 
-/// What a partition's run leaves on its lease item for the next run (`repeat::Pass`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PreviousRun {
-    /// When it took the lease.
-    pub started: DateTime<Utc>,
-    /// `WAITER_MAX_RATE` held due jobs back in it: the occurrences it judged on time from
-    /// here stay on time for the next run, which the rate delayed them to.
-    pub on_time_from: Option<DateTime<Utc>>,
-}
+pub use crate::repeat::PreviousRun;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum LeaseOutcome {

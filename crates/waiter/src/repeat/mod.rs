@@ -12,8 +12,6 @@ use chrono_tz::Tz;
 pub use cron::Cron;
 pub use series::{Every, Occurrence, Series, Step};
 
-use crate::ports::PreviousRun;
-
 /// Without a recent previous run of its partition to go by, an occurrence found this long
 /// after its instant is missed (`catch_up` decides): the poller's interval.
 pub const MISSED_AFTER: TimeDelta = TimeDelta::seconds(60);
@@ -159,6 +157,16 @@ fn partition_point(len: usize, before: impl Fn(usize) -> bool) -> usize {
 /// Missed occurrences counted one by one for the metrics, at most this many per run (a series
 /// every minute that missed a year is reported as this many).
 pub const MAX_COUNTED_MISSES: u64 = 100_000;
+
+/// What a partition's run leaves on its lease item for the next run (`Pass`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreviousRun {
+    /// When it took the lease.
+    pub started: DateTime<Utc>,
+    /// `WAITER_MAX_RATE` held due jobs back in it: the occurrences it judged on time from
+    /// here stay on time for the next run, which the rate delayed them to.
+    pub on_time_from: Option<DateTime<Utc>>,
+}
 
 /// The instants one poller pass judges a series by (DESIGN "Missed occurrences").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
