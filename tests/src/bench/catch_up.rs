@@ -45,7 +45,7 @@ pub fn catch_up_cpu(behind: u64) -> CatchUpCpu {
         };
         assert_eq!(sent, from, "all sends each missed occurrence in order");
         all_passes += 1;
-        if next >= pass.on_time_from {
+        if next > pass.on_time_from {
             break;
         }
         from = next;
