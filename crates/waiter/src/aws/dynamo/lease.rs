@@ -1,6 +1,9 @@
 //! The pollers' leases on DynamoDB: one lease item per shard, taken, handed on and released by
-//! conditional `UpdateItem`s. A release keeps the item with its run's start only, which the
-//! next run reads as `previous_start` (one write unit, as a `DeleteItem` of it would cost).
+//! conditional `UpdateItem`s. A release keeps the item with its run's start only (and, when
+//! the rate held jobs back, its threshold), which the next run reads as its `PreviousRun` (one
+//! write unit, as a `DeleteItem` of it would cost).
+
+use std::collections::HashMap;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
@@ -13,8 +16,6 @@ use super::conditions::is_condition_failed;
 use super::DynamoStore;
 use crate::config::QueueName;
 use crate::error::PortError;
-use std::collections::HashMap;
-
 use crate::ports::{Lease, LeaseOutcome, Leases, PreviousRun, Retired};
 use crate::time::parse_epoch_decimal;
 
