@@ -11,7 +11,8 @@ use chrono::{DateTime, Utc};
 use crate::config::QueueName;
 use crate::job::{AttributeData, Attributes, Job, MessageAttribute};
 use crate::ports::{
-    Edition, Found, History, HistoryStatus, JobKey, KeptMessage, Lease, ParkInfo, Partition, Retired, StoredJob, View,
+    Edition, Found, History, HistoryStatus, JobKey, KeptMessage, Lease, ParkInfo, Partition, PreviousRun, Retired,
+    StoredJob, View,
 };
 use crate::time::{format_epoch, parse_epoch_decimal};
 use sqs_waiter_contract::{DEFAULT_PRIORITY, DEFAULT_WEIGHT, MAX_PRIORITY, MAX_WEIGHT};
@@ -127,18 +128,30 @@ pub(crate) fn rate_key(queue: &QueueName) -> Item {
     ])
 }
 
-pub(crate) fn decode_lease(item: &Item) -> Option<Lease> {
-    let t = |name: &str| match item.get(name) {
+/// An attribute of epoch seconds, when present and readable.
+fn epoch_in(item: &Item, name: &str) -> Option<DateTime<Utc>> {
+    match item.get(name) {
         Some(AttributeValue::N(v)) => parse_epoch_decimal(v),
         _ => None,
-    };
+    }
+}
+
+pub(crate) fn decode_lease(item: &Item) -> Option<Lease> {
     Some(Lease {
         owner: match item.get(A_LEASE_OWNER) {
             Some(AttributeValue::S(o)) => o.clone(),
             _ => return None,
         },
-        until: t(A_LEASE_UNTIL)?,
-        horizon: t(A_LEASE_HORIZON)?,
+        until: epoch_in(item, A_LEASE_UNTIL)?,
+        horizon: epoch_in(item, A_LEASE_HORIZON)?,
+    })
+}
+
+/// What the partition's previous run left on its lease item for the next.
+pub(crate) fn decode_previous_run(item: &Item) -> Option<PreviousRun> {
+    Some(PreviousRun {
+        started: epoch_in(item, A_LEASE_STARTED)?,
+        on_time_from: epoch_in(item, A_LEASE_ON_TIME_FROM),
     })
 }
 

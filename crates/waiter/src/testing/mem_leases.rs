@@ -34,15 +34,15 @@ impl Leases for MemStore {
                     .as_ref()
                     .filter(|p| p.left_unsettled(handed_on_by))
                     .map(|p| p.horizon);
+                let earlier = s.previous_runs.get(&k).cloned();
+                // As on the item: the take writes the start and leaves the rate's threshold,
+                // which only a release sets or clears.
                 let mine = PreviousRun {
                     started: now,
-                    on_time_from: None,
+                    on_time_from: earlier.as_ref().and_then(|(_, p)| p.on_time_from),
                 };
-                let previous = s
-                    .previous_runs
-                    .insert(k.clone(), (lease.owner.clone(), mine))
-                    .filter(|(owner, _)| *owner != lease.owner)
-                    .map(|(_, p)| p);
+                s.previous_runs.insert(k.clone(), (lease.owner.clone(), mine));
+                let previous = earlier.filter(|(owner, _)| *owner != lease.owner).map(|(_, p)| p);
                 s.leases.insert(
                     k,
                     Lease {

@@ -16,8 +16,7 @@ use super::conditions::is_condition_failed;
 use super::DynamoStore;
 use crate::config::QueueName;
 use crate::error::PortError;
-use crate::ports::{Lease, LeaseOutcome, Leases, PreviousRun, Retired};
-use crate::time::parse_epoch_decimal;
+use crate::ports::{Lease, LeaseOutcome, Leases, Retired};
 
 #[async_trait]
 impl Leases for DynamoStore {
@@ -69,15 +68,8 @@ impl Leases for DynamoStore {
                     .filter(|l| l.left_unsettled(handed_on_by))
                     .map(|l| l.horizon);
                 // An SDK retry whose first attempt was applied reads this run's own start.
-                let ours = matches!(old.get(A_LEASE_OWNER), Some(AttributeValue::S(o)) if *o == lease.owner);
-                let time = |name: &str| match old.get(name) {
-                    Some(AttributeValue::N(v)) => parse_epoch_decimal(v),
-                    _ => None,
-                };
-                let previous_run = time(A_LEASE_STARTED).filter(|_| !ours).map(|started| PreviousRun {
-                    started,
-                    on_time_from: time(A_LEASE_ON_TIME_FROM),
-                });
+                let ours = previous.as_ref().is_some_and(|l| l.owner == lease.owner);
+                let previous_run = decode_previous_run(&old).filter(|_| !ours);
                 let horizon = match previous.map(|l| l.horizon) {
                     Some(h) if h > lease.horizon => {
                         update(h)
