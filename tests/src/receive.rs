@@ -105,6 +105,13 @@ pub struct Received {
     pub message: aws_sdk_sqs::types::Message,
 }
 
+impl Received {
+    /// The message attribute `name`, when it is a string.
+    pub fn attribute(&self, name: &str) -> Option<&str> {
+        self.message.message_attributes()?.get(name)?.string_value()
+    }
+}
+
 /// How often each job (message body) was *sent*: distinct SQS message ids per body. A standard
 /// queue may deliver one message twice (same id, as AWS documents for standard queues), which is
 /// SQS's at-least-once delivery, not a job sent twice.

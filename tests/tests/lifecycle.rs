@@ -197,18 +197,11 @@ async fn a_permanently_rejected_job_is_parked_visible_and_can_be_redriven() {
     let mut bodies: Vec<usize> = got.iter().map(|r| r.message.body().unwrap_or_default().len()).collect();
     bodies.sort();
     assert_eq!(bodies, vec![2, 2, 2000, 2000]);
-    let attr = |r: &e2e::emulator::Received, name: &str| {
-        r.message
-            .message_attributes()
-            .and_then(|a| a.get(name))
-            .and_then(|v| v.string_value())
-            .map(str::to_owned)
-    };
     let redriven = got
         .iter()
-        .find(|r| attr(r, "waiter.job_id").as_deref() == Some(occurrence_id.as_str()))
+        .find(|r| r.attribute("waiter.job_id") == Some(occurrence_id.as_str()))
         .expect("the redriven occurrence, under its id");
-    assert_eq!(attr(redriven, "waiter.occurrence").map(|t| parse_time(&t)), Some(first));
+    assert_eq!(redriven.attribute("waiter.occurrence").map(parse_time), Some(first));
     assert_eq!(s.table_len("orders").await, 1, "the series goes on");
 }
 

@@ -17,10 +17,7 @@ use serde_json::json;
 use sqs_waiter_client::{Client, Job, JobStatus, ListParked, RetryPolicy};
 
 fn attempt(r: &Received) -> Option<&str> {
-    r.message
-        .message_attributes()?
-        .get("waiter.attempt")
-        .and_then(|a| a.string_value())
+    r.attribute("waiter.attempt")
 }
 
 /// The calls the proxy saw since `before`, by operation.

@@ -13,17 +13,13 @@ use e2e::emulator::Received;
 use e2e::rig::{parse_time, setup};
 use serde_json::{json, Value};
 
-fn attr<'a>(r: &'a Received, name: &str) -> Option<&'a str> {
-    r.message.message_attributes()?.get(name)?.string_value()
-}
-
 fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
 fn occurrence_of(r: &Received) -> (String, DateTime<Utc>) {
-    let id = attr(r, "waiter.job_id").expect("waiter.job_id").to_owned();
-    let at = parse_time(attr(r, "waiter.occurrence").expect("waiter.occurrence"));
+    let id = r.attribute("waiter.job_id").expect("waiter.job_id").to_owned();
+    let at = parse_time(r.attribute("waiter.occurrence").expect("waiter.occurrence"));
     (id, at)
 }
 
@@ -138,7 +134,7 @@ async fn series_send_one_message_per_occurrence_follow_catch_up_and_stop_when_ca
     let latest_missed = format!("one@{}", (start + TimeDelta::seconds(180)).timestamp());
     let one = got
         .iter()
-        .find(|r| attr(r, "waiter.job_id") == Some(latest_missed.as_str()))
+        .find(|r| r.attribute("waiter.job_id") == Some(latest_missed.as_str()))
         .expect("one");
     let (occurrence_id, _) = occurrence_of(one);
     let r = s
@@ -155,15 +151,19 @@ async fn series_send_one_message_per_occurrence_follow_catch_up_and_stop_when_ca
         .await;
     let retried = later
         .iter()
-        .find(|r| attr(r, "waiter.attempt") == Some("2"))
+        .find(|r| r.attribute("waiter.attempt") == Some("2"))
         .expect("the retried occurrence");
-    assert_eq!(attr(retried, "waiter.job_id"), Some(occurrence_id.as_str()));
+    assert_eq!(retried.attribute("waiter.job_id"), Some(occurrence_id.as_str()));
     assert!(
         later.iter().all(|r| r.message.body() != Some("all")),
         "a cancelled series sent {:?}",
         later
             .iter()
-            .map(|r| (r.message.body(), attr(r, "waiter.job_id"), attr(r, "waiter.occurrence")))
+            .map(|r| (
+                r.message.body(),
+                r.attribute("waiter.job_id"),
+                r.attribute("waiter.occurrence")
+            ))
             .collect::<Vec<_>>()
     );
 

@@ -2,17 +2,13 @@
 //! occurrences"): an occurrence the first run after its instant finds is on time, however late
 //! that run is; one a window holds is not missed; a series the rate held back catches up.
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, TimeDelta};
 use serde_json::json;
 
-use super::repeat_tests::{attribute_text, run};
+use super::repeat_tests::{attribute_text, rfc3339, run, sent_occurrences};
 use crate::ports::Clock;
 use crate::testing::{call, test_waiter};
 use sqs_waiter_contract::OCCURRENCE_ATTRIBUTE;
-
-fn rfc3339(t: DateTime<Utc>) -> String {
-    crate::time::format_rfc3339(t)
-}
 
 #[tokio::test(start_paused = true)]
 async fn a_daily_occurrence_held_for_its_window_is_sent_at_the_opening_under_skip() {
@@ -77,11 +73,7 @@ async fn on_a_fifo_queue_every_occurrence_the_next_run_finds_is_sent_however_lat
         skipped += run(&w, &clock).await.skipped_occurrences;
     }
     let due = (clock.now() - start).num_seconds() / 60 + 1;
-    let sent: Vec<String> = queue
-        .sent()
-        .iter()
-        .filter_map(|s| attribute_text(&s.message, OCCURRENCE_ATTRIBUTE))
-        .collect();
+    let sent = sent_occurrences(&queue);
     let expected: Vec<String> = (0..due).map(|i| rfc3339(start + TimeDelta::seconds(60 * i))).collect();
     assert_eq!(sent, expected, "every occurrence due, in order");
     assert_eq!(skipped, 0);
@@ -145,11 +137,7 @@ async fn under_the_rate_a_series_that_fell_behind_catches_up_and_runs_on_time_ag
             }
         }
         let last = start + TimeDelta::seconds(60 * ((clock.now() - start).num_seconds() / 60));
-        let sent: Vec<String> = queue
-            .sent()
-            .iter()
-            .filter_map(|s| attribute_text(&s.message, OCCURRENCE_ATTRIBUTE))
-            .collect();
+        let sent = sent_occurrences(&queue);
         assert_eq!(sent.last(), Some(&rfc3339(last)), "{policy}: the latest due is sent");
     }
 }
@@ -188,11 +176,7 @@ async fn an_occurrence_the_rate_held_back_is_not_missed() {
         clock.advance(TimeDelta::seconds(60));
     }
     assert_eq!(queue.sent().len(), 301, "the backlog drained at the rate");
-    let sent: Vec<String> = queue
-        .sent()
-        .iter()
-        .filter_map(|s| attribute_text(&s.message, OCCURRENCE_ATTRIBUTE))
-        .collect();
+    let sent = sent_occurrences(&queue);
     assert_eq!(sent, [rfc3339(start)], "the occurrence the rate held back");
     assert_eq!(skipped, 0);
 }

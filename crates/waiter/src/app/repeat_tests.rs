@@ -20,7 +20,7 @@ fn waiter() -> (TestWaiter, MemStore, FakeQueue, FakeClock) {
     )
 }
 
-fn rfc3339(t: DateTime<Utc>) -> String {
+pub(super) fn rfc3339(t: DateTime<Utc>) -> String {
     crate::time::format_rfc3339(t)
 }
 
@@ -42,8 +42,17 @@ pub(super) fn attribute_text(m: &crate::ports::OutgoingMessage, name: &str) -> O
     }
 }
 
+/// The `waiter.occurrence` of each message SQS received that carries one, in order.
+pub(super) fn sent_occurrences(queue: &FakeQueue) -> Vec<String> {
+    queue
+        .sent()
+        .iter()
+        .filter_map(|s| attribute_text(&s.message, OCCURRENCE_ATTRIBUTE))
+        .collect()
+}
+
 /// The occurrences SQS received, by `waiter.occurrence`, with their `waiter.job_id`.
-fn occurrences(queue: &FakeQueue) -> Vec<(String, String)> {
+pub(super) fn occurrences(queue: &FakeQueue) -> Vec<(String, String)> {
     let text = |m: &crate::ports::OutgoingMessage, name: &str| attribute_text(m, name).unwrap_or_default();
     queue
         .sent()

@@ -1,17 +1,13 @@
 //! An occurrence SQS rejects (issue 60, defect 7): the occurrence is parked under its own id,
 //! the series goes on, and `redrive` sends that occurrence, leaving the series' schedule as it is.
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::TimeDelta;
 use serde_json::json;
 
-use super::repeat_tests::{attribute_text, get, run};
+use super::repeat_tests::{attribute_text, get, rfc3339, run};
 use crate::ports::{Clock, EntryOutcome, OutgoingMessage};
 use crate::testing::{call, test_waiter};
 use sqs_waiter_contract::{JOB_ID_ATTRIBUTE, OCCURRENCE_ATTRIBUTE};
-
-fn rfc3339(t: DateTime<Utc>) -> String {
-    crate::time::format_rfc3339(t)
-}
 
 #[tokio::test(start_paused = true)]
 async fn a_rejected_occurrence_is_parked_alone_and_redriven_as_itself() {

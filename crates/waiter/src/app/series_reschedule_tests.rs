@@ -6,13 +6,9 @@
 use chrono::{DateTime, TimeDelta, Timelike, Utc};
 use serde_json::json;
 
-use super::repeat_tests::{get, run};
+use super::repeat_tests::{get, occurrences, rfc3339, run};
 use crate::ports::Clock;
 use crate::testing::{call, refused, test_waiter, FakeClock, FakeQueue, TestWaiter};
-
-fn rfc3339(t: DateTime<Utc>) -> String {
-    crate::time::format_rfc3339(t)
-}
 
 fn time(v: &serde_json::Value) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(v.as_str().expect("a time"))
@@ -32,6 +28,15 @@ async fn berlin() -> (TestWaiter, FakeQueue, FakeClock) {
     .await;
     assert_eq!(r["status"], "scheduled", "{r}");
     (w, queue, clock)
+}
+
+/// A one-off job `plain`, neither in windows nor a series, due in an hour.
+async fn plain(w: &TestWaiter) {
+    call(
+        w,
+        json!({"queue": "orders", "message_body": "b", "job_id": "plain", "delay_seconds": 3600}),
+    )
+    .await;
 }
 
 fn berlin_hour(t: DateTime<Utc>) -> u32 {
@@ -67,11 +72,7 @@ async fn a_time_zone_alone_moves_the_cron_and_the_windows_to_it() {
     let next = time(&g["perform_at"]).with_timezone(&chrono_tz::America::New_York);
     assert_eq!((next.hour(), next.minute()), (9, 0), "{g}");
     // A job with neither windows nor a cron has no zone to move.
-    call(
-        &w,
-        json!({"queue": "orders", "message_body": "b", "job_id": "plain", "delay_seconds": 3600}),
-    )
-    .await;
+    plain(&w).await;
     let e = refused(
         &w,
         json!({"action": "reschedule", "queue": "orders", "job_id": "plain", "time_zone": "UTC", "delay_seconds": 60}),
@@ -101,11 +102,7 @@ async fn a_body_alone_changes_what_the_next_occurrence_carries_and_not_when() {
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].message.body, "v2");
     // A one-off job still needs its time.
-    call(
-        &w,
-        json!({"queue": "orders", "message_body": "b", "job_id": "plain", "delay_seconds": 3600}),
-    )
-    .await;
+    plain(&w).await;
     let e = refused(
         &w,
         json!({"action": "reschedule", "queue": "orders", "job_id": "plain", "message_body": "c"}),
@@ -133,14 +130,7 @@ async fn a_past_start_stays_on_its_grid_and_catch_up_decides() {
     .await;
     assert_eq!(time(&r["perform_at"]), start, "{r}");
     run(&w, &clock).await;
-    let sent: Vec<String> = queue
-        .sent()
-        .iter()
-        .map(|s| {
-            super::repeat_tests::attribute_text(&s.message, sqs_waiter_contract::OCCURRENCE_ATTRIBUTE)
-                .unwrap_or_default()
-        })
-        .collect();
+    let sent: Vec<String> = occurrences(&queue).into_iter().map(|(at, _)| at).collect();
     let expected: Vec<String> = [0, 10, 20]
         .iter()
         .map(|m| rfc3339(start + TimeDelta::minutes(*m)))
