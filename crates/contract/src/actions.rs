@@ -46,6 +46,7 @@ macro_rules! action {
         }
     };
 }
+pub(crate) use action;
 
 action!(Job, "enqueue", JobReply);
 action!(EnqueueMany, "enqueue", BatchReply);

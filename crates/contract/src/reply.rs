@@ -40,6 +40,10 @@ pub enum JobStatus {
     /// `replay`: history keeps no message for this job (`WAITER_HISTORY_BODY` was off when it
     /// left the table, or history no longer knows it).
     NotReplayable,
+    /// `pause`: the queue or job is paused (`paused_at`).
+    Paused,
+    /// `resume`: the queue or job is no longer paused.
+    Resumed,
     /// A status this contract does not know (a newer function).
     #[serde(other)]
     Unknown,
@@ -61,6 +65,8 @@ impl JobStatus {
             Self::Finished => "finished",
             Self::Conflict => "conflict",
             Self::NotReplayable => "not_replayable",
+            Self::Paused => "paused",
+            Self::Resumed => "resumed",
             Self::Unknown => "unknown",
         }
     }
@@ -171,6 +177,12 @@ pub struct JobReply {
     /// A series: the occurrences sent so far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub occurrences: Option<u64>,
+    /// `true` on a paused job (get, list): nothing of it is sent until `resume`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<bool>,
+    /// Since when a paused job is paused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_at: Option<DateTime<Utc>>,
 }
 
 /// SQS's code and message for a parked job.
@@ -295,8 +307,17 @@ pub struct StatsReply {
     pub queue: String,
     /// The function's clock when it counted.
     pub now: DateTime<Utc>,
-    /// Every stored job that is not parked, overdue included.
+    /// Every stored job that is not parked, overdue and paused ones included.
     pub scheduled: u64,
+    /// Whether the queue is paused (`pause` without `job_id`).
+    #[serde(default)]
+    pub paused: bool,
+    /// Since when the queue is paused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_at: Option<DateTime<Utc>>,
+    /// Stored jobs paused one by one (`pause` with `job_id`), counted in `scheduled` too.
+    #[serde(default)]
+    pub paused_jobs: u64,
     /// Jobs SQS rejected permanently, waiting for `redrive`.
     pub parked: u64,
     /// Due before `now`, not yet handed to SQS.

@@ -157,6 +157,7 @@ fn check(v: &Value) -> Result<(), TestCaseError> {
                 // The codec does not keep whether the caller chose the id.
                 job.job_id_given = true;
                 let stored = StoredJob {
+                    paused_at: None,
                     partition: Partition::Shard(3),
                     enqueued_at: now(),
                     parked: None,

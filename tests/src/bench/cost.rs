@@ -86,6 +86,7 @@ pub fn bench_job(body_bytes: usize) -> StoredJob {
     let queue = QueueName::parse("orders").expect("queue name");
     let at = chrono::DateTime::from_timestamp(1_800_000_000, 0).expect("instant");
     StoredJob {
+        paused_at: None,
         partition: Partition::Shard(0),
         job: Job {
             queue,

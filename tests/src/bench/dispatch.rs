@@ -84,6 +84,7 @@ pub(crate) async fn load_ranked_items(
             let id = format!("t{i}");
             let (due, priority) = each(i);
             let job = waiter::ports::StoredJob {
+                paused_at: None,
                 partition: waiter::ports::Partition::Shard(waiter::routing::shard_for(&id, shards)),
                 job: waiter::job::Job {
                     queue: queue.clone(),

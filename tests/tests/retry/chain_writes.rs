@@ -37,6 +37,7 @@ async fn the_chains_transactions_are_conditional_on_what_was_read() {
     let queue = waiter::QueueName::parse("orders").expect("queue");
     let now = Utc::now();
     let sent = StoredJob {
+        paused_at: None,
         job: Job {
             queue: queue.clone(),
             job_id: "x-1".into(),

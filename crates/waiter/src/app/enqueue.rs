@@ -6,7 +6,8 @@ use tracing::{debug, warn};
 use crate::error::display_chain;
 use crate::job::Job;
 use crate::ports::{
-    Clock, Found, History, HistoryStatus, JobStore, MessageQueue, OutgoingMessage, Partition, PutOutcome, StoredJob,
+    Clock, Found, History, HistoryStatus, JobStore, MessageQueue, OutgoingMessage, Partition, PauseGate, PutOutcome,
+    StoredJob,
 };
 use crate::routing::{delay_for, route, Route};
 use crate::wire::field_rules::check_stored_size;
@@ -18,7 +19,12 @@ use crate::ports::Edition;
 use sqs_waiter_contract::{JobReply, JobStatus};
 
 impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q, C> {
-    pub(super) async fn enqueue(&self, job: Job, precise_at: Option<DateTime<Utc>>) -> Result<JobReply, HandlerError> {
+    pub(super) async fn enqueue(
+        &self,
+        job: Job,
+        precise_at: Option<DateTime<Utc>>,
+        gate: &PauseGate,
+    ) -> Result<JobReply, HandlerError> {
         let now = self.clock.now();
         let home = self.home_of(&job.queue, &job.job_id);
         let mut routed = route(&job, now, self.config.direct_max_delay);
@@ -32,13 +38,28 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                     return Ok(duplicate(&existing));
                 }
             }
-            if let Some(at) = precise_at {
-                self.clock.sleep_until(at).await;
+            // A paused queue gets nothing straight from here: the job is stored, and sent when
+            // the queue is resumed. One strongly consistent read per request and queue, made
+            // before the routing at the send's instant (so that it never makes a send late),
+            // and again only when older than `PAUSE_CHECK_FRESH` by then (ports::pause).
+            let mut paused = gate.paused(&self.store, &job.queue).await?.is_some();
+            if !paused {
+                if let Some(at) = precise_at {
+                    self.clock.sleep_until(at).await;
+                }
+                if !gate.admits(&job.queue).await {
+                    paused = gate.paused(&self.store, &job.queue).await?.is_some();
+                }
             }
             // Routed again at the send's own instant: the reads above may have taken a while
             // (the SDK's retries), and a job that would now arrive after its expiry is stored
             // instead, for the poller to drop or send exactly.
-            routed = route(&job, self.clock.now(), self.config.direct_max_delay);
+            routed = if paused {
+                debug!(queue = %job.queue, job_id = %job.job_id, "queue paused: stored instead of sent");
+                Route::Store
+            } else {
+                route(&job, self.clock.now(), self.config.direct_max_delay)
+            };
         }
         match routed {
             Route::Direct { delay_seconds } => {
@@ -68,6 +89,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                     // So that a retry after this send is a duplicate. The message is out: a
                     // failure here is logged, not answered (a retry would send it again).
                     let sent = StoredJob {
+                        paused_at: None,
                         partition: home.clone(),
                         job: job.clone(),
                         enqueued_at: sent_at,
@@ -106,6 +128,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
     ) -> Result<(JobReply, Option<StoredJob>), HandlerError> {
         let home = self.home_of(&job.queue, &job.job_id);
         let stored = StoredJob {
+            paused_at: None,
             partition: home.clone(),
             job,
             enqueued_at: now,

@@ -6,7 +6,7 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::job::Job;
-use crate::ports::{Clock, JobStore, MessageQueue};
+use crate::ports::{Clock, JobStore, MessageQueue, PauseGate};
 use crate::routing::{aligned_send_instant, route, Route};
 use crate::wire::reply::error_result;
 use crate::wire::request::{parse_request, Request};
@@ -43,11 +43,13 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
     ) -> Result<Reply, HandlerError> {
         let now = self.clock.now();
         let cut = deadline - DEADLINE_MARGIN;
+        // This request's pause checks, shared by its jobs (ports::pause).
+        let gate = &PauseGate::new();
         match parse_request(event, &self.config, now)?.traced(trace) {
             Request::Enqueue(job) => {
                 let job = (*job)?;
                 let precise_at = self.precise_instant(&job);
-                self.within(cut, self.enqueue(job, precise_at))
+                self.within(cut, self.enqueue(job, precise_at, gate))
                     .await
                     .unwrap_or_else(|| Err(timed_out()))
                     .map(Reply::from)
@@ -67,7 +69,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                                         self.clock.sleep_until(at).await;
                                     }
                                     let _permit = permits.acquire().await;
-                                    self.enqueue(job, None).await
+                                    self.enqueue(job, None, gate).await
                                 })
                                 .await
                                 .unwrap_or_else(|| Err(timed_out()))
@@ -112,6 +114,9 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 .map(|s| Reply::Stats(Box::new(s))),
             Request::Replay(r) => self.bounded(cut, "replay", self.replay(*r, cut)).await.map(Reply::from),
             Request::Retry(r) => self.bounded(cut, "retry", self.retry(*r, cut)).await.map(Reply::from),
+            Request::Pause(t) => self.bounded(cut, "pause", self.pause(t)).await.map(Reply::Pause),
+            Request::Resume(t) => self.bounded(cut, "resume", self.resume(t)).await.map(Reply::Pause),
+            Request::Queues => self.bounded(cut, "queues", self.queues()).await.map(Reply::Queues),
         }
     }
 

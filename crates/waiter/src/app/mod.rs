@@ -35,6 +35,9 @@ mod series_reschedule_tests;
 #[cfg(test)]
 mod series_retry_tests;
 mod stats;
+mod steer;
+#[cfg(test)]
+mod steer_tests;
 #[cfg(test)]
 mod tests;
 

@@ -8,10 +8,14 @@ use crate::app::Waiter;
 use crate::config::QueueName;
 use crate::cursor;
 use crate::error::HandlerError;
-use crate::ports::{Clock, Found, JobKey, JobStore, MessageQueue, Over, Partition, PutOutcome, StoredJob};
+use crate::ports::{
+    Clock, Found, HistoryStatus, JobKey, JobStore, MessageQueue, Over, Partition, PutOutcome, StoredJob,
+};
 use crate::wire::reply::{describe, duplicate, error_result, reply, status_only, Reply};
 use crate::wire::request::RedriveTarget;
-use sqs_waiter_contract::{BatchReply, BatchResult, JobReply, JobStatus, ParkedReply, RedriveAllReply};
+use sqs_waiter_contract::{
+    BatchReply, BatchResult, JobReply, JobStatus, ParkedReply, RedriveAllReply, OCCURRENCE_SEPARATOR,
+};
 
 const PARKED_LISTING: &str = "parked";
 
@@ -135,6 +139,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             return Ok(reply(&active, JobStatus::Scheduled, true));
         }
         let into = StoredJob {
+            paused_at: None,
             partition: self.home_of(queue, job_id),
             job,
             enqueued_at: now,
@@ -151,7 +156,15 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 Ok(reply(&StoredJob { version, ..into }, JobStatus::Scheduled, false))
             }
             PutOutcome::Duplicate(active) => Ok(reply(&active, JobStatus::Scheduled, true)),
-            PutOutcome::Done(history) => Ok(duplicate(&Found::History(*history))),
+            PutOutcome::Done(history) => {
+                // An occurrence's id is never a caller's: history that it was dispatched means
+                // this very occurrence reached SQS (a run re-sent it after a crash, and SQS
+                // refused the copy). The parked copy is that refused duplicate: it goes.
+                if history.status == HistoryStatus::Dispatched && job_id.contains(OCCURRENCE_SEPARATOR) {
+                    self.store.remove(&parked).await?;
+                }
+                Ok(duplicate(&Found::History(*history)))
+            }
         }
     }
 }

@@ -285,6 +285,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             }));
         }
         let stored = StoredJob {
+            paused_at: None,
             partition: home,
             version: over.version() + 1,
             job,
@@ -335,6 +336,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
     ) -> Result<Option<JobReply>, HandlerError> {
         let now = self.clock.now();
         let parked = StoredJob {
+            paused_at: None,
             partition: Partition::Parked,
             job,
             enqueued_at: now,

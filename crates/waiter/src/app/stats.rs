@@ -18,6 +18,7 @@ const SHARD_PARALLELISM: usize = 4;
 /// One shard's share of the figures.
 struct ShardStats {
     overdue: u64,
+    paused: u64,
     overdue_by_priority: std::collections::BTreeMap<&'static str, u64>,
     histogram: Vec<u64>,
     oldest_overdue: Option<DateTime<Utc>>,
@@ -55,9 +56,12 @@ where
                         .count_by_priority(queue, part.clone(), epoch, just_before(now));
                     let oldest = self.store.first(queue, part.clone(), epoch, just_before(now));
                     let next = self.store.first(queue, part.clone(), now, max_time());
-                    let (histogram, overdue, oldest, next) = futures::try_join!(counts, overdue, oldest, next)?;
+                    let paused = self.store.count_paused(queue, part.clone());
+                    let (histogram, overdue, oldest, next, paused) =
+                        futures::try_join!(counts, overdue, oldest, next, paused)?;
                     Ok::<_, PortError>(ShardStats {
                         overdue: overdue.values().sum(),
+                        paused,
                         overdue_by_priority: overdue,
                         histogram,
                         oldest_overdue: oldest.map(|j| j.job.perform_at),
@@ -69,6 +73,7 @@ where
             .try_collect()
             .await?;
         let parked = self.store.count(&q.queue, Partition::Parked, epoch, max_time()).await?;
+        let paused_at = self.store.queue_paused(&q.queue).await?;
 
         let mut histogram = vec![0u64; edges.len()];
         for s in &per_shard {
@@ -93,6 +98,9 @@ where
             })
             .collect();
         Ok(StatsReply {
+            paused: paused_at.is_some(),
+            paused_at,
+            paused_jobs: per_shard.iter().map(|s| s.paused).sum(),
             queue: q.queue.as_str().to_owned(),
             now,
             scheduled: overdue + histogram.iter().sum::<u64>(),

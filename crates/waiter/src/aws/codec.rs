@@ -59,6 +59,8 @@ pub const A_VERSION: &str = "version";
 pub const A_WINDOWS: &str = "windows";
 pub const A_TIME_ZONE: &str = "time_zone";
 pub const A_MAYBE_DELIVERED_AT: &str = "maybe_delivered_at";
+/// A paused job: since when (epoch seconds). Absent on every job never paused.
+pub const A_PAUSED_AT: &str = "paused_at";
 /// Written only when not the default, so that a job that sets neither costs nothing more.
 pub const A_PRIORITY: &str = "priority";
 pub const A_WEIGHT: &str = "weight";
@@ -81,6 +83,7 @@ pub(crate) const A_RATE_HEADS: &str = "rate_heads";
 /// Where better-ranked bookings were moved to: rank to the second.
 pub(crate) const A_RATE_FLOORS: &str = "rate_floors";
 pub(crate) const RATE_SORT_KEY: &str = "rate";
+pub(crate) const PAUSE_SORT_KEY: &str = "pause";
 pub(crate) const A_DATA_TYPE: &str = "data_type";
 pub(crate) const A_STRING_VALUE: &str = "string_value";
 pub(crate) const A_BINARY_VALUE: &str = "binary_value";
@@ -119,6 +122,19 @@ pub(crate) fn meta_key(queue: &QueueName) -> Item {
         (A_SCHEDULER.to_owned(), AttributeValue::S(format!("{queue}#meta"))),
         (A_JOB_ID.to_owned(), AttributeValue::S(META_SORT_KEY.to_owned())),
     ])
+}
+
+/// The queue's pause item: present while the queue is paused.
+pub(crate) fn pause_key(queue: &QueueName) -> Item {
+    HashMap::from([
+        (A_SCHEDULER.to_owned(), AttributeValue::S(format!("{queue}#pause"))),
+        (A_JOB_ID.to_owned(), AttributeValue::S(PAUSE_SORT_KEY.to_owned())),
+    ])
+}
+
+/// Since when a pause item says its queue is paused.
+pub(crate) fn decode_pause(item: &Item) -> Option<DateTime<Utc>> {
+    epoch_in(item, A_PAUSED_AT)
 }
 
 pub(crate) fn rate_key(queue: &QueueName) -> Item {
@@ -193,6 +209,9 @@ pub fn encode(s: &StoredJob) -> Item {
     encode_repeat(&mut item, job.repeat.as_deref());
     if let Some(t) = s.maybe_delivered_at {
         item.insert(A_MAYBE_DELIVERED_AT.into(), n(t));
+    }
+    if let Some(t) = s.paused_at {
+        item.insert(A_PAUSED_AT.into(), n(t));
     }
     if job.priority != DEFAULT_PRIORITY {
         item.insert(A_PRIORITY.into(), AttributeValue::N(job.priority.to_string()));
@@ -299,6 +318,7 @@ pub const ATTRIBUTES_WITHOUT_MESSAGE: &[&str] = &[
     A_REPEAT_CATCH_UP,
     A_OCCURRENCES,
     A_REPEAT_HELD,
+    A_PAUSED_AT,
 ];
 
 /// The one item codec: item to job. Errors name the attribute. The item's strings (the body
@@ -390,6 +410,7 @@ pub fn decode_view(queue: &QueueName, mut item: Item, view: View) -> Result<Stor
         parked,
         version,
         maybe_delivered_at: take_t(item, A_MAYBE_DELIVERED_AT)?,
+        paused_at: take_t(item, A_PAUSED_AT)?,
     })
 }
 

@@ -9,6 +9,7 @@ use futures::stream::{BoxStream, FuturesUnordered};
 use futures::StreamExt;
 use tracing::{debug, warn};
 
+use super::send::send_call;
 use super::*;
 use crate::config::QueueName;
 use crate::error::{display_chain, PortError};
@@ -23,6 +24,8 @@ use crate::time::seconds_between;
 /// be removed, what the run has already handled.
 pub(super) struct PartitionRun<'a, S, Q, C> {
     pub(super) d: &'a Dispatcher<S, Q, C>,
+    /// The run's pause checks: every send waits for a fresh one (`ports::PauseGate`).
+    pub(super) gate: &'a PauseGate,
     pub(super) queue: &'a QueueName,
     pub(super) shard: u32,
     pub(super) horizon: DateTime<Utc>,
@@ -47,6 +50,8 @@ pub(super) struct PartitionRun<'a, S, Q, C> {
     pub(super) uncertain: bool,
     /// A due job had to be left for a later run.
     pub(super) left_behind: bool,
+    /// The queue was found paused before a send: nothing more is started.
+    pub(super) paused: bool,
     /// FIFO groups with a message that failed and stays stored: their later messages wait for
     /// a later run, so that SQS never holds a group's later message before its earlier one.
     pub(super) blocked_groups: HashSet<String>,
@@ -131,7 +136,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
         let (mut reading, mut sends, mut removals) = (false, 0usize, 0usize);
         loop {
             let now = d.clock.now();
-            let starting = failure.is_none() && now < self.stop_at;
+            let starting = failure.is_none() && now < self.stop_at && !self.paused;
             let mut wake_at: Option<DateTime<Utc>> = None;
             if starting {
                 if let Some(t) = next_query.filter(|_| !reading) {
@@ -246,34 +251,11 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                     }
                     sends += 1;
                     self.sending += call.len();
-                    let mut messages: Vec<OutgoingMessage> = call
+                    let messages: Vec<OutgoingMessage> = call
                         .iter()
                         .map(|(p, delay)| OutgoingMessage::for_job(&p.job.job, p.job.edition(), *delay))
                         .collect();
-                    in_flight.push(Box::pin(async move {
-                        if let Some(t) = hold {
-                            d.clock.sleep_until(t).await;
-                        }
-                        let sent_at = clear_of_second_end(&d.clock, &call).await;
-                        pin_arrivals(&call, &mut messages, sent_at);
-                        // Started after its delays were taken: what still may go, and when.
-                        let (call, messages, dropped) = match hold {
-                            None if sent_at > now => start_late(call, messages, now, sent_at),
-                            _ => (call, messages, Vec::new()),
-                        };
-                        let result = if messages.is_empty() {
-                            Ok(Vec::new())
-                        } else {
-                            d.queue.send_batch(queue, &messages).await
-                        };
-                        Done::Sent {
-                            call,
-                            messages,
-                            sent_at,
-                            result,
-                            dropped,
-                        }
-                    }));
+                    in_flight.push(Box::pin(send_call(d, self.gate, queue, call, messages, hold, now)));
                 }
             }
             if in_flight.is_empty() {
@@ -446,6 +428,11 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
             if job.job.perform_at > self.horizon || !self.seen.insert(job.job.job_id.clone()) {
                 continue;
             }
+            // Paused by `pause`: not sent, moved or dropped, and not counted as a backlog (its
+            // wait is the operator's). Kept in `seen`, so the run does not read it again.
+            if job.paused_at.is_some() {
+                continue;
+            }
             // A series sends one occurrence a pass, or moves on without one (`catch_up`).
             let Some(job) = self.occurrence_of(job, now) else {
                 continue;
@@ -565,6 +552,12 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                 });
             }
             Fate::OutsideWindows | Fate::Send(_) => self.left_behind = true,
+            // The queue was paused (or its pause could not be read): stays stored, and the
+            // run starts nothing more.
+            Fate::Paused => {
+                self.left_behind = true;
+                self.paused = true;
+            }
         }
     }
 }

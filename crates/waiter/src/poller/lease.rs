@@ -17,10 +17,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         queue: &QueueName,
         shard: u32,
         deadline: DateTime<Utc>,
-        owner: &str,
+        scope: &RunScope,
         others: std::sync::Arc<[u32]>,
         presence: roll_call::Presence,
     ) -> RunSummary {
+        let owner = scope.owner.as_str();
         let mut sum = RunSummary {
             partitions: 1,
             ..RunSummary::default()
@@ -94,6 +95,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         };
         let mut run = PartitionRun {
             d: self,
+            gate: &scope.gate,
             queue,
             shard,
             horizon,
@@ -108,6 +110,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             seen: HashSet::new(),
             uncertain: false,
             left_behind: false,
+            paused: false,
             blocked_groups: HashSet::new(),
             floors: crate::rate::Floors::default(),
             announced: false,

@@ -21,12 +21,13 @@ use std::sync::Arc;
 use chrono::{DateTime, TimeDelta, Utc};
 use futures::{stream, StreamExt};
 use serde::Serialize;
-use tracing::error;
+use tracing::{debug, error};
 
 use crate::config::{Config, QueueName};
 use crate::error::{display_chain, PortError};
 use crate::limits::SQS_MAX_BATCH_ENTRIES;
-use crate::ports::{Clock, JobStore, MessageQueue, StoredJob};
+use crate::ports::{Clock, JobStore, MessageQueue, PauseGate, StoredJob};
+use crate::time::seconds_between;
 
 mod drain;
 pub mod groups;
@@ -39,13 +40,14 @@ mod prepare;
 mod rank;
 mod retire;
 mod roll_call;
+mod send;
 #[cfg(test)]
 mod tests;
 
 use drain::PartitionRun;
 pub use groups::PollerGroup;
 pub use plan::{batch_len, next_batch};
-use plan::{fate_at, plan, start_late, Fate, Plan};
+use plan::{fate_at, plan, Fate, Plan};
 pub use rank::SEND_GUARD;
 
 /// Jobs whose send instants lie this close together share a batch; it is also the most a job is
@@ -136,6 +138,17 @@ pub struct RunSummary {
     pub max_lateness_ms: f64,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
+    /// Queues this run found paused and left alone.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paused_queues: Vec<String>,
+    /// How long the queue has been paused, in seconds (one queue's summary; the `PausedFor`
+    /// metric), not serialised.
+    #[serde(skip)]
+    pub paused_for_s: Option<f64>,
+    /// Strongly consistent reads of queue pause items this run made (the bench's price of
+    /// the pause check), not serialised.
+    #[serde(skip)]
+    pub pause_checks: u64,
     /// Lateness of the first dispatched jobs (for the `Lateness` metric), not serialised.
     #[serde(skip)]
     pub lateness_sample_ms: Vec<f64>,
@@ -165,6 +178,12 @@ impl RunSummary {
         self.overdue_beyond_rate_s = self.overdue_beyond_rate_s.max(o.overdue_beyond_rate_s);
         self.max_lateness_ms = self.max_lateness_ms.max(o.max_lateness_ms);
         self.errors.extend(o.errors);
+        self.paused_queues.extend(o.paused_queues);
+        self.paused_for_s = match (self.paused_for_s, o.paused_for_s) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        self.pause_checks += o.pause_checks;
         let room = LATENESS_SAMPLE.saturating_sub(self.lateness_sample_ms.len());
         self.lateness_sample_ms
             .extend(o.lateness_sample_ms.into_iter().take(room));
@@ -221,6 +240,21 @@ async fn clear_of_second_end<C: Clock>(clock: &C, call: &drain::Call) -> DateTim
     clock.now()
 }
 
+/// What every partition of one run shares: the run's lease owner and its pause checks.
+pub(super) struct RunScope {
+    pub(super) owner: String,
+    pub(super) gate: PauseGate,
+}
+
+impl RunScope {
+    fn new() -> Self {
+        Self {
+            owner: uuid::Uuid::new_v4().to_string(),
+            gate: PauseGate::new(),
+        }
+    }
+}
+
 pub struct Dispatcher<S, Q, C> {
     pub config: Arc<Config>,
     pub store: S,
@@ -247,7 +281,8 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
     /// one). Standard and FIFO partitions have a pool of `WAITER_CONCURRENCY` each, so FIFO runs
     /// holding for due jobs never delay the standard ones.
     pub async fn run_group(&self, deadline: DateTime<Utc>, group: Option<PollerGroup>) -> RunSummary {
-        let owner = uuid::Uuid::new_v4().to_string();
+        let scope = &RunScope::new();
+        let gate = &scope.gate;
         let mut total = RunSummary {
             group,
             drained: true,
@@ -255,6 +290,30 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         };
         let (mut standard, mut fifo) = (Vec::new(), Vec::new());
         for q in &self.config.queues {
+            match self.within(deadline - DRAIN_CUT, gate.paused(&self.store, q)).await {
+                Some(Ok(None)) => {}
+                Some(Ok(Some(since))) => {
+                    debug!(queue = %q, paused_at = %since, "queue paused: left alone");
+                    let paused = RunSummary {
+                        paused_queues: vec![q.to_string()],
+                        paused_for_s: Some(seconds_between(since, self.clock.now()).max(0.0)),
+                        drained: true,
+                        ..RunSummary::default()
+                    };
+                    total.by_queue.entry(q.to_string()).or_default().merge(paused.clone());
+                    total.merge(paused);
+                    continue;
+                }
+                Some(Err(e)) => {
+                    report_error(&mut total, q, None, &e);
+                    continue;
+                }
+                None => {
+                    total.errors.push(format!("{q}: reading its pause timed out"));
+                    total.drained = false;
+                    continue;
+                }
+            }
             // Every shard any past WAITER_SHARDS value maps to, so that no shard is left unread.
             let current = self.config.shards_for(q);
             let shards = match self
@@ -285,13 +344,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             );
         }
         let pool = |partitions: Vec<(QueueName, u32, std::sync::Arc<[u32]>, roll_call::RollCall)>| {
-            let owner = owner.clone();
             stream::iter(partitions)
                 .map(move |(q, s, others, roll_call)| {
-                    let owner = owner.clone();
                     // Enrolled as it starts (the pool fills every free place before it polls).
                     let presence = roll_call.enrol(s);
-                    async move { (self.run_partition(&q, s, deadline, &owner, others, presence).await, q) }
+                    async move { (self.run_partition(&q, s, deadline, scope, others, presence).await, q) }
                 })
                 .buffer_unordered(self.config.concurrency as usize)
         };
@@ -300,6 +357,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             total.by_queue.entry(queue.to_string()).or_default().merge(part.clone());
             total.merge(part);
         }
+        total.pause_checks = gate.reads();
         total
     }
 
@@ -311,10 +369,16 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
     /// One shard of one queue, worked as a poller run works it (`reschedule` uses it for a job
     /// it moved near).
     pub async fn run_shard(&self, queue: &QueueName, shard: u32, deadline: DateTime<Utc>) -> RunSummary {
-        let owner = uuid::Uuid::new_v4().to_string();
         let alone = roll_call::RollCall::default().enrol(shard);
-        self.run_partition(queue, shard, deadline, &owner, std::sync::Arc::from([]), alone)
-            .await
+        self.run_partition(
+            queue,
+            shard,
+            deadline,
+            &RunScope::new(),
+            std::sync::Arc::from([]),
+            alone,
+        )
+        .await
     }
 }
 /// Records a partition's error in the summary and the log, with its source chain.

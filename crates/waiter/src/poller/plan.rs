@@ -99,6 +99,8 @@ pub(super) enum Fate {
     /// It would now arrive after the second `WAITER_MAX_RATE` booked for it (a call that took
     /// long, an SDK retry's backoff): not sent, it books again.
     Missed,
+    /// Its queue was paused before the send: left stored.
+    Paused,
 }
 
 /// An entry's delay shortened by the whole seconds since `planned_at`, so it arrives no earlier

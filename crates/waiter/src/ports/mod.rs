@@ -2,6 +2,7 @@
 //! and the clock. Adapters in `aws` implement them for DynamoDB and SQS; `testing` implements
 //! them in memory.
 
+mod pause;
 mod queue;
 mod store;
 
@@ -11,8 +12,9 @@ use chrono::{DateTime, Utc};
 use crate::config::QueueName;
 use crate::job::Job;
 
+pub use pause::{PauseGate, PAUSE_CHECK_FRESH, PAUSE_SETTLE};
 pub use queue::{default_deduplication_id, EntryOutcome, MessageQueue, OutgoingMessage};
-pub use store::{DueIndex, JobStore, Jobs, Leases, Parking, RateLedger, View};
+pub use store::{DueIndex, JobStore, Jobs, Leases, Parking, Pauses, RateLedger, View};
 
 /// A job's place in the due index: its `perform_at`, then its `job_id`.
 pub type IndexPosition = (DateTime<Utc>, String);
@@ -67,6 +69,9 @@ pub struct StoredJob {
     /// over its lease found the job outside its windows and moved it to the next opening
     /// instead of re-sending it (which would arrive outside them). Kept through later changes.
     pub maybe_delivered_at: Option<DateTime<Utc>>,
+    /// Paused (`pause` with its id) since then: no poller sends or moves it until `resume`.
+    /// Kept through a reschedule.
+    pub paused_at: Option<DateTime<Utc>>,
 }
 
 /// A stored job this close to its `perform_at` may already be in a consumer's hands, as far as

@@ -388,7 +388,25 @@ pub trait RateLedger: Send + Sync + 'static {
     ) -> Result<(), PortError>;
 }
 
-/// A whole store: every capability. Implemented for anything that has them all.
-pub trait JobStore: Jobs + DueIndex + Parking + Leases + RateLedger {}
+/// Pauses of whole queues (one item per queue) and the count of jobs paused one by one.
+#[async_trait]
+pub trait Pauses: Send + Sync + 'static {
+    /// Since when the queue is paused, read strongly consistent; `None` when it is not.
+    async fn queue_paused(&self, queue: &QueueName) -> Result<Option<DateTime<Utc>>, PortError>;
 
-impl<T: Jobs + DueIndex + Parking + Leases + RateLedger> JobStore for T {}
+    /// Pauses the queue from `at`; a queue paused already keeps its first time, which is
+    /// returned.
+    async fn pause_queue(&self, queue: &QueueName, at: DateTime<Utc>) -> Result<DateTime<Utc>, PortError>;
+
+    /// Ends the queue's pause; `false` when it was not paused.
+    async fn resume_queue(&self, queue: &QueueName) -> Result<bool, PortError>;
+
+    /// How many jobs of a partition are paused one by one. Reads the whole partition from the
+    /// table (the due index does not hold the pause): an operator's count, not the poller's.
+    async fn count_paused(&self, queue: &QueueName, partition: Partition) -> Result<u64, PortError>;
+}
+
+/// A whole store: every capability. Implemented for anything that has them all.
+pub trait JobStore: Jobs + DueIndex + Parking + Leases + RateLedger + Pauses {}
+
+impl<T: Jobs + DueIndex + Parking + Leases + RateLedger + Pauses> JobStore for T {}

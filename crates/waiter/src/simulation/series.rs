@@ -441,8 +441,9 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
     check_beside(&mut out, &one_offs, &retried, &others, &attempts);
     if all_jobs(&mem) != 0 {
         out.violations.push(format!(
-            "{} series or parked occurrences never finished",
-            all_jobs(&mem)
+            "{} series or parked occurrences never finished: {:?}",
+            all_jobs(&mem),
+            mem.state.lock().unwrap().items.keys().collect::<Vec<_>>()
         ));
     }
     out.series = tracked.len();

@@ -450,3 +450,22 @@ impl<Q: MessageQueue> MessageQueue for FaultyQueue<Q> {
         })
     }
 }
+
+#[async_trait]
+impl<S: JobStore> Pauses for FaultyStore<S> {
+    async fn queue_paused(&self, q: &QueueName) -> Result<Option<DateTime<Utc>>, PortError> {
+        faulty!(self.faults, "GetItem", self.inner.queue_paused(q).await)
+    }
+
+    async fn pause_queue(&self, q: &QueueName, at: DateTime<Utc>) -> Result<DateTime<Utc>, PortError> {
+        faulty!(self.faults, "UpdateItem", self.inner.pause_queue(q, at).await)
+    }
+
+    async fn resume_queue(&self, q: &QueueName) -> Result<bool, PortError> {
+        faulty!(self.faults, "DeleteItem", self.inner.resume_queue(q).await)
+    }
+
+    async fn count_paused(&self, q: &QueueName, p: Partition) -> Result<u64, PortError> {
+        faulty!(self.faults, "Query", self.inner.count_paused(q, p.clone()).await)
+    }
+}

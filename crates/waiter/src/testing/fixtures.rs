@@ -42,6 +42,7 @@ pub fn dispatcher_for(w: &TestWaiter) -> crate::poller::Dispatcher<MemStore, Fak
 pub fn stored(queue: &str, id: &str, perform_at: DateTime<Utc>, shards: u32) -> StoredJob {
     let q = QueueName::parse(queue).unwrap();
     StoredJob {
+        paused_at: None,
         partition: Partition::Shard(crate::routing::shard_for(id, shards)),
         job: crate::job::Job {
             job_id: id.into(),

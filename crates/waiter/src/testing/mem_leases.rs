@@ -140,3 +140,32 @@ impl RateLedger for MemStore {
         Ok(())
     }
 }
+
+#[async_trait]
+impl Pauses for MemStore {
+    async fn queue_paused(&self, queue: &QueueName) -> Result<Option<DateTime<Utc>>, PortError> {
+        Ok(self.state.lock().unwrap().paused_queues.get(queue).copied())
+    }
+
+    async fn pause_queue(&self, queue: &QueueName, at: DateTime<Utc>) -> Result<DateTime<Utc>, PortError> {
+        Ok(*self
+            .state
+            .lock()
+            .unwrap()
+            .paused_queues
+            .entry(queue.clone())
+            .or_insert(at))
+    }
+
+    async fn resume_queue(&self, queue: &QueueName) -> Result<bool, PortError> {
+        Ok(self.state.lock().unwrap().paused_queues.remove(queue).is_some())
+    }
+
+    async fn count_paused(&self, queue: &QueueName, partition: Partition) -> Result<u64, PortError> {
+        let s = self.state.lock().unwrap();
+        Ok(s.items
+            .values()
+            .filter(|j| j.job.queue == *queue && j.partition == partition && j.paused_at.is_some())
+            .count() as u64)
+    }
+}

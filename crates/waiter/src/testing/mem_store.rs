@@ -30,6 +30,8 @@ pub struct MemState {
     pub bookings: HashMap<QueueName, crate::rate::Bookings>,
     /// The largest ledger item any booking wrote, in bytes as DynamoDB counts them.
     pub ledger_max_bytes: usize,
+    /// Paused queues, since when.
+    pub paused_queues: HashMap<QueueName, DateTime<Utc>>,
     /// What the due index shows: `items` as it was `index_lag` ago (a GSI is eventually
     /// consistent), fed by `index_log`.
     index: BTreeMap<Key, StoredJob>,
@@ -483,6 +485,7 @@ impl DueIndex for MemStore {
             View::Keys => {
                 for j in &mut due {
                     *j = StoredJob {
+                        paused_at: None,
                         partition: j.partition.clone(),
                         job: crate::job::Job {
                             queue: j.job.queue.clone(),

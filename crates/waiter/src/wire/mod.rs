@@ -11,6 +11,8 @@ pub mod reply;
 pub mod request;
 pub mod retry;
 pub mod sqs_rules;
+pub mod steer;
 
 pub use actions::{CancelMany, ListQuery, ListStatus, Reschedule, StatsQuery};
 pub use request::{parse_job, parse_request, Payload, RedriveTarget, Request};
+pub use steer::PauseTarget;

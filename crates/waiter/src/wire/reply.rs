@@ -7,7 +7,7 @@ use base64::Engine as _;
 use serde::Serialize;
 use sqs_waiter_contract::{
     BatchReply, BatchResult, CancelManyReply, FailedStatus, Failure, JobReply, JobStatus, ListReply, MessageAttribute,
-    ParkedError, ParkedReply, RedriveAllReply, StatsReply, Window, ATTEMPTS_EXHAUSTED,
+    ParkedError, ParkedReply, PauseReply, QueuesReply, RedriveAllReply, StatsReply, Window, ATTEMPTS_EXHAUSTED,
 };
 
 use crate::config::QueueName;
@@ -28,6 +28,8 @@ pub enum Reply {
     CancelMany(CancelManyReply),
     RedriveAll(RedriveAllReply),
     Stats(Box<StatsReply>),
+    Pause(PauseReply),
+    Queues(QueuesReply),
 }
 
 impl From<JobReply> for Reply {
@@ -91,6 +93,8 @@ pub(crate) fn status_only(status: JobStatus, queue: &QueueName, job_id: &str) ->
         trace_header: None,
         repeat: None,
         occurrences: None,
+        paused: None,
+        paused_at: None,
     }
 }
 
@@ -196,6 +200,8 @@ pub(crate) fn describe(stored: &StoredJob) -> JobReply {
         trace_header: job.trace_header.clone(),
         repeat: job.repeat.as_ref().map(|s| s.to_contract()),
         occurrences: job.repeat.as_ref().map(|s| s.occurrences),
+        paused: stored.paused_at.map(|_| true),
+        paused_at: stored.paused_at,
         ..status_only(status, &job.queue, &job.job_id)
     }
 }

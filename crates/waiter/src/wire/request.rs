@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use sqs_waiter_contract::{
-    Action, Cancel, CancelMany as CancelManyRequest, Get, Job as JobRequest, List as ListRequest, ListParked,
-    Redrive as RedriveOne, RedriveRequest, Replay as ReplayRequest, Reschedule as RescheduleRequest,
+    Action, Cancel, CancelMany as CancelManyRequest, Get, Job as JobRequest, List as ListRequest, ListParked, Pause,
+    Queues, Redrive as RedriveOne, RedriveRequest, Replay as ReplayRequest, Reschedule as RescheduleRequest, Resume,
     Retry as RetryRequest, Stats as StatsRequest,
 };
 
@@ -80,6 +80,9 @@ pub enum Request {
     Stats(super::actions::StatsQuery),
     Replay(Box<super::actions::Replay>),
     Retry(Box<super::retry::Retry>),
+    Pause(super::steer::PauseTarget),
+    Resume(super::steer::PauseTarget),
+    Queues,
 }
 
 impl Request {
@@ -195,10 +198,13 @@ pub fn parse_request(event: &Value, config: &Config, now: DateTime<Utc>) -> Resu
             read::<ReplayRequest, _>(object, config, now).map(|r| Request::Replay(Box::new(r)))
         }
         a if a == RetryRequest::NAME => read::<RetryRequest, _>(object, config, now).map(|r| Request::Retry(Box::new(r))),
+        a if a == Pause::NAME => read::<Pause, _>(object, config, now).map(Request::Pause),
+        a if a == Resume::NAME => read::<Resume, _>(object, config, now).map(Request::Resume),
+        a if a == Queues::NAME => read::<Queues, super::steer::QueuesQuery>(object, config, now).map(|_| Request::Queues),
         other => Err(InvalidRequest::new(
             ACTION,
             format!(
-                "must be one of enqueue, get, cancel, cancel_many, reschedule, list, stats, list_parked, redrive, replay, retry; got {other:?}"
+                "must be one of enqueue, get, cancel, cancel_many, reschedule, list, stats, list_parked, redrive, replay, retry, pause, resume, queues; got {other:?}"
             ),
         )),
     }

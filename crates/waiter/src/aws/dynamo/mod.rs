@@ -34,6 +34,7 @@ mod calls;
 mod chain;
 mod conditions;
 mod lease;
+mod pause;
 mod rate;
 mod retire;
 mod statements;

@@ -1,0 +1,87 @@
+//! Queue pauses on DynamoDB: one item per queue (`{queue}#pause` / `pause`), outside the due
+//! index (no `perform_at`). Pausing writes it, resuming deletes it; senders read it strongly
+//! consistent (`ports::PauseGate`).
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, Select};
+use chrono::{DateTime, Utc};
+
+use super::super::classify;
+use super::super::codec::*;
+use super::DynamoStore;
+use crate::config::QueueName;
+use crate::error::PortError;
+use crate::ports::{Partition, Pauses};
+
+#[async_trait]
+impl Pauses for DynamoStore {
+    async fn queue_paused(&self, queue: &QueueName) -> Result<Option<DateTime<Utc>>, PortError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(self.table(queue))
+            .set_key(Some(pause_key(queue)))
+            .consistent_read(true)
+            .projection_expression("#at")
+            .expression_attribute_names("#at", A_PAUSED_AT)
+            .send()
+            .await
+            .map_err(|e| classify("GetItem", &self.resource(queue), e))?;
+        Ok(out.item.as_ref().and_then(decode_pause))
+    }
+
+    async fn pause_queue(&self, queue: &QueueName, at: DateTime<Utc>) -> Result<DateTime<Utc>, PortError> {
+        let out = self
+            .client
+            .update_item()
+            .table_name(self.table(queue))
+            .set_key(Some(pause_key(queue)))
+            .update_expression("SET #at = if_not_exists(#at, :at)")
+            .expression_attribute_names("#at", A_PAUSED_AT)
+            .expression_attribute_values(":at", n(at))
+            .return_values(ReturnValue::AllNew)
+            .send()
+            .await
+            .map_err(|e| classify("UpdateItem", &self.resource(queue), e))?;
+        Ok(out.attributes.as_ref().and_then(decode_pause).unwrap_or(at))
+    }
+
+    async fn resume_queue(&self, queue: &QueueName) -> Result<bool, PortError> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(self.table(queue))
+            .set_key(Some(pause_key(queue)))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|e| classify("DeleteItem", &self.resource(queue), e))?;
+        Ok(out.attributes.is_some_and(|a| !a.is_empty()))
+    }
+
+    async fn count_paused(&self, queue: &QueueName, partition: Partition) -> Result<u64, PortError> {
+        let mut count = 0u64;
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(self.table(queue))
+                .key_condition_expression("#s = :s")
+                .filter_expression("attribute_exists(#at)")
+                .expression_attribute_names("#s", A_SCHEDULER)
+                .expression_attribute_names("#at", A_PAUSED_AT)
+                .expression_attribute_values(":s", AttributeValue::S(partition_key(queue, &partition)))
+                .select(Select::Count)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| classify("Query", &self.resource(queue), e))?;
+            count += u64::try_from(out.count).unwrap_or_default();
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(count);
+            }
+        }
+    }
+}

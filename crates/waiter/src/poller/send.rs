@@ -1,0 +1,72 @@
+//! One `SendMessageBatch` of a partition run: at its instant, clear of a second's end, only
+//! while the queue's pause check admits it, and without the entries that started too late.
+
+use chrono::{DateTime, Utc};
+use tracing::warn;
+
+use super::drain::{Call, Done};
+use super::plan::{start_late, Fate};
+use super::{clear_of_second_end, pin_arrivals, Dispatcher};
+use crate::config::QueueName;
+use crate::error::display_chain;
+use crate::ports::{Clock, JobStore, MessageQueue, OutgoingMessage, PauseGate};
+
+/// Sends `call` (its `messages`) at `hold` if given, else now; `planned` is when its delays
+/// were taken.
+pub(super) async fn send_call<'a, S: JobStore, Q: MessageQueue, C: Clock>(
+    d: &'a Dispatcher<S, Q, C>,
+    gate: &'a PauseGate,
+    queue: &'a QueueName,
+    call: Call,
+    messages: Vec<OutgoingMessage>,
+    hold: Option<DateTime<Utc>>,
+    planned: DateTime<Utc>,
+) -> Done<'a> {
+    if let Some(t) = hold {
+        d.clock.sleep_until(t).await;
+    }
+    // The pause check comes before the instant of sending is taken, so that its read never
+    // makes a send later than planned; one gone stale meanwhile (a long wait for the second's
+    // end) is made again.
+    let checked = loop {
+        match gate.paused(&d.store, queue).await {
+            Ok(None) => {}
+            other => break other,
+        }
+        let sent_at = clear_of_second_end(&d.clock, &call).await;
+        if gate.admits(queue).await {
+            break Ok(Some(sent_at));
+        }
+    };
+    let (call, mut messages, sent_at, dropped) = match checked {
+        Ok(Some(sent_at)) => (call, messages, sent_at, Vec::new()),
+        other => {
+            if let Err(e) = &other {
+                warn!(queue = %queue, error = %display_chain(e), "pause check failed: the batch stays stored");
+            }
+            let paused = call.into_iter().map(|(p, _)| (p, Fate::Paused)).collect();
+            (Vec::new(), Vec::new(), d.clock.now(), paused)
+        }
+    };
+    pin_arrivals(&call, &mut messages, sent_at);
+    // Started after its delays were taken: what still may go, and when.
+    let (call, messages, dropped) = match hold {
+        None if sent_at > planned => {
+            let (call, messages, late) = start_late(call, messages, planned, sent_at);
+            (call, messages, dropped.into_iter().chain(late).collect())
+        }
+        _ => (call, messages, dropped),
+    };
+    let result = if messages.is_empty() {
+        Ok(Vec::new())
+    } else {
+        d.queue.send_batch(queue, &messages).await
+    };
+    Done::Sent {
+        call,
+        messages,
+        sent_at,
+        result,
+        dropped,
+    }
+}
