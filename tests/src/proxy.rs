@@ -19,7 +19,8 @@
 //! that a test can act between a call being applied and its retry arriving.
 //!
 //! `hang_next(op)`: the next request of `op` is accepted and never answered nor forwarded (the
-//! caller's attempt timeout ends it); later ones are forwarded as usual.
+//! caller's attempt timeout ends it); later ones are forwarded as usual. `hold(op)`: every
+//! request of `op` (the SDK's retries too) waits until `release_held`, then is forwarded.
 //!
 //! `freeze_after(op, n)`: after the n-th response of `op` has been returned, every later request
 //! hangs, so that a test can SIGKILL the caller at exactly that step.
@@ -96,8 +97,9 @@ struct Inner {
     lost_reply: Mutex<Option<(String, bool)>>,
     held: AtomicU64,
     released: AtomicBool,
-    /// `hang_next`: the operation whose next request hangs.
-    hang_next: Mutex<Option<String>>,
+    /// `hang_next` and `hold_next`: the operation whose next request hangs, and whether it is
+    /// forwarded once released.
+    hang_next: Mutex<Option<(String, bool)>>,
     /// The IAM side of each call (tests/iam/check_calls.py).
     iam: crate::iam_calls::Recorder,
 }
@@ -164,7 +166,14 @@ impl FaultProxy {
 
     /// The next request of `operation` is accepted and never answered (nor forwarded).
     pub fn hang_next(&self, operation: &str) {
-        *self.inner.hang_next.lock().expect("lock") = Some(operation.to_owned());
+        *self.inner.hang_next.lock().expect("lock") = Some((operation.to_owned(), false));
+    }
+
+    /// Every request of `operation` waits until `release_held` (each counted in `held`), then
+    /// is forwarded as usual: a call in flight, whatever the SDK's attempt timeouts.
+    pub fn hold(&self, operation: &str) {
+        self.inner.released.store(false, Ordering::SeqCst);
+        *self.inner.hang_next.lock().expect("lock") = Some((operation.to_owned(), true));
     }
 
     /// Requests held by `lose_reply_then_hold` so far.
@@ -175,6 +184,11 @@ impl FaultProxy {
     /// Forwards the held requests, and every later one, as usual.
     pub fn release_held(&self) {
         *self.inner.lost_reply.lock().expect("lock") = None;
+        self.inner
+            .hang_next
+            .lock()
+            .expect("lock")
+            .take_if(|(_, forwarded)| *forwarded);
         self.inner.released.store(true, Ordering::SeqCst);
     }
 
@@ -359,11 +373,23 @@ async fn handle_live(p: &Inner, method: Method, uri: Uri, headers: HeaderMap, bo
     let sqs = is_sqs(&headers);
     let hang = {
         let mut next = p.hang_next.lock().expect("lock");
-        next.take_if(|o| *o == op).is_some()
+        // A hold stays until `release_held`; a hang takes only the next request.
+        next.take_if(|(o, forwarded)| *o == op && !*forwarded)
+            .map(|_| false)
+            .or_else(|| next.as_ref().filter(|(o, _)| *o == op).map(|_| true))
     };
-    if hang {
-        *p.calls.lock().expect("lock").entry(op.clone()).or_default() += 1;
-        std::future::pending::<()>().await;
+    match hang {
+        Some(false) => {
+            *p.calls.lock().expect("lock").entry(op.clone()).or_default() += 1;
+            std::future::pending::<()>().await;
+        }
+        Some(true) => {
+            p.held.fetch_add(1, Ordering::SeqCst);
+            while !p.released.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        None => {}
     }
     let lost = match p.lost_reply.lock().expect("lock").as_mut() {
         Some((o, lost)) if *o == op => Some(std::mem::replace(lost, true)),

@@ -185,6 +185,40 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
         (got["occurrences"].as_u64(), got["repeat"]["count"].as_u64()),
         (Some(0), Some(10))
     );
+    // Pause and resume: a series, then the queue (`queues` shows it).
+    let paused = ok(&watch, &["pause", "orders", "cli-s"]);
+    assert!(paused.starts_with("paused orders/cli-s (since "), "{paused}");
+    let got: Value = serde_json::from_str(&ok(&watch, &["--json", "get", "orders", "cli-s"])).unwrap();
+    assert_eq!(got["paused"], true, "{got}");
+    let stats: Value = serde_json::from_str(&ok(&watch, &["--json", "stats", "orders"])).unwrap();
+    assert_eq!(
+        (stats["paused_jobs"].as_u64(), stats["paused"].as_bool()),
+        (Some(1), Some(false)),
+        "{stats}"
+    );
+    assert_eq!(
+        ok(&watch, &["resume", "orders", "cli-s"]).trim(),
+        "resumed orders/cli-s"
+    );
+    assert!(ok(&watch, &["pause", "orders"]).starts_with("paused queue orders (since "));
+    let queues: Value = serde_json::from_str(&ok(&watch, &["--json", "queues"])).unwrap();
+    assert_eq!(
+        (
+            queues["queues"][0]["queue"].as_str(),
+            queues["queues"][0]["paused"].as_bool()
+        ),
+        (Some("orders"), Some(true)),
+        "{queues}"
+    );
+    assert!(ok(&watch, &["stats", "orders"]).contains("PAUSED since "));
+    assert_eq!(ok(&watch, &["resume", "orders"]).trim(), "resumed queue orders");
+    assert!(ok(&watch, &["queues"])
+        .lines()
+        .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["orders", "no", "no"]));
+    assert_eq!(
+        refused(&watch, &["pause", "orders", "nope"], 1),
+        "sqs-waiter: job_id: no job nope stored on queue orders"
+    );
     assert_eq!(
         ok(&watch, &["cancel", "orders", "cli-s"]).trim(),
         "cancelled cli-s on orders"

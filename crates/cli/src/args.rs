@@ -145,6 +145,23 @@ pub enum Command {
         #[arg(long, default_value_t = 3600, value_name = "S", value_parser = clap::value_parser!(u64).range(1..=2_592_000))]
         bucket_s: u64,
     },
+    /// Pause a queue, or one job or series of it: nothing of it is sent until resume.
+    #[command(after_help = "Examples:\n  sqs-waiter pause orders\n  sqs-waiter pause orders invoice-42")]
+    Pause {
+        queue: String,
+        /// One job or series; the whole queue when absent.
+        id: Option<String>,
+    },
+    /// End a pause: what fell due meanwhile is sent as overdue jobs are.
+    #[command(after_help = "Examples:\n  sqs-waiter resume orders\n  sqs-waiter resume orders invoice-42")]
+    Resume {
+        queue: String,
+        /// One job or series; the whole queue when absent.
+        id: Option<String>,
+    },
+    /// The queues the function serves, and which are paused.
+    #[command(after_help = "Example:\n  sqs-waiter queues")]
+    Queues,
     /// Jobs SQS rejected permanently, with the reason.
     #[command(after_help = "Example:\n  sqs-waiter parked orders")]
     Parked {

@@ -6,7 +6,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use comfy_table::{presets, CellAlignment, ColumnConstraint, ContentArrangement, Table, Width};
 use console::style;
 use sqs_waiter_client::{
-    CancelManyReply, JobReply, JobStatus, RedriveAllReply, StatsReply, DEFAULT_PRIORITY, DEFAULT_WEIGHT,
+    CancelManyReply, JobReply, JobStatus, PauseReply, QueuesReply, RedriveAllReply, StatsReply, DEFAULT_PRIORITY,
+    DEFAULT_WEIGHT,
 };
 
 /// Widest and narrowest a histogram bar may be drawn.
@@ -128,6 +129,7 @@ pub fn details(r: &JobReply) -> String {
             .unwrap_or_default(),
     );
     row("occurrences", r.occurrences.map(|n| n.to_string()).unwrap_or_default());
+    row("paused_at", opt_time(r.paused_at));
     row("group", r.message_group_id.clone().unwrap_or_default());
     row("trace_header", r.trace_header.clone().unwrap_or_default());
     row(
@@ -253,6 +255,17 @@ pub fn stats(s: &StatsReply, width: usize) -> String {
         s.parked,
         time(s.now)
     ));
+    if let Some(since) = s.paused_at {
+        let line = format!(
+            "PAUSED since {}: nothing is sent until `sqs-waiter resume {}`",
+            time(since),
+            s.queue
+        );
+        out.push_str(&format!("{}\n", style(line).yellow().bold()));
+    }
+    if s.paused_jobs > 0 {
+        out.push_str(&format!("paused jobs {}\n", s.paused_jobs));
+    }
     if s.overdue > 0 {
         let line = format!("overdue    {}   oldest {} overdue", s.overdue, span(s.oldest_overdue_s));
         out.push_str(&format!("{}\n", style(line).red().bold()));
@@ -387,6 +400,48 @@ pub fn repetition(r: &sqs_waiter_client::Repeat, zone: Option<&str>) -> String {
         parts.push(format!("catch-up {}", p.as_str()));
     }
     parts.join(", ")
+}
+
+/// What a `pause` or `resume` did.
+pub fn pause(r: &PauseReply) -> String {
+    let what = match &r.job_id {
+        Some(id) => format!("{}/{id}", r.queue),
+        None => format!("queue {}", r.queue),
+    };
+    match r.paused_at {
+        Some(since) => format!("{} {what} (since {})", r.status, time(since)),
+        None => format!("{} {what}", r.status),
+    }
+}
+
+/// Why a `pause` or `resume` did nothing, if it did not.
+pub fn pause_not_done(r: &PauseReply) -> Option<String> {
+    let id = r.job_id.as_deref().unwrap_or_default();
+    match r.status {
+        JobStatus::NotFound => Some(format!("job_id: no job {id} stored on queue {}", r.queue)),
+        JobStatus::Dispatching => Some(format!(
+            "job_id: {id} is being handed to SQS by a poller: not paused, it may be delivered"
+        )),
+        _ => None,
+    }
+}
+
+/// The queues the function serves.
+pub fn queues(r: &QueuesReply) -> String {
+    let mut t = Table::new();
+    t.load_preset(presets::NOTHING);
+    t.set_header(vec!["queue", "fifo", "paused"]);
+    for q in &r.queues {
+        let paused = q
+            .paused_at
+            .map_or_else(|| "no".to_owned(), |since| format!("since {}", time(since)));
+        t.add_row(vec![
+            q.queue.clone(),
+            if q.fifo { "yes" } else { "no" }.to_owned(),
+            paused,
+        ]);
+    }
+    t.to_string()
 }
 
 #[cfg(test)]

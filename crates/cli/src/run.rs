@@ -9,8 +9,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use sqs_waiter_client::{
     BatchReply, BatchResult, CancelMany, CancelManyReply, CatchUp, Client, Error, Job, JobReply, List, ListParked,
-    ListReply, ParkedReply, RedriveAll, RedriveAllReply, RedriveMany, Repeat, Replay, Reschedule, Stats,
-    MAX_JOBS_PER_REQUEST, MAX_PAGE_LIMIT,
+    ListReply, ParkedReply, Pause, PauseReply, RedriveAll, RedriveAllReply, RedriveMany, Repeat, Replay, Reschedule,
+    Resume, Stats, MAX_JOBS_PER_REQUEST, MAX_PAGE_LIMIT,
 };
 
 use crate::args::{Cli, Command, When};
@@ -99,6 +99,20 @@ fn job_reply(cli: &Cli, reply: &JobReply, text: impl FnOnce(&JobReply) -> String
         print_text(&text(reply));
     }
     match render::not_done(reply) {
+        Some(why) => Ended::NotDone(why),
+        None => Ended::Done,
+    }
+}
+
+/// Prints a `pause` or `resume` reply; `not_found` and `dispatching` end with 1.
+fn pause_reply(cli: &Cli, reply: &PauseReply) -> Ended {
+    let why = render::pause_not_done(reply);
+    if cli.json {
+        print_json(reply);
+    } else if why.is_none() {
+        print_text(&render::pause(reply));
+    }
+    match why {
         Some(why) => Ended::NotDone(why),
         None => Ended::Done,
     }
@@ -270,6 +284,29 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
                 print_json(&reply);
             } else {
                 print_text(&render::stats(&reply, terminal_width()));
+            }
+            Ok(Ended::Done)
+        }
+        Command::Pause { queue, id } => {
+            let request = match id {
+                Some(id) => Pause::job(queue, id),
+                None => Pause::queue(queue),
+            };
+            Ok(pause_reply(cli, &client.pause(&request).await?))
+        }
+        Command::Resume { queue, id } => {
+            let request = match id {
+                Some(id) => Resume::job(queue, id),
+                None => Resume::queue(queue),
+            };
+            Ok(pause_reply(cli, &client.resume(&request).await?))
+        }
+        Command::Queues => {
+            let reply = client.queues().await?;
+            if cli.json {
+                print_json(&reply);
+            } else {
+                print_text(&render::queues(&reply));
             }
             Ok(Ended::Done)
         }

@@ -257,6 +257,22 @@ impl Client {
     pub async fn stats(&self, request: &Stats) -> Result<StatsReply, Error> {
         self.call(request).await
     }
+
+    /// Pauses a queue ([`Pause::queue`]) or one job or series ([`Pause::job`]). A queue's
+    /// pause answers once no send admitted before it can start any more.
+    pub async fn pause(&self, request: &Pause) -> Result<PauseReply, Error> {
+        self.call(request).await
+    }
+
+    /// Ends a pause: what fell due meanwhile goes out as overdue jobs do.
+    pub async fn resume(&self, request: &Resume) -> Result<PauseReply, Error> {
+        self.call(request).await
+    }
+
+    /// The queues the function serves, with their pause state.
+    pub async fn queues(&self) -> Result<QueuesReply, Error> {
+        self.call(&Queues {}).await
+    }
 }
 
 #[cfg(test)]

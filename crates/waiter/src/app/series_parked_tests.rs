@@ -5,13 +5,13 @@ use chrono::TimeDelta;
 use serde_json::json;
 
 use super::repeat_tests::{attribute_text, get, rfc3339, run};
-use crate::ports::{Clock, EntryOutcome, OutgoingMessage};
+use crate::ports::{Clock, EntryOutcome, Jobs, OutgoingMessage, Partition};
 use crate::testing::{call, test_waiter};
 use sqs_waiter_contract::{JOB_ID_ATTRIBUTE, OCCURRENCE_ATTRIBUTE};
 
 #[tokio::test(start_paused = true)]
 async fn a_rejected_occurrence_is_parked_alone_and_redriven_as_itself() {
-    let (w, _, queue, clock) = test_waiter("orders", &[("WAITER_LOOKAHEAD", "0"), ("WAITER_SHARDS", "1")]);
+    let (w, store, queue, clock) = test_waiter("orders", &[("WAITER_LOOKAHEAD", "0"), ("WAITER_SHARDS", "1")]);
     let first = clock.now() + TimeDelta::seconds(90);
     call(
         &w,
@@ -49,6 +49,12 @@ async fn a_rejected_occurrence_is_parked_alone_and_redriven_as_itself() {
         .collect();
     assert_eq!(ids, [occurrence_id.as_str()], "{parked}");
 
+    let orders = crate::config::QueueName::parse("orders").expect("queue");
+    let parked_copy = store
+        .find(&orders, &occurrence_id, &[Partition::Parked])
+        .await
+        .expect("read")
+        .expect("parked");
     // Redriven: that occurrence, under its id, now; the series' schedule is untouched.
     *queue.entry_fault.lock().unwrap() = None;
     let r = call(
@@ -69,6 +75,21 @@ async fn a_rejected_occurrence_is_parked_alone_and_redriven_as_itself() {
         Some(rfc3339(first))
     );
     assert_eq!(get(&w, "s").await["perform_at"], rfc3339(next));
+    // A second refused copy of that occurrence (a run re-sent it after a crash) parked after
+    // it was dispatched: a redrive finds its history, answers `dispatched`, and the copy goes.
+    assert!(store.place(&parked_copy).await.expect("place"));
+    let r = call(
+        &w,
+        json!({"action": "redrive", "queue": "orders", "job_id": occurrence_id}),
+    )
+    .await;
+    assert_eq!(
+        (r["status"].as_str(), r["duplicate"].as_bool()),
+        (Some("dispatched"), Some(true)),
+        "{r}"
+    );
+    let parked = call(&w, json!({"action": "list_parked", "queue": "orders"})).await;
+    assert_eq!(parked["jobs"], json!([]), "{parked}");
     // And the series' next occurrence goes as any.
     clock.advance(next - clock.now() + TimeDelta::seconds(1));
     run(&w, &clock).await;

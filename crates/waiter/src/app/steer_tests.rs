@@ -123,6 +123,46 @@ async fn a_paused_queue_stores_what_it_would_send_directly_and_sends_nothing_unt
 }
 
 #[tokio::test(start_paused = true)]
+async fn after_a_pause_answers_a_run_sends_only_the_batch_in_flight() {
+    let (w, _, queue, clock) = test_waiter(
+        "orders",
+        &[
+            ("WAITER_LOOKAHEAD", "0"),
+            ("WAITER_SHARDS", "1"),
+            ("WAITER_DIRECT_MAX_DELAY", "0"),
+        ],
+    );
+    for i in 0..30 {
+        schedule(&w, &format!("j{i}"), 60).await;
+    }
+    clock.advance(TimeDelta::minutes(2));
+    let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    *queue.hold_batches.lock().unwrap() = Some(permits.clone());
+    let steer = async {
+        // The run's first batch is waiting in SQS's call by now (nothing else is).
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        assert_eq!(
+            call(&w, json!({"action": "pause", "queue": "orders"})).await["status"],
+            "paused"
+        );
+        permits.add_permits(100);
+    };
+    let (summary, ()) = tokio::join!(run(&w, &clock), steer);
+    // The first batch only (the jobs were stored a few milliseconds apart, so it may hold
+    // fewer than ten).
+    assert_eq!(summary.dispatched, queue.sent().len() as u64);
+    assert!((1..=10).contains(&summary.dispatched), "{summary:?}");
+    assert!(summary.pause_checks >= 2, "the next batch read the pause again");
+    // Resumed, the rest goes out once.
+    call(&w, json!({"action": "resume", "queue": "orders"})).await;
+    run(&w, &clock).await;
+    let mut sent = bodies(&queue);
+    sent.sort();
+    sent.dedup();
+    assert_eq!(sent.len(), 30);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_paused_series_resumes_by_its_catch_up() {
     let (w, _, queue, clock) = test_waiter("orders", &[("WAITER_LOOKAHEAD", "0"), ("WAITER_SHARDS", "1")]);
     let t0 = clock.now();

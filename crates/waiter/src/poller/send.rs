@@ -28,20 +28,21 @@ pub(super) async fn send_call<'a, S: JobStore, Q: MessageQueue, C: Clock>(
     // The pause check comes before the instant of sending is taken, so that its read never
     // makes a send later than planned; one gone stale meanwhile (a long wait for the second's
     // end) is made again.
-    let checked = loop {
+    let admitted = loop {
         match gate.paused(&d.store, queue).await {
             Ok(None) => {}
-            other => break other,
+            Ok(Some(_)) => break Err(None),
+            Err(e) => break Err(Some(e)),
         }
         let sent_at = clear_of_second_end(&d.clock, &call).await;
         if gate.admits(queue).await {
-            break Ok(Some(sent_at));
+            break Ok(sent_at);
         }
     };
-    let (call, mut messages, sent_at, dropped) = match checked {
-        Ok(Some(sent_at)) => (call, messages, sent_at, Vec::new()),
-        other => {
-            if let Err(e) = &other {
+    let (call, mut messages, sent_at, dropped) = match admitted {
+        Ok(sent_at) => (call, messages, sent_at, Vec::new()),
+        Err(failed) => {
+            if let Some(e) = &failed {
                 warn!(queue = %queue, error = %display_chain(e), "pause check failed: the batch stays stored");
             }
             let paused = call.into_iter().map(|(p, _)| (p, Fate::Paused)).collect();

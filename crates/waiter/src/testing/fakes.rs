@@ -36,6 +36,8 @@ pub struct FakeQueue {
     pub dedup: Arc<Mutex<DedupIds>>,
     pub entry_fault: Arc<Mutex<Option<EntryFault>>>,
     pub batch_fault: Arc<Mutex<Option<BatchFault>>>,
+    /// When set, every `SendMessageBatch` waits for a permit first: a call in flight.
+    pub hold_batches: Arc<Mutex<Option<Arc<tokio::sync::Semaphore>>>>,
     pub clock: FakeClock,
 }
 
@@ -75,6 +77,10 @@ impl MessageQueue for FakeQueue {
             "batch of {}",
             messages.len()
         );
+        let hold = self.hold_batches.lock().unwrap().clone();
+        if let Some(permits) = hold {
+            permits.acquire().await.expect("open").forget();
+        }
         if let Some(e) = self.batch_fault.lock().unwrap().as_ref().and_then(|f| f(messages)) {
             return Err(e);
         }
