@@ -108,9 +108,13 @@ pub fn poller_line(function_name: &str, s: &RunSummary, at: DateTime<Utc>) -> St
 pub fn poller_queue_lines(function_name: &str, s: &RunSummary, at: DateTime<Utc>) -> Vec<String> {
     let mut lines = Vec::new();
     for (queue, q) in &s.by_queue {
+        // Only while paused: how long (the dashboard's graph); a queue never paused pays for
+        // no such metric.
+        let paused: Vec<(&'static str, f64, Unit)> =
+            q.paused_for_s.map(|s| ("PausedFor", s, Unit::Seconds)).into_iter().collect();
         lines.push(emf_line_in(
             &[(DIMENSION, function_name), (QUEUE_DIMENSION, queue)],
-            &run_metrics(q, &[]),
+            &run_metrics(q, &paused),
             at,
         ));
         if q.lateness_by_class.keys().any(|c| *c != DEFAULT_CLASS) {
@@ -415,6 +419,10 @@ mod tests {
         s.by_queue.get_mut("orders").unwrap().lateness_sample_ms = vec![3.0];
         let plain = metrics_of(&poller_queue_lines("fn", &s, Utc::now()));
         assert_eq!(plain.len(), 6, "{plain:?}");
+        s.by_queue.get_mut("orders").unwrap().paused_for_s = Some(90.0);
+        let paused = metrics_of(&poller_queue_lines("fn", &s, Utc::now()));
+        assert_eq!(paused.len(), 7, "PausedFor only while paused: {paused:?}");
+        s.by_queue.get_mut("orders").unwrap().paused_for_s = None;
         let classes = ["0", "1-99", "100", "101+"];
         let q = s.by_queue.get_mut("orders").unwrap();
         for c in classes {
