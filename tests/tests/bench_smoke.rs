@@ -69,6 +69,10 @@ async fn cold_start_api_and_enqueue_benches_run() {
         "lone removals bill as one write too: {lone_share} {cost:?}"
     );
     assert_eq!(cost.index_write_units, 2.0, "{cost:?}");
+    // Issue 61: the pause check reads once a run and queue, and again only every 800 ms of
+    // sending: a never-paused queue pays far less than a read unit a job for it.
+    assert!(cost.pause_checks_per_run >= 1.0, "{cost:?}");
+    assert!(cost.pause_check_read_units < 0.5, "{cost:?}");
     assert!(
         cost.on_demand_per_million > 0.0 && cost.provisioned_per_million < cost.on_demand_per_million,
         "{cost:?}"

@@ -63,6 +63,11 @@ pub struct JobCost {
     pub table_write_units: f64,
     pub index_write_units: f64,
     pub read_units: f64,
+    /// Of `read_units`: the pause checks (a strongly consistent read of the queue's pause
+    /// item, under 4 KB: 1 unit each), counted at the proxy as `GetItem`s.
+    pub pause_check_read_units: f64,
+    /// Pause checks per poller run.
+    pub pause_checks_per_run: f64,
     pub sqs_requests: f64,
     pub lambda_requests: f64,
     /// The invocations' time on this machine at the stacks' memory: Lambda bills duration.
@@ -158,7 +163,8 @@ pub fn job_cost(e: &ApiEfficiency) -> JobCost {
     let index_bytes = index_entry_bytes(&job);
     let index_write_units = 2.0 * write_units(index_bytes);
     // The consistent re-read, and the index pages read eventually consistently.
-    let read_units = strong_read_units(item_bytes) + 0.5 * index_bytes as f64 / 4096.0;
+    let pause_check_read_units = calls("GetItem") / n;
+    let read_units = strong_read_units(item_bytes) + 0.5 * index_bytes as f64 / 4096.0 + pause_check_read_units;
     let batches = calls("SendMessageBatch").max(1.0);
     let per_batch = (e.body_bytes as f64 * n / batches).ceil() as usize;
     let sqs_requests = batches * per_batch.div_ceil(SQS_CHUNK_BYTES).max(1) as f64 / n;
@@ -179,6 +185,8 @@ pub fn job_cost(e: &ApiEfficiency) -> JobCost {
         table_write_units,
         index_write_units,
         read_units,
+        pause_check_read_units,
+        pause_checks_per_run: calls("GetItem") / e.poller_runs.max(1) as f64,
         sqs_requests,
         lambda_requests,
         lambda_gb_seconds,

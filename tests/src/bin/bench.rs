@@ -452,6 +452,15 @@ async fn main() {
                 modelled
             );
         }
+        for (c, _, _) in &costs {
+            println!(
+                "  pause checks ({} B bodies): {:.2} strongly consistent reads a poller run, {:.4} read units a job, ${:.4} a million jobs on demand (in RU and $/M above)",
+                c.body_bytes,
+                c.pause_checks_per_run,
+                c.pause_check_read_units,
+                c.pause_check_read_units * prices::DDB_READ_REQUEST_UNIT * 1e6
+            );
+        }
         println!(
             "  ($/M od: on demand; prov: provisioned at 70 % use; m/c: DynamoDB's reported ConsumedCapacity against the model.) EventBridge Scheduler, all in (its invocations past 14 million free, and the SQS call each makes): 1 million a month ${:.2}, 100 million ${:.2}",
             scheduler_per_month(1e6),
