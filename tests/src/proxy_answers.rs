@@ -38,3 +38,23 @@ pub(super) fn statement_errors(body: &[u8], code: &str) -> Response {
         .insert("content-type", HeaderValue::from_static("application/x-amz-json-1.0"));
     r
 }
+
+/// A fixed answer for every request of one operation.
+#[derive(Debug, Clone)]
+pub enum Forced {
+    Error {
+        status: u16,
+        /// The JSON `__type`.
+        code: String,
+        /// SQS's query-compatible `x-amzn-query-error` value, e.g. `KMS.DisabledException;Sender`.
+        query_error: Option<String>,
+        /// Merged into the JSON body (e.g. `CancellationReasons`).
+        extra: Option<Value>,
+    },
+    /// Accept and never answer.
+    Hang,
+    /// Answer the next `remaining` `BatchExecuteStatement` calls, without forwarding them, with
+    /// this error `code` for each of their statements (HTTP 200, as DynamoDB reports a statement
+    /// it did not apply); later calls go through.
+    StatementErrors { code: String, remaining: usize },
+}

@@ -110,8 +110,11 @@ pub fn poller_queue_lines(function_name: &str, s: &RunSummary, at: DateTime<Utc>
     for (queue, q) in &s.by_queue {
         // Only while paused: how long (the dashboard's graph); a queue never paused pays for
         // no such metric.
-        let paused: Vec<(&'static str, f64, Unit)> =
-            q.paused_for_s.map(|s| ("PausedFor", s, Unit::Seconds)).into_iter().collect();
+        let paused: Vec<(&'static str, f64, Unit)> = q
+            .paused_for_s
+            .map(|s| ("PausedFor", s, Unit::Seconds))
+            .into_iter()
+            .collect();
         lines.push(emf_line_in(
             &[(DIMENSION, function_name), (QUEUE_DIMENSION, queue)],
             &run_metrics(q, &paused),

@@ -136,6 +136,7 @@ pub async fn api_efficiency(
         "GetQueueUrl",
         "BatchGetItem",
         "GetItem",
+        "GetItem/pause",
         "SendMessage",
     ];
     let calls: std::collections::BTreeMap<String, usize> = ops

@@ -64,7 +64,7 @@ pub struct JobCost {
     pub index_write_units: f64,
     pub read_units: f64,
     /// Of `read_units`: the pause checks (a strongly consistent read of the queue's pause
-    /// item, under 4 KB: 1 unit each), counted at the proxy as `GetItem`s.
+    /// item, under 4 KB: 1 unit each), counted at the proxy (`GetItem/pause`).
     pub pause_check_read_units: f64,
     /// Pause checks per poller run.
     pub pause_checks_per_run: f64,
@@ -163,7 +163,7 @@ pub fn job_cost(e: &ApiEfficiency) -> JobCost {
     let index_bytes = index_entry_bytes(&job);
     let index_write_units = 2.0 * write_units(index_bytes);
     // The consistent re-read, and the index pages read eventually consistently.
-    let pause_check_read_units = calls("GetItem") / n;
+    let pause_check_read_units = calls("GetItem/pause") / n;
     let read_units = strong_read_units(item_bytes) + 0.5 * index_bytes as f64 / 4096.0 + pause_check_read_units;
     let batches = calls("SendMessageBatch").max(1.0);
     let per_batch = (e.body_bytes as f64 * n / batches).ceil() as usize;
@@ -186,7 +186,7 @@ pub fn job_cost(e: &ApiEfficiency) -> JobCost {
         index_write_units,
         read_units,
         pause_check_read_units,
-        pause_checks_per_run: calls("GetItem") / e.poller_runs.max(1) as f64,
+        pause_checks_per_run: calls("GetItem/pause") / e.poller_runs.max(1) as f64,
         sqs_requests,
         lambda_requests,
         lambda_gb_seconds,
