@@ -215,6 +215,44 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
     assert!(ok(&watch, &["queues"])
         .lines()
         .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["orders", "no", "no"]));
+    // Debounce: the second call replaces the first.
+    let args = [
+        "enqueue",
+        "orders",
+        "v1",
+        "--delay",
+        "2h",
+        "--id",
+        "cli-d",
+        "--on-duplicate",
+        "replace",
+    ];
+    assert_eq!(
+        ok(&watch, &args).split(" for ").next(),
+        Some("scheduled cli-d on orders")
+    );
+    let replaced = ok(
+        &watch,
+        &[
+            "enqueue",
+            "orders",
+            "v2",
+            "--at",
+            "2031-01-05T00:00:00Z",
+            "--id",
+            "cli-d",
+            "--on-duplicate",
+            "extend",
+        ],
+    );
+    assert_eq!(
+        replaced.trim(),
+        "replaced: cli-d on orders is now due 2031-01-05T00:00:00Z (version 2)"
+    );
+    assert_eq!(
+        ok(&watch, &["cancel", "orders", "cli-d"]).trim(),
+        "cancelled cli-d on orders"
+    );
     assert_eq!(
         refused(&watch, &["pause", "orders", "nope"], 1),
         "sqs-waiter: job_id: no job nope stored on queue orders"

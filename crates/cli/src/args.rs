@@ -79,6 +79,10 @@ pub enum Command {
         trace_header: Option<String>,
         #[command(flatten)]
         repetition: Box<Repetition>,
+        /// With --id of a stored job: replace its message and time, or extend its time
+        /// (debounce). Such a job is always stored.
+        #[arg(long, value_enum, value_name = "WHAT", requires = "id")]
+        on_duplicate: Option<OnDuplicateArg>,
     },
     /// Show a job: as stored, or what history knows of it.
     #[command(after_help = "Example:\n  sqs-waiter get orders invoice-42")]
@@ -288,4 +292,20 @@ pub struct Rank {
     /// reschedule: kept).
     #[arg(long, value_name = "N")]
     pub weight: Option<u64>,
+}
+
+/// `--on-duplicate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnDuplicateArg {
+    Replace,
+    Extend,
+}
+
+impl OnDuplicateArg {
+    pub fn into_contract(self) -> sqs_waiter_client::OnDuplicate {
+        match self {
+            Self::Replace => sqs_waiter_client::OnDuplicate::Replace,
+            Self::Extend => sqs_waiter_client::OnDuplicate::Extend,
+        }
+    }
 }

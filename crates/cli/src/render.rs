@@ -42,6 +42,16 @@ pub fn outcome(r: &JobReply) -> String {
             r.message_id.as_deref().unwrap_or("?"),
             r.delay_seconds.unwrap_or(0)
         ),
+        JobStatus::Scheduled if r.replaced == Some(true) => format!(
+            "replaced: {} on {} is now due {at} (version {})",
+            r.job_id,
+            r.queue,
+            r.version.unwrap_or(0)
+        ),
+        JobStatus::Scheduled if r.replaced == Some(false) && r.duplicate == Some(true) => format!(
+            "scheduled {} on {} for {at} (its earlier message had left for SQS)",
+            r.job_id, r.queue
+        ),
         JobStatus::Scheduled if r.duplicate == Some(true) => {
             format!(
                 "duplicate: {} is already scheduled on {} for {at}; nothing changed",

@@ -13,7 +13,7 @@ use sqs_waiter_client::{
     Resume, Stats, MAX_JOBS_PER_REQUEST, MAX_PAGE_LIMIT,
 };
 
-use crate::args::{Cli, Command, When};
+use crate::args::{Cli, Command, OnDuplicateArg, When};
 use crate::render;
 
 /// How a command ended: 0 done, 1 refused or not done.
@@ -185,8 +185,10 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
             rank,
             trace_header,
             repetition,
+            on_duplicate,
         } => {
             let mut job = Job::new(queue, body);
+            job.on_duplicate = on_duplicate.map(OnDuplicateArg::into_contract);
             (job.repeat, job.time_zone) = repeat_of(repetition);
             job.trace_header = trace_header.clone();
             (job.priority, job.weight) = (rank.priority, rank.weight);

@@ -73,6 +73,11 @@ pub struct Job {
     /// each occurrence is one message (DESIGN "Recurring jobs").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<Repeat>,
+    /// With a `job_id` that names a stored job: `keep` it (the default), `replace` its message
+    /// and time, or `extend` its time (debounce). Such a job is always stored, never sent
+    /// straight to SQS, so that a later call can still replace it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_duplicate: Option<crate::OnDuplicate>,
 }
 
 impl Job {
@@ -94,6 +99,7 @@ impl Job {
             weight: None,
             trace_header: None,
             repeat: None,
+            on_duplicate: None,
         }
     }
 
@@ -114,6 +120,13 @@ impl Job {
     /// The job's id: a retry with the same id changes nothing.
     pub fn id(mut self, job_id: impl Into<String>) -> Self {
         self.job_id = Some(job_id.into());
+        self
+    }
+
+    /// What to do when `job_id` names a stored job: [`OnDuplicate::Replace`] its message and
+    /// time, or [`OnDuplicate::Extend`] its time (debounce). Needs [`id`](Self::id).
+    pub fn on_duplicate(mut self, on_duplicate: crate::OnDuplicate) -> Self {
+        self.on_duplicate = Some(on_duplicate);
         self
     }
 

@@ -183,6 +183,11 @@ pub struct JobReply {
     /// Since when a paused job is paused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused_at: Option<DateTime<Utc>>,
+    /// `enqueue` with `on_duplicate` `replace` or `extend`: `true` when a stored job took this
+    /// call's message or time, `false` when a new job was stored (none was, or its message had
+    /// left for SQS already).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<bool>,
 }
 
 /// SQS's code and message for a parked job.

@@ -6,6 +6,30 @@ use serde::{Deserialize, Serialize};
 use crate::actions::Action;
 use crate::reply::JobStatus;
 
+/// What `enqueue` does when a job with the same `job_id` is stored (debounce).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnDuplicate {
+    /// Nothing is changed; the reply shows the stored job with `duplicate: true`.
+    #[default]
+    Keep,
+    /// The stored job takes this call's body, attributes and time (`version` + 1).
+    Replace,
+    /// The stored job keeps its body and attributes and takes this call's time.
+    Extend,
+}
+
+impl OnDuplicate {
+    /// The name on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Keep => "keep",
+            Self::Replace => "replace",
+            Self::Extend => "extend",
+        }
+    }
+}
+
 /// Pauses a queue, or with `job_id` one stored job or series: nothing of it is handed to SQS
 /// until `resume`. A paused job keeps its times.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

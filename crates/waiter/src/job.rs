@@ -9,6 +9,7 @@ use crate::config::QueueName;
 use crate::repeat::{Occurrence, Series};
 use crate::windows::Windows;
 
+pub use sqs_waiter_contract::OnDuplicate;
 pub use sqs_waiter_contract::MAX_JOBS_PER_REQUEST;
 use sqs_waiter_contract::{
     ATTEMPT_ATTRIBUTE, CRITICAL_PRIORITY, DEFAULT_PRIORITY, DEFAULT_WEIGHT, JOB_ID_ATTRIBUTE, OCCURRENCE_ATTRIBUTE,
@@ -81,6 +82,8 @@ pub struct Job {
     pub repeat: Option<Box<Series>>,
     /// On a series' copy planned by the poller: the occurrence it sends. Never stored.
     pub occurrence: Option<Occurrence>,
+    /// `enqueue` only, never stored: what to do with a stored job of the same id (debounce).
+    pub on_duplicate: OnDuplicate,
 }
 
 impl Job {

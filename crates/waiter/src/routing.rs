@@ -91,6 +91,7 @@ mod tests {
 
     fn job(queue: &str, perform_at: DateTime<Utc>) -> Job {
         Job {
+            on_duplicate: Default::default(),
             queue: QueueName::parse(queue).unwrap(),
             job_id: "j".into(),
             job_id_given: false,

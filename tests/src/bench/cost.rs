@@ -94,6 +94,7 @@ pub fn bench_job(body_bytes: usize) -> StoredJob {
         paused_at: None,
         partition: Partition::Shard(0),
         job: Job {
+            on_duplicate: Default::default(),
             queue,
             job_id: "j999".into(),
             job_id_given: true,

@@ -87,6 +87,7 @@ pub(crate) async fn load_ranked_items(
                 paused_at: None,
                 partition: waiter::ports::Partition::Shard(waiter::routing::shard_for(&id, shards)),
                 job: waiter::job::Job {
+                    on_duplicate: Default::default(),
                     queue: queue.clone(),
                     job_id: id.clone(),
                     job_id_given: true,

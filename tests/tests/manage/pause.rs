@@ -2,6 +2,7 @@
 //! at the fault proxy while the queue is paused. After `pause` answers, only that call (in
 //! flight) goes out: the run stops before its next batch, a run started later sends nothing,
 //! and `enqueue` stores what it would have sent straight to SQS. `resume` sends the rest, once.
+//! Then debounce (`on_duplicate`) over a sent job's history record and over a stored job.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -16,7 +17,7 @@ fn bodies(got: &[e2e::emulator::Received]) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn after_pause_answers_only_the_send_in_flight_goes_out_and_resume_sends_the_rest_once() {
+async fn after_pause_answers_only_the_send_in_flight_goes_out_resume_sends_the_rest_and_debounce_replaces() {
     let rig = Rig::builder(&["orders"])
         .table_prefix("waiter-")
         .proxy(0, 0.0)
@@ -100,4 +101,33 @@ async fn after_pause_answers_only_the_send_in_flight_goes_out_and_resume_sends_t
     let distinct: BTreeSet<&String> = all.iter().collect();
     assert_eq!((all.len(), distinct.len()), (31, 31), "every job once: {all:?}");
     assert_eq!(rig.emu.job_count("waiter-orders").await, 0);
+
+    // Debounce (`on_duplicate`) on the real table: over the history record a sent job left, a
+    // new job (`replaced: false`); then that job replaced in place; one message, the last body.
+    let again = json!({"queue": "orders", "job_id": "p0", "message_body": "p0-again", "delay_seconds": 1, "on_duplicate": "replace"});
+    let r = enqueue.invoke_ok(&again).await;
+    assert_eq!(
+        (r["status"].as_str(), r["replaced"].as_bool(), r["duplicate"].as_bool()),
+        (Some("scheduled"), Some(false), Some(true)),
+        "{r}"
+    );
+    let last = json!({"queue": "orders", "job_id": "p0", "message_body": "p0-last", "delay_seconds": 2, "on_duplicate": "replace"});
+    let r2 = enqueue.invoke_ok(&last).await;
+    assert_eq!(
+        (r2["replaced"].as_bool(), r2["version"].as_u64()),
+        (Some(true), r["version"].as_u64().map(|v| v + 1)),
+        "{r2}"
+    );
+    let mut debounced = Vec::new();
+    let until = Instant::now() + Duration::from_secs(20);
+    while debounced.is_empty() && Instant::now() < until {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        poller.invoke_ok(&json!({})).await;
+        debounced.extend(
+            rig.emu
+                .receive_for(&rig.urls[0], Duration::from_secs(2), usize::MAX)
+                .await,
+        );
+    }
+    assert_eq!(bodies(&debounced), ["p0-last"]);
 }

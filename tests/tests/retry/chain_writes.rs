@@ -39,6 +39,7 @@ async fn the_chains_transactions_are_conditional_on_what_was_read() {
     let sent = StoredJob {
         paused_at: None,
         job: Job {
+            on_duplicate: Default::default(),
             queue: queue.clone(),
             job_id: "x-1".into(),
             job_id_given: true,

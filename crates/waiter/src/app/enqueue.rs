@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use tracing::{debug, warn};
 
 use crate::error::display_chain;
-use crate::job::Job;
+use crate::job::{Job, OnDuplicate};
 use crate::ports::{
     Clock, Found, History, HistoryStatus, JobStore, MessageQueue, OutgoingMessage, Partition, PauseGate, PutOutcome,
     StoredJob,
@@ -25,6 +25,10 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         precise_at: Option<DateTime<Utc>>,
         gate: &PauseGate,
     ) -> Result<JobReply, HandlerError> {
+        // Debounced: always stored, so that a later call can still replace it.
+        if job.on_duplicate != OnDuplicate::Keep {
+            return self.debounce(job).await;
+        }
         let now = self.clock.now();
         let home = self.home_of(&job.queue, &job.job_id);
         let mut routed = route(&job, now, self.config.direct_max_delay);

@@ -15,6 +15,9 @@ use crate::routing::shard_for;
 use crate::error::HandlerError;
 
 mod cancel_many;
+mod debounce;
+#[cfg(test)]
+mod debounce_tests;
 mod enqueue;
 mod get_cancel;
 mod handler;

@@ -52,6 +52,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         let priority = number_in(&kept.attributes, PRIORITY_ATTRIBUTE).unwrap_or(DEFAULT_PRIORITY);
         let weight = number_in(&kept.attributes, WEIGHT_ATTRIBUTE).unwrap_or(DEFAULT_WEIGHT);
         let copy = Job {
+            on_duplicate: Default::default(),
             queue: r.queue,
             job_id: new_job_id,
             job_id_given: true,

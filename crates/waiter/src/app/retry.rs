@@ -236,6 +236,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             None => (None, series_windows, false),
         };
         let job = Job {
+            on_duplicate: Default::default(),
             queue: r.queue.clone(),
             job_id: r.job_id.clone(),
             job_id_given: true,

@@ -383,6 +383,7 @@ pub fn decode_view(queue: &QueueName, mut item: Item, view: View) -> Result<Stor
     let perform_at = take_t(item, A_PERFORM_AT)?.ok_or("perform_at is missing")?;
     Ok(StoredJob {
         job: Job {
+            on_duplicate: Default::default(),
             queue: queue.clone(),
             job_id: take_s(item, A_JOB_ID)?.ok_or("job_id is missing")?,
             job_id_given: true,

@@ -62,6 +62,7 @@ use crate::windows::Windows;
 mod callers;
 mod checks;
 mod close_crash;
+mod debounce;
 mod operators;
 mod priority;
 mod retries;
@@ -419,4 +420,15 @@ async fn series_across_crashes_faults_cancels_and_reschedules_keep_their_invaria
         t.occurrences > 0 && t.crashes > 0 && t.cancelled > 0 && t.rescheduled > 0 && t.retries > 0,
         "the simulation exercised nothing"
     );
+}
+
+/// Debounce (`on_duplicate`) beside runs, crashes and faults (issue 61; `debounce.rs`).
+#[tokio::test(start_paused = true)]
+async fn debounced_calls_beside_runs_crashes_and_faults_keep_their_promise() {
+    let (seeds, t) = debounce::run_debounce_seeds(500).await;
+    println!(
+        "simulation of debounce: {seeds} seeds, {} calls, {} replaced, {} crashes, 0 broken promises",
+        t.calls, t.replaced, t.crashes
+    );
+    assert!(t.replaced > 0 && t.crashes > 0, "the simulation exercised nothing");
 }

@@ -45,6 +45,7 @@ pub fn stored(queue: &str, id: &str, perform_at: DateTime<Utc>, shards: u32) -> 
         paused_at: None,
         partition: Partition::Shard(crate::routing::shard_for(id, shards)),
         job: crate::job::Job {
+            on_duplicate: Default::default(),
             job_id: id.into(),
             job_id_given: true,
             message_body: format!("body-{id}"),

@@ -488,6 +488,7 @@ impl DueIndex for MemStore {
                         paused_at: None,
                         partition: j.partition.clone(),
                         job: crate::job::Job {
+                            on_duplicate: Default::default(),
                             queue: j.job.queue.clone(),
                             job_id: std::mem::take(&mut j.job.job_id),
                             job_id_given: true,

@@ -95,6 +95,7 @@ pub(crate) fn status_only(status: JobStatus, queue: &QueueName, job_id: &str) ->
         occurrences: None,
         paused: None,
         paused_at: None,
+        replaced: None,
     }
 }
 

@@ -17,6 +17,7 @@ use sqs_waiter_contract::{
 use super::decode::Decoded;
 use super::normalise::kind;
 use super::repeat_rules::{check_repeat, split_zone, start_in_windows};
+use super::steer::check_on_duplicate;
 use crate::config::{Config, QueueName};
 use crate::error::InvalidRequest;
 use crate::job::{without_reserved, Job, MAX_JOBS_PER_REQUEST};
@@ -318,7 +319,9 @@ impl TryFrom<Decoded<'_, JobRequest>> for Job {
                 "is only valid for FIFO queues (names ending .fifo)",
             ));
         }
+        let on_duplicate = check_on_duplicate(&given, j.on_duplicate, job_id_given, repeat.is_some())?;
         let job = Job {
+            on_duplicate,
             queue,
             job_id,
             job_id_given,

@@ -3,8 +3,33 @@
 
 use super::decode::Decoded;
 use super::field_rules::{check_job_id, check_queue};
+use super::normalise::Given;
 use crate::config::QueueName;
 use crate::error::InvalidRequest;
+use crate::job::OnDuplicate;
+
+/// `on_duplicate` of an `enqueue`: `replace` and `extend` name a job by its id, and `extend`
+/// moves a one-off job only (a series' times are its schedule).
+pub(crate) fn check_on_duplicate(
+    given: &Given,
+    on_duplicate: Option<OnDuplicate>,
+    job_id_given: bool,
+    series: bool,
+) -> Result<OnDuplicate, InvalidRequest> {
+    let field = || given.name("on_duplicate");
+    match on_duplicate.unwrap_or_default() {
+        OnDuplicate::Keep => Ok(OnDuplicate::Keep),
+        _ if !job_id_given => Err(InvalidRequest::new(
+            field(),
+            "needs job_id: the id names the job a later call replaces or extends",
+        )),
+        OnDuplicate::Extend if series => Err(InvalidRequest::new(
+            field(),
+            "extend does not go with repeat: a series' times are its schedule; use replace",
+        )),
+        other => Ok(other),
+    }
+}
 
 /// What `pause` or `resume` names: a whole queue, or one job or series of it.
 #[derive(Debug, Clone, PartialEq)]

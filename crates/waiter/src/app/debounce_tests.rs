@@ -1,0 +1,162 @@
+//! `enqueue` with `on_duplicate` (DESIGN "Debounce"): each case of the stored job, against the
+//! in-memory store and the poller. The promise under interleavings, crashes and faults is the
+//! simulation's (`simulation::debounce`).
+
+use chrono::TimeDelta;
+use serde_json::json;
+
+use super::repeat_tests::{get, run};
+use crate::config::QueueName;
+use crate::error::HandlerError;
+use crate::ports::{Clock, Lease, Leases};
+use crate::testing::{call, refused, test_waiter};
+
+fn bodies(queue: &crate::testing::FakeQueue) -> Vec<String> {
+    queue.sent().iter().map(|s| s.message.body.clone()).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn replace_takes_the_new_message_and_time_and_extend_only_the_time() {
+    let (w, _, queue, clock) = test_waiter("orders", &[("WAITER_LOOKAHEAD", "0")]);
+    let first = call(
+        &w,
+        json!({"queue": "orders", "job_id": "d", "message_body": "v1", "delay_seconds": 5, "on_duplicate": "replace"}),
+    )
+    .await;
+    assert_eq!(
+        (
+            first["status"].as_str(),
+            first["replaced"].as_bool(),
+            first["duplicate"].as_bool()
+        ),
+        (Some("scheduled"), Some(false), Some(false)),
+        "stored, never sent directly: {first}"
+    );
+    let r = call(
+        &w,
+        json!({"queue": "orders", "job_id": "d", "message_body": "v2", "delay_seconds": 60, "on_duplicate": "replace",
+                            "message_attributes": {"k": {"data_type": "String", "string_value": "x"}}}),
+    )
+    .await;
+    assert_eq!(
+        (r["replaced"].as_bool(), r["duplicate"].as_bool(), r["version"].as_u64()),
+        (Some(true), Some(true), Some(2)),
+        "{r}"
+    );
+    let g = get(&w, "d").await;
+    assert_eq!(
+        (
+            g["message_body"].as_str(),
+            g["message_attributes"]["k"]["string_value"].as_str()
+        ),
+        (Some("v2"), Some("x")),
+        "{g}"
+    );
+    let r = call(&w, json!({"queue": "orders", "job_id": "d", "message_body": "ignored", "delay_seconds": 120, "on_duplicate": "extend"})).await;
+    assert_eq!(
+        (r["replaced"].as_bool(), r["version"].as_u64()),
+        (Some(true), Some(3)),
+        "{r}"
+    );
+    let g = get(&w, "d").await;
+    assert_eq!(g["message_body"], "v2", "extend keeps the message");
+    let due = crate::time::parse_time_str(g["perform_at"].as_str().expect("perform_at")).expect("a time");
+    assert!(due >= clock.now() + TimeDelta::seconds(119), "{g}");
+    // Nothing before the last call's time; then the one message, with the job's body.
+    clock.advance(TimeDelta::seconds(100));
+    run(&w, &clock).await;
+    assert!(queue.sent().is_empty());
+    clock.advance(TimeDelta::seconds(30));
+    run(&w, &clock).await;
+    assert_eq!(bodies(&queue), vec!["v2"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_already_sent_is_replaced_by_a_new_one_and_a_held_one_is_waited_for() {
+    let (w, store, queue, clock) = test_waiter("orders", &[("WAITER_LOOKAHEAD", "0"), ("WAITER_SHARDS", "1")]);
+    call(
+        &w,
+        json!({"queue": "orders", "job_id": "d", "message_body": "v1", "delay_seconds": 60, "on_duplicate": "replace"}),
+    )
+    .await;
+    clock.advance(TimeDelta::seconds(61));
+    run(&w, &clock).await;
+    assert_eq!(bodies(&queue), vec!["v1"]);
+    // Only its history record remains: a new job in its place, a later version.
+    let r = call(
+        &w,
+        json!({"queue": "orders", "job_id": "d", "message_body": "v2", "delay_seconds": 60, "on_duplicate": "replace"}),
+    )
+    .await;
+    assert_eq!(
+        (r["status"].as_str(), r["replaced"].as_bool(), r["duplicate"].as_bool()),
+        (Some("scheduled"), Some(false), Some(true)),
+        "{r}"
+    );
+    assert!(r["version"].as_u64() > Some(1), "{r}");
+
+    // A poller's lease covers the job: the call neither writes nor answers until it lapses
+    // into a removal; here the deadline comes first, and nothing changed.
+    let q = QueueName::parse("orders").unwrap();
+    let lease = Lease {
+        owner: "run".into(),
+        until: clock.now() + TimeDelta::minutes(5),
+        horizon: clock.now() + TimeDelta::hours(1),
+    };
+    store.acquire_lease(&q, 0, &lease, clock.now()).await.unwrap();
+    let held = w
+        .handle_until(
+            &json!({"queue": "orders", "job_id": "d", "message_body": "v3", "delay_seconds": 60, "on_duplicate": "replace"}),
+            clock.now() + TimeDelta::seconds(5),
+        )
+        .await;
+    assert!(
+        matches!(&held, Err(e @ HandlerError::Port(_)) if e.is_retryable()),
+        "{held:?}"
+    );
+    assert_eq!(get(&w, "d").await["message_body"], "v2");
+    store.release_lease(&q, 0, "run", None).await.unwrap();
+    let r = call(
+        &w,
+        json!({"queue": "orders", "job_id": "d", "message_body": "v3", "delay_seconds": 60, "on_duplicate": "replace"}),
+    )
+    .await;
+    assert_eq!(r["replaced"], true, "{r}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn bad_debounces_name_on_duplicate_and_change_nothing() {
+    let (w, store, queue, _) = test_waiter("orders", &[]);
+    let e = refused(
+        &w,
+        json!({"queue": "orders", "message_body": "x", "on_duplicate": "replace"}),
+    )
+    .await;
+    assert_eq!(e.field, "on_duplicate", "{e:?}");
+    let e = refused(
+        &w,
+        json!({"queue": "orders", "job_id": "d", "message_body": "x", "on_duplicate": "merge"}),
+    )
+    .await;
+    assert_eq!(e.field, "on_duplicate", "{e:?}");
+    let e = refused(
+        &w,
+        json!({"queue": "orders", "job_id": "s", "message_body": "x", "on_duplicate": "extend", "repeat": {"every_s": 60}}),
+    )
+    .await;
+    assert_eq!(e.field, "on_duplicate", "{e:?}");
+    call(
+        &w,
+        json!({"queue": "orders", "job_id": "s", "message_body": "x", "delay_seconds": 60, "repeat": {"every_s": 60}}),
+    )
+    .await;
+    let e = refused(
+        &w,
+        json!({"queue": "orders", "job_id": "s", "message_body": "y", "delay_seconds": 90, "on_duplicate": "extend"}),
+    )
+    .await;
+    assert_eq!(e.field, "on_duplicate", "{e:?}");
+    assert_eq!(get(&w, "s").await["version"], 1, "nothing changed");
+    assert_eq!(store.state.lock().unwrap().items.len(), 1);
+    assert!(queue.sent().is_empty());
+}
