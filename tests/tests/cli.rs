@@ -249,9 +249,11 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
         replaced.trim(),
         "replaced: cli-d on orders is now due 2031-01-05T00:00:00Z (version 2)"
     );
+    let sent = ok(&watch, &["trigger", "orders", "cli-d"]);
+    assert!(sent.starts_with("sent cli-d to orders (message "), "{sent}");
     assert_eq!(
-        ok(&watch, &["cancel", "orders", "cli-d"]).trim(),
-        "cancelled cli-d on orders"
+        refused(&watch, &["trigger", "orders", "cli-d"], 1),
+        "sqs-waiter: job_id: no job cli-d on queue orders"
     );
     assert_eq!(
         refused(&watch, &["pause", "orders", "nope"], 1),

@@ -163,6 +163,9 @@ pub enum Command {
         /// One job or series; the whole queue when absent.
         id: Option<String>,
     },
+    /// Run a stored job now, or send one extra occurrence of a series now.
+    #[command(after_help = "Example:\n  sqs-waiter trigger orders invoice-42")]
+    Trigger { queue: String, id: String },
     /// The queues the function serves, and which are paused.
     #[command(after_help = "Example:\n  sqs-waiter queues")]
     Queues,

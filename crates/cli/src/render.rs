@@ -105,6 +105,10 @@ pub fn not_done(r: &JobReply) -> Option<String> {
             r.job_id,
             r.version.unwrap_or(0)
         )),
+        JobStatus::Paused => Some(format!(
+            "job_id: {} on {} is paused (or its queue is): resume it first",
+            r.job_id, r.queue
+        )),
         JobStatus::NotReplayable => Some(format!(
             "job_id: history keeps no message of {} on {} (WAITER_HISTORY_BODY was off when it left the table, or history no longer knows it)",
             r.job_id, r.queue

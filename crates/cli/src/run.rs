@@ -303,6 +303,10 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
             };
             Ok(pause_reply(cli, &client.resume(&request).await?))
         }
+        Command::Trigger { queue, id } => {
+            let reply = client.trigger(queue, id).await?;
+            Ok(job_reply(cli, &reply, render::outcome))
+        }
         Command::Queues => {
             let reply = client.queues().await?;
             if cli.json {

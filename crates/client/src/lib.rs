@@ -269,6 +269,15 @@ impl Client {
         self.call(request).await
     }
 
+    /// Runs a stored job now, or sends one extra occurrence of a series now.
+    pub async fn trigger(&self, queue: &str, job_id: &str) -> Result<JobReply, Error> {
+        self.call(&Trigger {
+            queue: queue.into(),
+            job_id: job_id.into(),
+        })
+        .await
+    }
+
     /// The queues the function serves, with their pause state.
     pub async fn queues(&self) -> Result<QueuesReply, Error> {
         self.call(&Queues {}).await

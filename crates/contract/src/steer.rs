@@ -135,6 +135,20 @@ pub struct QueueInfo {
     pub paused_at: Option<DateTime<Utc>>,
 }
 
+/// Runs a stored job now: a one-off job is handed to SQS at once (and leaves as any sent job
+/// does); a series sends one extra occurrence now, as `{job_id}@{epoch of now}`, its schedule
+/// and `count` untouched. Replies `sent` with `message_id`, `not_found`, `dispatching` (a poller
+/// holds the job or its shard: it sends it), or `paused` (resume first).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trigger {
+    /// The queue, one of the deployment's `WAITER_QUEUES`.
+    pub queue: String,
+    /// The stored job or series.
+    pub job_id: String,
+}
+
+crate::actions::action!(Trigger, "trigger", crate::JobReply);
 crate::actions::action!(Pause, "pause", PauseReply);
 crate::actions::action!(Resume, "resume", PauseReply);
 crate::actions::action!(Queues, "queues", QueuesReply);

@@ -225,3 +225,69 @@ async fn bad_pause_requests_name_the_field_and_change_nothing() {
     assert_eq!(e.field, "queue", "{e:?}");
     assert!(store.state.lock().unwrap().paused_queues.is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn trigger_sends_a_job_now_and_a_series_one_extra_occurrence() {
+    let (w, store, queue, clock) = test_waiter("orders", &[("WAITER_LOOKAHEAD", "0"), ("WAITER_SHARDS", "1")]);
+    schedule(&w, "a", 3600).await;
+    let r = call(&w, json!({"action": "trigger", "queue": "orders", "job_id": "a"})).await;
+    assert_eq!(r["status"], "sent", "{r}");
+    let sent = queue.sent();
+    assert_eq!((sent.len(), sent[0].message.body.as_str()), (1, "body-a"));
+    assert_eq!(r["message_id"].as_str().map(str::len), Some(36), "SQS's id: {r}");
+    assert_eq!(
+        get(&w, "a").await["status"],
+        "dispatched",
+        "it left as any sent job does"
+    );
+
+    let r = call(
+        &w,
+        json!({"queue": "orders", "message_body": "tick", "job_id": "s", "delay_seconds": 3600, "repeat": {"every_s": 3600}}),
+    )
+    .await;
+    let next = r["perform_at"].clone();
+    let r = call(&w, json!({"action": "trigger", "queue": "orders", "job_id": "s"})).await;
+    assert_eq!(r["status"], "sent", "{r}");
+    let now = clock.now().timestamp();
+    let id = r["job_id"].as_str().expect("id").to_owned();
+    assert!(id == format!("s@{now}") || id == format!("s@{}", now + 1), "{id}");
+    let g = get(&w, "s").await;
+    assert_eq!(
+        (g["perform_at"].clone(), g["occurrences"].as_u64()),
+        (next, Some(0)),
+        "the schedule and count untouched: {g}"
+    );
+    assert_eq!(queue.sent().len(), 2);
+
+    // Paused (the queue, or the job), unknown, or held by a poller: nothing is sent.
+    schedule(&w, "b", 3600).await;
+    call(&w, json!({"action": "pause", "queue": "orders", "job_id": "b"})).await;
+    assert_eq!(
+        call(&w, json!({"action": "trigger", "queue": "orders", "job_id": "b"})).await["status"],
+        "paused"
+    );
+    assert_eq!(
+        call(&w, json!({"action": "trigger", "queue": "orders", "job_id": "nope"})).await["status"],
+        "not_found"
+    );
+    schedule(&w, "c", 3600).await;
+    let lease = Lease {
+        owner: "run".into(),
+        until: clock.now() + TimeDelta::minutes(5),
+        horizon: clock.now() + TimeDelta::hours(2),
+    };
+    let q = crate::config::QueueName::parse("orders").unwrap();
+    store.acquire_lease(&q, 0, &lease, clock.now()).await.unwrap();
+    assert_eq!(
+        call(&w, json!({"action": "trigger", "queue": "orders", "job_id": "c"})).await["status"],
+        "dispatching"
+    );
+    store.release_lease(&q, 0, "run", None).await.unwrap();
+    call(&w, json!({"action": "pause", "queue": "orders"})).await;
+    assert_eq!(
+        call(&w, json!({"action": "trigger", "queue": "orders", "job_id": "c"})).await["status"],
+        "paused"
+    );
+    assert_eq!(queue.sent().len(), 2);
+}

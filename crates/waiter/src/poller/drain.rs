@@ -26,6 +26,8 @@ pub(super) struct PartitionRun<'a, S, Q, C> {
     pub(super) d: &'a Dispatcher<S, Q, C>,
     /// The run's pause checks: every send waits for a fresh one (`ports::PauseGate`).
     pub(super) gate: &'a PauseGate,
+    /// What the run's partitions share (the job `trigger` watches).
+    pub(super) scope: &'a super::RunScope,
     pub(super) queue: &'a QueueName,
     pub(super) shard: u32,
     pub(super) horizon: DateTime<Utc>,
@@ -494,6 +496,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                     }
                     sum.dispatched += 1;
                     debug!(queue = %queue, job_id = %p.job.job.job_id, delay_s = m.delay_seconds, lateness_ms, "dispatched");
+                    self.scope.saw(&p.job.job.job_id, &message_id);
                     self.retire(&p.job, HistoryStatus::Dispatched, Some(message_id));
                 }
                 EntryOutcome::Failed {

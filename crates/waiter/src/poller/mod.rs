@@ -240,10 +240,13 @@ async fn clear_of_second_end<C: Clock>(clock: &C, call: &drain::Call) -> DateTim
     clock.now()
 }
 
-/// What every partition of one run shares: the run's lease owner and its pause checks.
+/// What every partition of one run shares: the run's lease owner and its pause checks; and,
+/// for `trigger`, the job whose message id the run reports.
 pub(super) struct RunScope {
     pub(super) owner: String,
     pub(super) gate: PauseGate,
+    pub(super) watch: Option<String>,
+    pub(super) watched: std::sync::Mutex<Option<String>>,
 }
 
 impl RunScope {
@@ -251,6 +254,17 @@ impl RunScope {
         Self {
             owner: uuid::Uuid::new_v4().to_string(),
             gate: PauseGate::new(),
+            watch: None,
+            watched: std::sync::Mutex::default(),
+        }
+    }
+
+    /// A job of `watch`'s id was accepted by SQS as this message.
+    pub(super) fn saw(&self, job_id: &str, message_id: &str) {
+        if self.watch.as_deref() == Some(job_id) {
+            if let Ok(mut watched) = self.watched.lock() {
+                *watched = Some(message_id.to_owned());
+            }
         }
     }
 }
@@ -369,16 +383,28 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
     /// One shard of one queue, worked as a poller run works it (`reschedule` uses it for a job
     /// it moved near).
     pub async fn run_shard(&self, queue: &QueueName, shard: u32, deadline: DateTime<Utc>) -> RunSummary {
+        self.run_shard_watching(queue, shard, deadline, None).await.0
+    }
+
+    /// `run_shard`, with the id of the message SQS accepted for job `watch`, if this run sent it
+    /// (`trigger`).
+    pub async fn run_shard_watching(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        deadline: DateTime<Utc>,
+        watch: Option<&str>,
+    ) -> (RunSummary, Option<String>) {
         let alone = roll_call::RollCall::default().enrol(shard);
-        self.run_partition(
-            queue,
-            shard,
-            deadline,
-            &RunScope::new(),
-            std::sync::Arc::from([]),
-            alone,
-        )
-        .await
+        let scope = RunScope {
+            watch: watch.map(str::to_owned),
+            ..RunScope::new()
+        };
+        let summary = self
+            .run_partition(queue, shard, deadline, &scope, std::sync::Arc::from([]), alone)
+            .await;
+        let watched = scope.watched.lock().ok().and_then(|w| w.clone());
+        (summary, watched)
     }
 }
 /// Records a partition's error in the summary and the log, with its source chain.

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use sqs_waiter_contract::{
     Action, Cancel, CancelMany as CancelManyRequest, Get, Job as JobRequest, List as ListRequest, ListParked, Pause,
     Queues, Redrive as RedriveOne, RedriveRequest, Replay as ReplayRequest, Reschedule as RescheduleRequest, Resume,
-    Retry as RetryRequest, Stats as StatsRequest,
+    Retry as RetryRequest, Stats as StatsRequest, Trigger as TriggerRequest,
 };
 
 use super::decode::Decoded;
@@ -82,6 +82,10 @@ pub enum Request {
     Replay(Box<super::actions::Replay>),
     Retry(Box<super::retry::Retry>),
     Pause(super::steer::PauseTarget),
+    Trigger {
+        queue: QueueName,
+        job_id: String,
+    },
     Resume(super::steer::PauseTarget),
     Queues,
 }
@@ -200,12 +204,16 @@ pub fn parse_request(event: &Value, config: &Config, now: DateTime<Utc>) -> Resu
         }
         a if a == RetryRequest::NAME => read::<RetryRequest, _>(object, config, now).map(|r| Request::Retry(Box::new(r))),
         a if a == Pause::NAME => read::<Pause, _>(object, config, now).map(Request::Pause),
+        a if a == TriggerRequest::NAME => {
+            let (queue, job_id) = read::<TriggerRequest, JobRef>(object, config, now)?.into();
+            Ok(Request::Trigger { queue, job_id })
+        }
         a if a == Resume::NAME => read::<Resume, _>(object, config, now).map(Request::Resume),
         a if a == Queues::NAME => read::<Queues, super::steer::QueuesQuery>(object, config, now).map(|_| Request::Queues),
         other => Err(InvalidRequest::new(
             ACTION,
             format!(
-                "must be one of enqueue, get, cancel, cancel_many, reschedule, list, stats, list_parked, redrive, replay, retry, pause, resume, queues; got {other:?}"
+                "must be one of enqueue, get, cancel, cancel_many, reschedule, list, stats, list_parked, redrive, replay, retry, pause, resume, queues, trigger; got {other:?}"
             ),
         )),
     }
@@ -363,6 +371,12 @@ trait NamesJob {
 }
 
 impl NamesJob for Get {
+    fn into_parts(self) -> (String, String) {
+        (self.queue, self.job_id)
+    }
+}
+
+impl NamesJob for TriggerRequest {
     fn into_parts(self) -> (String, String) {
         (self.queue, self.job_id)
     }
