@@ -100,7 +100,7 @@ fmt:
 	cargo fmt --all
 
 unit:
-	cargo test -p waiter
+	cargo test -p waiter -p sqs-waiter-schedule
 
 # One e2e pass as `make test` runs it (its shared emulators, nextest's profile for the backend).
 e2e: venv ddb-local
@@ -246,6 +246,6 @@ bench-quick: venv ddb-local
 soak: venv
 	cargo build -p enqueue -p poller -p sqs-waiter
 	SIM_SEEDS=30000 cargo test -p waiter simulation -- --nocapture
-	PROPTEST_CASES=250000 cargo test -p waiter -- properties fuzz --nocapture
+	PROPTEST_CASES=250000 cargo test -p waiter -p sqs-waiter-schedule -- properties fuzz --nocapture
 	FAULT_JOBS=5000 cargo test -p e2e --test faults -- --nocapture
 	cargo test -p e2e --test crash --test lifecycle -- --nocapture

@@ -185,6 +185,33 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
         (got["occurrences"].as_u64(), got["repeat"]["count"].as_u64()),
         (Some(0), Some(10))
     );
+    // Preview: the stored series, asked of the function; a schedule, computed by the CLI alone.
+    let previewed: Value =
+        serde_json::from_str(&ok(&watch, &["--json", "preview", "orders", "cli-s", "-n", "2"])).unwrap();
+    assert_eq!(previewed["occurrences"][0]["at"], "2031-01-03T08:00:00Z", "{previewed}");
+    let mut local = cli(&watch);
+    local
+        .env_remove("AWS_ENDPOINT_URL")
+        .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9");
+    let out = local
+        .args([
+            "preview",
+            "--cron",
+            "30 2 * * *",
+            "--tz",
+            "Europe/Berlin",
+            "--from",
+            "2027-03-27T00:00:00Z",
+            "-n",
+            "3",
+        ])
+        .output()
+        .expect("run");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && shown.contains("2027-03-28T03:00:00+02:00  moved by a clock change"),
+        "{shown}"
+    );
     // Pause and resume: a series, then the queue (`queues` shows it).
     let paused = ok(&watch, &["pause", "orders", "cli-s"]);
     assert!(paused.starts_with("paused orders/cli-s (since "), "{paused}");

@@ -163,6 +163,33 @@ pub enum Command {
         /// One job or series; the whole queue when absent.
         id: Option<String>,
     },
+    /// The next occurrences of a schedule, computed here without AWS (--cron or --every), or of
+    /// a stored series (QUEUE ID, asked of the function); a clock change's moves are marked.
+    #[command(after_help = "Examples:
+  sqs-waiter preview --cron '30 2 * * *' --tz Europe/Berlin --from 2027-03-27T00:00:00Z -n 3
+  sqs-waiter preview --every 15m -n 4
+  sqs-waiter preview reports daily")]
+    Preview {
+        /// With ID: the queue of a stored series.
+        #[arg(requires = "id", conflicts_with_all = ["cron", "every"])]
+        queue: Option<String>,
+        id: Option<String>,
+        /// A five-field cron expression, read in --tz.
+        #[arg(long, conflicts_with = "every")]
+        cron: Option<String>,
+        /// Every so long: seconds, or 90s, 15m, 3h, 2d (at least 60 s).
+        #[arg(long, value_parser = parse_delay)]
+        every: Option<u64>,
+        /// The IANA zone of --cron (and of the local times shown); UTC when absent.
+        #[arg(long, value_name = "ZONE")]
+        tz: Option<String>,
+        /// Occurrences at or after this time; now when absent.
+        #[arg(long, value_name = "TIME", value_parser = parse_time)]
+        from: Option<DateTime<Utc>>,
+        /// How many, 1 to 100.
+        #[arg(short = 'n', default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=100))]
+        n: u64,
+    },
     /// Run a stored job now, or send one extra occurrence of a series now.
     #[command(after_help = "Example:\n  sqs-waiter trigger orders invoice-42")]
     Trigger { queue: String, id: String },

@@ -2,6 +2,7 @@
 
 pub mod args;
 pub mod parse;
+pub mod preview;
 pub mod render;
 pub mod run;
 

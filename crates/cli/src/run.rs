@@ -9,8 +9,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use sqs_waiter_client::{
     BatchReply, BatchResult, CancelMany, CancelManyReply, CatchUp, Client, Error, Job, JobReply, List, ListParked,
-    ListReply, ParkedReply, Pause, PauseReply, RedriveAll, RedriveAllReply, RedriveMany, Repeat, Replay, Reschedule,
-    Resume, Stats, MAX_JOBS_PER_REQUEST, MAX_PAGE_LIMIT,
+    ListReply, ParkedReply, Pause, PauseReply, Preview, RedriveAll, RedriveAllReply, RedriveMany, Repeat, Replay,
+    Reschedule, Resume, Stats, MAX_JOBS_PER_REQUEST, MAX_PAGE_LIMIT,
 };
 
 use crate::args::{Cli, Command, OnDuplicateArg, When};
@@ -27,6 +27,29 @@ pub async fn run(cli: Cli) -> ExitCode {
     if let Command::Completions { shell } = cli.command {
         clap_complete::generate(shell, &mut Cli::command(), "sqs-waiter", &mut std::io::stdout());
         return ExitCode::SUCCESS;
+    }
+    // A schedule's preview is computed here: no AWS call, no credentials needed.
+    if let Command::Preview {
+        queue: None,
+        cron,
+        every,
+        tz,
+        from,
+        n,
+        ..
+    } = &cli.command
+    {
+        return match crate::preview::local(cron.as_deref(), *every, tz.as_deref(), *from, *n as usize) {
+            Ok(reply) if cli.json => {
+                print_json(&reply);
+                ExitCode::SUCCESS
+            }
+            Ok(reply) => {
+                print_text(&crate::preview::render(&reply));
+                ExitCode::SUCCESS
+            }
+            Err(why) => fail(&why),
+        };
     }
     let client = client(&cli).await;
     match execute(&cli, &client).await {
@@ -435,6 +458,28 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
                 print_json(&total);
             } else {
                 print_text(&render::cancel_many(&total));
+            }
+            Ok(Ended::Done)
+        }
+        Command::Preview { queue, id, n, .. } => {
+            let request = Preview {
+                queue: queue.clone(),
+                job_id: id.clone(),
+                count: Some(*n),
+                ..Preview::default()
+            };
+            let reply = client.preview(&request).await?;
+            if reply.status == Some(sqs_waiter_client::JobStatus::NotFound) {
+                return Ok(Ended::NotDone(format!(
+                    "job_id: no job {} on queue {}",
+                    id.as_deref().unwrap_or_default(),
+                    queue.as_deref().unwrap_or_default()
+                )));
+            }
+            if cli.json {
+                print_json(&reply);
+            } else {
+                print_text(&crate::preview::render(&reply));
             }
             Ok(Ended::Done)
         }

@@ -278,6 +278,11 @@ impl Client {
         .await
     }
 
+    /// The next occurrences of a schedule, or of a stored series.
+    pub async fn preview(&self, request: &Preview) -> Result<PreviewReply, Error> {
+        self.call(request).await
+    }
+
     /// The queues the function serves, with their pause state.
     pub async fn queues(&self) -> Result<QueuesReply, Error> {
         self.call(&Queues {}).await

@@ -56,7 +56,10 @@ pub use retry::{
     DEFAULT_FACTOR, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_S, JOB_ID_ATTRIBUTE, MAX_ATTEMPT, MAX_ATTEMPT_NUMBER, MAX_BASE_S,
     MAX_ERROR_CHARS, MAX_FACTOR, MAX_MAX_S, RESERVED_ATTRIBUTE_PREFIX,
 };
-pub use steer::{OnDuplicate, Pause, PauseReply, QueueInfo, Queues, QueuesReply, Resume, Trigger};
+pub use steer::{
+    OnDuplicate, Pause, PauseReply, Preview, PreviewOccurrence, PreviewReply, QueueInfo, Queues, QueuesReply, Resume,
+    Trigger,
+};
 
 /// The most jobs one `enqueue` request (or one `job_ids` list) may hold.
 pub const MAX_JOBS_PER_REQUEST: usize = 1000;

@@ -149,6 +149,55 @@ pub struct Trigger {
 }
 
 crate::actions::action!(Trigger, "trigger", crate::JobReply);
+
+/// The next occurrences of a schedule (`repeat`, read in `time_zone`, from `from`), or of a
+/// stored series (`queue` and `job_id`, from its next occurrence), before windows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Preview {
+    /// A schedule as `enqueue` takes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<crate::Repeat>,
+    /// The IANA zone of `repeat`; `UTC` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    /// Occurrences at or after this; now when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<DateTime<Utc>>,
+    /// How many, 1 to 100; 10 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+    /// With `job_id`: a stored series of this queue instead of `repeat`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// The stored series.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+}
+
+/// The reply of `preview`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PreviewReply {
+    /// In time order.
+    pub occurrences: Vec<PreviewOccurrence>,
+    /// `not_found` when `job_id` names no stored job; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<JobStatus>,
+}
+
+/// One occurrence of a preview.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreviewOccurrence {
+    /// The instant, UTC.
+    pub at: DateTime<Utc>,
+    /// The same instant in the schedule's zone, with its offset.
+    pub local: DateTime<chrono::FixedOffset>,
+    /// A clock change moved it off the local time its rule names.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shifted: bool,
+}
+
+crate::actions::action!(Preview, "preview", PreviewReply);
 crate::actions::action!(Pause, "pause", PauseReply);
 crate::actions::action!(Resume, "resume", PauseReply);
 crate::actions::action!(Queues, "queues", QueuesReply);

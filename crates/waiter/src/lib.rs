@@ -20,7 +20,8 @@ pub mod metrics;
 pub mod poller;
 pub mod ports;
 pub mod rate;
-pub mod repeat;
+/// Recurring jobs' schedules: the `sqs-waiter-schedule` crate, which the CLI shares.
+pub use sqs_waiter_schedule as repeat;
 pub mod routing;
 pub mod time;
 pub mod trace;

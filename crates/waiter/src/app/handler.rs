@@ -117,6 +117,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             Request::Pause(t) => self.bounded(cut, "pause", self.pause(t)).await.map(Reply::Pause),
             Request::Resume(t) => self.bounded(cut, "resume", self.resume(t)).await.map(Reply::Pause),
             Request::Queues => self.bounded(cut, "queues", self.queues()).await.map(Reply::Queues),
+            Request::Preview(q) => self.bounded(cut, "preview", self.preview(q)).await.map(Reply::Preview),
             Request::Trigger { queue, job_id } => self
                 .bounded(cut, "trigger", self.trigger(&queue, &job_id, cut))
                 .await

@@ -11,11 +11,12 @@ use futures::future::try_join_all;
 use tracing::info;
 
 use crate::config::QueueName;
-use crate::error::{HandlerError, PortError};
+use crate::error::{HandlerError, InvalidRequest, PortError};
 use crate::ports::{Clock, JobStore, MessageQueue, ReplaceOutcome, StoredJob, PAUSE_SETTLE};
 use crate::repeat::Pass;
+use crate::wire::steer::PreviewQuery;
 use crate::wire::PauseTarget;
-use sqs_waiter_contract::{JobStatus, PauseReply, QueueInfo, QueuesReply};
+use sqs_waiter_contract::{JobStatus, PauseReply, PreviewOccurrence, PreviewReply, QueueInfo, QueuesReply};
 
 use super::Waiter;
 
@@ -136,6 +137,47 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             source: "the job changed under every attempt; retry".into(),
         }
         .into())
+    }
+
+    pub(super) async fn preview(&self, q: PreviewQuery) -> Result<PreviewReply, HandlerError> {
+        let (series, first, zone, count) = match q {
+            PreviewQuery::Schedule {
+                series,
+                first,
+                zone,
+                count,
+            } => (*series, first, zone, count),
+            PreviewQuery::Stored { queue, job_id, count } => {
+                let partitions = self.candidate_partitions(&queue, &job_id).await?;
+                let Some(found) = self.store.find(&queue, &job_id, &partitions).await? else {
+                    return Ok(PreviewReply {
+                        occurrences: Vec::new(),
+                        status: Some(JobStatus::NotFound),
+                    });
+                };
+                let Some(series) = found.job.repeat else {
+                    return Err(InvalidRequest::new(
+                        "job_id",
+                        "names a one-off job: only a series has occurrences to preview",
+                    )
+                    .into());
+                };
+                let first = series.from(found.job.perform_at);
+                (*series, first, chrono_tz::Tz::UTC, count)
+            }
+        };
+        let occurrences = crate::repeat::preview(&series, first, zone, count)
+            .into_iter()
+            .map(|p| PreviewOccurrence {
+                at: p.at,
+                local: p.local,
+                shifted: p.shifted,
+            })
+            .collect();
+        Ok(PreviewReply {
+            occurrences,
+            status: None,
+        })
     }
 
     pub(super) async fn queues(&self) -> Result<QueuesReply, HandlerError> {

@@ -291,3 +291,61 @@ async fn trigger_sends_a_job_now_and_a_series_one_extra_occurrence() {
     );
     assert_eq!(queue.sent().len(), 2);
 }
+
+#[tokio::test]
+async fn preview_lists_a_schedules_next_occurrences_marking_a_clock_change_and_a_stored_series_within_its_count() {
+    let (w, _, _, _) = test_waiter("orders", &[]);
+    let r = call(
+        &w,
+        json!({"action": "preview", "repeat": {"cron": "30 2 * * *"}, "time_zone": "Europe/Berlin",
+               "from": "2027-03-27T00:00:00Z", "count": 3}),
+    )
+    .await;
+    assert_eq!(
+        r,
+        json!({"occurrences": [
+            {"at": "2027-03-27T01:30:00Z", "local": "2027-03-27T02:30:00+01:00"},
+            {"at": "2027-03-28T01:00:00Z", "local": "2027-03-28T03:00:00+02:00", "shifted": true},
+            {"at": "2027-03-29T00:30:00Z", "local": "2027-03-29T02:30:00+02:00"}
+        ]})
+    );
+    call(
+        &w,
+        json!({"queue": "orders", "message_body": "tick", "job_id": "s", "delay_seconds": 3600,
+               "repeat": {"every_s": 3600, "count": 3}}),
+    )
+    .await;
+    let r = call(&w, json!({"action": "preview", "queue": "orders", "job_id": "s"})).await;
+    assert_eq!(
+        r["occurrences"].as_array().map(Vec::len),
+        Some(3),
+        "within its count: {r}"
+    );
+    assert_eq!(r["occurrences"][0]["at"], get(&w, "s").await["perform_at"]);
+    let r = call(&w, json!({"action": "preview", "queue": "orders", "job_id": "nope"})).await;
+    assert_eq!(r, json!({"occurrences": [], "status": "not_found"}));
+    schedule(&w, "one-off", 3600).await;
+    let e = refused(&w, json!({"action": "preview", "queue": "orders", "job_id": "one-off"})).await;
+    assert_eq!(e.field, "job_id");
+    for (bad, field) in [
+        (
+            json!({"action": "preview", "repeat": {"every_s": 3600}, "count": 101}),
+            "count",
+        ),
+        (
+            json!({"action": "preview", "repeat": {"cron": "61 * * * *"}}),
+            "repeat.cron",
+        ),
+        (
+            json!({"action": "preview", "repeat": {"every_s": 3600}, "queue": "orders", "job_id": "s"}),
+            "repeat",
+        ),
+        (
+            json!({"action": "preview", "queue": "orders", "job_id": "s", "from": "2027-01-01T00:00:00Z"}),
+            "from",
+        ),
+        (json!({"action": "preview"}), "repeat"),
+    ] {
+        assert_eq!(refused(&w, bad.clone()).await.field, field, "{bad}");
+    }
+}

@@ -30,6 +30,7 @@ pub enum Reply {
     Stats(Box<StatsReply>),
     Pause(PauseReply),
     Queues(QueuesReply),
+    Preview(sqs_waiter_contract::PreviewReply),
 }
 
 impl From<JobReply> for Reply {

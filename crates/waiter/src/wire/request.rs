@@ -10,8 +10,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use sqs_waiter_contract::{
     Action, Cancel, CancelMany as CancelManyRequest, Get, Job as JobRequest, List as ListRequest, ListParked, Pause,
-    Queues, Redrive as RedriveOne, RedriveRequest, Replay as ReplayRequest, Reschedule as RescheduleRequest, Resume,
-    Retry as RetryRequest, Stats as StatsRequest, Trigger as TriggerRequest,
+    Preview as PreviewRequest, Queues, Redrive as RedriveOne, RedriveRequest, Replay as ReplayRequest,
+    Reschedule as RescheduleRequest, Resume, Retry as RetryRequest, Stats as StatsRequest, Trigger as TriggerRequest,
 };
 
 use super::decode::Decoded;
@@ -88,6 +88,7 @@ pub enum Request {
     },
     Resume(super::steer::PauseTarget),
     Queues,
+    Preview(super::steer::PreviewQuery),
 }
 
 impl Request {
@@ -209,11 +210,12 @@ pub fn parse_request(event: &Value, config: &Config, now: DateTime<Utc>) -> Resu
             Ok(Request::Trigger { queue, job_id })
         }
         a if a == Resume::NAME => read::<Resume, _>(object, config, now).map(Request::Resume),
+        a if a == PreviewRequest::NAME => read::<PreviewRequest, _>(object, config, now).map(Request::Preview),
         a if a == Queues::NAME => read::<Queues, super::steer::QueuesQuery>(object, config, now).map(|_| Request::Queues),
         other => Err(InvalidRequest::new(
             ACTION,
             format!(
-                "must be one of enqueue, get, cancel, cancel_many, reschedule, list, stats, list_parked, redrive, replay, retry, pause, resume, queues, trigger; got {other:?}"
+                "must be one of enqueue, get, cancel, cancel_many, reschedule, list, stats, list_parked, redrive, replay, retry, pause, resume, queues, trigger, preview; got {other:?}"
             ),
         )),
     }

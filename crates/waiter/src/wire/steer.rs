@@ -70,3 +70,74 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Queues>> for QueuesQuery {
         Ok(Self)
     }
 }
+
+/// `preview`: a schedule as `enqueue` takes it, or a stored series.
+#[derive(Debug)]
+pub enum PreviewQuery {
+    Schedule {
+        series: Box<crate::repeat::Series>,
+        first: chrono::DateTime<chrono::Utc>,
+        zone: chrono_tz::Tz,
+        count: usize,
+    },
+    Stored {
+        queue: QueueName,
+        job_id: String,
+        count: usize,
+    },
+}
+
+impl TryFrom<Decoded<'_, sqs_waiter_contract::Preview>> for PreviewQuery {
+    type Error = InvalidRequest;
+
+    fn try_from(d: Decoded<'_, sqs_waiter_contract::Preview>) -> Result<Self, InvalidRequest> {
+        use crate::repeat::{DEFAULT_PREVIEW, MAX_PREVIEW};
+        let r = d.request;
+        let count = match r.count {
+            None => DEFAULT_PREVIEW,
+            Some(n) if (1..=MAX_PREVIEW as u64).contains(&n) => n as usize,
+            Some(n) => {
+                return Err(InvalidRequest::new(
+                    d.given.name("count"),
+                    format!("must be 1 to {MAX_PREVIEW}, got {n}"),
+                ))
+            }
+        };
+        match (r.repeat, r.queue, r.job_id) {
+            (Some(repeat), None, None) => {
+                let start = r.from.unwrap_or(d.now);
+                let (series, first) =
+                    super::repeat_rules::check_repeat(&d.given, repeat, r.time_zone.as_deref(), start)?;
+                let zone = crate::windows::zone_named(d.given.name("time_zone"), r.time_zone.as_deref())?;
+                Ok(Self::Schedule {
+                    series: Box::new(series),
+                    first,
+                    zone,
+                    count,
+                })
+            }
+            (None, Some(queue), Some(job_id)) => {
+                if let Some(field) = [("time_zone", r.time_zone.is_some()), ("from", r.from.is_some())]
+                    .into_iter()
+                    .find_map(|(f, given)| given.then_some(f))
+                {
+                    return Err(InvalidRequest::new(
+                        d.given.name(field),
+                        "goes with repeat; a stored series previews from its next occurrence in its own zone",
+                    ));
+                }
+                Ok(Self::Stored {
+                    queue: check_queue(&d.given, &queue, d.config)?,
+                    job_id: check_job_id(&d.given.name("job_id"), job_id)?,
+                    count,
+                })
+            }
+            (None, None, Some(_)) => Err(InvalidRequest::new("queue", "is required with job_id")),
+            (None, Some(_), None) => Err(InvalidRequest::new("job_id", "is required with queue")),
+            _ => Err(InvalidRequest::new(
+                "repeat",
+                "give a repeat to preview, or the queue and job_id of a stored series; not both",
+            )),
+        }
+    }
+}

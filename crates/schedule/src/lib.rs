@@ -4,12 +4,14 @@
 //! each `catch_up` policy. Storing, sending and moving a series build on it.
 
 pub mod cron;
+mod preview;
 mod series;
 
 use chrono::{DateTime, Days, LocalResult, NaiveDateTime, TimeDelta, TimeZone, Utc};
 use chrono_tz::Tz;
 
 pub use cron::Cron;
+pub use preview::{preview, Previewed, DEFAULT_PREVIEW, MAX_PREVIEW};
 pub use series::{Every, Occurrence, Series, Step};
 
 /// Without a recent previous run of its partition to go by, an occurrence found this long
