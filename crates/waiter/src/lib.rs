@@ -20,8 +20,7 @@ pub mod metrics;
 pub mod poller;
 pub mod ports;
 pub mod rate;
-/// Recurring jobs' schedules: the `sqs-waiter-schedule` crate, which the CLI shares.
-pub use sqs_waiter_schedule as repeat;
+pub mod repeat;
 pub mod routing;
 pub mod time;
 pub mod trace;

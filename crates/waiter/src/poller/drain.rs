@@ -5,10 +5,11 @@ use std::collections::{HashSet, VecDeque};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use futures::future::BoxFuture;
-use futures::stream::{BoxStream, FuturesUnordered};
+use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use tracing::{debug, warn};
 
+use super::call::{Call, Done, Fate};
 use super::send::send_call;
 use super::*;
 use crate::config::QueueName;
@@ -77,32 +78,6 @@ pub(super) struct PartitionRun<'a, S, Q, C> {
     pub(super) summary: RunSummary,
     /// Series moved to an occurrence due already: another round of the run sends them.
     pub(super) due_again: usize,
-}
-
-/// One `SendMessageBatch`: each entry with its `DelaySeconds`.
-pub(super) type Call = Vec<(Planned, Option<u32>)>;
-
-/// A call of a partition run, answered.
-pub(super) enum Done<'a> {
-    /// The next index page, and the stream to read the one after from.
-    Page(
-        BoxStream<'a, Result<Vec<StoredJob>, PortError>>,
-        Option<Result<Vec<StoredJob>, PortError>>,
-    ),
-    /// A page's jobs re-read from the table.
-    Read(Result<Vec<StoredJob>, PortError>),
-    Sent {
-        call: Call,
-        messages: Vec<OutgoingMessage>,
-        sent_at: DateTime<Utc>,
-        result: Result<Vec<EntryOutcome>, PortError>,
-        /// Entries not sent: they started too late (`plan::start_late`).
-        dropped: Vec<(Planned, Fate)>,
-    },
-    Removed {
-        items: Vec<Retired>,
-        result: Result<(), PortError>,
-    },
 }
 
 impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {

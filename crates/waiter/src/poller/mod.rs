@@ -29,6 +29,7 @@ use crate::limits::SQS_MAX_BATCH_ENTRIES;
 use crate::ports::{Clock, JobStore, MessageQueue, PauseGate, StoredJob};
 use crate::time::seconds_between;
 
+mod call;
 mod drain;
 pub mod groups;
 mod lease;
@@ -47,7 +48,7 @@ mod tests;
 use drain::PartitionRun;
 pub use groups::PollerGroup;
 pub use plan::{batch_len, next_batch};
-use plan::{fate_at, plan, Fate, Plan};
+use plan::{fate_at, plan, Plan};
 pub use rank::SEND_GUARD;
 
 /// Jobs whose send instants lie this close together share a batch; it is also the most a job is
@@ -215,7 +216,7 @@ pub struct Planned {
 /// Each message moved to a booked second gets the delay that lands it there when sent at
 /// `sent_at` (the booking was made a call earlier, maybe across a second's boundary). A moved
 /// job's second is after the one it is due in, so its start is never early.
-fn pin_arrivals(call: &drain::Call, messages: &mut [crate::ports::OutgoingMessage], sent_at: DateTime<Utc>) {
+fn pin_arrivals(call: &call::Call, messages: &mut [crate::ports::OutgoingMessage], sent_at: DateTime<Utc>) {
     for ((p, _), m) in call.iter().zip(messages.iter_mut()) {
         if let (Some(second), Some(_)) = (p.arrive_in, m.delay_seconds) {
             let delay = (second - sent_at.timestamp()).clamp(0, i64::from(crate::limits::SQS_MAX_DELAY_SECONDS));
@@ -228,7 +229,7 @@ fn pin_arrivals(call: &drain::Call, messages: &mut [crate::ports::OutgoingMessag
 /// second's end, where the time the request takes to reach SQS (which starts the delay when it
 /// receives it) would move the arrivals into the next second, past its budget. Such a call
 /// waits for the next second (its delays are then one shorter).
-async fn clear_of_second_end<C: Clock>(clock: &C, call: &drain::Call) -> DateTime<Utc> {
+async fn clear_of_second_end<C: Clock>(clock: &C, call: &call::Call) -> DateTime<Utc> {
     let now = clock.now();
     let pinned = call.iter().any(|(p, _)| prepare::pinned(p));
     let into_second = TimeDelta::milliseconds(i64::from(now.timestamp_subsec_millis()));

@@ -4,6 +4,7 @@ use std::collections::VecDeque;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
+use super::call::{Call, Fate};
 use super::*;
 use crate::job::SEND_ALLOWANCE;
 use crate::limits::{SQS_MAX_BATCH_ENTRIES, SQS_MAX_MESSAGE_BYTES};
@@ -87,22 +88,6 @@ pub(super) fn plan(
     }))
 }
 
-/// What becomes of an entry of a call planned at `planned_at` and sent at `now`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Fate {
-    /// Sent, with this delay.
-    Send(Option<u32>),
-    /// It would now arrive after its `expires_at`: dropped, recorded as expired.
-    Expired,
-    /// It would now arrive outside its windows: left stored; the next run moves it.
-    OutsideWindows,
-    /// It would now arrive after the second `WAITER_MAX_RATE` booked for it (a call that took
-    /// long, an SDK retry's backoff): not sent, it books again.
-    Missed,
-    /// Its queue was paused before the send: left stored.
-    Paused,
-}
-
 /// An entry's delay shortened by the whole seconds since `planned_at`, so it arrives no earlier
 /// than planned and at most a second later, unless it would then arrive expired or outside its
 /// windows (the one rule for every late send).
@@ -127,15 +112,11 @@ pub(super) fn fate_at(p: &Planned, delay: Option<u32>, planned_at: DateTime<Utc>
 /// an entry moved to a booked second (its delay pinned at the send) checked at that arrival.
 /// Returns the entries still sent, their messages, and the others with their fates.
 pub(super) fn start_late(
-    call: super::drain::Call,
+    call: Call,
     messages: Vec<crate::ports::OutgoingMessage>,
     prepared_at: DateTime<Utc>,
     sent_at: DateTime<Utc>,
-) -> (
-    super::drain::Call,
-    Vec<crate::ports::OutgoingMessage>,
-    Vec<(Planned, Fate)>,
-) {
+) -> (Call, Vec<crate::ports::OutgoingMessage>, Vec<(Planned, Fate)>) {
     let (mut kept, mut kept_messages, mut dropped) = (Vec::new(), Vec::new(), Vec::new());
     for ((p, delay), mut m) in call.into_iter().zip(messages) {
         let fate = match p.arrive_in {

@@ -4,7 +4,8 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use tracing::{debug, warn};
 
-use super::drain::{Call, PartitionRun};
+use super::call::Call;
+use super::drain::PartitionRun;
 use super::plan::delay_at;
 use super::Planned;
 use crate::error::{display_chain, PortError};

@@ -4,8 +4,8 @@
 use chrono::{DateTime, Utc};
 use tracing::warn;
 
-use super::drain::{Call, Done};
-use super::plan::{start_late, Fate};
+use super::call::{Call, Done, Fate};
+use super::plan::start_late;
 use super::{clear_of_second_end, pin_arrivals, Dispatcher};
 use crate::config::QueueName;
 use crate::error::display_chain;
