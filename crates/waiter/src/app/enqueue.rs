@@ -51,8 +51,10 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 if let Some(at) = precise_at {
                     self.clock.sleep_until(at).await;
                 }
-                if !gate.admits(&job.queue).await {
-                    paused = gate.paused(&self.store, &job.queue).await?.is_some();
+                // A check answered too late to admit the send stores the job: storing is always
+                // safe, and the poller sends it.
+                if !gate.admits(&job.queue) {
+                    paused = gate.paused(&self.store, &job.queue).await?.is_some() || !gate.admits(&job.queue);
                 }
             }
             // Routed again at the send's own instant: the reads above may have taken a while

@@ -11,6 +11,9 @@ use crate::config::QueueName;
 use crate::error::display_chain;
 use crate::ports::{Clock, JobStore, MessageQueue, OutgoingMessage, PauseGate};
 
+/// Pause checks one send makes before it gives up (each answered too late to admit it).
+const MAX_PAUSE_CHECKS: usize = 3;
+
 /// Sends `call` (its `messages`) at `hold` if given, else now; `planned` is when its delays
 /// were taken.
 pub(super) async fn send_call<'a, S: JobStore, Q: MessageQueue, C: Clock>(
@@ -28,6 +31,7 @@ pub(super) async fn send_call<'a, S: JobStore, Q: MessageQueue, C: Clock>(
     // The pause check comes before the instant of sending is taken, so that its read never
     // makes a send later than planned; one gone stale meanwhile (a long wait for the second's
     // end) is made again.
+    let mut checks = 0;
     let admitted = loop {
         match gate.paused(&d.store, queue).await {
             Ok(None) => {}
@@ -35,8 +39,15 @@ pub(super) async fn send_call<'a, S: JobStore, Q: MessageQueue, C: Clock>(
             Err(e) => break Err(Some(e)),
         }
         let sent_at = clear_of_second_end(&d.clock, &call).await;
-        if gate.admits(queue).await {
+        if gate.admits(queue) {
             break Ok(sent_at);
+        }
+        // Checks whose answers come back stale (a store slower than `PAUSE_CHECK_FRESH`, its
+        // SDK retries) admit nothing: after a few the batch stays stored for a later run.
+        checks += 1;
+        if checks == MAX_PAUSE_CHECKS {
+            warn!(queue = %queue, "the pause check answered too late to admit the send: the batch stays stored");
+            break Err(None);
         }
     };
     let (call, mut messages, sent_at, dropped) = match admitted {

@@ -9,13 +9,13 @@
 //! rests on two durations, never on two clocks agreeing.
 //!
 //! The check is shared by every send of a run (or of one `enqueue` request) to that queue: a
-//! queue that is never paused pays one read per `PAUSE_CHECK_FRESH` of sending, not per job.
+//! queue that is never paused pays about one read per `PAUSE_CHECK_FRESH` of sending (two
+//! senders that find it stale at once both read), not per job.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 use super::Pauses;
@@ -35,10 +35,12 @@ struct Checked {
     paused_at: Option<DateTime<Utc>>,
 }
 
-/// The pause checks of one run or one request, per queue.
+/// The pause checks of one run or one request, per queue. No lock is held across a read:
+/// the senders of a run are polled by different partitions' loops, and one that waited on
+/// another's read would wait on that loop (a rate's arrival second hangs on the send).
 #[derive(Debug, Default)]
 pub struct PauseGate {
-    checks: Mutex<HashMap<QueueName, Checked>>,
+    checks: std::sync::Mutex<HashMap<QueueName, Checked>>,
     /// Reads made, for the run's summary and the bench.
     reads: std::sync::atomic::AtomicU64,
 }
@@ -48,34 +50,44 @@ impl PauseGate {
         Self::default()
     }
 
+    /// The latest check of `queue`, if it still holds: a pause found holds for the gate's
+    /// life (resumed queues go on at the next run); a running queue for `PAUSE_CHECK_FRESH`.
+    fn holding(&self, queue: &QueueName) -> Option<Checked> {
+        let checks = self.checks.lock().ok()?;
+        checks
+            .get(queue)
+            .filter(|c| c.paused_at.is_some() || c.began.elapsed() < PAUSE_CHECK_FRESH)
+            .copied()
+    }
+
     /// Whether the queue is paused, as a check that began less than `PAUSE_CHECK_FRESH` ago
-    /// found it: reads again when the last check is older. Concurrent callers share one read.
+    /// found it: reads again when the last check is older.
     pub async fn paused<S: Pauses + ?Sized>(
         &self,
         store: &S,
         queue: &QueueName,
     ) -> Result<Option<DateTime<Utc>>, PortError> {
-        let mut checks = self.checks.lock().await;
-        if let Some(c) = checks.get(queue) {
-            // A pause found stays found for the run: resumed queues go on at the next run.
-            if c.paused_at.is_some() || c.began.elapsed() < PAUSE_CHECK_FRESH {
-                return Ok(c.paused_at);
-            }
+        if let Some(c) = self.holding(queue) {
+            return Ok(c.paused_at);
         }
         let began = Instant::now();
         let paused_at = store.queue_paused(queue).await?;
         self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        checks.insert(queue.clone(), Checked { began, paused_at });
+        if let Ok(mut checks) = self.checks.lock() {
+            let keep = checks
+                .get(queue)
+                .is_some_and(|c| c.paused_at.is_some() || c.began > began);
+            if !keep {
+                checks.insert(queue.clone(), Checked { began, paused_at });
+            }
+        }
         Ok(paused_at)
     }
 
     /// Whether a check that began less than `PAUSE_CHECK_FRESH` ago found the queue running:
     /// a send may start now without another read.
-    pub async fn admits(&self, queue: &QueueName) -> bool {
-        let checks = self.checks.lock().await;
-        checks
-            .get(queue)
-            .is_some_and(|c| c.paused_at.is_none() && c.began.elapsed() < PAUSE_CHECK_FRESH)
+    pub fn admits(&self, queue: &QueueName) -> bool {
+        self.holding(queue).is_some_and(|c| c.paused_at.is_none())
     }
 
     /// Strongly consistent reads of pause items this gate made.
