@@ -1,4 +1,4 @@
-//! `pause`, `resume` and `queues` (DESIGN "Pause and resume").
+//! `pause`, `resume`, `queues` and `preview` (DESIGN "Steering the schedule").
 //!
 //! A queue's pause is one item (`Pauses`), checked before every send (`ports::PauseGate`); its
 //! `pause` answers `PAUSE_SETTLE` after the write, so that no send admitted by an older check
