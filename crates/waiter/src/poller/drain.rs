@@ -25,9 +25,8 @@ use crate::time::seconds_between;
 /// be removed, what the run has already handled.
 pub(super) struct PartitionRun<'a, S, Q, C> {
     pub(super) d: &'a Dispatcher<S, Q, C>,
-    /// The run's pause checks: every send waits for a fresh one (`ports::PauseGate`).
-    pub(super) gate: &'a PauseGate,
-    /// What the run's partitions share (the job `trigger` watches).
+    /// What the run's partitions share: the pause checks every send waits for a fresh one of
+    /// (`ports::PauseGate`), and the job `trigger` watches.
     pub(super) scope: &'a super::RunScope,
     pub(super) queue: &'a QueueName,
     pub(super) shard: u32,
@@ -232,7 +231,15 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                         .iter()
                         .map(|(p, delay)| OutgoingMessage::for_job(&p.job.job, p.job.edition(), *delay))
                         .collect();
-                    in_flight.push(Box::pin(send_call(d, self.gate, queue, call, messages, hold, now)));
+                    in_flight.push(Box::pin(send_call(
+                        d,
+                        &self.scope.gate,
+                        queue,
+                        call,
+                        messages,
+                        hold,
+                        now,
+                    )));
                 }
             }
             if in_flight.is_empty() {

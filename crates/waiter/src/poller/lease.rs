@@ -95,7 +95,6 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         };
         let mut run = PartitionRun {
             d: self,
-            gate: &scope.gate,
             scope,
             queue,
             shard,
