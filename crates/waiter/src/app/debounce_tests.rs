@@ -6,10 +6,9 @@ use chrono::TimeDelta;
 use serde_json::json;
 
 use super::repeat_tests::{get, run};
-use crate::config::QueueName;
 use crate::error::HandlerError;
-use crate::ports::{Clock, Lease, Leases};
-use crate::testing::{call, refused, test_waiter};
+use crate::ports::Clock;
+use crate::testing::{call, poller_holds_orders, poller_releases_orders, refused, test_waiter};
 
 fn bodies(queue: &crate::testing::FakeQueue) -> Vec<String> {
     queue.sent().iter().map(|s| s.message.body.clone()).collect()
@@ -97,13 +96,7 @@ async fn a_job_already_sent_is_replaced_by_a_new_one_and_a_held_one_is_waited_fo
 
     // A poller's lease covers the job: the call neither writes nor answers until it lapses
     // into a removal; here the deadline comes first, and nothing changed.
-    let q = QueueName::parse("orders").unwrap();
-    let lease = Lease {
-        owner: "run".into(),
-        until: clock.now() + TimeDelta::minutes(5),
-        horizon: clock.now() + TimeDelta::hours(1),
-    };
-    store.acquire_lease(&q, 0, &lease, clock.now()).await.unwrap();
+    poller_holds_orders(&store, &clock, TimeDelta::hours(1)).await;
     let held = w
         .handle_until(
             &json!({"queue": "orders", "job_id": "d", "message_body": "v3", "delay_seconds": 60, "on_duplicate": "replace"}),
@@ -115,7 +108,7 @@ async fn a_job_already_sent_is_replaced_by_a_new_one_and_a_held_one_is_waited_fo
         "{held:?}"
     );
     assert_eq!(get(&w, "d").await["message_body"], "v2");
-    store.release_lease(&q, 0, "run", None).await.unwrap();
+    poller_releases_orders(&store).await;
     let r = call(
         &w,
         json!({"queue": "orders", "job_id": "d", "message_body": "v3", "delay_seconds": 60, "on_duplicate": "replace"}),

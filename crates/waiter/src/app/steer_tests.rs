@@ -6,8 +6,8 @@ use chrono::TimeDelta;
 use serde_json::json;
 
 use super::repeat_tests::{get, run, sent_occurrences};
-use crate::ports::{Clock, Lease, Leases};
-use crate::testing::{call, refused, schedule, test_waiter};
+use crate::ports::Clock;
+use crate::testing::{call, poller_holds_orders, poller_releases_orders, refused, schedule, test_waiter};
 
 fn bodies(queue: &crate::testing::FakeQueue) -> Vec<String> {
     queue.sent().iter().map(|s| s.message.body.clone()).collect()
@@ -200,13 +200,7 @@ async fn a_paused_series_resumes_by_its_catch_up() {
 async fn a_job_a_poller_holds_is_not_paused_under_it() {
     let (w, store, _, clock) = test_waiter("orders", &[("WAITER_SHARDS", "1")]);
     schedule(&w, "a", 3600).await;
-    let lease = Lease {
-        owner: "run".into(),
-        until: clock.now() + TimeDelta::minutes(5),
-        horizon: clock.now() + TimeDelta::hours(2),
-    };
-    let q = crate::config::QueueName::parse("orders").unwrap();
-    store.acquire_lease(&q, 0, &lease, clock.now()).await.unwrap();
+    poller_holds_orders(&store, &clock, TimeDelta::hours(2)).await;
     let r = call(&w, json!({"action": "pause", "queue": "orders", "job_id": "a"})).await;
     assert_eq!(r["status"], "dispatching", "{r}");
     assert_eq!(get(&w, "a").await.get("paused"), None, "nothing changed");
@@ -272,18 +266,12 @@ async fn trigger_sends_a_job_now_and_a_series_one_extra_occurrence() {
         "not_found"
     );
     schedule(&w, "c", 3600).await;
-    let lease = Lease {
-        owner: "run".into(),
-        until: clock.now() + TimeDelta::minutes(5),
-        horizon: clock.now() + TimeDelta::hours(2),
-    };
-    let q = crate::config::QueueName::parse("orders").unwrap();
-    store.acquire_lease(&q, 0, &lease, clock.now()).await.unwrap();
+    poller_holds_orders(&store, &clock, TimeDelta::hours(2)).await;
     assert_eq!(
         call(&w, json!({"action": "trigger", "queue": "orders", "job_id": "c"})).await["status"],
         "dispatching"
     );
-    store.release_lease(&q, 0, "run", None).await.unwrap();
+    poller_releases_orders(&store).await;
     call(&w, json!({"action": "pause", "queue": "orders"})).await;
     assert_eq!(
         call(&w, json!({"action": "trigger", "queue": "orders", "job_id": "c"})).await["status"],

@@ -44,14 +44,7 @@ async fn simulate_debounce(seed: u64) -> DebounceOutcome {
         ..MemStore::default()
     };
     let sink = FakeQueue::new(clock.clone());
-    let store = FaultyStore {
-        inner: mem.clone(),
-        faults: faults.clone(),
-    };
-    let queue = FaultyQueue {
-        inner: sink.clone(),
-        faults: faults.clone(),
-    };
+    let (store, queue) = faults.around(&mem, &sink);
     let settings = [
         ("WAITER_SHARDS", rng.random_range(1..=3).to_string()),
         ("WAITER_LOOKAHEAD", rng.random_range(0..=20).to_string()),

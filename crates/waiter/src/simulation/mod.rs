@@ -182,14 +182,7 @@ async fn simulate(seed: u64, caller_chains: bool) -> Outcome {
         ..MemStore::default()
     };
     let sink = FakeQueue::new(clock.clone());
-    let store = FaultyStore {
-        inner: mem.clone(),
-        faults: faults.clone(),
-    };
-    let queue = FaultyQueue {
-        inner: sink.clone(),
-        faults: faults.clone(),
-    };
+    let (store, queue) = faults.around(&mem, &sink);
     let settings = [
         ("WAITER_SHARDS", rng.random_range(1..=4).to_string()),
         ("WAITER_LOOKAHEAD", rng.random_range(0..=20).to_string()),

@@ -304,14 +304,7 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
     // occurrence is sent twice.
     let crashy = rng.random_bool(0.5);
     let sink = FakeQueue::new(clock.clone());
-    let store = FaultyStore {
-        inner: mem.clone(),
-        faults: faults.clone(),
-    };
-    let queue = FaultyQueue {
-        inner: sink.clone(),
-        faults: faults.clone(),
-    };
+    let (store, queue) = faults.around(&mem, &sink);
     // A third of the seeds on a FIFO queue, a third under `WAITER_MAX_RATE`.
     let kind = rng.random_range(0..3);
     let queue_name = if kind == 1 { "q.fifo" } else { "q" };

@@ -57,6 +57,20 @@ impl Faults {
     }
 
     /// Each call then takes from 0 to `max_ms` ms, drawn from the seeded schedule.
+    /// `store` and `queue` behind this schedule of faults: what the simulations drive.
+    pub fn around<S: Clone, Q: Clone>(&self, store: &S, queue: &Q) -> (FaultyStore<S>, FaultyQueue<Q>) {
+        (
+            FaultyStore {
+                inner: store.clone(),
+                faults: self.clone(),
+            },
+            FaultyQueue {
+                inner: queue.clone(),
+                faults: self.clone(),
+            },
+        )
+    }
+
     pub fn with_latency(self, max_ms: u64) -> Self {
         Self {
             max_latency_ms: max_ms,

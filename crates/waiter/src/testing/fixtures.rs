@@ -93,3 +93,21 @@ pub async fn schedule(w: &TestWaiter, id: &str, delay_s: u64) {
     .await;
     assert_eq!(r["status"], "scheduled", "{r}");
 }
+
+/// A poller run (owner `run`) holds shard 0 of queue `orders` for five minutes, its lease
+/// covering jobs due within `covers` of now: what `dispatching` answers are about.
+pub async fn poller_holds_orders(store: &MemStore, clock: &FakeClock, covers: chrono::TimeDelta) {
+    let lease = Lease {
+        owner: "run".into(),
+        until: clock.now() + chrono::TimeDelta::minutes(5),
+        horizon: clock.now() + covers,
+    };
+    let q = QueueName::parse("orders").expect("queue");
+    store.acquire_lease(&q, 0, &lease, clock.now()).await.expect("lease");
+}
+
+/// That run (`poller_holds_orders`) releases its lease.
+pub async fn poller_releases_orders(store: &MemStore) {
+    let q = QueueName::parse("orders").expect("queue");
+    store.release_lease(&q, 0, "run", None).await.expect("release");
+}
