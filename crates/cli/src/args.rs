@@ -50,8 +50,10 @@ pub enum Command {
   sqs-waiter enqueue orders hello --at 2026-12-01T09:00:00Z --attr kind=String:invoice
   sqs-waiter enqueue billing.fifo hello --delay 1d --group customer-7
   sqs-waiter enqueue reports '{}' --cron '0 9 * * MON-FRI' --tz Europe/Berlin --catch-up skip
-  sqs-waiter enqueue pings ping --every 15m --count 96",
-        group(clap::ArgGroup::new("due").required(true).multiple(true).args(["delay", "at", "cron", "every"])))]
+  sqs-waiter enqueue pings ping --every 15m --count 96
+  sqs-waiter enqueue reports '{}' --schedule 'cron(0 9 ? * MON-FRI *)' --tz Europe/Berlin
+  sqs-waiter enqueue orders hello --schedule 'at(2027-01-01T09:00:00)' --tz Asia/Tokyo",
+        group(clap::ArgGroup::new("due").required(true).multiple(true).args(["delay", "at", "cron", "every", "schedule"])))]
     Enqueue {
         queue: String,
         /// The message body, sent unaltered.
@@ -171,12 +173,15 @@ pub enum Command {
   sqs-waiter preview reports daily")]
     Preview {
         /// With ID: the queue of a stored series.
-        #[arg(requires = "id", conflicts_with_all = ["cron", "every"])]
+        #[arg(requires = "id", conflicts_with_all = ["cron", "every", "schedule"])]
         queue: Option<String>,
         id: Option<String>,
         /// A five-field cron expression, read in --tz.
-        #[arg(long, conflicts_with = "every")]
+        #[arg(long, conflicts_with_all = ["every", "schedule"])]
         cron: Option<String>,
+        /// EventBridge Scheduler's cron(...) (six fields) or rate(...), read in --tz.
+        #[arg(long, value_name = "EXPR", conflicts_with = "every")]
+        schedule: Option<String>,
         /// Every so long: seconds, or 90s, 15m, 3h, 2d (at least 60 s).
         #[arg(long, value_parser = parse_delay)]
         every: Option<u64>,
@@ -266,8 +271,12 @@ pub struct Repetition {
     /// Repeat every so long from the start (60s to 365d: 90s, 15m, 3h, 2d).
     #[arg(long, value_name = "DURATION", value_parser = parse_delay, group = "series")]
     pub every: Option<u64>,
-    /// The IANA zone the cron is read in (default UTC).
-    #[arg(long, value_name = "ZONE", requires = "cron")]
+    /// EventBridge Scheduler's expression, read in --tz: cron(...) (six fields) or rate(...)
+    /// repeat; at(yyyy-mm-ddThh:mm:ss) is a one-off job's local time.
+    #[arg(long, value_name = "EXPR", group = "series", conflicts_with_all = ["delay", "at"])]
+    pub schedule: Option<String>,
+    /// The IANA zone the cron or --schedule is read in (default UTC).
+    #[arg(long, value_name = "ZONE", requires = "series")]
     pub tz: Option<String>,
     /// No occurrence after this time.
     #[arg(long, value_name = "TIME", value_parser = parse_time, requires = "series")]

@@ -393,13 +393,16 @@ pub fn redrive_all(r: &RedriveAllReply) -> String {
     line
 }
 
-/// A series' repetition in one cell: `cron 0 9 * * MON-FRI Europe/Berlin`, `every 900s`, then
-/// its end and catch-up policy when they are not the defaults.
+/// A series' repetition in one cell: `cron 0 9 * * MON-FRI Europe/Berlin`, `every 900s`,
+/// `cron(0 9 ? * MON-FRI *) Europe/Berlin`, `rate(5 minutes)`, then its end and catch-up
+/// policy when they are not the defaults.
 pub fn repetition(r: &sqs_waiter_client::Repeat, zone: Option<&str>) -> String {
-    let mut parts = match (&r.cron, r.every_s) {
-        (Some(c), _) => vec![format!("cron {c} {}", zone.unwrap_or("UTC"))],
-        (None, Some(s)) => vec![format!("every {s}s")],
-        (None, None) => vec![],
+    let mut parts = match (&r.cron, r.every_s, &r.expression) {
+        (Some(c), _, _) => vec![format!("cron {c} {}", zone.unwrap_or("UTC"))],
+        (None, Some(s), _) => vec![format!("every {s}s")],
+        (None, None, Some(e)) if e.starts_with("cron(") => vec![format!("{e} {}", zone.unwrap_or("UTC"))],
+        (None, None, Some(e)) => vec![e.clone()],
+        (None, None, None) => vec![],
     };
     if let Some(u) = r.until {
         parts.push(format!(

@@ -33,13 +33,19 @@ pub async fn run(cli: Cli) -> ExitCode {
         queue: None,
         cron,
         every,
+        schedule,
         tz,
         from,
         n,
         ..
     } = &cli.command
     {
-        return match crate::preview::local(cron.as_deref(), *every, tz.as_deref(), *from, *n as usize) {
+        let rule = crate::preview::Given {
+            cron: cron.as_deref(),
+            every: *every,
+            schedule: schedule.as_deref(),
+        };
+        return match crate::preview::local(rule, tz.as_deref(), *from, *n as usize) {
             Ok(reply) if cli.json => {
                 print_json(&reply);
                 ExitCode::SUCCESS
@@ -212,7 +218,7 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
         } => {
             let mut job = Job::new(queue, body);
             job.on_duplicate = on_duplicate.map(OnDuplicateArg::into_contract);
-            (job.repeat, job.time_zone) = repeat_of(repetition);
+            (job.repeat, job.time_zone, job.schedule) = repeat_of(repetition);
             job.trace_header = trace_header.clone();
             (job.priority, job.weight) = (rank.priority, rank.weight);
             (job.delay_seconds, job.perform_at) = (w.delay, w.at);
@@ -529,19 +535,26 @@ async fn redrive_all(cli: &Cli, client: &Client, queue: &str) -> Result<Ended, E
     Ok(Ended::Done)
 }
 
-/// The `repeat` of `--cron` / `--every` and their options, with the cron's zone (clap refuses
-/// the options without one of them).
-fn repeat_of(r: &crate::args::Repetition) -> (Option<Repeat>, Option<String>) {
+/// The `repeat` of `--cron` / `--every` / `--schedule` and their options, with the zone (clap
+/// refuses the options without one of them), or a one-off job's `schedule` (`at(...)`): the
+/// function tells which `--schedule` is and refuses a one-off job's `--until` or `--count`.
+fn repeat_of(r: &crate::args::Repetition) -> (Option<Repeat>, Option<String>, Option<String>) {
     // clap took only skip, one or all.
     let policy = r.catch_up.as_deref().and_then(CatchUp::parse);
-    let mut repeat = match (&r.cron, r.every) {
-        (Some(expr), _) => Repeat::cron(expr.clone()),
-        (None, Some(s)) => Repeat {
-            every_s: Some(s),
-            ..Repeat::default()
-        },
-        (None, None) => return (None, None),
+    let (mut repeat, at) = match (&r.cron, r.every, &r.schedule) {
+        (Some(expr), _, _) => (Repeat::cron(expr.clone()), None),
+        (None, Some(s), _) => (
+            Repeat {
+                every_s: Some(s),
+                ..Repeat::default()
+            },
+            None,
+        ),
+        (None, None, Some(at)) if at.starts_with("at(") => (Repeat::default(), Some(at.clone())),
+        (None, None, Some(expr)) => (Repeat::expression(expr.clone()), None),
+        (None, None, None) => return (None, None, None),
     };
     (repeat.until, repeat.count, repeat.catch_up) = (r.until, r.count, policy);
-    (Some(repeat), r.tz.clone())
+    let series = repeat != Repeat::default();
+    (series.then_some(repeat), r.tz.clone(), at)
 }

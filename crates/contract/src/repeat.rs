@@ -17,7 +17,7 @@ pub const MAX_EVERY_S: u64 = 31_536_000;
 pub const MAX_COUNT: u64 = 1_000_000;
 
 /// How a job repeats (the `repeat` of `enqueue` and `reschedule`, shown by `get` and `list`):
-/// exactly one of `cron` and `every_s`.
+/// exactly one of `cron`, `every_s` and `expression`.
 ///
 /// ```
 /// use sqs_waiter_contract::{CatchUp, Job, Repeat};
@@ -41,6 +41,10 @@ pub struct Repeat {
     /// Every so many seconds from the series' start (60 to 31536000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub every_s: Option<u64>,
+    /// EventBridge Scheduler's `cron(...)` (six fields, as AWS reads them) or `rate(...)`,
+    /// read in the job's `time_zone`; shown as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expression: Option<String>,
     /// No occurrence after this instant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<DateTime<Utc>>,
@@ -88,6 +92,14 @@ impl Repeat {
     pub fn cron(expression: impl Into<String>) -> Self {
         Self {
             cron: Some(expression.into()),
+            ..Self::default()
+        }
+    }
+
+    /// An EventBridge Scheduler series: `cron(0 9 ? * MON-FRI *)` or `rate(5 minutes)`.
+    pub fn expression(expression: impl Into<String>) -> Self {
+        Self {
+            expression: Some(expression.into()),
             ..Self::default()
         }
     }

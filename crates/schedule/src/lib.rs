@@ -3,13 +3,17 @@
 //! occurrence with the contract's clock-change rules, and which occurrences a run sends under
 //! each `catch_up` policy. Storing, sending and moving a series build on it.
 
+mod aws;
 pub mod cron;
+mod days;
+mod fields;
 mod preview;
 mod series;
 
 use chrono::{DateTime, Days, LocalResult, NaiveDateTime, TimeDelta, TimeZone, Utc};
 use chrono_tz::Tz;
 
+pub use aws::{parse_at, Expression, Rate};
 pub use cron::Cron;
 pub use preview::{preview, Previewed, DEFAULT_PREVIEW, MAX_PREVIEW};
 pub use series::{Every, Occurrence, Series, Step};

@@ -47,7 +47,7 @@ fn previewed(every: &Every, at: DateTime<Utc>, zone: Tz) -> Previewed {
                 !(cron.matches_date(local.date()) && cron.matches_time(local.time())),
             )
         }
-        Every::Seconds(_) => (zone, false),
+        Every::Seconds(_) | Every::Rate(_) => (zone, false),
     };
     Previewed {
         at,

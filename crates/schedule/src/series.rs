@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
-use super::{due, CatchUp, Cron, Pass, Rule};
+use super::{due, CatchUp, Cron, Pass, Rate, Rule};
 
 /// How often a series fires.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,6 +14,18 @@ pub enum Every {
     Cron(Cron, Tz),
     /// Every so many seconds from the series' start.
     Seconds(u32),
+    /// EventBridge Scheduler's `rate(...)`: as `Seconds`, shown as given.
+    Rate(Rate),
+}
+
+impl Every {
+    /// From EventBridge Scheduler's expression, read in `zone`.
+    pub fn expression(expression: crate::Expression, zone: Tz) -> Self {
+        match expression {
+            crate::Expression::Cron(cron) => Every::Cron(cron, zone),
+            crate::Expression::Rate(rate) => Every::Rate(rate),
+        }
+    }
 }
 
 /// A stored series: the job's `perform_at` is its next occurrence.
@@ -64,6 +76,10 @@ impl Series {
             Every::Cron(cron, zone) => Rule::Cron(cron.clone(), *zone),
             Every::Seconds(seconds) => Rule::Every {
                 seconds: *seconds,
+                start: anchor,
+            },
+            Every::Rate(rate) => Rule::Every {
+                seconds: rate.seconds(),
                 start: anchor,
             },
         }
@@ -153,13 +169,16 @@ impl Series {
 
     /// As the contract shows it (the zone goes in the job's `time_zone`).
     pub fn to_contract(&self) -> sqs_waiter_contract::Repeat {
-        let (cron, every_s) = match &self.every {
-            Every::Cron(c, _) => (Some(c.as_str().to_owned()), None),
-            Every::Seconds(s) => (None, Some(u64::from(*s))),
+        let (cron, every_s, expression) = match &self.every {
+            Every::Cron(c, _) if c.is_aws() => (None, None, Some(c.as_str().to_owned())),
+            Every::Cron(c, _) => (Some(c.as_str().to_owned()), None, None),
+            Every::Seconds(s) => (None, Some(u64::from(*s)), None),
+            Every::Rate(r) => (None, None, Some(r.as_str().to_owned())),
         };
         sqs_waiter_contract::Repeat {
             cron,
             every_s,
+            expression,
             until: self.until,
             count: self.count,
             catch_up: Some(self.catch_up),
@@ -177,7 +196,7 @@ impl Series {
     pub fn zone(&self) -> Option<Tz> {
         match &self.every {
             Every::Cron(_, z) => Some(*z),
-            Every::Seconds(_) => None,
+            Every::Seconds(_) | Every::Rate(_) => None,
         }
     }
 }

@@ -266,7 +266,7 @@ fn catching_up_all_stops_at_a_runs_worth_and_until_and_count_end_the_series() {
     assert_eq!((idle.send.len(), idle.skipped, idle.next), (0, 0, Some(later)));
 }
 
-const ZONES: &[&str] = &[
+pub(crate) const ZONES: &[&str] = &[
     "UTC",
     "Europe/Berlin",
     "America/New_York",
@@ -291,12 +291,16 @@ const WEEKDAYS: &[&str] = &["*", "*", "*", "MON-FRI", "0", "SUN,SAT", "7"];
 /// The reference: every UTC minute from `t` on, up to `horizon`. A minute fires when its local
 /// time matches and happens for the first time (not the second pass of a repeated hour), or
 /// when a local time that the change just before it skipped matches.
-fn brute(cron: &Cron, zone: Tz, t: DateTime<Utc>, horizon: TimeDelta) -> Option<DateTime<Utc>> {
+pub(crate) fn brute(
+    matches: impl Fn(NaiveDateTime) -> bool,
+    zone: Tz,
+    t: DateTime<Utc>,
+    horizon: TimeDelta,
+) -> Option<DateTime<Utc>> {
     let minute = TimeDelta::minutes(1);
     let secs = t.timestamp();
     let aligned = secs.rem_euclid(60) == 0 && t.nanosecond() == 0;
     let mut u = DateTime::from_timestamp(if aligned { secs } else { (secs.div_euclid(60) + 1) * 60 }, 0)?;
-    let matches = |l: NaiveDateTime| cron.matches_date(l.date()) && cron.matches_time(l.time());
     while u <= t + horizon {
         let local = u.with_timezone(&zone).naive_local();
         let before = (u - minute).with_timezone(&zone).naive_local();
@@ -319,7 +323,7 @@ fn brute(cron: &Cron, zone: Tz, t: DateTime<Utc>, horizon: TimeDelta) -> Option<
 }
 
 /// Instants in `year` at which `zone`'s offset changes, to the minute.
-fn changes(zone: Tz, year: i32) -> Vec<DateTime<Utc>> {
+pub(crate) fn changes(zone: Tz, year: i32) -> Vec<DateTime<Utc>> {
     let start = Utc.with_ymd_and_hms(year, 1, 1, 0, 0, 0).single().expect("start");
     let offset = |t: DateTime<Utc>| t.with_timezone(&zone).offset().fix();
     let mut out = Vec::new();
@@ -336,7 +340,7 @@ fn changes(zone: Tz, year: i32) -> Vec<DateTime<Utc>> {
     out
 }
 
-fn pick(list: &'static [&'static str]) -> impl Strategy<Value = &'static str> {
+pub(crate) fn pick(list: &'static [&'static str]) -> impl Strategy<Value = &'static str> {
     proptest::sample::select(list)
 }
 
@@ -368,7 +372,8 @@ proptest! {
         let horizon = TimeDelta::days(3);
         let rule = Rule::Cron(c.clone(), zone);
         let ours = rule.at_or_after(t);
-        match brute(&c, zone, t, horizon) {
+        let matches = |l: NaiveDateTime| c.matches_date(l.date()) && c.matches_time(l.time());
+        match brute(matches, zone, t, horizon) {
             Some(want) => prop_assert_eq!(ours, Some(want), "{} in {} from {}", expr, zone, t),
             None => prop_assert!(ours.is_none_or(|o| o > t + horizon), "{} in {} from {}: {:?}", expr, zone, t, ours),
         }

@@ -5,9 +5,11 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::{n, parse_epoch_decimal, Item};
-use crate::repeat::{CatchUp, Cron, Every, Series};
+use crate::repeat::{CatchUp, Cron, Every, Expression, Series};
 
 pub const A_REPEAT_CRON: &str = "repeat_cron";
+/// EventBridge Scheduler's `cron(...)` or `rate(...)`, as given.
+pub const A_REPEAT_EXPRESSION: &str = "repeat_expression";
 pub const A_REPEAT_EVERY_S: &str = "repeat_every_s";
 pub const A_REPEAT_TIME_ZONE: &str = "repeat_time_zone";
 pub const A_REPEAT_UNTIL: &str = "repeat_until";
@@ -24,11 +26,19 @@ pub(crate) fn encode_repeat(item: &mut Item, series: Option<&Series>) {
     let Some(s) = series else { return };
     match &s.every {
         Every::Cron(cron, zone) => {
-            item.insert(A_REPEAT_CRON.into(), AttributeValue::S(cron.as_str().to_owned()));
+            let name = if cron.is_aws() {
+                A_REPEAT_EXPRESSION
+            } else {
+                A_REPEAT_CRON
+            };
+            item.insert(name.into(), AttributeValue::S(cron.as_str().to_owned()));
             item.insert(A_REPEAT_TIME_ZONE.into(), AttributeValue::S(zone.name().to_owned()));
         }
         Every::Seconds(seconds) => {
             item.insert(A_REPEAT_EVERY_S.into(), number(u64::from(*seconds)));
+        }
+        Every::Rate(rate) => {
+            item.insert(A_REPEAT_EXPRESSION.into(), AttributeValue::S(rate.as_str().to_owned()));
         }
     }
     if let Some(u) = s.until {
@@ -68,20 +78,34 @@ fn whole(item: &Item, name: &str) -> Result<Option<u64>, String> {
 
 /// The item's series, if it is one. Errors name the attribute.
 pub(crate) fn decode_repeat(item: &Item) -> Result<Option<Series>, String> {
-    let every = match (s(item, A_REPEAT_CRON)?, whole(item, A_REPEAT_EVERY_S)?) {
-        (None, None) => return Ok(None),
-        (Some(expr), None) => {
+    let zone = || {
+        let zone = s(item, A_REPEAT_TIME_ZONE)?.unwrap_or("UTC");
+        zone.parse()
+            .map_err(|_| format!("{A_REPEAT_TIME_ZONE} is not a time zone: {zone}"))
+    };
+    let rules = (
+        s(item, A_REPEAT_CRON)?,
+        whole(item, A_REPEAT_EVERY_S)?,
+        s(item, A_REPEAT_EXPRESSION)?,
+    );
+    let every = match rules {
+        (None, None, None) => return Ok(None),
+        (Some(expr), None, None) => {
             let cron = Cron::parse(expr).map_err(|e| format!("{A_REPEAT_CRON}: {e}"))?;
-            let zone = s(item, A_REPEAT_TIME_ZONE)?.unwrap_or("UTC");
-            let zone = zone
-                .parse()
-                .map_err(|_| format!("{A_REPEAT_TIME_ZONE} is not a time zone: {zone}"))?;
-            Every::Cron(cron, zone)
+            Every::Cron(cron, zone()?)
         }
-        (None, Some(seconds)) => {
+        (None, Some(seconds), None) => {
             Every::Seconds(u32::try_from(seconds).map_err(|_| format!("{A_REPEAT_EVERY_S} is too large: {seconds}"))?)
         }
-        (Some(_), Some(_)) => return Err(format!("{A_REPEAT_CRON} and {A_REPEAT_EVERY_S} are both set")),
+        (None, None, Some(expr)) => {
+            let expression = Expression::parse(expr).map_err(|e| format!("{A_REPEAT_EXPRESSION}: {e}"))?;
+            Every::expression(expression, zone()?)
+        }
+        _ => {
+            return Err(format!(
+                "more than one of {A_REPEAT_CRON}, {A_REPEAT_EVERY_S} and {A_REPEAT_EXPRESSION} is set"
+            ))
+        }
     };
     let time = |name: &str| match item.get(name) {
         None => Ok(None),

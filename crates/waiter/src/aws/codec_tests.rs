@@ -266,11 +266,14 @@ fn the_keys_view_is_what_the_narrow_index_holds() {
 
 #[test]
 fn a_series_round_trips_with_its_rule_end_policy_count_and_held_occurrence() {
-    use crate::repeat::{CatchUp, Cron, Every, Series};
+    use crate::repeat::{CatchUp, Cron, Every, Expression, Series};
     let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+    let expression = |e: &str| Every::expression(Expression::parse(e).unwrap(), chrono_tz::Tz::Asia__Tokyo);
     for every in [
         Every::Cron(Cron::parse("0 9 * * MON-FRI").unwrap(), chrono_tz::Tz::Europe__Berlin),
         Every::Seconds(3600),
+        expression("cron(0 9 ? * 2#1 *)"),
+        expression("rate(5 minutes)"),
     ] {
         let mut j = stored("orders", "s", at, 4);
         j.job.repeat = Some(Box::new(Series {
@@ -281,11 +284,38 @@ fn a_series_round_trips_with_its_rule_end_policy_count_and_held_occurrence() {
             occurrences: 5,
             held: Some(at - TimeDelta::minutes(10)),
         }));
-        let back = decode(&j.job.queue, encode(&j)).unwrap();
+        let item = encode(&j);
+        let back = decode(&j.job.queue, item.clone()).unwrap();
         assert_eq!(back.job.repeat, j.job.repeat);
+        // EventBridge's expressions are kept as given, in their own attribute.
+        let shown = item
+            .get(A_REPEAT_EXPRESSION)
+            .and_then(|v| v.as_s().ok())
+            .map(String::as_str);
+        assert_eq!(shown, s_expression(&j.job.repeat));
+        // A read without the message still sees the series.
+        for k in item.keys().filter(|k| k.starts_with("repeat_")) {
+            assert!(ATTRIBUTES_WITHOUT_MESSAGE.contains(&k.as_str()), "{k}");
+        }
     }
+    let both = {
+        let mut item = encode(&stored("orders", "b", at, 4));
+        item.insert(A_REPEAT_EVERY_S.into(), AttributeValue::N("60".into()));
+        item.insert(A_REPEAT_EXPRESSION.into(), AttributeValue::S("rate(1 hour)".into()));
+        item
+    };
+    let queue = QueueName::parse("orders").unwrap();
+    assert!(decode(&queue, both).unwrap_err().contains("more than one of"));
     let plain = stored("orders", "p", at, 4);
     let item = encode(&plain);
     assert!(!item.keys().any(|k| k.starts_with("repeat_") || k == A_OCCURRENCES));
     assert_eq!(decode(&plain.job.queue, item).unwrap().job.repeat, None);
+}
+
+fn s_expression(series: &Option<Box<crate::repeat::Series>>) -> Option<&str> {
+    match &series.as_ref()?.every {
+        crate::repeat::Every::Cron(c, _) if c.is_aws() => Some(c.as_str()),
+        crate::repeat::Every::Rate(r) => Some(r.as_str()),
+        _ => None,
+    }
 }

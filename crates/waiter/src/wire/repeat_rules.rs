@@ -1,12 +1,13 @@
-//! The rules of `repeat` (DESIGN "Recurring jobs"): a refusal names the field (`repeat.cron`,
-//! `repeat.every_s`, ...) and the rule it broke.
+//! The rules of `repeat` (DESIGN "Recurring jobs") and of a one-off job's `schedule`
+//! (EventBridge Scheduler's `at(...)`): a refusal names the field (`repeat.cron`,
+//! `repeat.expression`, `schedule`, ...) and the rule it broke.
 
 use chrono::{DateTime, Utc};
 use sqs_waiter_contract::{Repeat, MAX_COUNT, MAX_EVERY_S, MIN_EVERY_S};
 
 use super::normalise::Given;
 use crate::error::InvalidRequest;
-use crate::repeat::{Cron, Every, Series};
+use crate::repeat::{instant_of, parse_at, Cron, Every, Expression, Series};
 use crate::windows::{zone_named, Windows};
 
 /// The series `repeat` names, read in `time_zone`, and its first occurrence at or after `start`.
@@ -18,12 +19,16 @@ pub(crate) fn check_repeat(
 ) -> Result<(Series, DateTime<Utc>), InvalidRequest> {
     let field = given.name("repeat");
     let sub = |name: &str| format!("{field}.{name}");
-    let every = match (r.cron, r.every_s) {
-        (Some(expr), None) => {
+    let (every, rule_field) = match (r.cron, r.every_s, r.expression) {
+        (Some(expr), None, None) => {
             let cron = Cron::parse(&expr).map_err(|e| InvalidRequest::new(sub("cron"), e))?;
-            Every::Cron(cron, zone(given, time_zone)?)
+            (Every::Cron(cron, zone(given, time_zone)?), "cron")
         }
-        (None, Some(s)) => {
+        (None, None, Some(expr)) => {
+            let expression = Expression::parse(&expr).map_err(|e| InvalidRequest::new(sub("expression"), e))?;
+            (Every::expression(expression, zone(given, time_zone)?), "expression")
+        }
+        (None, Some(s), None) => {
             if !(MIN_EVERY_S..=MAX_EVERY_S).contains(&s) {
                 return Err(InvalidRequest::new(
                     sub("every_s"),
@@ -31,9 +36,14 @@ pub(crate) fn check_repeat(
                 ));
             }
             zone(given, time_zone)?;
-            Every::Seconds(u32::try_from(s).unwrap_or(u32::MAX))
+            (Every::Seconds(u32::try_from(s).unwrap_or(u32::MAX)), "every_s")
         }
-        _ => return Err(InvalidRequest::new(field, "must hold exactly one of cron and every_s")),
+        _ => {
+            return Err(InvalidRequest::new(
+                field,
+                "must hold exactly one of cron, every_s and expression",
+            ))
+        }
     };
     if let Some(c) = r.count {
         if !(1..=MAX_COUNT).contains(&c) {
@@ -62,9 +72,40 @@ pub(crate) fn check_repeat(
             sub("until"),
             format!("{} comes before the series' first occurrence", u.to_rfc3339()),
         ),
-        None => InvalidRequest::new(sub("cron"), "has no occurrence after the start"),
+        None => InvalidRequest::new(sub(rule_field), "has no occurrence after the start"),
     })?;
     Ok((series, first))
+}
+
+/// `schedule`, `at(yyyy-mm-ddThh:mm:ss)` read in `time_zone`: the instant a one-off job is due
+/// (a skipped local time at the gap's end, a repeated one the first time; a past one now).
+/// `timed`: `delay_seconds` or `perform_at` was given too.
+pub(crate) fn check_schedule(
+    given: &Given,
+    at: &str,
+    timed: bool,
+    repeat: bool,
+    time_zone: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<DateTime<Utc>, InvalidRequest> {
+    let field = given.name("schedule");
+    if timed {
+        let rule = format!(
+            "give one of {}, {} and {field}",
+            given.name("delay_seconds"),
+            given.name("perform_at")
+        );
+        return Err(InvalidRequest::new(field, rule));
+    }
+    if repeat {
+        return Err(InvalidRequest::new(
+            field,
+            "is a one-off job's at(...): a series starts at its perform_at and repeats by repeat.expression",
+        ));
+    }
+    let local = parse_at(at).map_err(|e| InvalidRequest::new(&field, e))?;
+    let at = instant_of(zone(given, time_zone)?, local);
+    Ok(crate::time::ceil_to_micros(at.max(now)).unwrap_or(at))
 }
 
 fn zone(given: &Given, name: Option<&str>) -> Result<chrono_tz::Tz, InvalidRequest> {

@@ -16,7 +16,7 @@ use sqs_waiter_contract::{
 
 use super::decode::Decoded;
 use super::normalise::kind;
-use super::repeat_rules::{check_repeat, split_zone, start_in_windows};
+use super::repeat_rules::{check_repeat, check_schedule, split_zone, start_in_windows};
 use super::steer::check_on_duplicate;
 use crate::config::{Config, QueueName};
 use crate::error::InvalidRequest;
@@ -282,10 +282,15 @@ impl TryFrom<Decoded<'_, JobRequest>> for Job {
         let message_attributes = without_reserved(check_attributes(&given, j.message_attributes)?);
         let priority = check_priority(&given, j.priority, DEFAULT_PRIORITY)?;
         let weight = check_weight(&given, j.weight, DEFAULT_WEIGHT)?;
-        let perform_at = when(&given, j.delay_seconds, j.perform_at, now)?
-            .unwrap_or_else(|| time::ceil_to_micros(now).unwrap_or(now));
-        // `time_zone` is the windows' and a series' cron's (one zone for both).
+        let timed = j.delay_seconds.is_some() || j.perform_at.is_some();
+        let perform_at = match &j.schedule {
+            Some(at) => check_schedule(&given, at, timed, j.repeat.is_some(), j.time_zone.as_deref(), now)?,
+            None => when(&given, j.delay_seconds, j.perform_at, now)?
+                .unwrap_or_else(|| time::ceil_to_micros(now).unwrap_or(now)),
+        };
+        // `time_zone` is the windows' and a series' cron's (one zone for both), and `schedule`'s.
         let (windows_zone, repeat_zone) = split_zone(j.repeat.is_some(), j.windows.is_some(), j.time_zone);
+        let windows_zone = windows_zone.filter(|_| j.schedule.is_none() || j.windows.is_some());
         if j.repeat.is_some() && j.expires_at.is_some() {
             return Err(InvalidRequest::new(
                 given.name("expires_at"),

@@ -303,3 +303,72 @@ fn an_unsampled_or_absent_invocation_trace_is_not_kept() {
         assert_eq!(j.unwrap().trace_header, None, "{invocation:?}");
     }
 }
+
+#[test]
+fn eventbridge_at_is_read_in_its_zone_and_its_expressions_repeat() {
+    let at = |v: Value| job(v).map(|j| j.perform_at.to_rfc3339());
+    // 09:00 in Tokyo is midnight UTC; without a zone, UTC.
+    let tokyo = json!({"queue": "orders", "message_body": "x", "schedule": "at(2027-01-01T09:00:00)", "time_zone": "Asia/Tokyo"});
+    assert_eq!(at(tokyo).unwrap(), "2027-01-01T00:00:00+00:00");
+    let utc = json!({"queue": "orders", "message_body": "x", "schedule": "at(2027-01-01T09:00:00)"});
+    assert_eq!(at(utc).unwrap(), "2027-01-01T09:00:00+00:00");
+    // A local time the clock skips comes at the gap's end; a past one is now.
+    let gap = json!({"queue": "orders", "message_body": "x", "schedule": "at(2027-03-28T02:30:00)", "time_zone": "Europe/Berlin"});
+    assert_eq!(at(gap).unwrap(), "2027-03-28T01:00:00+00:00");
+    let past = json!({"queue": "orders", "message_body": "x", "schedule": "at(2020-01-01T09:00:00)"});
+    assert_eq!(at(past).unwrap(), now().to_rfc3339());
+    // With windows, `time_zone` is both's.
+    let windowed = json!({"queue": "orders", "message_body": "x", "schedule": "at(2027-01-01T07:00:00)",
+        "time_zone": "Asia/Tokyo", "windows": [{"from": "08:00", "to": "18:00"}]});
+    assert_eq!(at(windowed).unwrap(), "2026-12-31T23:00:00+00:00");
+    for (v, field) in [
+        (
+            json!({"schedule": "at(2027-01-01T09:00:00)", "perform_at": "2027-01-01T00:00:00Z"}),
+            "schedule",
+        ),
+        (
+            json!({"schedule": "at(2027-01-01T09:00:00)", "DelaySeconds": 5}),
+            "schedule",
+        ),
+        (
+            json!({"schedule": "at(2027-01-01T09:00:00)", "repeat": {"expression": "rate(1 hour)"}}),
+            "schedule",
+        ),
+        (json!({"schedule": "cron(0 9 ? * MON-FRI *)"}), "schedule"),
+        (
+            json!({"schedule": "at(2027-01-01T09:00:00)", "time_zone": "Mars/Olympus"}),
+            "time_zone",
+        ),
+        (
+            json!({"delay_seconds": 60, "repeat": {"expression": "cron(0 9 * * * *)"}}),
+            "repeat.expression",
+        ),
+        (
+            json!({"delay_seconds": 60, "repeat": {"expression": "cron(0 9 ? * * 2020)"}}),
+            "repeat.expression",
+        ),
+        (
+            json!({"delay_seconds": 60, "repeat": {"expression": "rate(1 hour)", "every_s": 60}}),
+            "repeat",
+        ),
+    ] {
+        let mut v = v;
+        v["queue"] = json!("orders");
+        v["message_body"] = json!("x");
+        assert_eq!(job(v.clone()).unwrap_err().field, field, "{v}");
+    }
+    let e =
+        job(json!({"queue": "orders", "message_body": "x", "DelaySeconds": 5, "schedule": "at(2027-01-01T09:00:00)"}))
+            .unwrap_err();
+    assert_eq!(e.rule, "give one of DelaySeconds, perform_at and schedule");
+    // A series on AWS's cron: the first weekday at 09:00 in its zone after its start.
+    let series = job(
+        json!({"queue": "orders", "message_body": "x", "perform_at": "2026-11-28T00:00:00Z",
+        "repeat": {"expression": "cron(0 9 ? * MON-FRI *)"}, "time_zone": "Europe/Berlin"}),
+    )
+    .unwrap();
+    assert_eq!(series.perform_at.to_rfc3339(), "2026-11-30T08:00:00+00:00");
+    let shown = series.repeat.expect("a series").to_contract();
+    assert_eq!(shown.expression.as_deref(), Some("cron(0 9 ? * MON-FRI *)"));
+    assert_eq!((shown.cron, shown.every_s), (None, None));
+}
