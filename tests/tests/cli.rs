@@ -290,6 +290,49 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
         ok(&watch, &["cancel", "orders", "cli-s"]).trim(),
         "cancelled cli-s on orders"
     );
+    // EventBridge Scheduler's expressions: 2-6 is Monday to Friday, so from Saturday 4 January
+    // 2031 the first is Monday at 09:00 Berlin; `list` shows the expression as given. `at(...)`
+    // is a one-off job's local time.
+    let eb = [
+        "enqueue",
+        "orders",
+        "eb",
+        "--at",
+        "2031-01-04T00:00:00Z",
+        "--id",
+        "cli-eb",
+        "--schedule",
+        "cron(0 9 ? * 2-6 *)",
+        "--tz",
+        "Europe/Berlin",
+    ];
+    assert_eq!(
+        ok(&watch, &eb).trim(),
+        "scheduled cli-eb on orders for 2031-01-06T08:00:00Z"
+    );
+    assert!(
+        ok(&watch, &["list", "orders"]).contains("cron(0 9 ? * 2-6 *) Europe/Berlin"),
+        "the expression as given"
+    );
+    let at = [
+        "enqueue",
+        "orders",
+        "at",
+        "--schedule",
+        "at(2031-01-01T09:00:00)",
+        "--tz",
+        "Asia/Tokyo",
+    ];
+    assert!(
+        ok(&watch, &at).trim().ends_with(" on orders for 2031-01-01T00:00:00Z"),
+        "09:00 in Tokyo"
+    );
+    assert!(refused(
+        &watch,
+        &["enqueue", "orders", "x", "--schedule", "cron(0 9 * * * *)"],
+        1
+    )
+    .starts_with("sqs-waiter: repeat.expression: one of day-of-month and day-of-week must be ?"));
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -7,6 +7,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use e2e::rig::{histogram_counts, in_secs, parse_time, setup};
 use serde_json::{json, Value};
 
+#[path = "manage/expressions.rs"]
+mod expressions;
 #[path = "manage/pause.rs"]
 mod pause;
 #[path = "manage/series.rs"]

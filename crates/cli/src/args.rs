@@ -273,7 +273,7 @@ pub struct Repetition {
     pub every: Option<u64>,
     /// EventBridge Scheduler's expression, read in --tz: cron(...) (six fields) or rate(...)
     /// repeat; at(yyyy-mm-ddThh:mm:ss) is a one-off job's local time.
-    #[arg(long, value_name = "EXPR", group = "series", conflicts_with_all = ["delay", "at"])]
+    #[arg(long, value_name = "EXPR", group = "series")]
     pub schedule: Option<String>,
     /// The IANA zone the cron or --schedule is read in (default UTC).
     #[arg(long, value_name = "ZONE", requires = "series")]

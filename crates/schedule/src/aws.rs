@@ -16,42 +16,12 @@ use crate::cron::Cron;
 use crate::days::{AwsDates, Days, MonthDays, WeekDays, Years, FIRST_YEAR, LAST_YEAR};
 use crate::fields::{field_bits, field_values, value, Bits, Field, MONTH_NAMES, WEEKDAY_NAMES};
 
-const MINUTES: Field = Field {
-    name: "minutes",
-    min: 0,
-    max: 59,
-    names: &[],
-};
-const HOURS: Field = Field {
-    name: "hours",
-    min: 0,
-    max: 23,
-    names: &[],
-};
-const DAY_OF_MONTH: Field = Field {
-    name: "day-of-month",
-    min: 1,
-    max: 31,
-    names: &[],
-};
-const MONTH: Field = Field {
-    name: "month",
-    min: 1,
-    max: 12,
-    names: MONTH_NAMES,
-};
-const DAY_OF_WEEK: Field = Field {
-    name: "day-of-week",
-    min: 1,
-    max: 7,
-    names: WEEKDAY_NAMES,
-};
-const YEAR: Field = Field {
-    name: "year",
-    min: FIRST_YEAR,
-    max: LAST_YEAR,
-    names: &[],
-};
+const MINUTES: Field = Field::new("minutes", 0, 59, &[]);
+const HOURS: Field = Field::new("hours", 0, 23, &[]);
+const DAY_OF_MONTH: Field = Field::new("day-of-month", 1, 31, &[]);
+const MONTH: Field = Field::new("month", 1, 12, MONTH_NAMES);
+const DAY_OF_WEEK: Field = Field::new("day-of-week", 1, 7, WEEKDAY_NAMES);
+const YEAR: Field = Field::new("year", FIRST_YEAR, LAST_YEAR, &[]);
 
 /// A parsed EventBridge Scheduler expression for a series.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -43,36 +43,11 @@ enum Dates {
 }
 
 const FIELDS: [Field; 5] = [
-    Field {
-        name: "minute",
-        min: 0,
-        max: 59,
-        names: &[],
-    },
-    Field {
-        name: "hour",
-        min: 0,
-        max: 23,
-        names: &[],
-    },
-    Field {
-        name: "day of month",
-        min: 1,
-        max: 31,
-        names: &[],
-    },
-    Field {
-        name: "month",
-        min: 1,
-        max: 12,
-        names: MONTH_NAMES,
-    },
-    Field {
-        name: "day of week",
-        min: 0,
-        max: 7,
-        names: WEEKDAY_NAMES,
-    },
+    Field::new("minute", 0, 59, &[]),
+    Field::new("hour", 0, 23, &[]),
+    Field::new("day of month", 1, 31, &[]),
+    Field::new("month", 1, 12, MONTH_NAMES),
+    Field::new("day of week", 0, 7, WEEKDAY_NAMES),
 ];
 
 impl Cron {

@@ -22,6 +22,12 @@ pub(crate) struct Field {
     pub(crate) names: &'static [&'static str],
 }
 
+impl Field {
+    pub(crate) const fn new(name: &'static str, min: u32, max: u32, names: &'static [&'static str]) -> Self {
+        Self { name, min, max, names }
+    }
+}
+
 pub(crate) const MONTH_NAMES: &[&str] = &[
     "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC",
 ];

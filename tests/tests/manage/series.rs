@@ -23,9 +23,10 @@ fn occurrence_of(r: &Received) -> (String, DateTime<Utc>) {
     (id, at)
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn series_send_one_message_per_occurrence_follow_catch_up_and_stop_when_cancelled() {
-    let mut s = setup(
+/// The `orders` queue as series tests use it: everything stored, handed over within 2 s of its
+/// time, and a week's history (a finished series' record).
+pub(super) async fn series_rig() -> e2e::rig::Setup {
+    setup(
         &["orders"],
         &[
             ("WAITER_LOOKAHEAD", "2"),
@@ -33,7 +34,12 @@ async fn series_send_one_message_per_occurrence_follow_catch_up_and_stop_when_ca
             ("WAITER_HISTORY_DAYS", "7"),
         ],
     )
-    .await;
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn series_send_one_message_per_occurrence_follow_catch_up_and_stop_when_cancelled() {
+    let mut s = series_rig().await;
     // Occurrences at start, start + 60 s, ...: at the first run the first four are more than
     // 60 s late (missed), start + 240 s is on time, start + 300 s is ahead.
     let start = (Utc::now() - TimeDelta::seconds(285)).with_nanosecond(0).expect("time");
@@ -194,15 +200,7 @@ async fn series_send_one_message_per_occurrence_follow_catch_up_and_stop_when_ca
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cron_series_in_a_half_hour_zone_fires_on_the_minute_and_finishes_at_its_count() {
-    let mut s = setup(
-        &["orders"],
-        &[
-            ("WAITER_LOOKAHEAD", "2"),
-            ("WAITER_DIRECT_MAX_DELAY", "0"),
-            ("WAITER_HISTORY_DAYS", "7"),
-        ],
-    )
-    .await;
+    let mut s = series_rig().await;
     // Every minute, read in India's +05:30: the first at or after a start 50 s ago is at most
     // 10 s ahead, or on time.
     let start = Utc::now() - TimeDelta::seconds(50);
