@@ -236,3 +236,24 @@ fn catch_up_bench_sends_each_missed_occurrence_in_order() {
     let c = e2e::bench::catch_up_cpu(200);
     assert_eq!((c.all_passes, c.one_skipped), (200, 198), "{c:?}");
 }
+
+/// Issue 61: the debounce bench drives replacing calls through the real function; each id's
+/// last call is the one message that goes out, and a replacing call is one read and one
+/// transaction of two items (the job's put and the lease item's check).
+#[tokio::test(flavor = "multi_thread")]
+async fn debounce_bench_counts_one_read_and_one_transaction_per_replacing_call() {
+    let r = e2e::bench::debounce_cost(3, 2, Profile::Debug).await;
+    assert_eq!((r.messages, r.messages_with_last_body), (3, 3), "{r:?}");
+    let c = |op: &str| r.calls_per_replacing_call.get(op).copied().unwrap_or(0.0);
+    assert_eq!(
+        (
+            c("BatchGetItem"),
+            c("TransactWriteItems"),
+            c("TransactWriteItems/items"),
+            c("PutItem")
+        ),
+        (1.0, 1.0, 2.0, 0.0),
+        "{r:?}"
+    );
+    assert!(r.on_demand_per_million_calls > 0.0, "{r:?}");
+}

@@ -80,11 +80,7 @@ pub async fn api_efficiency(
         .start()
         .await;
     let (emu, env, url) = (&rig.emu, &rig.env, rig.urls[0].clone());
-    let proxies: Vec<&crate::proxy::FaultProxy> = rig
-        .proxy
-        .iter()
-        .chain(rig.tables.iter().filter_map(|(_, p)| p.as_ref()))
-        .collect();
+    let proxies = proxies_of(&rig);
     let mut enqueue = Function::start_binary(binary_path("enqueue", profile), "enqueue", env).await;
     let mut poller = Function::start_binary(binary_path("poller", profile), "poller", env).await;
     // Far enough out that every job is stored however long the enqueueing takes.

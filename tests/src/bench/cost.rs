@@ -82,7 +82,7 @@ pub(crate) fn write_units(bytes: usize) -> f64 {
     bytes.div_ceil(1024).max(1) as f64
 }
 
-fn strong_read_units(bytes: usize) -> f64 {
+pub(crate) fn strong_read_units(bytes: usize) -> f64 {
     bytes.div_ceil(4096).max(1) as f64
 }
 

@@ -7,6 +7,7 @@ mod catch_up;
 mod cold_start;
 mod compression;
 mod cost;
+mod debounce_cost;
 mod dispatch;
 mod ledger;
 mod precision;
@@ -19,6 +20,7 @@ pub use catch_up::*;
 pub use cold_start::*;
 pub use compression::*;
 pub use cost::*;
+pub use debounce_cost::*;
 pub use dispatch::*;
 pub use ledger::*;
 pub use precision::*;
@@ -107,6 +109,14 @@ pub fn peak_rss_mib(pid: u32) -> f64 {
 }
 
 /// A time as the benches write it into requests: RFC 3339 with microseconds.
+/// Every fault proxy of a rig (SQS's and each table's), where a bench counts calls.
+pub(crate) fn proxies_of(rig: &crate::rig::Rig) -> Vec<&crate::proxy::FaultProxy> {
+    rig.proxy
+        .iter()
+        .chain(rig.tables.iter().filter_map(|(_, p)| p.as_ref()))
+        .collect()
+}
+
 pub(crate) fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }

@@ -59,11 +59,7 @@ pub async fn series_cost(series: usize, count: u64, shards: u32, profile: Profil
         .start()
         .await;
     let (emu, env, url) = (&rig.emu, &rig.env, rig.urls[0].clone());
-    let proxies: Vec<&crate::proxy::FaultProxy> = rig
-        .proxy
-        .iter()
-        .chain(rig.tables.iter().filter_map(|(_, p)| p.as_ref()))
-        .collect();
+    let proxies = proxies_of(&rig);
     let calls = |op: &str| proxies.iter().map(|p| p.calls(op)).sum::<usize>();
     let mut enqueue = Function::start_binary(binary_path("enqueue", profile), "enqueue", env).await;
     let mut poller = Function::start_binary(binary_path("poller", profile), "poller", env).await;

@@ -43,6 +43,8 @@ enum Section {
     Series,
     /// The CPU of catching a series up: a run's passes over a `* * * * *` series far behind.
     CatchUp,
+    /// What a debounced enqueue (`on_duplicate: replace`) costs: calls, units and dollars.
+    Debounce,
 }
 
 /// Prints sqs-waiter's figures and writes them as JSON (and the lateness chart as SVG) under
@@ -83,6 +85,7 @@ async fn main() {
         Section::Compression => "compression",
         Section::Series => "series",
         Section::CatchUp => "catch-up",
+        Section::Debounce => "debounce",
     };
     let all = what == "all";
     println!(
@@ -522,6 +525,12 @@ async fn main() {
             r.provisioned_per_million
         );
         println!("written to {}\n", write_json("series.json", &r).display());
+    }
+    if all || what == "debounce" {
+        let (ids, calls) = if quick { (20, 3) } else { (100, 5) };
+        let r = debounce_cost(ids, calls, profile).await;
+        println!("{}", r.report());
+        println!("written to {}\n", write_json("debounce.json", &r).display());
     }
     if all || what == "catch-up" {
         let c = catch_up_cpu(if quick { 10_000 } else { 100_000 });
