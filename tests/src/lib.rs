@@ -20,6 +20,7 @@ pub mod throughput;
 pub mod tls_front;
 pub mod turn;
 pub mod watch;
+pub mod webdriver;
 
 use std::path::PathBuf;
 

@@ -34,6 +34,19 @@ fn cargo_lambda() -> PathBuf {
 }
 
 impl Watch {
+    /// The environment that points the `sqs-waiter` CLI at this function, and nothing of the
+    /// caller's (start the command with `env_clear`).
+    pub fn cli_env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("SQS_WAITER_FUNCTION", self.function_name.clone()),
+            ("AWS_ENDPOINT_URL", self.endpoint.clone()),
+            ("AWS_REGION", "us-east-1".into()),
+            ("AWS_ACCESS_KEY_ID", "test".into()),
+            ("AWS_SECRET_ACCESS_KEY", "test".into()),
+            ("AWS_EC2_METADATA_DISABLED", "true".into()),
+        ]
+    }
+
     /// Serves `name` (a binary of the workspace, built in the dev profile) with `env`.
     pub async fn start(name: &str, env: &Env) -> Self {
         let binary = binary_path(name, Profile::Debug);

@@ -257,3 +257,13 @@ async fn debounce_bench_counts_one_read_and_one_transaction_per_replacing_call()
     );
     assert!(r.on_demand_per_million_calls > 0.0, "{r:?}");
 }
+
+/// Issue 62: the console bench starts the CLI's console and times its pages.
+#[tokio::test(flavor = "multi_thread")]
+async fn console_bench_starts_the_console_and_times_a_page() {
+    let r = e2e::bench::console_bench(1, Profile::Debug).await;
+    assert!(
+        r.start_ms > 0.0 && r.queues_page_ms > 0.0 && r.own_page_ms > 0.0,
+        "{r:?}"
+    );
+}

@@ -17,12 +17,7 @@ fn cli(watch: &Watch) -> Command {
     );
     let mut c = Command::new(binary);
     c.env_clear()
-        .env("SQS_WAITER_FUNCTION", &watch.function_name)
-        .env("AWS_ENDPOINT_URL", &watch.endpoint)
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .envs(watch.cli_env())
         .env("COLUMNS", "80")
         .env("NO_COLOR", "1")
         .timeout(std::time::Duration::from_secs(60));

@@ -201,6 +201,23 @@ pub enum Command {
     /// The queues the function serves, and which are paused.
     #[command(after_help = "Example:\n  sqs-waiter queues")]
     Queues,
+    /// Serve the web console on 127.0.0.1 and open it in the browser.
+    ///
+    /// It uses these credentials, function, endpoint and region, creates no AWS resource and
+    /// answers only on this machine. It prints `console: URL` once ready; the URL carries the
+    /// session's token.
+    #[command(after_help = "Examples:\n  sqs-waiter console\n  sqs-waiter console --port 8400 --read-only --no-open")]
+    Console {
+        /// The port on 127.0.0.1; any free one when absent.
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Offer no change: every POST is refused.
+        #[arg(long)]
+        read_only: bool,
+        /// Print the address without opening a browser.
+        #[arg(long)]
+        no_open: bool,
+    },
     /// Jobs SQS rejected permanently, with the reason.
     #[command(after_help = "Example:\n  sqs-waiter parked orders")]
     Parked {

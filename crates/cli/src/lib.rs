@@ -1,6 +1,7 @@
 //! The `sqs-waiter` command line, built on `sqs-waiter-client`.
 
 pub mod args;
+mod browser;
 pub mod parse;
 pub mod preview;
 pub mod render;

@@ -393,30 +393,9 @@ pub fn redrive_all(r: &RedriveAllReply) -> String {
     line
 }
 
-/// A series' repetition in one cell: `cron 0 9 * * MON-FRI Europe/Berlin`, `every 900s`,
-/// `cron(0 9 ? * MON-FRI *) Europe/Berlin`, `rate(5 minutes)`, then its end and catch-up
-/// policy when they are not the defaults.
+/// A series' repetition in one cell (the contract's own wording, shared with the console).
 pub fn repetition(r: &sqs_waiter_client::Repeat, zone: Option<&str>) -> String {
-    let mut parts = match (&r.cron, r.every_s, &r.expression) {
-        (Some(c), _, _) => vec![format!("cron {c} {}", zone.unwrap_or("UTC"))],
-        (None, Some(s), _) => vec![format!("every {s}s")],
-        (None, None, Some(e)) if e.starts_with("cron(") => vec![format!("{e} {}", zone.unwrap_or("UTC"))],
-        (None, None, Some(e)) => vec![e.clone()],
-        (None, None, None) => vec![],
-    };
-    if let Some(u) = r.until {
-        parts.push(format!(
-            "until {}",
-            u.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-        ));
-    }
-    if let Some(c) = r.count {
-        parts.push(format!("count {c}"));
-    }
-    if let Some(p) = r.catch_up.filter(|p| *p != sqs_waiter_client::CatchUp::One) {
-        parts.push(format!("catch-up {}", p.as_str()));
-    }
-    parts.join(", ")
+    r.describe(zone)
 }
 
 /// What a `pause` or `resume` did.

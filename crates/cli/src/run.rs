@@ -58,6 +58,27 @@ pub async fn run(cli: Cli) -> ExitCode {
         };
     }
     let client = client(&cli).await;
+    if let Command::Console {
+        port,
+        read_only,
+        no_open,
+    } = cli.command
+    {
+        let options = sqs_waiter_console::Options {
+            port,
+            read_only,
+            region: region_of(&cli),
+        };
+        let open = |url: &str| {
+            if !no_open {
+                crate::browser::open(url);
+            }
+        };
+        return match sqs_waiter_console::serve(client, options, open).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(&format!("--port: cannot serve on 127.0.0.1:{port}: {e}")),
+        };
+    }
     match execute(&cli, &client).await {
         Ok(Ended::Done) => ExitCode::SUCCESS,
         Ok(Ended::NotDone(why)) => fail(&why),
@@ -82,6 +103,14 @@ async fn client(cli: &Cli) -> Client {
     }
     let config = loader.load().await;
     Client::new(aws_sdk_lambda::Client::new(&config), cli.function.clone())
+}
+
+/// The region the CLI calls, for the console's link to CloudWatch.
+fn region_of(cli: &Cli) -> Option<String> {
+    cli.region
+        .clone()
+        .or_else(|| std::env::var("AWS_REGION").ok())
+        .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
 }
 
 /// HTTPS for the SDK: hyper with rustls on ring, trusting the system's roots (the SDK's
@@ -489,7 +518,8 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
             }
             Ok(Ended::Done)
         }
-        Command::Completions { .. } => Ok(Ended::Done),
+        // Handled in `run` before a client call.
+        Command::Completions { .. } | Command::Console { .. } => Ok(Ended::Done),
     }
 }
 

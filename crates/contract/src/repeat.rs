@@ -131,6 +131,34 @@ impl Repeat {
     }
 }
 
+impl Repeat {
+    /// The repetition in one line: `cron 0 9 * * MON-FRI Europe/Berlin`, `every 900s`,
+    /// `cron(0 9 ? * MON-FRI *) Europe/Berlin`, `rate(5 minutes)`, then its end and catch-up
+    /// policy when they are not the defaults. `zone` is the job's `time_zone`.
+    pub fn describe(&self, zone: Option<&str>) -> String {
+        let mut parts = match (&self.cron, self.every_s, &self.expression) {
+            (Some(c), _, _) => vec![format!("cron {c} {}", zone.unwrap_or("UTC"))],
+            (None, Some(s), _) => vec![format!("every {s}s")],
+            (None, None, Some(e)) if e.starts_with("cron(") => vec![format!("{e} {}", zone.unwrap_or("UTC"))],
+            (None, None, Some(e)) => vec![e.clone()],
+            (None, None, None) => vec![],
+        };
+        if let Some(u) = self.until {
+            parts.push(format!(
+                "until {}",
+                u.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            ));
+        }
+        if let Some(c) = self.count {
+            parts.push(format!("count {c}"));
+        }
+        if let Some(p) = self.catch_up.filter(|p| *p != CatchUp::One) {
+            parts.push(format!("catch-up {}", p.as_str()));
+        }
+        parts.join(", ")
+    }
+}
+
 /// The series and instant an occurrence's `waiter.job_id` names (`{job_id}@{epoch}`), if it
 /// names one.
 pub fn occurrence_of(job_id: &str) -> Option<(&str, i64)> {

@@ -45,6 +45,8 @@ enum Section {
     CatchUp,
     /// What a debounced enqueue (`on_duplicate: replace`) costs: calls, units and dollars.
     Debounce,
+    /// The web console's start and its page time beside the function's.
+    Console,
 }
 
 /// Prints sqs-waiter's figures and writes them as JSON (and the lateness chart as SVG) under
@@ -86,6 +88,7 @@ async fn main() {
         Section::Series => "series",
         Section::CatchUp => "catch-up",
         Section::Debounce => "debounce",
+        Section::Console => "console",
     };
     let all = what == "all";
     println!(
@@ -531,6 +534,11 @@ async fn main() {
         let r = debounce_cost(ids, calls, profile).await;
         println!("{}", r.report());
         println!("written to {}\n", write_json("debounce.json", &r).display());
+    }
+    if all || what == "console" {
+        let r = console_bench(if quick { 3 } else { 7 }, profile).await;
+        println!("{}", r.report());
+        println!("written to {}\n", write_json("console.json", &r).display());
     }
     if all || what == "catch-up" {
         let c = catch_up_cpu(if quick { 10_000 } else { 100_000 });

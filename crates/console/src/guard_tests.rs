@@ -1,0 +1,160 @@
+//! Each rule of the guard, with the request a hostile page or process would send: no token, a
+//! foreign `Host`, a POST without the CSRF token (to a page and to a path no page has), a
+//! cross-origin form post, a POST under `--read-only`. Each is refused before any handler runs
+//! (the client here points at a closed port, so a handler that ran would fail differently).
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use tower::ServiceExt;
+
+use crate::{routes, Console, Shared, COOKIE};
+
+const PORT: u16 = 47_001;
+
+fn console(read_only: bool) -> Shared {
+    let config = aws_sdk_lambda::Config::builder()
+        .behavior_version(aws_sdk_lambda::config::BehaviorVersion::latest())
+        .region(aws_sdk_lambda::config::Region::new("us-east-1"))
+        .endpoint_url("http://127.0.0.1:9")
+        .build();
+    Arc::new(Console {
+        client: sqs_waiter_client::Client::new(aws_sdk_lambda::Client::from_conf(config), "f"),
+        token: "the-token".into(),
+        csrf: "the-csrf".into(),
+        read_only,
+        port: PORT,
+        region: None,
+    })
+}
+
+fn request(method: &str, path: &str) -> axum::http::request::Builder {
+    Request::builder()
+        .method(method)
+        .uri(path)
+        .header(header::HOST, format!("127.0.0.1:{PORT}"))
+        .header(header::COOKIE, format!("{COOKIE}=the-token"))
+}
+
+fn form(body: &str) -> Body {
+    Body::from(body.to_owned())
+}
+
+async fn status(c: &Shared, r: Request<Body>) -> StatusCode {
+    routes(c.clone()).oneshot(r).await.expect("response").status()
+}
+
+#[tokio::test]
+async fn the_token_comes_once_in_the_address_then_in_a_cookie_and_nothing_answers_without_it() {
+    let c = console(false);
+    let bare = Request::builder()
+        .uri("/assets/console.css")
+        .header(header::HOST, format!("127.0.0.1:{PORT}"))
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(status(&c, bare).await, StatusCode::FORBIDDEN, "no token");
+    let wrong = Request::builder()
+        .uri("/assets/console.css")
+        .header(header::HOST, format!("127.0.0.1:{PORT}"))
+        .header(header::COOKIE, format!("{COOKIE}=guess"))
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(status(&c, wrong).await, StatusCode::FORBIDDEN, "a wrong cookie");
+    let first = Request::builder()
+        .uri("/?token=the-token")
+        .header(header::HOST, format!("localhost:{PORT}"))
+        .body(Body::empty())
+        .unwrap();
+    let r = routes(c.clone()).oneshot(first).await.unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()[header::LOCATION], "/");
+    let cookie = r.headers()[header::SET_COOKIE].to_str().unwrap();
+    assert!(
+        cookie.starts_with(&format!("{COOKIE}=the-token;"))
+            && cookie.contains("HttpOnly")
+            && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let guessed = Request::builder()
+        .uri("/?token=guess")
+        .header(header::HOST, format!("127.0.0.1:{PORT}"))
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(status(&c, guessed).await, StatusCode::FORBIDDEN, "a wrong token");
+    let ok = request("GET", "/assets/console.css").body(Body::empty()).unwrap();
+    assert_eq!(status(&c, ok).await, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_foreign_host_is_refused_even_with_the_cookie() {
+    let c = console(false);
+    for host in ["evil.example", "evil.example:47001", "127.0.0.1:8080", "[::1]:47001"] {
+        let mut r = request("GET", "/assets/console.css").body(Body::empty()).unwrap();
+        r.headers_mut().insert(header::HOST, host.parse().unwrap());
+        assert_eq!(status(&c, r).await, StatusCode::FORBIDDEN, "{host}");
+    }
+}
+
+#[tokio::test]
+async fn a_post_without_the_csrf_token_is_refused_whatever_its_path() {
+    let c = console(false);
+    for path in ["/queues/orders/pause", "/queues/orders/jobs/a/cancel", "/no/such/page"] {
+        let r = request("POST", path)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(form("x=1"))
+            .unwrap();
+        assert_eq!(status(&c, r).await, StatusCode::FORBIDDEN, "{path}");
+        let wrong = request("POST", path).body(form("csrf=guess")).unwrap();
+        assert_eq!(status(&c, wrong).await, StatusCode::FORBIDDEN, "{path}");
+    }
+    // With it, the guard lets the request through to routing (here: no such page).
+    let through = request("POST", "/no/such/page").body(form("csrf=the-csrf")).unwrap();
+    assert_eq!(status(&c, through).await, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_cross_origin_form_post_is_refused_even_with_the_token_and_cookie() {
+    let c = console(false);
+    let evil = request("POST", "/no/such/page")
+        .header(header::ORIGIN, "http://evil.example")
+        .body(form("csrf=the-csrf"))
+        .unwrap();
+    assert_eq!(status(&c, evil).await, StatusCode::FORBIDDEN);
+    let other_port = request("POST", "/no/such/page")
+        .header(header::ORIGIN, "http://127.0.0.1:8080")
+        .body(form("csrf=the-csrf"))
+        .unwrap();
+    assert_eq!(status(&c, other_port).await, StatusCode::FORBIDDEN);
+    let cross_site = request("POST", "/no/such/page")
+        .header("sec-fetch-site", "cross-site")
+        .body(form("csrf=the-csrf"))
+        .unwrap();
+    assert_eq!(status(&c, cross_site).await, StatusCode::FORBIDDEN);
+    let own = request("POST", "/no/such/page")
+        .header(header::ORIGIN, format!("http://localhost:{PORT}"))
+        .header("sec-fetch-site", "same-origin")
+        .body(form("csrf=the-csrf"))
+        .unwrap();
+    assert_eq!(status(&c, own).await, StatusCode::NOT_FOUND, "its own pages pass");
+}
+
+#[tokio::test]
+async fn read_only_refuses_every_post() {
+    let c = console(true);
+    for path in ["/queues/orders/pause", "/no/such/page"] {
+        let r = request("POST", path).body(form("csrf=the-csrf")).unwrap();
+        assert_eq!(status(&c, r).await, StatusCode::FORBIDDEN, "{path}");
+    }
+    let read = request("GET", "/assets/console.js").body(Body::empty()).unwrap();
+    assert_eq!(status(&c, read).await, StatusCode::OK, "reads still work");
+}
+
+#[test]
+fn what_a_page_shows_is_escaped() {
+    let c = console(false);
+    let html = crate::layout::shell(&c, "<b>title</b>", Some("<script>alert(1)</script>"), maud::html! {}).0;
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{html}");
+    assert!(html.contains("&lt;b&gt;title&lt;/b&gt;"));
+    assert!(!html.contains("<script>alert"));
+}

@@ -1,0 +1,103 @@
+//! `sqs-waiter console` (DESIGN "The console"): a web console on 127.0.0.1 that talks to the
+//! function through the client crate, as the CLI does, with the operator's own credentials. It
+//! creates no AWS resource and cannot be reached from another machine.
+//!
+//! Every request passes one guard first (`guard`): the token, the `Host` check, and for a POST
+//! the CSRF token, the origin and `--read-only`, before any route is chosen. Handlers parse the
+//! form, call the client and render a page (`pages`); every asset is inside the binary.
+
+mod actions;
+mod assets;
+mod guard;
+mod layout;
+mod pages;
+mod svg;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use axum::routing::{get, post};
+use axum::Router;
+use sqs_waiter_client::Client;
+
+/// How the console is served.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// 0: any free port.
+    pub port: u16,
+    /// No change offered; every POST is refused.
+    pub read_only: bool,
+    /// For the link to CloudWatch's dashboards.
+    pub region: Option<String>,
+}
+
+/// What every handler shares: the client, and the secrets the guard checks.
+pub(crate) struct Console {
+    pub client: Client,
+    /// In the first URL, then in the session cookie.
+    pub token: String,
+    /// In every form; a POST without it is refused.
+    pub csrf: String,
+    pub read_only: bool,
+    pub port: u16,
+    pub region: Option<String>,
+}
+
+pub(crate) type Shared = Arc<Console>;
+
+/// The name of the session cookie.
+pub(crate) const COOKIE: &str = "sqs_waiter_console";
+
+fn secret() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// The console's routes behind its guard.
+pub(crate) fn routes(state: Shared) -> Router {
+    Router::new()
+        .route("/", get(pages::queues::page))
+        .route("/assets/{name}", get(assets::asset))
+        .route("/queues/{queue}/jobs", get(pages::jobs::page))
+        .route("/queues/{queue}/jobs/{id}", get(pages::job::page))
+        .route("/queues/{queue}/parked", get(pages::parked::page))
+        .route(
+            "/queues/{queue}/cancel",
+            get(pages::jobs::confirm_cancel).post(actions::cancel_many),
+        )
+        .route("/queues/{queue}/pause", post(actions::pause_queue))
+        .route("/queues/{queue}/resume", post(actions::resume_queue))
+        .route("/queues/{queue}/parked/redrive", post(actions::redrive))
+        .route("/queues/{queue}/jobs/{id}/{action}", post(actions::job_action))
+        // Before the layer, so that the guard covers what no route takes too.
+        .fallback(pages::not_found)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard::guard))
+        .with_state(state)
+}
+
+/// The first URL: it carries the token, which the console then keeps in a cookie.
+fn first_url(port: u16, token: &str) -> String {
+    format!("http://127.0.0.1:{port}/?token={token}")
+}
+
+/// Binds 127.0.0.1, prints `console: URL` once it is ready, and serves until the process ends.
+/// `ready` gets the URL too (to open a browser).
+pub async fn serve(client: Client, options: Options, ready: impl FnOnce(&str)) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, options.port))).await?;
+    let port = listener.local_addr()?.port();
+    let state: Shared = Arc::new(Console {
+        client,
+        token: secret(),
+        csrf: secret(),
+        read_only: options.read_only,
+        port,
+        region: options.region.clone(),
+    });
+    let url = first_url(port, &state.token);
+    let app = routes(state);
+    println!("console: {url}");
+    ready(&url);
+    axum::serve(listener, app).await
+}
+
+#[cfg(test)]
+mod guard_tests;
