@@ -11,7 +11,7 @@ export SAM_CLI_TELEMETRY := 0
 .PHONY: help venv venv-infra demo test check lint-build test-installs browser-install iam-check build-for-tests unit e2e e2e-localstack localstack localstack-install lint lint-rust clippy lint-deps lint-template template-test rehearse infra-test fmt build synth sam-build deploy clean
 
 help:
-	@echo "make demo   run both functions under cargo lambda watch against moto, end to end (BACKEND=localstack for LocalStack)"
+	@echo "make demo   run both functions under cargo lambda watch against moto, end to end (BACKEND=localstack for LocalStack; CONSOLE=1 then serves the web console on its jobs)"
 	@echo "make test   fmt check, clippy, unit tests, end-to-end tests against moto and against LocalStack"
 	@echo "make check  the quick loop: fmt check, clippy on every target, unit tests, the simulation (no emulator)"
 	@echo "make localstack  LocalStack (SQS, DynamoDB) in the foreground on 127.0.0.1:\$${LOCALSTACK_PORT:-4566}, no Docker"
