@@ -16,6 +16,7 @@ pub mod receive;
 pub mod rig;
 pub mod runtime_api;
 pub mod sqs_sink;
+pub mod stages;
 pub mod throughput;
 pub mod tls_front;
 pub mod turn;

@@ -12,6 +12,16 @@ struct Inner {
     latency: Mutex<Duration>,
     /// Per operation: total time from a call's arrival to its answer, and how many.
     served: Mutex<HashMap<String, (Duration, usize)>>,
+    /// Every call: its operation, arrival and answer (the stage table, `crate::stages`).
+    log: Mutex<Vec<Call>>,
+}
+
+/// One call an endpoint answered.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub operation: String,
+    pub arrived: Instant,
+    pub answered: Instant,
 }
 
 /// Shared by an endpoint and the bench that reads it.
@@ -36,10 +46,27 @@ impl CallMeter {
 
     /// Counts an answered call and the time it took.
     pub fn record(&self, operation: &str, arrived: Instant) {
-        let mut served = self.0.served.lock().unwrap_or_else(PoisonError::into_inner);
-        let entry = served.entry(operation.to_owned()).or_default();
-        entry.0 += arrived.elapsed();
-        entry.1 += 1;
+        let answered = Instant::now();
+        {
+            let mut served = self.0.served.lock().unwrap_or_else(PoisonError::into_inner);
+            let entry = served.entry(operation.to_owned()).or_default();
+            entry.0 += answered - arrived;
+            entry.1 += 1;
+        }
+        self.0.log.lock().unwrap_or_else(PoisonError::into_inner).push(Call {
+            operation: operation.to_owned(),
+            arrived,
+            answered,
+        });
+    }
+
+    /// The calls that arrived within `[from, to]`.
+    pub fn calls_between(&self, from: Instant, to: Instant) -> Vec<Call> {
+        let log = self.0.log.lock().unwrap_or_else(PoisonError::into_inner);
+        log.iter()
+            .filter(|c| c.arrived >= from && c.arrived <= to)
+            .cloned()
+            .collect()
     }
 
     /// Calls answered so far, by operation.

@@ -71,6 +71,9 @@ pub struct ThroughputRow {
     /// The poller run's AWS calls per 1000 jobs, by operation (counted where the latency is
     /// added).
     pub poller_calls_per_1000: std::collections::BTreeMap<String, f64>,
+    /// Where the poller's run and the baseline's with the re-read spent their time (issue 63).
+    pub poller_stages: crate::stages::Stages,
+    pub baseline_stages: crate::stages::Stages,
 }
 
 /// The latency-bound rate: per shard, `SENDS_IN_FLIGHT` calls of 10 jobs each call time.
@@ -238,7 +241,9 @@ pub async fn latency_bound_throughput(
     let served_before = b.sqs.meter.served_by("SendMessageBatch");
     let sent_before = b.sink.messages();
     let cpu_before = cpu_ms(poller.pid());
+    let run_from = Instant::now();
     let (summary, poller_s) = timed_run(&mut poller).await;
+    let poller_stages = crate::stages::measure(&[&b.ddb.meter, &b.sqs.meter], run_from, Instant::now());
     let served = b.sqs.meter.served_by("SendMessageBatch");
     let send_call_ms = (served.0 - served_before.0).as_secs_f64() * 1e3 / (served.1 - served_before.1).max(1) as f64;
     let cpu = cpu_ms(poller.pid()) - cpu_before;
@@ -276,6 +281,7 @@ pub async fn latency_bound_throughput(
     let t = Instant::now();
     let sent = pipelined_baseline(&ddb, &sqs, TABLE, &url, shards, true).await;
     let baseline_re_read_s = t.elapsed().as_secs_f64();
+    let baseline_stages = crate::stages::measure(&[&b.ddb.meter, &b.sqs.meter], t, Instant::now());
     assert_eq!(sent, jobs);
 
     ThroughputRow {
@@ -292,6 +298,8 @@ pub async fn latency_bound_throughput(
         rss_mb,
         table,
         poller_calls_per_1000,
+        poller_stages,
+        baseline_stages,
     }
 }
 

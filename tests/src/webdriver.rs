@@ -169,7 +169,26 @@ impl Browser {
             .to_owned()
     }
 
+    /// Clicks what `css` selects and waits for the page it leads to: a WebDriver click may
+    /// answer before a form's navigation is done, and the old page would be read.
     pub async fn click(&self, css: &str) {
+        self.eval("window.__sqs_waiter_old_page = true; return null").await;
+        self.tick(css).await;
+        let until = Instant::now() + Duration::from_secs(30);
+        loop {
+            let loaded = self
+                .eval("return window.__sqs_waiter_old_page === undefined && document.readyState === 'complete'")
+                .await;
+            if loaded == true {
+                return;
+            }
+            assert!(Instant::now() < until, "clicking {css} led to no new page within 30 s");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Clicks what `css` selects, on this page (a checkbox).
+    pub async fn tick(&self, css: &str) {
         let id = self.find(css).await;
         self.call("POST", &self.at(&format!("/element/{id}/click")), json!({}))
             .await;

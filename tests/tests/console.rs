@@ -202,7 +202,7 @@ async fn an_operator_manages_jobs_in_the_browser() {
     b.goto(&format!("{home}/queues/orders/parked")).await;
     assert_eq!(b.text("#parked-count").await, "1");
     b.screenshot(&shots().join("parked.png")).await;
-    b.click("input[name=job_id]").await;
+    b.tick("input[name=job_id]").await;
     b.click("form[action$='/parked/redrive'] button").await;
     assert_eq!(b.text(".flash").await, "Redrove 1 of 1 jobs.");
     let parked = client

@@ -214,6 +214,15 @@ async fn main() {
                 calls.join(", ")
             );
         }
+        for r in &rows {
+            let title = format!(
+                "where the time went, {}, {} shards, {} jobs:",
+                r.table.name(),
+                r.shards,
+                r.jobs
+            );
+            print!("{}", e2e::stages::table(&title, &r.poller_stages, &r.baseline_stages));
+        }
         let svg = output_dir().join("throughput.svg");
         match e2e::throughput::chart(&rows, &svg) {
             Ok(()) => println!("chart: {}", svg.display()),
