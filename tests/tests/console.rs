@@ -1,9 +1,10 @@
 //! `sqs-waiter console` in a real browser (issue 62): the CLI's console process against the real
 //! `enqueue` function under `cargo lambda watch` on the emulator, driven in headless Chromium.
 //! An operator pages through 250 jobs, filters, opens a job whose body is hostile HTML, cancels
-//! it, previews a series, runs a job now, pauses and resumes the queue, redrives a parked job
-//! and cancels a filtered hundred; each page is checked by what it shows, and a screenshot of
-//! each is saved under target/console-screenshots/ (docs/console.md shows them).
+//! it, previews a series, runs a job now, reschedules, pauses and resumes a job and the queue,
+//! redrives a parked job and cancels a filtered hundred; each page is checked by what it shows,
+//! and a screenshot of each is saved under target/console-screenshots/ (docs/console.md shows
+//! them).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -188,6 +189,22 @@ async fn an_operator_manages_jobs_in_the_browser() {
     assert_eq!(b.text(".flash").await, "trigger: sent");
     let got = emu.receive_for(&url, Duration::from_secs(10), 1).await;
     assert_eq!(got.first().and_then(|r| r.message.body()), Some("job p000"));
+
+    // Reschedule a job, then pause and resume it.
+    b.goto(&format!("{home}/queues/orders/jobs/p001")).await;
+    b.fill("input[name=at]", "2031-01-01T09:00:00Z").await;
+    b.click("form[action$='/reschedule'] button").await;
+    assert_eq!(b.text(".flash").await, "reschedule: rescheduled");
+    let moved = client.get("orders", "p001").await.expect("get");
+    assert_eq!(
+        moved.perform_at.map(|t| t.to_rfc3339()).as_deref(),
+        Some("2031-01-01T09:00:00+00:00")
+    );
+    b.click("form[action$='/p001/pause'] button").await;
+    assert_eq!(b.text(".flash").await, "pause: paused");
+    assert_eq!(client.get("orders", "p001").await.expect("get").paused, Some(true));
+    b.click("form[action$='/p001/resume'] button").await;
+    assert_eq!(b.text(".flash").await, "resume: resumed");
 
     // Pause and resume the queue.
     b.goto(&home).await;

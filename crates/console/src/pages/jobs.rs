@@ -174,8 +174,10 @@ fn bad_filter(c: &Shared, queue: &str, e: &str) -> Response {
 /// How many scheduled jobs the filters select, read page by page (at most `MAX_COUNT_PAGES`);
 /// `true` when the count stopped there.
 pub(crate) async fn count(c: &Shared, queue: &str, f: &Filters) -> Result<(usize, bool), Response> {
+    // `cancel_many` cancels scheduled jobs: count those, whatever the list showed.
     let mut f = Filters {
         cursor: None,
+        status: None,
         ..f.clone()
     };
     let mut n = 0;
