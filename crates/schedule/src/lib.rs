@@ -10,7 +10,7 @@ mod fields;
 mod preview;
 mod series;
 
-use chrono::{DateTime, Days, LocalResult, NaiveDateTime, TimeDelta, TimeZone, Utc};
+use chrono::{DateTime, Days, LocalResult, NaiveDate, NaiveDateTime, TimeDelta, TimeZone, Utc};
 use chrono_tz::Tz;
 
 pub use aws::{parse_at, Expression, Rate};
@@ -118,10 +118,9 @@ fn cron_at_or_after(cron: &Cron, zone: Tz, t: DateTime<Utc>) -> Option<DateTime<
         if !cron.matches_date(date) {
             continue;
         }
-        let at = |i: usize| date.and_hms_opt(times[i].0, times[i].1, 0).map(|l| instant_of(zone, l));
-        let i = partition_point(times.len(), |i| at(i).is_some_and(|x| x < t));
-        if i < times.len() {
-            return at(i);
+        let (before, at) = split_day(times, zone, date, t);
+        if before < times.len() {
+            return at(before);
         }
     }
     None
@@ -137,13 +136,25 @@ fn cron_before(cron: &Cron, zone: Tz, t: DateTime<Utc>) -> Option<DateTime<Utc>>
         if !cron.matches_date(date) {
             continue;
         }
-        let at = |i: usize| date.and_hms_opt(times[i].0, times[i].1, 0).map(|l| instant_of(zone, l));
-        let i = partition_point(times.len(), |i| at(i).is_some_and(|x| x < t));
-        if i > 0 {
-            return at(i - 1);
+        let (before, at) = split_day(times, zone, date, t);
+        if before > 0 {
+            return at(before - 1);
         }
     }
     None
+}
+
+/// A matching day's times as instants in `zone` (`at(i)`), and how many of them come before
+/// `t`, found by bisection.
+fn split_day(
+    times: &[(u32, u32)],
+    zone: Tz,
+    date: NaiveDate,
+    t: DateTime<Utc>,
+) -> (usize, impl Fn(usize) -> Option<DateTime<Utc>> + '_) {
+    let at = move |i: usize| date.and_hms_opt(times[i].0, times[i].1, 0).map(|l| instant_of(zone, l));
+    let before = partition_point(times.len(), |i| at(i).is_some_and(|x| x < t));
+    (before, at)
 }
 
 /// The first index in `0..len` where `before` is false (`before` true on a prefix).

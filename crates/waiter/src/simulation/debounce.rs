@@ -38,11 +38,7 @@ async fn simulate_debounce(seed: u64) -> DebounceOutcome {
         if rng.random_bool(0.5) { 0.15 } else { 0.0 },
     )
     .with_latency(rng.random_range(0..30));
-    let mem = MemStore {
-        page_size: rng.random_range(1..8),
-        index_lag: Duration::from_millis(rng.random_range(0..2_000)),
-        ..MemStore::default()
-    };
+    let mem = super::lagging_store(&mut rng);
     let sink = FakeQueue::new(clock.clone());
     let (store, queue) = faults.around(&mem, &sink);
     let settings = [

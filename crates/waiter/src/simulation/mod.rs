@@ -165,6 +165,16 @@ fn queue_for(queue_of: &HashMap<String, bool>, id: &str) -> &'static str {
 /// index's lag (up to 2 s), a FIFO run's re-read interval (1 s) and call latency.
 const FIFO_SETTLE: TimeDelta = TimeDelta::seconds(4);
 
+/// A store as the simulations run it: pages of 1 to 7 items and an index up to 2 s behind the
+/// table, drawn from the seed's `rng` (page size first, then the lag).
+fn lagging_store(rng: &mut StdRng) -> MemStore {
+    MemStore {
+        page_size: rng.random_range(1..8),
+        index_lag: Duration::from_millis(rng.random_range(0..2_000)),
+        ..MemStore::default()
+    }
+}
+
 fn parse_time(v: &Value) -> Option<DateTime<Utc>> {
     v.as_str()
         .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
@@ -176,11 +186,7 @@ async fn simulate(seed: u64, caller_chains: bool) -> Outcome {
     // Calls take up to 30 ms, so a partition's sends and deletes in flight finish in any order.
     let faults = Faults::seeded(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15), rng.random_range(0.0..0.2))
         .with_latency(rng.random_range(0..30));
-    let mem = MemStore {
-        page_size: rng.random_range(1..8),
-        index_lag: Duration::from_millis(rng.random_range(0..2_000)),
-        ..MemStore::default()
-    };
+    let mem = lagging_store(&mut rng);
     let sink = FakeQueue::new(clock.clone());
     let (store, queue) = faults.around(&mem, &sink);
     let settings = [

@@ -295,10 +295,8 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
     let faults = Faults::seeded(seed.wrapping_mul(0x2545_f491), if faulty { 0.15 } else { 0.0 })
         .with_latency(rng.random_range(0..30));
     let mem = MemStore {
-        page_size: rng.random_range(1..8),
-        index_lag: Duration::from_millis(rng.random_range(0..2_000)),
         moves_sent: std::sync::Arc::new(std::sync::Mutex::new(Some(Vec::new()))),
-        ..MemStore::default()
+        ..super::lagging_store(&mut rng)
     };
     // Crashes in half the seeds, so that the seeds with neither crashes nor faults check that no
     // occurrence is sent twice.
