@@ -27,6 +27,8 @@ use crate::ports::Edition;
 /// Rounds of statements refused only for throttling or a conflict before their removals are
 /// left for the next run (they stay in the lease's debts).
 const THROTTLED_ROUNDS: u32 = 3;
+/// Room for a removal's text: a record's update, with every clause, is about 900 bytes.
+const STATEMENT_CAPACITY: usize = 1024;
 
 /// Every attribute a job's item may hold besides its keys (`codec::encode`): what an `UPDATE`
 /// that turns the job into its history record removes, less what the record sets.
@@ -50,25 +52,49 @@ pub(super) enum Statements {
     Unsupported,
 }
 
-/// A PartiQL identifier: in double quotes, a quote inside doubled.
-fn quoted(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
+/// Appends a PartiQL identifier: in double quotes, a quote inside doubled. (Statements are built
+/// in one buffer: a run builds one per job it sends, and a record's has some 30 clauses.)
+fn push_quoted(text: &mut String, name: &str) {
+    text.push('"');
+    for part in name.split_inclusive('"') {
+        text.push_str(part);
+        if part.ends_with('"') {
+            text.push('"');
+        }
+    }
+    text.push('"');
 }
 
-/// The edition condition of `conditions::same_edition` in PartiQL, and its two parameters.
-fn edition_condition(edition: Edition) -> (String, [AttributeValue; 2]) {
-    let (p, e, v) = (quoted(A_PERFORM_AT), quoted(A_ENQUEUED_AT), quoted(A_VERSION));
-    let version = if edition.version == 1 {
+/// Appends ` <keyword> "<name>"<tail>`: one clause.
+fn push_clause(text: &mut String, keyword: &str, name: &str, tail: &str) {
+    text.push(' ');
+    text.push_str(keyword);
+    text.push(' ');
+    push_quoted(text, name);
+    text.push_str(tail);
+}
+
+/// Appends the edition condition of `conditions::same_edition` in PartiQL; returns its two
+/// parameters.
+fn push_edition_condition(text: &mut String, edition: Edition) -> [AttributeValue; 2] {
+    push_quoted(text, A_PERFORM_AT);
+    text.push_str(" IS NOT MISSING AND (");
+    push_quoted(text, A_ENQUEUED_AT);
+    text.push_str(" IS MISSING OR ");
+    push_quoted(text, A_ENQUEUED_AT);
+    text.push_str(" = ?) AND ");
+    if edition.version == 1 {
         // Items in the seed's format carry no version: the first edition may lack one.
-        format!("({v} IS MISSING OR {v} = ?)")
+        text.push('(');
+        push_quoted(text, A_VERSION);
+        text.push_str(" IS MISSING OR ");
+        push_quoted(text, A_VERSION);
+        text.push_str(" = ?)");
     } else {
-        format!("{v} = ?")
-    };
-    let text = format!("{p} IS NOT MISSING AND ({e} IS MISSING OR {e} = ?) AND {version}");
-    (
-        text,
-        [n(edition.enqueued_at), AttributeValue::N(edition.version.to_string())],
-    )
+        push_quoted(text, A_VERSION);
+        text.push_str(" = ?");
+    }
+    [n(edition.enqueued_at), AttributeValue::N(edition.version.to_string())]
 }
 
 /// One removal as a statement: the conditional delete, or the update into its history record.
@@ -79,25 +105,30 @@ pub(super) fn removal_statement(
     record: Option<&Item>,
 ) -> Result<BatchStatementRequest, PortError> {
     let keys = key(queue, &retired.key);
-    let (condition, edition_values) = edition_condition(retired.edition);
     let mut parameters: Vec<AttributeValue> = Vec::new();
-    let mut text = match record {
-        None => format!("DELETE FROM {}", quoted(table)),
+    let mut text = String::with_capacity(STATEMENT_CAPACITY);
+    match record {
+        None => {
+            text.push_str("DELETE FROM ");
+            push_quoted(&mut text, table);
+        }
         Some(record) => {
-            let mut text = format!("UPDATE {}", quoted(table));
+            text.push_str("UPDATE ");
+            push_quoted(&mut text, table);
             let mut set: Vec<(&String, &AttributeValue)> = record
                 .iter()
                 .filter(|(name, _)| name.as_str() != A_SCHEDULER && name.as_str() != A_JOB_ID)
                 .collect();
             set.sort_by(|a, b| a.0.cmp(b.0));
+            parameters.reserve(set.len() + 4);
             for (name, value) in set {
-                text.push_str(&format!(" SET {} = ?", quoted(name)));
+                push_clause(&mut text, "SET", name, " = ?");
                 parameters.push(value.clone());
             }
             // A series' move keeps the rest of its item.
             let keeps_the_rest = retired.advance.is_some() && retired.record.is_none();
             for name in job_attributes().filter(|a| !keeps_the_rest && !record.contains_key(*a)) {
-                text.push_str(&format!(" REMOVE {}", quoted(name)));
+                push_clause(&mut text, "REMOVE", name, "");
             }
             if keeps_the_rest {
                 // Moved on, it no longer waits for a window, and the mark of an occurrence that
@@ -106,17 +137,15 @@ pub(super) fn removal_statement(
                     .into_iter()
                     .filter(|a| !record.contains_key(*a))
                 {
-                    text.push_str(&format!(" REMOVE {}", quoted(name)));
+                    push_clause(&mut text, "REMOVE", name, "");
                 }
             }
-            text
         }
-    };
-    text.push_str(&format!(
-        " WHERE {} = ? AND {} = ? AND {condition}",
-        quoted(A_SCHEDULER),
-        quoted(A_JOB_ID)
-    ));
+    }
+    push_clause(&mut text, "WHERE", A_SCHEDULER, " = ? AND ");
+    push_quoted(&mut text, A_JOB_ID);
+    text.push_str(" = ? AND ");
+    let edition_values = push_edition_condition(&mut text, retired.edition);
     for name in [A_SCHEDULER, A_JOB_ID] {
         let value = keys.get(name).cloned().ok_or_else(|| PortError::Internal {
             operation: "BatchExecuteStatement",

@@ -202,8 +202,16 @@ fn a_series_move_after_an_occurrence_sent_ahead_sets_its_arrival_as_the_mark() {
 
 #[test]
 fn identifiers_are_quoted_and_a_quote_in_one_is_doubled() {
-    assert_eq!(quoted("a.b-c_d"), "\"a.b-c_d\"");
-    assert_eq!(quoted("x\"y"), "\"x\"\"y\"");
+    for (name, expected) in [
+        ("a.b-c_d", "\"a.b-c_d\""),
+        ("x\"y", "\"x\"\"y\""),
+        ("\"", "\"\"\"\""),
+        ("\"a\"\"", "\"\"\"a\"\"\"\"\""),
+    ] {
+        let mut text = String::from("<");
+        push_quoted(&mut text, name);
+        assert_eq!(text, format!("<{expected}"), "{name}");
+    }
 }
 
 #[test]
