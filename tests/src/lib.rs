@@ -1,6 +1,7 @@
 //! Test harness for sqs-waiter's end-to-end tests: a moto server we start and stop, a minimal
 //! Lambda Runtime API that drives the real `enqueue` and `poller` binaries, and SDK helpers.
 
+pub mod baseline;
 pub mod bench;
 pub mod dynamo_local;
 pub mod emulator;

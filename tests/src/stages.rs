@@ -43,6 +43,12 @@ pub struct Stages {
     pub stages: BTreeMap<String, Stage>,
     /// Wall time with no call in flight, seconds.
     pub idle_s: f64,
+    /// From the run's start to its first `Query`: what comes before any job is read (the
+    /// poller's pause and shard reads and its leases), seconds.
+    pub head_s: f64,
+    /// From the answer of its last removal to the run's end (the poller's lease releases),
+    /// seconds.
+    pub tail_s: f64,
 }
 
 /// The union of `[arrived, answered]` intervals, in seconds, clipped to `[from, to]`.
@@ -91,10 +97,18 @@ pub fn measure(meters: &[&CallMeter], from: Instant, to: Instant) -> Stages {
         .collect();
     let all: Vec<&Call> = calls.iter().collect();
     let wall_s = (to - from).as_secs_f64();
+    let first_query = all.iter().filter(|c| c.operation == "Query").map(|c| c.arrived).min();
+    let last_removal = all
+        .iter()
+        .filter(|c| stage_of(&c.operation) == "removal")
+        .map(|c| c.answered)
+        .max();
     Stages {
         wall_s,
         stages,
         idle_s: (wall_s - covered(&all, from, to)).max(0.0),
+        head_s: first_query.map_or(0.0, |q| q.saturating_duration_since(from).as_secs_f64()),
+        tail_s: last_removal.map_or(0.0, |r| to.saturating_duration_since(r).as_secs_f64()),
     }
 }
 
@@ -114,8 +128,16 @@ pub fn table(title: &str, poller: &Stages, baseline: &Stages) -> String {
         out.push_str(&format!("| {n} | {} | {} |\n", cell(poller, n), cell(baseline, n)));
     }
     out.push_str(&format!(
-        "| nothing in flight | {:.2} s | {:.2} s |\n| the run | {:.2} s | {:.2} s |\n",
-        poller.idle_s, baseline.idle_s, poller.wall_s, baseline.wall_s
+        "| nothing in flight | {:.2} s | {:.2} s |\n| before the first query | {:.3} s | {:.3} s |\n\
+         | after the last removal | {:.3} s | {:.3} s |\n| the run | {:.2} s | {:.2} s |\n",
+        poller.idle_s,
+        baseline.idle_s,
+        poller.head_s,
+        baseline.head_s,
+        poller.tail_s,
+        baseline.tail_s,
+        poller.wall_s,
+        baseline.wall_s
     ));
     out
 }
@@ -144,5 +166,27 @@ mod tests {
         assert!((covered(&refs[..2], t0, at(100)) - 0.015).abs() < 1e-9);
         assert!((covered(&refs, t0, at(100)) - 0.025).abs() < 1e-9);
         assert!((covered(&refs, at(8), at(25)) - 0.012).abs() < 1e-9, "clipped");
+    }
+
+    #[test]
+    fn the_head_ends_at_the_first_query_and_the_tail_starts_at_the_last_removal() {
+        let meter = CallMeter::default();
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_millis(2));
+        meter.record("GetItem", t0);
+        std::thread::sleep(Duration::from_millis(20));
+        let query = Instant::now();
+        meter.record("Query", query);
+        let removing = Instant::now();
+        meter.record("BatchExecuteStatement", query);
+        let removed = Instant::now();
+        std::thread::sleep(Duration::from_millis(20));
+        meter.record("UpdateItem", removed);
+        let end = Instant::now();
+        let s = measure(&[&meter], t0, end);
+        assert!((s.head_s - (query - t0).as_secs_f64()).abs() < 1e-9, "{s:?}");
+        // The removal was answered between `removing` and `removed`.
+        assert!(s.tail_s >= (end - removed).as_secs_f64(), "{s:?}");
+        assert!(s.tail_s <= (end - removing).as_secs_f64(), "{s:?}");
     }
 }

@@ -16,9 +16,10 @@
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use waiter::poller::{DELETES_IN_FLIGHT, SENDS_IN_FLIGHT};
+use waiter::poller::SENDS_IN_FLIGHT;
 
-use crate::bench::{due_pages, item_key, peak_rss_mib, remove_sent, send_items, Item};
+use crate::baseline::pipelined_baseline;
+use crate::bench::peak_rss_mib;
 use crate::dynamo_local::DynamoLocal;
 use crate::emulator::function_env_at;
 use crate::mem_table::MemTable;
@@ -63,7 +64,8 @@ pub struct ThroughputRow {
     pub baseline_jobs_per_s: f64,
     /// The baseline with the poller's consistent re-read of every page (`BatchGetItem`).
     pub baseline_re_read_jobs_per_s: f64,
-    /// The poller process's user + system time per 1000 jobs dispatched.
+    /// The poller process's user + system time per 1000 jobs dispatched, over the measured
+    /// rounds.
     pub cpu_ms_per_1000: f64,
     /// The poller process's peak resident set.
     pub rss_mb: f64,
@@ -204,6 +206,21 @@ impl Backend {
         }
     }
 
+    /// The baseline's own clients, and the queue's URL.
+    pub(crate) async fn baseline_clients(&self) -> (aws_sdk_dynamodb::Client, aws_sdk_sqs::Client, String) {
+        let ddb = aws_sdk_dynamodb::Client::new(&crate::emulator::sdk_config(&self.ddb.endpoint).await);
+        let sqs = aws_sdk_sqs::Client::new(&crate::emulator::sdk_config(&self.sqs.endpoint).await);
+        let url = sqs
+            .get_queue_url()
+            .queue_name(TABLE)
+            .send()
+            .await
+            .expect("GetQueueUrl")
+            .queue_url
+            .unwrap_or_default();
+        (ddb, sqs, url)
+    }
+
     pub(crate) async fn function(&self, name: &str, shards: u32, extra: &[(&str, &str)], profile: Profile) -> Function {
         Function::start_binary(
             binary_path(name, profile),
@@ -224,31 +241,36 @@ pub(crate) async fn timed_run(poller: &mut Function) -> (serde_json::Value, f64)
     (summary, t.elapsed().as_secs_f64())
 }
 
-/// One row: `jobs` overdue jobs over `shards`, `latency_ms` per call, poller and baseline.
-pub async fn latency_bound_throughput(
-    jobs: usize,
-    shards: u32,
-    latency_ms: u64,
-    table: TableBackend,
-    profile: Profile,
-) -> ThroughputRow {
-    let b = Backend::start(table, latency_ms).await;
-    let mut poller = b.function("poller", shards, &[], profile).await;
-    poller.invoke(&serde_json::json!({})).await.expect("warm-up run");
+/// Rounds each side of a throughput row is measured in (`BENCH_THROUGHPUT_ROUNDS`, default 2):
+/// the row keeps each side's fastest, so that a pause of the shared machine or of DynamoDB
+/// Local's JVM in one run does not decide the ratio.
+fn rounds() -> usize {
+    std::env::var("BENCH_THROUGHPUT_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .filter(|r| *r > 0)
+        .unwrap_or(2)
+}
 
+/// One poller run over a fresh backlog, as the row reports it.
+struct PollerRun {
+    seconds: f64,
+    stages: crate::stages::Stages,
+    send_call_ms: f64,
+    calls_per_1000: std::collections::BTreeMap<String, f64>,
+}
+
+async fn poller_run(b: &Backend, poller: &mut Function, jobs: usize, shards: u32) -> PollerRun {
     b.load(jobs, shards, None).await;
     let calls_before = calls(&b.ddb, &b.sqs);
     let served_before = b.sqs.meter.served_by("SendMessageBatch");
     let sent_before = b.sink.messages();
-    let cpu_before = cpu_ms(poller.pid());
     let run_from = Instant::now();
-    let (summary, poller_s) = timed_run(&mut poller).await;
-    let poller_stages = crate::stages::measure(&[&b.ddb.meter, &b.sqs.meter], run_from, Instant::now());
+    let (summary, seconds) = timed_run(poller).await;
+    let stages = crate::stages::measure(&[&b.ddb.meter, &b.sqs.meter], run_from, Instant::now());
     let served = b.sqs.meter.served_by("SendMessageBatch");
     let send_call_ms = (served.0 - served_before.0).as_secs_f64() * 1e3 / (served.1 - served_before.1).max(1) as f64;
-    let cpu = cpu_ms(poller.pid()) - cpu_before;
-    let rss_mb = peak_rss_mib(poller.pid());
-    let poller_calls_per_1000 = calls(&b.ddb, &b.sqs)
+    let calls_per_1000 = calls(&b.ddb, &b.sqs)
         .into_iter()
         .map(|(op, n)| {
             let delta = n - calls_before.get(&op).copied().unwrap_or(0);
@@ -258,119 +280,88 @@ pub async fn latency_bound_throughput(
         .collect();
     assert_eq!(summary["dispatched"].as_u64(), Some(jobs as u64), "{summary}");
     assert_eq!(b.sink.messages() - sent_before, jobs as u64, "SQS got every job once");
+    PollerRun {
+        seconds,
+        stages,
+        send_call_ms,
+        calls_per_1000,
+    }
+}
 
+/// One baseline run over a fresh backlog: its seconds and stages.
+async fn baseline_run(b: &Backend, jobs: usize, shards: u32, re_read: bool) -> (f64, crate::stages::Stages) {
     b.load(jobs, shards, None).await;
-    let ddb = aws_sdk_dynamodb::Client::new(&crate::emulator::sdk_config(&b.ddb.endpoint).await);
-    let sqs = aws_sdk_sqs::Client::new(&crate::emulator::sdk_config(&b.sqs.endpoint).await);
-    let url = sqs
-        .get_queue_url()
-        .queue_name(TABLE)
-        .send()
-        .await
-        .expect("GetQueueUrl")
-        .queue_url
-        .unwrap_or_default();
+    let (ddb, sqs, url) = b.baseline_clients().await;
     let t = Instant::now();
-    let sent = pipelined_baseline(&ddb, &sqs, TABLE, &url, shards, false).await;
-    let baseline_s = t.elapsed().as_secs_f64();
+    let sent = pipelined_baseline(&ddb, &sqs, TABLE, &url, shards, re_read).await;
+    let seconds = t.elapsed().as_secs_f64();
+    let stages = crate::stages::measure(&[&b.ddb.meter, &b.sqs.meter], t, Instant::now());
     assert_eq!(sent, jobs);
+    (seconds, stages)
+}
 
-    // The same with the poller's consistent re-read: on DynamoDB Local, whether the table is
-    // the limit.
-    b.load(jobs, shards, None).await;
-    let t = Instant::now();
-    let sent = pipelined_baseline(&ddb, &sqs, TABLE, &url, shards, true).await;
-    let baseline_re_read_s = t.elapsed().as_secs_f64();
-    let baseline_stages = crate::stages::measure(&[&b.ddb.meter, &b.sqs.meter], t, Instant::now());
-    assert_eq!(sent, jobs);
+/// The faster of two runs.
+fn faster<T>(best: Option<(f64, T)>, run: (f64, T)) -> Option<(f64, T)> {
+    match best {
+        Some(b) if b.0 <= run.0 => Some(b),
+        _ => Some(run),
+    }
+}
 
+/// One row: `jobs` overdue jobs over `shards`, `latency_ms` per call, poller and baseline.
+pub async fn latency_bound_throughput(
+    jobs: usize,
+    shards: u32,
+    latency_ms: u64,
+    table: TableBackend,
+    profile: Profile,
+) -> ThroughputRow {
+    let b = Backend::start(table, latency_ms).await;
+    // `BENCH_HISTORY_DAYS` runs the poller with `WAITER_HISTORY_DAYS` at that value instead of
+    // the deployed default (7): what the history record costs.
+    let history = std::env::var("BENCH_HISTORY_DAYS").ok();
+    let extra: Vec<(&str, &str)> = history.iter().map(|d| ("WAITER_HISTORY_DAYS", d.as_str())).collect();
+    let mut poller = b.function("poller", shards, &extra, profile).await;
+    poller.invoke(&serde_json::json!({})).await.expect("warm-up run");
+    // Both sides drain one backlog unmeasured first. DynamoDB Local is a JVM: its JIT compiles
+    // the paths of whichever run comes first, and the poller used to come first, so it paid for
+    // the warm-up (at 16 shards, 6.6 s cold against 4.7 s after one baseline run). The poller's
+    // process warms too.
+    poller_run(&b, &mut poller, jobs, shards).await;
+    baseline_run(&b, jobs, shards, true).await;
+
+    let (mut poller_best, mut baseline_best, mut re_read_best) = (None, None, None);
+    let (mut cpu, mut measured) = (0.0, 0);
+    for _ in 0..rounds() {
+        let cpu_before = cpu_ms(poller.pid());
+        let run = poller_run(&b, &mut poller, jobs, shards).await;
+        cpu += cpu_ms(poller.pid()) - cpu_before;
+        measured += jobs;
+        poller_best = faster(poller_best, (run.seconds, run));
+        baseline_best = faster(baseline_best, baseline_run(&b, jobs, shards, false).await);
+        // The same with the poller's consistent re-read: the baseline as the issue defines it.
+        re_read_best = faster(re_read_best, baseline_run(&b, jobs, shards, true).await);
+    }
+    let (poller_s, run) = poller_best.expect("one round at least");
+    let (baseline_s, _) = baseline_best.expect("one round at least");
+    let (baseline_re_read_s, baseline_stages) = re_read_best.expect("one round at least");
     ThroughputRow {
         shards,
         latency_ms,
         jobs,
         jobs_per_s: jobs as f64 / poller_s,
-        ideal_jobs_per_s: ideal_jobs_per_s(shards, send_call_ms),
+        ideal_jobs_per_s: ideal_jobs_per_s(shards, run.send_call_ms),
         nominal_ideal_jobs_per_s: ideal_jobs_per_s(shards, latency_ms as f64),
-        send_call_ms,
+        send_call_ms: run.send_call_ms,
         baseline_jobs_per_s: jobs as f64 / baseline_s,
         baseline_re_read_jobs_per_s: jobs as f64 / baseline_re_read_s,
-        cpu_ms_per_1000: cpu / jobs as f64 * 1000.0,
-        rss_mb,
+        cpu_ms_per_1000: cpu / measured as f64 * 1000.0,
+        rss_mb: peak_rss_mib(poller.pid()),
         table,
-        poller_calls_per_1000,
-        poller_stages,
+        poller_calls_per_1000: run.calls_per_1000,
+        poller_stages: run.stages,
         baseline_stages,
     }
-}
-
-/// The floor a dispatcher can reach with the poller's calls in flight: per shard, Query pages,
-/// `SENDS_IN_FLIGHT` SendMessageBatch calls of 10 at once, and each 25 sent removed by a
-/// `BatchExecuteStatement` of conditional deletes (`remove_sent`), `DELETES_IN_FLIGHT` at once; no lease, no planning, and with `re_read` the
-/// poller's consistent re-read of each page (BatchGetItem of 100, 4 at once) before sending.
-pub async fn pipelined_baseline(
-    ddb: &aws_sdk_dynamodb::Client,
-    sqs: &aws_sdk_sqs::Client,
-    table: &str,
-    url: &str,
-    shards: u32,
-    re_read: bool,
-) -> usize {
-    use futures::stream::{FuturesUnordered, StreamExt};
-    let per_shard = (0..shards).map(|shard| async move {
-        let mut pages = due_pages(ddb, table, shard).send();
-        let mut sent = 0;
-        let mut deletes = Vec::new();
-        let mut removing = FuturesUnordered::new();
-        while let Some(page) = pages.next().await {
-            let mut items = page.expect("Query").items.unwrap_or_default();
-            if re_read {
-                items = consistent_re_read(ddb, table, &items).await;
-            }
-            let sends = items.chunks(10).map(|chunk| async move {
-                send_items(sqs, url, chunk).await;
-                chunk
-            });
-            let mut sends = futures::stream::iter(sends).buffer_unordered(SENDS_IN_FLIGHT);
-            while let Some(chunk) = sends.next().await {
-                sent += chunk.len();
-                deletes.extend(chunk.iter().cloned());
-                while deletes.len() >= 25 {
-                    if removing.len() >= DELETES_IN_FLIGHT {
-                        removing.next().await;
-                    }
-                    removing.push(remove_sent(ddb, table, deletes.drain(..25).collect()));
-                }
-            }
-        }
-        removing.push(remove_sent(ddb, table, deletes));
-        while removing.next().await.is_some() {}
-        sent
-    });
-    futures::future::join_all(per_shard).await.into_iter().sum()
-}
-
-/// The items again from the table, strongly consistent, 100 keys a call and 4 calls at once.
-async fn consistent_re_read(ddb: &aws_sdk_dynamodb::Client, table: &str, items: &[Item]) -> Vec<Item> {
-    use aws_sdk_dynamodb::types::KeysAndAttributes;
-    use futures::StreamExt;
-    let reads: Vec<_> = items
-        .chunks(100)
-        .map(|chunk| async move {
-            let request = KeysAndAttributes::builder()
-                .set_keys(Some(chunk.iter().map(item_key).collect()))
-                .consistent_read(true)
-                .build()
-                .expect("keys");
-            let out = ddb
-                .batch_get_item()
-                .request_items(table, request)
-                .send()
-                .await
-                .expect("BatchGetItem");
-            out.responses.unwrap_or_default().remove(table).unwrap_or_default()
-        })
-        .collect();
-    futures::stream::iter(reads).buffered(4).concat().await
 }
 
 /// What `WAITER_MAX_RATE` does to a thundering herd: `jobs` jobs all due at one instant a few
@@ -459,11 +450,11 @@ pub async fn enqueue_batch_at_latency(
 /// The rows as a table, with each side's share of the ideal.
 pub fn table(rows: &[ThroughputRow]) -> String {
     let mut out = String::from(
-        "| table | shards | latency | send call | jobs | poller jobs/s | baseline jobs/s | baseline with re-read | ideal jobs/s | poller / ideal | ideal at nominal latency | poller / baseline | CPU ms per 1000 | peak RSS MB |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| table | shards | latency | send call | jobs | poller jobs/s | baseline jobs/s | baseline with re-read | ideal jobs/s | poller / ideal | ideal at nominal latency | poller / baseline | poller / baseline with re-read | CPU ms per 1000 | peak RSS MB |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         out.push_str(&format!(
-            "| {} | {} | {} ms | {:.1} ms | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.2} | {:.0} | {:.2} | {:.0} | {:.1} |\n",
+            "| {} | {} | {} ms | {:.1} ms | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.2} | {:.0} | {:.2} | {:.2} | {:.0} | {:.1} |\n",
             r.table.name(),
             r.shards,
             r.latency_ms,
@@ -476,6 +467,7 @@ pub fn table(rows: &[ThroughputRow]) -> String {
             r.jobs_per_s / r.ideal_jobs_per_s,
             r.nominal_ideal_jobs_per_s,
             r.jobs_per_s / r.baseline_jobs_per_s,
+            r.jobs_per_s / r.baseline_re_read_jobs_per_s,
             r.cpu_ms_per_1000,
             r.rss_mb
         ));
