@@ -13,7 +13,7 @@ enum Section {
     /// Lateness of stored, direct and FIFO jobs on moto, with its chart.
     Precision,
     /// Dispatch throughput on DynamoDB Local and the in-memory table (BENCH_LATENCY_MS,
-    /// BENCH_THROUGHPUT_ROWS, BENCH_HISTORY_DAYS).
+    /// BENCH_THROUGHPUT_ROWS, BENCH_THROUGHPUT_ROUNDS, BENCH_HISTORY_DAYS).
     Throughput,
     /// `WAITER_MAX_RATE`'s spread of a herd of jobs due at one instant.
     MaxRate,
