@@ -166,11 +166,11 @@ async fn simulate_debounce(seed: u64) -> DebounceOutcome {
 }
 
 /// Runs the debounce seeds (`SIM_SEEDS`, else `default`; `SIM_SEED=s` replays one).
-pub(super) async fn run_debounce_seeds(default: u64) -> (usize, DebounceOutcome) {
+pub(super) fn run_debounce_seeds(default: u64) -> (usize, DebounceOutcome) {
     let seeds = seed_list(default);
     let mut total = DebounceOutcome::default();
     for seed in &seeds {
-        let o = simulate_debounce(*seed).await;
+        let o = super::in_own_runtime(simulate_debounce(*seed));
         assert!(
             o.violations.is_empty(),
             "debounce seed {seed} broke the promise (replay with SIM_SEED={seed}):\n{}",

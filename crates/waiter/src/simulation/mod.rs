@@ -421,9 +421,9 @@ fn callers_jobs_retried_once_delivered_and_cancelled_after_their_send_keep_the_i
 }
 
 /// Series beside crashes, faults, cancels and reschedules (issue 47; `series.rs`).
-#[tokio::test(start_paused = true)]
-async fn series_across_crashes_faults_cancels_and_reschedules_keep_their_invariants() {
-    let (seeds, t) = series::run_series_seeds(300).await;
+#[test]
+fn series_across_crashes_faults_cancels_and_reschedules_keep_their_invariants() {
+    let (seeds, t) = series::run_series_seeds(300);
     println!(
         "simulation of series: {seeds} seeds, {} series, {} occurrences, {} duplicates, {} crashes, {} cancelled, {} rescheduled, {} occurrences retried, {} parked occurrences redriven, 0 violations",
         t.series, t.occurrences, t.duplicates, t.crashes, t.cancelled, t.rescheduled, t.retries, t.redriven
@@ -435,9 +435,9 @@ async fn series_across_crashes_faults_cancels_and_reschedules_keep_their_invaria
 }
 
 /// Debounce (`on_duplicate`) beside runs, crashes and faults (issue 61; `debounce.rs`).
-#[tokio::test(start_paused = true)]
-async fn debounced_calls_beside_runs_crashes_and_faults_keep_their_promise() {
-    let (seeds, t) = debounce::run_debounce_seeds(500).await;
+#[test]
+fn debounced_calls_beside_runs_crashes_and_faults_keep_their_promise() {
+    let (seeds, t) = debounce::run_debounce_seeds(500);
     println!(
         "simulation of debounce: {seeds} seeds, {} calls, {} replaced, {} crashes, 0 broken promises",
         t.calls, t.replaced, t.crashes

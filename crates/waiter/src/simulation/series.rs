@@ -442,11 +442,11 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
 }
 
 /// Runs the series seeds (`SIM_SEEDS`, else `default`; `SIM_SEED=s` replays one).
-pub(super) async fn run_series_seeds(default: u64) -> (usize, SeriesOutcome) {
+pub(super) fn run_series_seeds(default: u64) -> (usize, SeriesOutcome) {
     let seeds = seed_list(default);
     let mut total = SeriesOutcome::default();
     for seed in &seeds {
-        let o = simulate_series(*seed).await;
+        let o = super::in_own_runtime(simulate_series(*seed));
         assert!(
             o.violations.is_empty(),
             "series seed {seed} broke an invariant (replay with SIM_SEED={seed}):\n{}",
