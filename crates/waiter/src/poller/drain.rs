@@ -111,7 +111,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
         let mut in_flight: FuturesUnordered<BoxFuture<'a, Done<'a>>> = FuturesUnordered::new();
         let (mut reading, mut sends, mut removals) = (false, 0usize, 0usize);
         loop {
-            let now = d.clock.now();
+            let mut now = d.clock.now();
             let starting = failure.is_none() && now < self.stop_at && !self.paused;
             let mut wake_at: Option<DateTime<Utc>> = None;
             if starting {
@@ -163,7 +163,15 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                             // unless waiting for the other partitions' heads or for a
                             // better-ranked partition to book first. What is booked (and
                             // critical jobs) is sent at its time meanwhile.
-                            if self.ranks() {
+                            //
+                            // Only once what is booked and ready has gone, with no send in
+                            // flight: the ledger call is awaited here, and neither the sends in
+                            // flight (their pause checks, their booked seconds) nor the booked
+                            // jobs waiting to be sent move until it answers. Under a herd the
+                            // partitions of a process take turns at the ledger, so one call can
+                            // take hundreds of milliseconds: booked jobs missed the seconds they
+                            // had booked, and each miss booked again (issue 72).
+                            if self.ranks() && sends == 0 && !self.booked_ready(now) {
                                 match self.rank_wait.filter(|t| *t > now) {
                                     Some(t) => wake_at = Some(wake_at.map_or(t, |w| w.min(t))),
                                     None => {
@@ -171,6 +179,9 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                                             failure = Some(e);
                                             break;
                                         }
+                                        // The ledger may have kept it waiting: what is ready,
+                                        // and each delay, is reckoned from when it answered.
+                                        now = d.clock.now();
                                         if let Some(t) = self.rank_wait.filter(|t| *t > now) {
                                             wake_at = Some(wake_at.map_or(t, |w| w.min(t)));
                                         }

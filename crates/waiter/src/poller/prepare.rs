@@ -39,6 +39,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         let mut call = Vec::with_capacity(batch.len());
         let mut fifo_second: Option<i64> = None;
         let mut later = Vec::new();
+        let mut rebook = Vec::new();
         for (mut p, blocked) in batch.into_iter().zip(blocked) {
             let mut arrive_in = None;
             let from_ledger = booked.next().flatten();
@@ -95,11 +96,20 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                     continue;
                 }
                 // Booked ahead, but sent too late to land in its second (a send held up): the
-                // second goes back, and it books again.
+                // second goes back, and it books again. On a standard queue the rest of the
+                // batch goes on without it: every entry that missed books again in one ledger
+                // call (`book_ahead`), not one call each with the batch sent back behind it
+                // (issue 72: a herd under the rate missed its first second, and the run made
+                // two ledger writes per job, one job per round). A FIFO group's later entries
+                // wait behind it.
                 Some((Booked::At(second), _)) if p.booked.is_some() && second < arrival.timestamp() => {
                     unused.push(held(second));
                     p.booked = None;
-                    later.push(p);
+                    if fifo {
+                        later.push(p);
+                    } else {
+                        rebook.push(p);
+                    }
                     continue;
                 }
                 Some((Booked::At(second), wanted)) => {
@@ -151,10 +161,13 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             }
             call.push((p, delay));
         }
-        for p in later.into_iter().rev() {
+        for p in later.into_iter().rev().chain(rebook.into_iter().rev()) {
             self.pending_bytes += p.bytes;
             self.pending.push_front(p);
         }
+        // A second already past is gone from the ledger (`Bookings::forget_before`): giving
+        // it back would only cost a call (a read, as nothing changes).
+        unused.retain(|b| b.second >= now.timestamp());
         if !unused.is_empty() {
             // A booking not given back only leaves a slot of that second unused.
             if let Err(e) = self.d.store.release(queue, &unused, now, self.stop_at).await {

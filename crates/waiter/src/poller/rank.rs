@@ -10,14 +10,15 @@
 //! their bookings' one per batch.
 
 use chrono::{DateTime, TimeDelta, Utc};
+use tracing::warn;
 
 use super::drain::PartitionRun;
 use super::plan::delay_at;
 use super::Planned;
-use crate::error::PortError;
+use crate::error::{display_chain, PortError};
 use crate::limits::SQS_MAX_DELAY_SECONDS;
 use crate::ports::{Clock, JobStore, MessageQueue};
-use crate::rate::{ArrivalWant, Booked, Claim, Rank};
+use crate::rate::{units_of, ArrivalWant, Booked, Booking, Claim, Rank};
 use crate::routing::aligned_send_instant;
 
 /// A ranked partition's first head waits this long before it books: the other partitions of
@@ -54,6 +55,14 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             .config
             .priority_order
             .coarse_rank(p.job.job.perform_at, p.job.job.priority)
+    }
+
+    /// Whether a job that may go (booked, or critical) is ready to be sent by `now`.
+    pub(super) fn booked_ready(&self, now: DateTime<Utc>) -> bool {
+        self.pending
+            .iter()
+            .take_while(|p| p.send_at <= now)
+            .any(|p| p.booked.is_some_and(|(second, _)| !self.misses(p, second, now)) || p.job.job.is_critical())
     }
 
     /// Ranked: puts the jobs ready to be sent by `now` that may go (booked ahead, or critical)
@@ -96,6 +105,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         if !self.ranks() {
             return Ok(());
         }
+        self.unbook_missed(now).await;
         let order = self.d.config.priority_order;
         let mut picked: Vec<usize> = (0..self.pending.len())
             .filter(|i| self.pending[*i].booked.is_none() && !self.pending[*i].job.job.is_critical())
@@ -148,6 +158,45 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         }
         self.pending.make_contiguous().sort_by_key(|p| p.send_at);
         Ok(())
+    }
+
+    /// Whether a job booked into `second` would arrive after it when sent at its next instant
+    /// from `now` (its send was held up past that second): it has to book again.
+    fn misses(&self, p: &Planned, second: i64, now: DateTime<Utc>) -> bool {
+        let at = self.send_instant(p, now);
+        let delay = delay_at(&p.job, self.queue.is_fifo(), at);
+        second < (at + TimeDelta::seconds(i64::from(delay.unwrap_or(0)))).timestamp()
+    }
+
+    /// Every pending job whose booked second it can no longer arrive in books again, all in the
+    /// next ledger call: found one batch at a time, each miss cost a round of the ledger, and the
+    /// jobs booked again waited behind the other missed ones until their new seconds had passed
+    /// too (issue 72: a herd under the rate went round this way until the run's end).
+    async fn unbook_missed(&mut self, now: DateTime<Utc>) {
+        let mut unused = Vec::new();
+        let rate = self.d.config.max_rate.unwrap_or(1);
+        for i in 0..self.pending.len() {
+            let p = &self.pending[i];
+            let Some((second, _)) = p.booked else { continue };
+            if !self.misses(p, second, now) {
+                continue;
+            }
+            if second >= now.timestamp() {
+                unused.push(Booking {
+                    second,
+                    units: units_of(u32::from(p.job.job.weight), rate),
+                });
+            }
+            let p = &mut self.pending[i];
+            p.booked = None;
+            p.arrive_in = None;
+        }
+        if unused.is_empty() {
+            return;
+        }
+        if let Err(e) = self.d.store.release(self.queue, &unused, now, self.stop_at).await {
+            warn!(queue = %self.queue, bookings = unused.len(), error = %display_chain(&e), "giving back unused arrival bookings failed");
+        }
     }
 
     /// The arrival second a job wants if sent at `now` (or at its own send instant, if later;

@@ -100,6 +100,19 @@ impl Leases for MemStore {
     }
 }
 
+impl MemStore {
+    /// Waits for this process's turn at the ledger and for the change's own time
+    /// (`ledger_turn`); the turn is held until the guard drops.
+    pub(super) async fn ledger_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        if self.ledger_turn.is_zero() {
+            return None;
+        }
+        let turn = self.ledger_turns.lock().await;
+        tokio::time::sleep(self.ledger_turn).await;
+        Some(turn)
+    }
+}
+
 #[async_trait]
 impl RateLedger for MemStore {
     async fn book(
@@ -111,10 +124,17 @@ impl RateLedger for MemStore {
         now: DateTime<Utc>,
         _until: DateTime<Utc>,
     ) -> Result<Vec<crate::rate::Booked>, PortError> {
+        let _turn = self.ledger_turn().await;
         let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut seconds = st.bookings.get(queue).cloned().unwrap_or_default();
+        let before = st.bookings.get(queue).cloned().unwrap_or_default();
+        let mut seconds = before.clone();
         seconds.forget_before(now);
         let booked = seconds.book_claimed(rate, wants, claim, now);
+        if seconds == before {
+            st.ledger_gets += 1;
+            return Ok(booked);
+        }
+        st.ledger_puts += 1;
         // The ledger is one item, written whole: past DynamoDB's item limit the write fails
         // and nothing is booked.
         let bytes = crate::aws::codec::item_size(&crate::aws::codec::encode_rate(queue, 1, &seconds));
@@ -128,14 +148,22 @@ impl RateLedger for MemStore {
         &self,
         queue: &QueueName,
         bookings: &[crate::rate::Booking],
-        _now: DateTime<Utc>,
+        now: DateTime<Utc>,
         _until: DateTime<Utc>,
     ) -> Result<(), PortError> {
+        let _turn = self.ledger_turn().await;
         let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(b) = st.bookings.get_mut(queue) {
-            for booking in bookings {
-                b.release(*booking);
-            }
+        let before = st.bookings.get(queue).cloned().unwrap_or_default();
+        let mut after = before.clone();
+        after.forget_before(now);
+        for booking in bookings {
+            after.release(*booking);
+        }
+        if after == before {
+            st.ledger_gets += 1;
+        } else {
+            st.ledger_puts += 1;
+            st.bookings.insert(queue.clone(), after);
         }
         Ok(())
     }

@@ -30,6 +30,10 @@ pub struct MemState {
     pub bookings: HashMap<QueueName, crate::rate::Bookings>,
     /// The largest ledger item any booking wrote, in bytes as DynamoDB counts them.
     pub ledger_max_bytes: usize,
+    /// Ledger calls as DynamoDB bills them: a change writes the item (`PutItem`), a call that
+    /// changes nothing reads it (`GetItem`: `DynamoStore` reads afresh before it answers so).
+    pub ledger_puts: usize,
+    pub ledger_gets: usize,
     /// Paused queues, since when.
     pub paused_queues: HashMap<QueueName, DateTime<Utc>>,
     /// What the due index shows: `items` as it was `index_lag` ago (a GSI is eventually
@@ -59,6 +63,11 @@ pub struct MemStore {
     /// When set, every series move `retire` is given is kept here, so that a test can land it
     /// again later: a write the SDK sent again after its caller had moved on.
     pub moves_sent: Arc<Mutex<Option<MovesSent>>>,
+    /// How long each ledger change takes, the partitions of a process taking turns as
+    /// `DynamoStore`'s do (one conditional `PutItem` at a time): under a herd a booking waits
+    /// for every other partition's. Zero: no turns, no wait.
+    pub ledger_turn: std::time::Duration,
+    pub ledger_turns: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// Series moves as `retire` was given them, with their queue.
@@ -91,6 +100,8 @@ impl Default for MemStore {
             retire_applied_then_fails: Arc::default(),
             index_items_read: Arc::default(),
             moves_sent: Arc::default(),
+            ledger_turn: std::time::Duration::ZERO,
+            ledger_turns: Arc::default(),
         }
     }
 }
