@@ -311,3 +311,45 @@ async fn a_herd_due_in_one_second_under_the_rate_books_in_few_ledger_calls_and_a
     // the runtime polls the partitions in.
     assert!(st.ledger_gets <= 4 * partitions, "ledger reads: {}", st.ledger_gets);
 }
+
+/// A ranked backlog past what the budget holds up to the horizon: the run books to the horizon,
+/// sends that, and leaves the rest stored, unread. With booking held until what is booked has
+/// gone (issue 72), the booking that found the budget full came after the last batch, which was
+/// where the run stopped reading: the partition's loop then spun without a call in flight. Run
+/// on a thread of its own, so that a loop that never yields fails the test instead of hanging it.
+#[test]
+fn a_ranked_backlog_past_the_horizon_books_to_it_and_leaves_the_rest_stored() {
+    let (done, outcome) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .expect("runtime");
+        // More than a partition holds read (1 000), so that it stops reading at the horizon.
+        let ids: Vec<String> = (0..6_000).map(|i| format!("b{i:04}")).collect();
+        let jobs: Vec<(&str, i64, u16, u16)> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (id.as_str(), 1_000, if i % 10 == 0 { 1 } else { 100 }, 1))
+            .collect();
+        let store = MemStore {
+            ledger_turn: std::time::Duration::from_millis(15),
+            page_size: 100,
+            ..MemStore::default()
+        };
+        let r = rt.block_on(run_over(store, &jobs, 2, 1, &[("WAITER_MAX_RATE", "20")]));
+        let mut per_second: BTreeMap<i64, usize> = BTreeMap::new();
+        for second in r.seconds().into_values() {
+            *per_second.entry(second).or_default() += 1;
+        }
+        let _ = done.send((r.summary.dispatched, r.store.len(), per_second));
+    });
+    let (dispatched, left, per_second) = outcome
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the run ends (a partition's loop spun with nothing in flight)");
+    // 20 a second up to the horizon (120 s, and the seconds the run's own length adds).
+    assert!((2_400..=2_600).contains(&dispatched), "{dispatched}");
+    assert_eq!(dispatched as usize + left, 6_000);
+    assert!(per_second.values().all(|n| *n <= 20), "{per_second:?}");
+}

@@ -182,6 +182,13 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                                         // The ledger may have kept it waiting: what is ready,
                                         // and each delay, is reckoned from when it answered.
                                         now = d.clock.now();
+                                        // Booked up to the horizon, with nothing booked left to
+                                        // send (no batch will find it so): reading stops here.
+                                        if self.budget_full {
+                                            exhausted = true;
+                                            next_query = None;
+                                            self.leave_unbooked();
+                                        }
                                         if let Some(t) = self.rank_wait.filter(|t| *t > now) {
                                             wake_at = Some(wake_at.map_or(t, |w| w.min(t)));
                                         }
@@ -218,17 +225,9 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                                 }
                             };
                             if self.budget_full {
-                                // Booked up to the horizon: what is left waits for the next
-                                // run, unread (a run never reads the whole backlog); what was
-                                // booked ahead is still sent.
                                 exhausted = true;
                                 next_query = None;
-                                let before = self.pending.len();
-                                self.pending.retain(|p| p.booked.is_some() || p.job.job.is_critical());
-                                if self.pending.len() < before {
-                                    self.pending_bytes = self.pending.iter().map(|p| p.bytes).sum();
-                                    self.left_behind = true;
-                                }
+                                self.leave_unbooked();
                             }
                             prepared
                         }
@@ -404,6 +403,17 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                     }
                 }
             }
+        }
+    }
+
+    /// Booked up to the horizon: what is left unbooked waits for the next run, unread (a run
+    /// never reads the whole backlog); what was booked ahead is still sent.
+    fn leave_unbooked(&mut self) {
+        let before = self.pending.len();
+        self.pending.retain(|p| p.booked.is_some() || p.job.job.is_critical());
+        if self.pending.len() < before {
+            self.pending_bytes = self.pending.iter().map(|p| p.bytes).sum();
+            self.left_behind = true;
         }
     }
 

@@ -91,8 +91,16 @@ async fn simulate(seed: u64) -> Found {
     // replay as before.
     let mut more = StdRng::seed_from_u64(seed ^ 0x5eed_f1f0);
     let clock = FakeClock::default();
+    // Issue 72: in half the seeds a process's partitions take turns at the ledger, 0-15 ms a
+    // change, as `DynamoStore`'s do (a third schedule, so that the other draws stay as they were).
+    let mut turns = StdRng::seed_from_u64(seed ^ 0x7a72_7475);
+    let ledger_turn = match turns.random_bool(0.5) {
+        true => Duration::from_millis(turns.random_range(0..=15)),
+        false => Duration::ZERO,
+    };
     let mem = MemStore {
         page_size: rng.random_range(1..8),
+        ledger_turn,
         ..MemStore::default()
     };
     let latency = rng.random_range(0..30);
