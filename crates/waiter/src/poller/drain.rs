@@ -67,6 +67,9 @@ pub(super) struct PartitionRun<'a, S, Q, C> {
     pub(super) announced: bool,
     pub(super) gathered: bool,
     pub(super) rank_wait: Option<DateTime<Utc>>,
+    /// Ranked: when this partition last wrote its head to the ledger (a head not written again
+    /// within `HEAD_TTL` is forgotten, and worse-ranked jobs of other partitions book past it).
+    pub(super) head_written: Option<DateTime<Utc>>,
     /// Ranked, with poller groups: the queue's partitions that other groups work, which this
     /// one waits for (up to `rank::CHECK_IN_WAIT` after `started`) to check in before booking.
     pub(super) others: std::sync::Arc<[u32]>,
@@ -164,14 +167,16 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                             // better-ranked partition to book first. What is booked (and
                             // critical jobs) is sent at its time meanwhile.
                             //
-                            // Only once what is booked and ready has gone, with no send in
-                            // flight: the ledger call is awaited here, and neither the sends in
-                            // flight (their pause checks, their booked seconds) nor the booked
-                            // jobs waiting to be sent move until it answers. Under a herd the
-                            // partitions of a process take turns at the ledger, so one call can
-                            // take hundreds of milliseconds: booked jobs missed the seconds they
-                            // had booked, and each miss booked again (issue 72).
-                            if self.ranks() && sends == 0 && !self.booked_ready(now) {
+                            // Only once what is booked has gone (or is not to be sent soon),
+                            // with no send in flight: the ledger call is awaited here, and
+                            // neither the sends in flight (their pause checks, their booked
+                            // seconds) nor the booked jobs waiting to be sent move until it
+                            // answers. Under a herd the partitions of a process take turns at
+                            // the ledger, so one call can take hundreds of milliseconds: booked
+                            // jobs missed the seconds they had booked, and each miss booked
+                            // again (issue 72). Except when the partition's head is about to
+                            // be forgotten: the call writes it again.
+                            if self.ranks() && sends == 0 && (!self.booked_soon(now) || self.head_due(now)) {
                                 match self.rank_wait.filter(|t| *t > now) {
                                     Some(t) => wake_at = Some(wake_at.map_or(t, |w| w.min(t))),
                                     None => {

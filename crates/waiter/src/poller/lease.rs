@@ -117,6 +117,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             gathered: false,
             budget_full: false,
             rank_wait: None,
+            head_written: None,
             others,
             presence,
             started: now,

@@ -18,7 +18,7 @@ use super::Planned;
 use crate::error::{display_chain, PortError};
 use crate::limits::SQS_MAX_DELAY_SECONDS;
 use crate::ports::{Clock, JobStore, MessageQueue};
-use crate::rate::{units_of, ArrivalWant, Booked, Booking, Claim, Rank};
+use crate::rate::{units_of, ArrivalWant, Booked, Booking, Claim, Rank, HEAD_TTL};
 use crate::routing::aligned_send_instant;
 
 /// A ranked partition's first head waits this long before it books: the other partitions of
@@ -28,6 +28,9 @@ pub const GATHER: TimeDelta = TimeDelta::milliseconds(100);
 /// that crosses into the next second then still lands in the second booked (the delay of a
 /// job moved to a later second is taken at the send, `Planned::arrive_in`).
 pub const SEND_GUARD: TimeDelta = TimeDelta::milliseconds(100);
+/// Booking waits while a job that may go is to be sent within this: a ledger call under a herd
+/// takes up to a few hundred milliseconds, and a job sent after its instant may miss its second.
+pub const SEND_SOON: TimeDelta = TimeDelta::seconds(1);
 /// A blocked partition tries again after this (one ledger read while nothing changed).
 pub const BLOCKED_RETRY: TimeDelta = TimeDelta::milliseconds(100);
 /// With poller groups, a ranked partition waits up to this long after its run started for the
@@ -57,12 +60,30 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             .coarse_rank(p.job.job.perform_at, p.job.job.priority)
     }
 
-    /// Whether a job that may go (booked, or critical) is ready to be sent by `now`.
-    pub(super) fn booked_ready(&self, now: DateTime<Utc>) -> bool {
+    /// Whether a job may go now: critical, or booked into a second it can still arrive in.
+    fn may_go(&self, p: &Planned, now: DateTime<Utc>) -> bool {
+        p.job.job.is_critical() || p.booked.is_some_and(|(second, _)| !self.misses(p, second, now))
+    }
+
+    /// Whether a job that may go is to be sent within `SEND_SOON` of `now`: booking more first
+    /// would hold its send (the ledger call is awaited in the partition's loop).
+    pub(super) fn booked_soon(&self, now: DateTime<Utc>) -> bool {
         self.pending
             .iter()
-            .take_while(|p| p.send_at <= now)
-            .any(|p| p.booked.is_some_and(|(second, _)| !self.misses(p, second, now)) || p.job.job.is_critical())
+            .take_while(|p| p.send_at <= now + SEND_SOON)
+            .any(|p| self.may_go(p, now))
+    }
+
+    /// Whether the partition's head in the ledger may soon be forgotten (`HEAD_TTL`) while it
+    /// still has jobs to book: the next booking writes it again. A write renews the head only
+    /// once half its time is gone (`Bookings::book_claimed`), so a third of it after the last
+    /// write leaves room for a slow ledger call.
+    pub(super) fn head_due(&self, now: DateTime<Utc>) -> bool {
+        let unbooked = self
+            .pending
+            .iter()
+            .any(|p| p.booked.is_none() && !p.job.job.is_critical());
+        unbooked && self.head_written.is_some_and(|t| now - t >= HEAD_TTL / 3)
     }
 
     /// Ranked: puts the jobs ready to be sent by `now` that may go (booked ahead, or critical)
@@ -77,11 +98,15 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             return None;
         }
         let order = self.d.config.priority_order;
-        let may_go = |p: &Planned| p.booked.is_some() || p.job.job.is_critical();
+        let may_go: Vec<bool> = self.pending.range(..ready).map(|p| self.may_go(p, now)).collect();
+        let mut ranked: Vec<(bool, Planned)> = may_go.into_iter().zip(self.pending.drain(..ready)).collect();
         // A stable sort: already ranked entries (the rest of the last batch's) cost little.
-        self.pending.make_contiguous()[..ready]
-            .sort_by_key(|p| (!may_go(p), order.rank(p.job.job.perform_at, p.job.job.priority)));
-        Some(self.pending.range(..ready).take_while(|p| may_go(p)).count())
+        ranked.sort_by_key(|(go, p)| (!go, order.rank(p.job.job.perform_at, p.job.job.priority)));
+        let going = ranked.iter().take_while(|(go, _)| *go).count();
+        for (_, p) in ranked.into_iter().rev() {
+            self.pending.push_front(p);
+        }
+        Some(going)
     }
 
     /// When a job not sent yet will be: its own send instant, or (a standard one, whose
@@ -263,6 +288,9 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             .store
             .book(self.queue, rate, &[], Some(&reading), now, self.stop_at)
             .await;
+        if written.is_ok() {
+            self.head_written = Some(now);
+        }
         // Failed or not, waiting longer for it would not put it in.
         self.presence.check_in();
         written.map(|_| ())
@@ -318,6 +346,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             .store
             .book(self.queue, rate, &[], Some(&head), now, self.stop_at)
             .await?;
+        self.head_written = Some(now);
         // This run's other partitions of the queue: each has said it is reading (its head
         // holds everyone back until it has ranked its jobs), or has nothing due.
         let until = (self.started + CHECK_IN_WAIT).min(self.stop_at);
@@ -369,6 +398,9 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             .store
             .book(self.queue, rate, &raised, claim.as_ref(), now, self.stop_at)
             .await?;
+        if claim.is_some() {
+            self.head_written = Some(now);
+        }
         for ((i, w), b) in booking.into_iter().zip(&wants).zip(booked) {
             match b {
                 Booked::At(s) => self.floors.record(*w, Some(s)),
