@@ -75,6 +75,20 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                         .into());
                     }
                     let next = debounced(&current, &job);
+                    // `extend` keeps the stored `expires_at`: a time past it would be dropped
+                    // as expired by the poller after this call answered `replaced` (issue 71,
+                    // defect 1), so it is refused, as `reschedule` refuses one.
+                    if let Some(expires_at) = next.job.expires_at.filter(|e| *e < next.job.perform_at) {
+                        return Err(InvalidRequest::new(
+                            "expires_at",
+                            format!(
+                                "the stored job expires at {}, before the time extend moves it to ({}): extend keeps expires_at; use replace with a later one",
+                                crate::time::format_rfc3339(expires_at),
+                                crate::time::format_rfc3339(next.job.perform_at)
+                            ),
+                        )
+                        .into());
+                    }
                     check_stored_size(self.store.item_bytes(&next))?;
                     match self.store.replace(&current, &next).await? {
                         ReplaceOutcome::Replaced => {

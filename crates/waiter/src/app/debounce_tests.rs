@@ -153,3 +153,39 @@ async fn bad_debounces_name_on_duplicate_and_change_nothing() {
     assert_eq!(store.state.lock().unwrap().items.len(), 1);
     assert!(queue.sent().is_empty());
 }
+
+/// Issue 71, defect 1: `extend` kept the stored `expires_at` and moved the job past it; the call
+/// answered `replaced`, and the poller then dropped the job as expired. It is refused now, naming
+/// `expires_at`, and the job stays as it was: it is still delivered at its own time.
+#[tokio::test(start_paused = true)]
+async fn an_extend_past_the_jobs_expires_at_is_refused_and_the_job_is_delivered_as_stored() {
+    let (w, _, queue, clock) = test_waiter("orders", &[("WAITER_LOOKAHEAD", "0")]);
+    let expires = crate::time::format_rfc3339(clock.now() + TimeDelta::seconds(60));
+    call(
+        &w,
+        json!({"queue": "orders", "job_id": "e", "message_body": "v1", "delay_seconds": 30, "expires_at": expires, "on_duplicate": "extend"}),
+    )
+    .await;
+    let e = refused(
+        &w,
+        json!({"queue": "orders", "job_id": "e", "message_body": "v1", "delay_seconds": 120, "on_duplicate": "extend"}),
+    )
+    .await;
+    assert_eq!(e.field, "expires_at", "{e:?}");
+    assert!(e.rule.contains("use replace"), "{e:?}");
+    assert_eq!(get(&w, "e").await["version"], 1, "nothing changed");
+    // Within its expiry an extend still moves it.
+    let r = call(
+        &w,
+        json!({"queue": "orders", "job_id": "e", "message_body": "v1", "delay_seconds": 45, "on_duplicate": "extend"}),
+    )
+    .await;
+    assert_eq!(r["replaced"].as_bool(), Some(true), "{r}");
+    clock.advance(TimeDelta::seconds(50));
+    run(&w, &clock).await;
+    assert_eq!(
+        bodies(&queue),
+        vec!["v1"],
+        "delivered at the extended time, before its expiry"
+    );
+}
