@@ -79,11 +79,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
     /// once half its time is gone (`Bookings::book_claimed`), so a third of it after the last
     /// write leaves room for a slow ledger call.
     pub(super) fn head_due(&self, now: DateTime<Utc>) -> bool {
-        let unbooked = self
-            .pending
-            .iter()
-            .any(|p| p.booked.is_none() && !p.job.job.is_critical());
-        unbooked && self.head_written.is_some_and(|t| now - t >= HEAD_TTL / 3)
+        self.head_written.is_some_and(|t| now - t >= HEAD_TTL / 3)
+            && self
+                .pending
+                .iter()
+                .any(|p| p.booked.is_none() && !p.job.job.is_critical())
     }
 
     /// Ranked: puts the jobs ready to be sent by `now` that may go (booked ahead, or critical)

@@ -103,13 +103,40 @@ impl Leases for MemStore {
 impl MemStore {
     /// Waits for this process's turn at the ledger and for the change's own time
     /// (`ledger_turn`); the turn is held until the guard drops.
-    pub(super) async fn ledger_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+    async fn ledger_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
         if self.ledger_turn.is_zero() {
             return None;
         }
         let turn = self.ledger_turns.lock().await;
         tokio::time::sleep(self.ledger_turn).await;
         Some(turn)
+    }
+
+    /// Applies `change` to the queue's ledger as `DynamoStore::change_ledger` does: past
+    /// seconds forgotten first, a change that leaves the item as it was counted as a read, any
+    /// other as a write of the whole item, refused past DynamoDB's item limit (nothing kept).
+    async fn change_ledger<T>(
+        &self,
+        queue: &QueueName,
+        now: DateTime<Utc>,
+        change: impl FnOnce(&mut crate::rate::Bookings) -> T,
+    ) -> Result<T, PortError> {
+        let _turn = self.ledger_turn().await;
+        let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let before = st.bookings.get(queue).cloned().unwrap_or_default();
+        let mut after = before.clone();
+        after.forget_before(now);
+        let out = change(&mut after);
+        if after == before {
+            st.ledger_gets += 1;
+            return Ok(out);
+        }
+        st.ledger_puts += 1;
+        let bytes = crate::aws::codec::item_size(&crate::aws::codec::encode_rate(queue, 1, &after));
+        super::mem_store::too_large(bytes)?;
+        st.ledger_max_bytes = st.ledger_max_bytes.max(bytes);
+        st.bookings.insert(queue.clone(), after);
+        Ok(out)
     }
 }
 
@@ -124,24 +151,8 @@ impl RateLedger for MemStore {
         now: DateTime<Utc>,
         _until: DateTime<Utc>,
     ) -> Result<Vec<crate::rate::Booked>, PortError> {
-        let _turn = self.ledger_turn().await;
-        let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let before = st.bookings.get(queue).cloned().unwrap_or_default();
-        let mut seconds = before.clone();
-        seconds.forget_before(now);
-        let booked = seconds.book_claimed(rate, wants, claim, now);
-        if seconds == before {
-            st.ledger_gets += 1;
-            return Ok(booked);
-        }
-        st.ledger_puts += 1;
-        // The ledger is one item, written whole: past DynamoDB's item limit the write fails
-        // and nothing is booked.
-        let bytes = crate::aws::codec::item_size(&crate::aws::codec::encode_rate(queue, 1, &seconds));
-        super::mem_store::too_large(bytes)?;
-        st.ledger_max_bytes = st.ledger_max_bytes.max(bytes);
-        st.bookings.insert(queue.clone(), seconds);
-        Ok(booked)
+        self.change_ledger(queue, now, |b| b.book_claimed(rate, wants, claim, now))
+            .await
     }
 
     async fn release(
@@ -151,21 +162,12 @@ impl RateLedger for MemStore {
         now: DateTime<Utc>,
         _until: DateTime<Utc>,
     ) -> Result<(), PortError> {
-        let _turn = self.ledger_turn().await;
-        let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let before = st.bookings.get(queue).cloned().unwrap_or_default();
-        let mut after = before.clone();
-        after.forget_before(now);
-        for booking in bookings {
-            after.release(*booking);
-        }
-        if after == before {
-            st.ledger_gets += 1;
-        } else {
-            st.ledger_puts += 1;
-            st.bookings.insert(queue.clone(), after);
-        }
-        Ok(())
+        self.change_ledger(queue, now, |b| {
+            for booking in bookings {
+                b.release(*booking);
+            }
+        })
+        .await
     }
 }
 
