@@ -56,6 +56,7 @@ pub fn local(
         catch_up: CatchUp::default(),
         occurrences: 0,
         held: None,
+        extra: Default::default(),
     };
     let start = from.unwrap_or_else(Utc::now);
     let first = series

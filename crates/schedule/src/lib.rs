@@ -16,7 +16,7 @@ use chrono_tz::Tz;
 pub use aws::{parse_at, Expression, Rate};
 pub use cron::Cron;
 pub use preview::{preview, Previewed, DEFAULT_PREVIEW, MAX_PREVIEW};
-pub use series::{Every, Occurrence, Series, Step};
+pub use series::{Every, Extra, Occurrence, Series, Step};
 
 /// Without a recent previous run of its partition to go by, an occurrence found this long
 /// after its instant is missed (`catch_up` decides): the poller's interval.

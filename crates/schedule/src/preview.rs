@@ -69,6 +69,7 @@ mod tests {
             catch_up: CatchUp::One,
             occurrences: 0,
             held: None,
+            extra: crate::Extra::default(),
         }
     }
 

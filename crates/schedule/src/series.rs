@@ -42,6 +42,22 @@ pub struct Series {
     /// The series' next occurrence while it waits for a window: `perform_at` is then the
     /// opening it is looked at again (DESIGN "Recurring jobs" with windows).
     pub held: Option<DateTime<Utc>>,
+    /// `trigger`'s extra occurrences (DESIGN "Run now").
+    pub extra: Extra,
+}
+
+/// A `trigger`'s extra occurrence lives in its series' item, so that whatever the series is
+/// told next (`cancel`, `pause`, `reschedule`) it is told too, under the same conditional write
+/// and the same lease check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Extra {
+    /// An extra occurrence waits to be sent, stored at the item's `perform_at`; once SQS has it
+    /// the item returns to this `perform_at` (the series' next occurrence, or the opening a
+    /// window holds it for).
+    pub returns_to: Option<DateTime<Utc>>,
+    /// The instant of the last extra occurrence sent: the next one takes a later second, so that
+    /// no two extra occurrences share an id.
+    pub last: Option<DateTime<Utc>>,
 }
 
 /// What one pass does with a due series whose next occurrence is `from`.
@@ -66,6 +82,9 @@ pub struct Occurrence {
     /// past them: a pass that holds the series for its windows moves it nowhere, and the pass at
     /// the opening counts them (with any missed since).
     pub skipped: u64,
+    /// A `trigger`'s extra occurrence: it counts toward no `count`, and `next` is where the
+    /// item returns (`Extra::returns_to`).
+    pub extra: bool,
 }
 
 impl Series {
@@ -162,9 +181,46 @@ impl Series {
     }
 
     /// Where a pass over the series stored at `perform_at` starts: its held occurrence, if a
-    /// window holds one, else `perform_at`.
+    /// window holds one, else where an extra occurrence returns it to, else `perform_at`.
     pub fn from(&self, perform_at: DateTime<Utc>) -> DateTime<Utc> {
-        self.held.unwrap_or(perform_at)
+        self.held.or(self.extra.returns_to).unwrap_or(perform_at)
+    }
+
+    /// Whether one of the series' occurrences (past or to come) falls within the second
+    /// starting at epoch `second`, for the series stored at `perform_at`: its id would be that
+    /// second's (`{job_id}@{epoch}`).
+    pub fn occurs_in_second(&self, perform_at: DateTime<Utc>, second: i64) -> bool {
+        let anchor = self.from(perform_at);
+        match &self.every {
+            // An `every_s` series' occurrences are its anchor plus whole steps, back and forth.
+            Every::Seconds(s) => (second - anchor.timestamp()).rem_euclid(i64::from(*s).max(1)) == 0,
+            Every::Rate(r) => (second - anchor.timestamp()).rem_euclid(i64::from(r.seconds()).max(1)) == 0,
+            Every::Cron(..) => DateTime::from_timestamp(second, 0).is_some_and(|start| {
+                self.rule(anchor)
+                    .at_or_after(start)
+                    .is_some_and(|at| at.timestamp() == second)
+            }),
+        }
+    }
+
+    /// The instant of an extra occurrence asked for at `now`: `now`, or the start of the first
+    /// later second that no occurrence of the series and no earlier extra one has, so that its
+    /// id names it alone. Never before `now`.
+    pub fn extra_at(&self, perform_at: DateTime<Utc>, now: DateTime<Utc>) -> DateTime<Utc> {
+        let after_last = self.extra.last.map_or(i64::MIN, |l| l.timestamp() + 1);
+        let mut second = now.timestamp().max(after_last);
+        // Occurrences are a minute apart at least (`MIN_EVERY_S`, cron's minutes): one step
+        // clears them; the bound only guards an item stored otherwise.
+        for _ in 0..120 {
+            if !self.occurs_in_second(perform_at, second) {
+                break;
+            }
+            second += 1;
+        }
+        match DateTime::from_timestamp(second, 0) {
+            Some(start) if start > now => start,
+            _ => now,
+        }
     }
 
     /// As the contract shows it (the zone goes in the job's `time_zone`).
@@ -220,6 +276,7 @@ mod tests {
             catch_up,
             occurrences: 0,
             held: None,
+            extra: Extra::default(),
         }
     }
 
@@ -255,6 +312,33 @@ mod tests {
         let all = every(60, CatchUp::All).step(start, None, Pass::new(now, None));
         assert_eq!((all.send, all.skipped), (Some(start), 0));
         assert_eq!(all.next, Some(utc("2026-03-01T09:56:00Z")));
+    }
+
+    #[test]
+    fn an_extra_occurrence_takes_a_second_no_occurrence_and_no_earlier_extra_has() {
+        let s = every(60, CatchUp::One);
+        let next = utc("2026-03-01T10:01:00.25Z");
+        // In the second of an occurrence (10:00:00.25, a step back on the grid): the next one.
+        assert_eq!(s.extra_at(next, utc("2026-03-01T10:00:00.5Z")), utc("2026-03-01T10:00:01Z"));
+        // Elsewhere: now.
+        let now = utc("2026-03-01T10:00:30.5Z");
+        assert_eq!(s.extra_at(next, now), now);
+        // After an extra one in this second: the next second.
+        let after = Series {
+            extra: Extra {
+                returns_to: None,
+                last: Some(now),
+            },
+            ..s.clone()
+        };
+        assert_eq!(after.extra_at(next, utc("2026-03-01T10:00:30.9Z")), utc("2026-03-01T10:00:31Z"));
+        // A cron's occurrences are whole minutes.
+        let cron = Series {
+            every: Every::Cron(Cron::parse("* * * * *").expect("cron"), chrono_tz::UTC),
+            ..s
+        };
+        assert_eq!(cron.extra_at(next, utc("2026-03-01T10:02:00.4Z")), utc("2026-03-01T10:02:01Z"));
+        assert!(!cron.occurs_in_second(next, utc("2026-03-01T10:02:01Z").timestamp()));
     }
 
     #[test]

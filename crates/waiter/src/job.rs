@@ -180,6 +180,24 @@ impl Job {
         })
     }
 
+    /// A series' item with a `trigger`'s extra occurrence waiting (`Extra::returns_to`): the copy
+    /// a pass plans to send it, at `perform_at` and outside the windows, whose move returns the
+    /// item to where it stood.
+    pub fn pending_extra(&self) -> Option<Job> {
+        let returns_to = self.repeat.as_ref()?.extra.returns_to?;
+        Some(Job {
+            occurrence: Some(Occurrence {
+                at: self.perform_at,
+                next: Some(returns_to),
+                from: returns_to,
+                skipped: 0,
+                extra: true,
+            }),
+            windows: None,
+            ..self.clone()
+        })
+    }
+
     /// Neither waits for the rate budget nor uses it.
     pub fn is_critical(&self) -> bool {
         self.priority == CRITICAL_PRIORITY

@@ -31,6 +31,7 @@ pub fn catch_up_cpu(behind: u64) -> CatchUpCpu {
         catch_up,
         occurrences: 0,
         held: None,
+        extra: Default::default(),
     };
     let now: DateTime<Utc> = DateTime::from_timestamp(1_800_000_000, 0).expect("time");
     let start = now - TimeDelta::minutes(behind as i64);

@@ -144,6 +144,7 @@ fn series_item() -> waiter::aws::codec::Item {
         catch_up: waiter::repeat::CatchUp::All,
         occurrences: 3,
         held: None,
+        extra: Default::default(),
     }));
     waiter::aws::codec::encode(&job)
 }

@@ -44,6 +44,8 @@ mod steer_tests;
 #[cfg(test)]
 mod tests;
 mod trigger;
+#[cfg(test)]
+mod trigger_tests;
 
 /// Jobs of one batch worked at once. A stored job is one conditional `PutItem` (no batch write
 /// takes a condition), so 1000 jobs at 15 ms a call take 1000 / 16 × 15 ms ≈ 1 s of latency.

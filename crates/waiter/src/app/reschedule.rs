@@ -101,8 +101,12 @@ where
         job.priority = r.priority.unwrap_or(job.priority);
         job.weight = r.weight.unwrap_or(job.weight);
         let occurrences = job.repeat.as_ref().map_or(0, |s| s.occurrences);
+        // A `trigger`'s extra occurrence, and the second of the last one, stay with the series
+        // whatever its rule becomes.
+        let extra = current.job.repeat.as_ref().map(|s| s.extra).unwrap_or_default();
         if let Some(series) = &r.repeat {
-            let series = series.advanced(occurrences);
+            let mut series = series.advanced(occurrences);
+            series.extra = extra;
             if let Some(count) = series.count.filter(|c| *c <= occurrences) {
                 // The poller would finish the series at once, without a send.
                 return Err(InvalidRequest::new(
@@ -156,7 +160,13 @@ where
                         "comes before the series' first occurrence from perform_at",
                     )
                 })?;
-                job.perform_at = start_in_windows(series, first, job.windows.as_ref());
+                let at = start_in_windows(series, first, job.windows.as_ref());
+                // An extra occurrence still waiting is sent first, as asked; the series returns
+                // to its new start after it.
+                match series.extra.returns_to.as_mut() {
+                    Some(returns_to) => *returns_to = at,
+                    None => job.perform_at = at,
+                }
             }
         }
         check_message(&Given::default(), job)?;

@@ -37,16 +37,22 @@ fn answer(status: JobStatus, t: &PauseTarget) -> PauseReply {
 /// every occurrence that fell due during the pause is missed (a poller run found it paused),
 /// so the series moves to what `catch_up` sends of them (`one`: the latest; `all`: each, from
 /// where it stands; `skip`: none), or to its next occurrence. A series a window holds is left
-/// to the poller, which sends the held occurrence at the opening.
+/// to the poller, which sends the held occurrence at the opening. A `trigger`'s extra
+/// occurrence that waited is sent once resumed (what `trigger` answered `dispatching` for); the
+/// series returns to what `catch_up` chose after it.
 fn resumed(current: &StoredJob, now: DateTime<Utc>) -> StoredJob {
     let mut next = StoredJob {
         paused_at: None,
         ..current.clone()
     };
-    if let Some(series) = current.job.repeat.as_deref().filter(|s| s.held.is_none()) {
-        let step = series.step(current.job.perform_at, None, Pass { now, on_time_from: now });
+    if let Some(series) = next.job.repeat.as_deref_mut().filter(|s| s.held.is_none()) {
+        let from = series.from(current.job.perform_at);
+        let step = series.step(from, None, Pass { now, on_time_from: now });
         if let Some(at) = step.send.or(step.next) {
-            next.job.perform_at = at;
+            match series.extra.returns_to.as_mut() {
+                Some(returns_to) => *returns_to = at,
+                None => next.job.perform_at = at,
+            }
         }
     }
     next

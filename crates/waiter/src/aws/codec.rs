@@ -38,7 +38,7 @@ pub(crate) use ledger::{decode_rate, encode_rate};
 use repeat::{decode_repeat, encode_repeat};
 pub use repeat::{
     A_OCCURRENCES, A_REPEAT_CATCH_UP, A_REPEAT_COUNT, A_REPEAT_CRON, A_REPEAT_EVERY_S, A_REPEAT_EXPRESSION,
-    A_REPEAT_HELD, A_REPEAT_TIME_ZONE, A_REPEAT_UNTIL,
+    A_REPEAT_EXTRA_LAST, A_REPEAT_EXTRA_RETURNS_TO, A_REPEAT_HELD, A_REPEAT_TIME_ZONE, A_REPEAT_UNTIL,
 };
 
 pub const INDEX_NAME: &str = "scheduler-perform_at-index";
@@ -319,6 +319,8 @@ pub const ATTRIBUTES_WITHOUT_MESSAGE: &[&str] = &[
     A_REPEAT_CATCH_UP,
     A_OCCURRENCES,
     A_REPEAT_HELD,
+    A_REPEAT_EXTRA_RETURNS_TO,
+    A_REPEAT_EXTRA_LAST,
     A_PAUSED_AT,
 ];
 

@@ -37,6 +37,9 @@ pub(crate) fn encode_debts(queue: &QueueName, debts: &[Retired]) -> AttributeVal
                     if let Some(t) = a.arriving_at {
                         m.insert(A_MAYBE_DELIVERED_AT.into(), n(t));
                     }
+                    if let Some(t) = a.extra_sent {
+                        m.insert(A_REPEAT_EXTRA_LAST.into(), n(t));
+                    }
                 }
                 AttributeValue::M(m)
             })
@@ -94,6 +97,13 @@ pub(crate) fn decode_debts(queue: &QueueName, item: &Item) -> Result<Vec<Retired
                                 format!("{A_LEASE_DEBTS}.{A_MAYBE_DELIVERED_AT} is not epoch seconds")
                             })?),
                             Some(_) => return Err(format!("{A_LEASE_DEBTS}.{A_MAYBE_DELIVERED_AT} is not a number")),
+                        },
+                        extra_sent: match m.get(A_REPEAT_EXTRA_LAST) {
+                            None => None,
+                            Some(AttributeValue::N(t)) => Some(parse_epoch_decimal(t).ok_or_else(|| {
+                                format!("{A_LEASE_DEBTS}.{A_REPEAT_EXTRA_LAST} is not epoch seconds")
+                            })?),
+                            Some(_) => return Err(format!("{A_LEASE_DEBTS}.{A_REPEAT_EXTRA_LAST} is not a number")),
                         },
                     }),
                     _ => {

@@ -5,7 +5,7 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::{n, parse_epoch_decimal, Item};
-use crate::repeat::{CatchUp, Cron, Every, Expression, Series};
+use crate::repeat::{CatchUp, Cron, Every, Expression, Extra, Series};
 
 pub const A_REPEAT_CRON: &str = "repeat_cron";
 /// EventBridge Scheduler's `cron(...)` or `rate(...)`, as given.
@@ -17,6 +17,10 @@ pub const A_REPEAT_COUNT: &str = "repeat_count";
 pub const A_REPEAT_CATCH_UP: &str = "repeat_catch_up";
 pub const A_OCCURRENCES: &str = "occurrences";
 pub const A_REPEAT_HELD: &str = "repeat_held";
+/// `trigger`'s pending extra occurrence: where the item returns once SQS has it.
+pub const A_REPEAT_EXTRA_RETURNS_TO: &str = "repeat_extra_returns_to";
+/// The instant of the last extra occurrence sent.
+pub const A_REPEAT_EXTRA_LAST: &str = "repeat_extra_last";
 
 fn number(v: u64) -> AttributeValue {
     AttributeValue::N(v.to_string())
@@ -54,6 +58,12 @@ pub(crate) fn encode_repeat(item: &mut Item, series: Option<&Series>) {
     item.insert(A_OCCURRENCES.into(), number(s.occurrences));
     if let Some(h) = s.held {
         item.insert(A_REPEAT_HELD.into(), n(h));
+    }
+    if let Some(r) = s.extra.returns_to {
+        item.insert(A_REPEAT_EXTRA_RETURNS_TO.into(), n(r));
+    }
+    if let Some(l) = s.extra.last {
+        item.insert(A_REPEAT_EXTRA_LAST.into(), n(l));
     }
 }
 
@@ -128,5 +138,9 @@ pub(crate) fn decode_repeat(item: &Item) -> Result<Option<Series>, String> {
         catch_up,
         occurrences: whole(item, A_OCCURRENCES)?.unwrap_or(0),
         held: time(A_REPEAT_HELD)?,
+        extra: Extra {
+            returns_to: time(A_REPEAT_EXTRA_RETURNS_TO)?,
+            last: time(A_REPEAT_EXTRA_LAST)?,
+        },
     }))
 }

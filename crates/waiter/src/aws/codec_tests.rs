@@ -27,6 +27,7 @@ fn debts_on_a_lease_item_round_trip_with_and_without_history_records() {
                 perform_at: at + TimeDelta::seconds(60),
                 occurrences: 12,
                 arriving_at: None,
+                extra_sent: None,
             }),
         },
         // A series moving on while the occurrence it sent waits in SQS's delay.
@@ -38,6 +39,7 @@ fn debts_on_a_lease_item_round_trip_with_and_without_history_records() {
                 perform_at: at + TimeDelta::seconds(3600),
                 occurrences: 13,
                 arriving_at: Some(at + TimeDelta::seconds(90)),
+                extra_sent: Some(at + TimeDelta::seconds(30)),
             }),
         },
         Retired {
@@ -283,6 +285,7 @@ fn a_series_round_trips_with_its_rule_end_policy_count_and_held_occurrence() {
             catch_up: CatchUp::Skip,
             occurrences: 5,
             held: Some(at - TimeDelta::minutes(10)),
+            extra: Default::default(),
         }));
         let item = encode(&j);
         let back = decode(&j.job.queue, item.clone()).unwrap();

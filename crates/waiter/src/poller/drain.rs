@@ -16,8 +16,8 @@ use crate::config::QueueName;
 use crate::error::{display_chain, PortError};
 use crate::limits::SQS_MAX_BATCH_ENTRIES;
 use crate::ports::{
-    Clock, EntryOutcome, HistoryStatus, JobKey, JobStore, MessageQueue, OutgoingMessage, ReplaceOutcome, Retired,
-    StoredJob,
+    Clock, EntryOutcome, HistoryStatus, JobKey, JobStore, MessageQueue, OutgoingMessage, Partition, ReplaceOutcome,
+    Retired, StoredJob,
 };
 use crate::time::seconds_between;
 
@@ -104,6 +104,16 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
         let requery = fifo && d.config.fifo_hold > 0;
         let hold_until = self.horizon.min(self.stop_at);
         let mut pages = Some(d.store.due(queue, self.shard, self.horizon));
+        // `trigger`'s job, by its key: the index may not show it yet.
+        if let Some(key) = self
+            .scope
+            .watch
+            .as_ref()
+            .filter(|k| k.partition == Partition::Shard(self.shard))
+        {
+            let jobs = d.store.read(queue, std::slice::from_ref(key)).await?;
+            self.plan_jobs(jobs).await?;
+        }
         let mut exhausted = false;
         let mut next_query: Option<DateTime<Utc>> = None;
         let mut failure: Option<PortError> = None;
@@ -504,7 +514,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                     }
                     sum.dispatched += 1;
                     debug!(queue = %queue, job_id = %p.job.job.job_id, delay_s = m.delay_seconds, lateness_ms, "dispatched");
-                    self.scope.saw(&p.job.job.job_id, &message_id);
+                    self.scope.saw(&p.job.job, &message_id);
                     self.retire(&p.job, HistoryStatus::Dispatched, Some(message_id));
                 }
                 EntryOutcome::Failed {

@@ -242,11 +242,12 @@ async fn clear_of_second_end<C: Clock>(clock: &C, call: &call::Call) -> DateTime
 }
 
 /// What every partition of one run shares: the run's lease owner and its pause checks; and,
-/// for `trigger`, the job whose message id the run reports.
+/// for `trigger`, the job whose message id the run reports, which the run reads by its key
+/// (the due index lags behind the write that just made it due).
 pub(super) struct RunScope {
     pub(super) owner: String,
     pub(super) gate: PauseGate,
-    pub(super) watch: Option<String>,
+    pub(super) watch: Option<crate::ports::JobKey>,
     pub(super) watched: std::sync::Mutex<Option<String>>,
 }
 
@@ -260,11 +261,13 @@ impl RunScope {
         }
     }
 
-    /// A job of `watch`'s id was accepted by SQS as this message.
-    pub(super) fn saw(&self, job_id: &str, message_id: &str) {
-        if self.watch.as_deref() == Some(job_id) {
+    /// SQS accepted `job`'s message as this one: the watched job's, if it is that job (for a
+    /// series, its extra occurrence, not a regular one sent by the same run).
+    pub(super) fn saw(&self, job: &crate::job::Job, message_id: &str) {
+        let watched_job = self.watch.as_ref().is_some_and(|k| k.job_id == job.job_id);
+        if watched_job && job.occurrence.is_none_or(|o| o.extra) {
             if let Ok(mut watched) = self.watched.lock() {
-                *watched = Some(message_id.to_owned());
+                watched.get_or_insert_with(|| message_id.to_owned());
             }
         }
     }
@@ -394,11 +397,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
         queue: &QueueName,
         shard: u32,
         deadline: DateTime<Utc>,
-        watch: Option<&str>,
+        watch: Option<&crate::ports::JobKey>,
     ) -> (RunSummary, Option<String>) {
         let alone = roll_call::RollCall::default().enrol(shard);
         let scope = RunScope {
-            watch: watch.map(str::to_owned),
+            watch: watch.cloned(),
             ..RunScope::new()
         };
         let summary = self

@@ -25,8 +25,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 Ok(true) => {
                     error!(queue = %self.queue, job_id = %occurrence.job.job_id, code = %info.code, reason = %info.message, "occurrence parked: SQS rejected its message permanently; the series goes on");
                     self.summary.parked += 1;
-                    self.summary.skipped_occurrences += o.skipped;
-                    self.leave(job, o.next, 1, None);
+                    self.move_past(job, o, None);
                 }
                 Ok(false) => {
                     error!(queue = %self.queue, job_id = %occurrence.job.job_id, code = %info.code, "parking refused: the parked partition holds another job with this id; the series stays where it is");

@@ -18,6 +18,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         let Some(series) = &job.job.repeat else {
             return Some(job);
         };
+        // A `trigger`'s extra occurrence first, at the instant it was asked for, outside the
+        // windows and the catch-up (DESIGN "Run now"); the series' own pass comes after it.
+        if let Some(extra) = job.job.pending_extra() {
+            return Some(StoredJob { job: extra, ..job });
+        }
         let from = series.from(job.job.perform_at);
         // A series held for its windows is stored at their opening.
         let opening = series.held.map(|_| job.job.perform_at);
@@ -34,6 +39,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                     next: step.next,
                     from,
                     skipped: step.skipped,
+                    extra: false,
                 });
                 Some(copy)
             }
@@ -58,8 +64,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         match (job.job.occurrence, status) {
             (Some(o), HistoryStatus::Dispatched) => {
                 self.summary.occurrences += 1;
-                self.summary.skipped_occurrences += o.skipped;
-                self.leave(job, o.next, 1, message_id);
+                self.move_past(job, o, message_id);
             }
             _ => {
                 let record = self.record(job, status, message_id);
@@ -71,6 +76,30 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 });
             }
         }
+    }
+
+    /// A series past the occurrence `o` (sent, or parked alone): on to its next one, or for a
+    /// `trigger`'s extra occurrence back to where it was, its `count` untouched.
+    pub(super) fn move_past(&mut self, job: &StoredJob, o: Occurrence, message_id: Option<String>) {
+        let (Some(returns_to), true) = (o.next, o.extra) else {
+            self.summary.skipped_occurrences += o.skipped;
+            self.leave(job, o.next, 1, message_id);
+            return;
+        };
+        let now = self.d.clock.now();
+        self.due_again += usize::from(returns_to <= now);
+        let arriving_at = message_id.as_ref().map(|_| job.job.perform_at).filter(|t| *t > now);
+        self.deletes.push(Retired {
+            key: job.key(),
+            edition: job.edition(),
+            record: None,
+            advance: Some(Advance {
+                perform_at: returns_to,
+                occurrences: job.job.repeat.as_ref().map_or(0, |s| s.occurrences),
+                arriving_at,
+                extra_sent: Some(o.at),
+            }),
+        });
     }
 
     /// A series after a pass that sent `sent` occurrences: moved to `next`, or finished (its
@@ -94,6 +123,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                     perform_at,
                     occurrences,
                     arriving_at,
+                    extra_sent: None,
                 }),
             ),
             None => {

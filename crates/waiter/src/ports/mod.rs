@@ -299,6 +299,9 @@ pub struct Advance {
     /// time, its message waits in SQS's delay. The series' `maybe_delivered_at`, so that a
     /// `cancel` meanwhile says one occurrence is still on its way (issue 60, defect 11).
     pub arriving_at: Option<DateTime<Utc>>,
+    /// A `trigger`'s extra occurrence was sent, at this instant: the item returns to
+    /// `perform_at` and keeps its windows' hold (`Series::held`); `occurrences` is unchanged.
+    pub extra_sent: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

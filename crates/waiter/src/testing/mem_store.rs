@@ -416,10 +416,23 @@ impl Jobs for MemStore {
                     let mut next = j.clone();
                     next.job.perform_at = a.perform_at;
                     next.version += 1;
-                    next.maybe_delivered_at = a.arriving_at;
-                    if let Some(series) = next.job.repeat.as_mut() {
-                        series.occurrences = a.occurrences;
-                        series.held = None;
+                    let series = next.job.repeat.as_mut();
+                    match (a.extra_sent, series) {
+                        // Back from an extra occurrence: as before it, less the pending extra.
+                        (Some(sent), Some(series)) => {
+                            series.extra.returns_to = None;
+                            series.extra.last = Some(sent);
+                            if a.arriving_at.is_some() {
+                                next.maybe_delivered_at = a.arriving_at;
+                            }
+                        }
+                        (_, series) => {
+                            next.maybe_delivered_at = a.arriving_at;
+                            if let Some(series) = series {
+                                series.occurrences = a.occurrences;
+                                series.held = None;
+                            }
+                        }
                     }
                     next
                 });

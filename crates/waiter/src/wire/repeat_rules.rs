@@ -60,6 +60,7 @@ pub(crate) fn check_repeat(
         catch_up: r.catch_up.unwrap_or_default(),
         occurrences: 0,
         held: None,
+        extra: Default::default(),
     };
     if let Some(u) = r.until.filter(|u| *u < start) {
         return Err(InvalidRequest::new(

@@ -234,6 +234,9 @@ pub(super) fn advance_set(r: &Retired, a: &Advance) -> Item {
     if let Some(t) = a.arriving_at {
         set.insert(A_MAYBE_DELIVERED_AT.to_owned(), n(t));
     }
+    if let Some(t) = a.extra_sent {
+        set.insert(A_REPEAT_EXTRA_LAST.to_owned(), n(t));
+    }
     set
 }
 
@@ -250,15 +253,16 @@ fn set_expression(set: &Item) -> Expression {
         names.push((format!("#set{i}"), name.clone()));
         values.push((format!(":set{i}"), value.clone()));
     }
-    // Moved on, a series no longer waits for a window, and its next occurrence has not been
-    // sent: the mark of one that may have been is the last occurrence's, not its, unless the
-    // move sets the arrival of the one just sent.
-    names.push(("#held".to_owned(), A_REPEAT_HELD.to_owned()));
-    if set.contains_key(A_MAYBE_DELIVERED_AT) {
-        return (format!("SET {} REMOVE #held", parts.join(", ")), names, values);
+    let mut removed = Vec::new();
+    for (i, name) in super::statements::advance_removes(set).into_iter().enumerate() {
+        removed.push(format!("#rm{i}"));
+        names.push((format!("#rm{i}"), name.to_owned()));
     }
-    names.push(("#maybe".to_owned(), A_MAYBE_DELIVERED_AT.to_owned()));
-    (format!("SET {} REMOVE #held, #maybe", parts.join(", ")), names, values)
+    (
+        format!("SET {} REMOVE {}", parts.join(", "), removed.join(", ")),
+        names,
+        values,
+    )
 }
 
 /// A removal as one item of a transaction, with the same edition condition as `retire_one`.

@@ -131,12 +131,8 @@ pub(super) fn removal_statement(
                 push_clause(&mut text, "REMOVE", name, "");
             }
             if keeps_the_rest {
-                // Moved on, it no longer waits for a window, and the mark of an occurrence that
-                // may have been delivered was the last one's (`set_expression`'s twin).
-                for name in [A_REPEAT_HELD, A_MAYBE_DELIVERED_AT]
-                    .into_iter()
-                    .filter(|a| !record.contains_key(*a))
-                {
+                // What the move removes, as `set_expression` does.
+                for name in advance_removes(record) {
                     push_clause(&mut text, "REMOVE", name, "");
                 }
             }
@@ -271,6 +267,21 @@ impl DynamoStore {
             backoff(round).await;
         }
     }
+}
+
+/// What a series' move (`advance_set`) removes from its item. Moved on, a series no longer
+/// waits for a window, and its next occurrence has not been sent: the mark of one that may have
+/// been is the last occurrence's, not its, unless the move sets the arrival of the one just
+/// sent. Back from a `trigger`'s extra occurrence, the item is as it was before it (its hold,
+/// and that mark, kept) less the pending extra.
+pub(super) fn advance_removes(set: &Item) -> Vec<&'static str> {
+    if set.contains_key(A_REPEAT_EXTRA_LAST) {
+        return vec![A_REPEAT_EXTRA_RETURNS_TO];
+    }
+    [A_REPEAT_HELD, A_MAYBE_DELIVERED_AT]
+        .into_iter()
+        .filter(|a| !set.contains_key(*a))
+        .collect()
 }
 
 #[cfg(test)]

@@ -45,6 +45,7 @@ fn every_attribute() -> StoredJob {
         catch_up: crate::repeat::CatchUp::All,
         occurrences: 1,
         held: Some(at(1_799_999_000)),
+        extra: Default::default(),
     }));
     j.maybe_delivered_at = Some(at(1_800_000_001));
     j.parked = Some(ParkInfo {
@@ -152,6 +153,7 @@ fn a_series_move_sets_its_next_occurrence_and_version_and_keeps_the_rest() {
         perform_at: at(1_800_000_060),
         occurrences: 5,
         arriving_at: None,
+        extra_sent: None,
     };
     let r = Retired {
         advance: Some(advance),
@@ -182,6 +184,7 @@ fn a_series_move_after_an_occurrence_sent_ahead_sets_its_arrival_as_the_mark() {
         perform_at: at(1_800_003_600),
         occurrences: 5,
         arriving_at: Some(at(1_800_000_090)),
+        extra_sent: None,
     };
     let r = Retired {
         advance: Some(advance),
