@@ -319,7 +319,10 @@ mod tests {
         let s = every(60, CatchUp::One);
         let next = utc("2026-03-01T10:01:00.25Z");
         // In the second of an occurrence (10:00:00.25, a step back on the grid): the next one.
-        assert_eq!(s.extra_at(next, utc("2026-03-01T10:00:00.5Z")), utc("2026-03-01T10:00:01Z"));
+        assert_eq!(
+            s.extra_at(next, utc("2026-03-01T10:00:00.5Z")),
+            utc("2026-03-01T10:00:01Z")
+        );
         // Elsewhere: now.
         let now = utc("2026-03-01T10:00:30.5Z");
         assert_eq!(s.extra_at(next, now), now);
@@ -331,13 +334,19 @@ mod tests {
             },
             ..s.clone()
         };
-        assert_eq!(after.extra_at(next, utc("2026-03-01T10:00:30.9Z")), utc("2026-03-01T10:00:31Z"));
+        assert_eq!(
+            after.extra_at(next, utc("2026-03-01T10:00:30.9Z")),
+            utc("2026-03-01T10:00:31Z")
+        );
         // A cron's occurrences are whole minutes.
         let cron = Series {
             every: Every::Cron(Cron::parse("* * * * *").expect("cron"), chrono_tz::UTC),
             ..s
         };
-        assert_eq!(cron.extra_at(next, utc("2026-03-01T10:02:00.4Z")), utc("2026-03-01T10:02:01Z"));
+        assert_eq!(
+            cron.extra_at(next, utc("2026-03-01T10:02:00.4Z")),
+            utc("2026-03-01T10:02:01Z")
+        );
         assert!(!cron.occurs_in_second(next, utc("2026-03-01T10:02:01Z").timestamp()));
     }
 

@@ -40,6 +40,8 @@ mod history_tests;
 #[cfg(test)]
 mod meeting_retry_tests;
 #[cfg(test)]
+mod meeting_steer_tests;
+#[cfg(test)]
 mod pipeline_tests;
 #[cfg(test)]
 mod priority_ahead_tests;

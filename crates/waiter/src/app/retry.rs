@@ -98,7 +98,8 @@ pub(crate) enum Decision {
     Next,
 }
 
-pub(crate) fn decide(failed: u32, current: Option<&Current>, now: DateTime<Utc>) -> Decision {
+/// `stored_sent`: the stored attempt's message may be in a consumer's hands (`sent_attempt`).
+pub(crate) fn decide(failed: u32, current: Option<&Current>, stored_sent: bool) -> Decision {
     let Some(current) = current else {
         return Decision::Next;
     };
@@ -114,7 +115,7 @@ pub(crate) fn decide(failed: u32, current: Option<&Current>, now: DateTime<Utc>)
         _ if attempt == next => Decision::Duplicate,
         Current::Left(_) if attempt < next => Decision::Next,
         // The failed attempt, sent and not yet removed: its message proves the send.
-        Current::Stored(_) if attempt == failed && current.sent_and_stored(now).is_some() => Decision::Next,
+        Current::Stored(_) if attempt == failed && stored_sent => Decision::Next,
         _ => Decision::Conflict(attempt),
     }
 }
@@ -175,7 +176,8 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 )
                 .into());
             }
-            let decision = decide(r.attempt, current.as_ref(), now);
+            let sent = self.sent_attempt(current.as_ref(), now).await?;
+            let decision = decide(r.attempt, current.as_ref(), sent.is_some());
             match decision {
                 Decision::Duplicate => {
                     debug!(queue = %r.queue, job_id = %r.job_id, attempt = r.attempt, "duplicate retry");
@@ -196,7 +198,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             }
             let job = self.next_attempt(&r, current.as_ref(), series_windows(&series), now)?;
             // The next attempt goes where the failed one is still stored, else to the home key.
-            let over = match current.as_ref().and_then(|c| c.sent_and_stored(now)) {
+            let over = match sent.as_ref() {
                 Some(sent) if sent.job.attempt == r.attempt => {
                     home = sent.partition.clone();
                     Over::Sent(sent)
@@ -217,6 +219,32 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             source: "the job changed under every attempt; retry".into(),
         }
         .into())
+    }
+
+    /// The stored attempt, when its message may be in a consumer's hands: due and unpaused by
+    /// the item (`StoredJob::may_have_been_sent`), and either marked as maybe delivered or
+    /// covered by its shard's lease (a run sent it and has not removed it yet). A due job that
+    /// no run holds was sent by none: a debounced `replace`'s new life, or a job due this very
+    /// second, is not the attempt whose message failed, and is never written over.
+    async fn sent_attempt(
+        &self,
+        current: Option<&Current>,
+        now: DateTime<Utc>,
+    ) -> Result<Option<StoredJob>, PortError> {
+        let Some(stored) = current.and_then(|c| c.sent_and_stored(now)) else {
+            return Ok(None);
+        };
+        if stored.maybe_delivered_at.is_some() {
+            return Ok(Some(stored.clone()));
+        }
+        let Partition::Shard(shard) = stored.partition else {
+            return Ok(None);
+        };
+        let covered = self
+            .store
+            .lease_covers(&stored.job.queue, shard, stored.job.perform_at)
+            .await?;
+        Ok(covered.then(|| stored.clone()))
     }
 
     /// Attempt `r.attempt + 1`: the consumer's message, with what the job keeps across its
@@ -285,8 +313,13 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 ..status_only(JobStatus::Expired, &r.queue, &r.job_id)
             }));
         }
+        // A pause of the job holds its next attempt too: `resume` sends it.
+        let paused_at = match &over {
+            Over::Sent(sent) => sent.paused_at,
+            _ => None,
+        };
         let stored = StoredJob {
-            paused_at: None,
+            paused_at,
             partition: home,
             version: over.version() + 1,
             job,

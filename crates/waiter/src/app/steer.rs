@@ -82,7 +82,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
 
     pub(super) async fn resume(&self, t: PauseTarget) -> Result<PauseReply, HandlerError> {
         let Some(job_id) = &t.job_id else {
-            let was_paused = self.store.resume_queue(&t.queue).await?;
+            let was_paused = self.store.resume_queue(&t.queue, self.clock.now()).await?;
             info!(queue = %t.queue, was_paused, "queue resumed");
             return Ok(answer(JobStatus::Resumed, &t));
         };

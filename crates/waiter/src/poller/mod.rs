@@ -404,6 +404,26 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             watch: watch.cloned(),
             ..RunScope::new()
         };
+        // Read before the run plans anything, as a regular run reads it: the queue's last resume
+        // decides which occurrences are missed (`PartitionRun::pass`), and a paused queue is
+        // left alone.
+        match scope.gate.paused(&self.store, queue).await {
+            Ok(None) => {}
+            Ok(Some(since)) => {
+                let paused = RunSummary {
+                    paused_queues: vec![queue.to_string()],
+                    paused_for_s: Some(seconds_between(since, self.clock.now()).max(0.0)),
+                    drained: true,
+                    ..RunSummary::default()
+                };
+                return (paused, None);
+            }
+            Err(e) => {
+                let mut failed = RunSummary::default();
+                report_error(&mut failed, queue, Some(shard), &e);
+                return (failed, None);
+            }
+        }
         let summary = self
             .run_partition(queue, shard, deadline, &scope, std::sync::Arc::from([]), alone)
             .await;

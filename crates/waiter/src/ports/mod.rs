@@ -14,7 +14,7 @@ use crate::job::Job;
 
 pub use pause::{PauseGate, PAUSE_CHECK_FRESH, PAUSE_SETTLE};
 pub use queue::{default_deduplication_id, EntryOutcome, MessageQueue, OutgoingMessage};
-pub use store::{DueIndex, JobStore, Jobs, Leases, Parking, Pauses, RateLedger, View};
+pub use store::{DueIndex, JobStore, Jobs, Leases, Parking, Pauses, QueuePause, RateLedger, View};
 
 /// A job's place in the due index: its `perform_at`, then its `job_id`.
 pub type IndexPosition = (DateTime<Utc>, String);
@@ -80,11 +80,24 @@ pub struct StoredJob {
 pub const SENT_CLOCK_SKEW: chrono::TimeDelta = chrono::TimeDelta::seconds(1);
 
 impl StoredJob {
-    /// Whether a message of this edition may be in SQS: it is due (a run may have sent it and
-    /// not yet removed it, or crashed before), or it was moved to a later window after a send
-    /// that may have happened. A parked job was refused, never sent as it is.
+    /// Whether a message of this edition may be in SQS, as far as the item tells: it is due and
+    /// not paused (a run may have sent it and not yet removed it, or crashed before), or it was
+    /// moved after a send that may have happened. A parked job was refused, never sent as it
+    /// is; a paused one is sent by no run (a pause is refused while a lease covers the job).
     pub fn may_have_been_sent(&self, now: DateTime<Utc>) -> bool {
-        self.parked.is_none() && (self.maybe_delivered_at.is_some() || self.job.perform_at <= now + SENT_CLOCK_SKEW)
+        let due_unpaused = self.paused_at.is_none() && self.job.perform_at <= now + SENT_CLOCK_SKEW;
+        self.parked.is_none() && (self.maybe_delivered_at.is_some() || due_unpaused)
+    }
+
+    /// The shard whose lease a change of this edition must find not covering it, since a run
+    /// holding that lease may be sending it: none for a parked job, or a paused one (runs skip
+    /// it, and its pause was written while no lease covered it, so no run has it in flight).
+    /// `cancel` and `reschedule` of a paused job therefore never answer `dispatching`.
+    pub fn lease_shard(&self) -> Option<u32> {
+        match self.partition {
+            Partition::Shard(shard) if self.paused_at.is_none() => Some(shard),
+            _ => None,
+        }
     }
 
     pub fn key(&self) -> JobKey {

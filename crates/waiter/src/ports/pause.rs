@@ -33,6 +33,7 @@ pub const PAUSE_CHECK_FRESH: Duration = Duration::from_millis(800);
 struct Checked {
     began: Instant,
     paused_at: Option<DateTime<Utc>>,
+    resumed_at: Option<DateTime<Utc>>,
 }
 
 /// The pause checks of one run or one request, per queue. No lock is held across a read:
@@ -71,14 +72,21 @@ impl PauseGate {
             return Ok(c.paused_at);
         }
         let began = Instant::now();
-        let paused_at = store.queue_paused(queue).await?;
+        let super::QueuePause { paused_at, resumed_at } = store.queue_pause(queue).await?;
         self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Ok(mut checks) = self.checks.lock() {
             let keep = checks
                 .get(queue)
                 .is_some_and(|c| c.paused_at.is_some() || c.began > began);
             if !keep {
-                checks.insert(queue.clone(), Checked { began, paused_at });
+                checks.insert(
+                    queue.clone(),
+                    Checked {
+                        began,
+                        paused_at,
+                        resumed_at,
+                    },
+                );
             }
         }
         Ok(paused_at)
@@ -91,6 +99,11 @@ impl PauseGate {
     }
 
     /// Strongly consistent reads of pause items this gate made.
+    /// When the queue was last resumed, as its last check read (`None` before any check).
+    pub fn resumed_at(&self, queue: &QueueName) -> Option<DateTime<Utc>> {
+        self.checks.lock().ok()?.get(queue).and_then(|c| c.resumed_at)
+    }
+
     pub fn reads(&self) -> u64 {
         self.reads.load(std::sync::atomic::Ordering::Relaxed)
     }
@@ -120,7 +133,7 @@ mod tests {
             "a stale check reads again"
         );
         assert_eq!(gate.reads(), 2);
-        store.resume_queue(&q).await.unwrap();
+        store.resume_queue(&q, Utc::now()).await.unwrap();
         tokio::time::advance(PAUSE_SETTLE).await;
         assert!(
             gate.paused(&store, &q).await.unwrap().is_some(),

@@ -357,6 +357,12 @@ pub trait Leases: Send + Sync + 'static {
         debts: &[Retired],
         until: DateTime<Utc>,
     ) -> Result<bool, PortError>;
+
+    /// Whether the shard's lease item covers a job due at `perform_at` (the check `cancel` makes
+    /// in its write, read alone, strongly consistent): a run may have handed that job to SQS
+    /// and not yet removed it. With no such lease, a stored job was not sent: a run removes
+    /// what it sent before it releases its lease, and hands on what it could not.
+    async fn lease_covers(&self, queue: &QueueName, shard: u32, perform_at: DateTime<Utc>) -> Result<bool, PortError>;
 }
 
 /// `WAITER_MAX_RATE`'s ledger: each queue's arrivals booked per second, shared by every poller
@@ -391,19 +397,33 @@ pub trait RateLedger: Send + Sync + 'static {
 /// Pauses of whole queues (one item per queue) and the count of jobs paused one by one.
 #[async_trait]
 pub trait Pauses: Send + Sync + 'static {
-    /// Since when the queue is paused, read strongly consistent; `None` when it is not.
-    async fn queue_paused(&self, queue: &QueueName) -> Result<Option<DateTime<Utc>>, PortError>;
+    /// The queue's pause, read strongly consistent: since when it is paused, and when it was
+    /// last resumed.
+    async fn queue_pause(&self, queue: &QueueName) -> Result<QueuePause, PortError>;
+
+    /// Since when the queue is paused; `None` when it is not.
+    async fn queue_paused(&self, queue: &QueueName) -> Result<Option<DateTime<Utc>>, PortError> {
+        Ok(self.queue_pause(queue).await?.paused_at)
+    }
 
     /// Pauses the queue from `at`; a queue paused already keeps its first time, which is
     /// returned.
     async fn pause_queue(&self, queue: &QueueName, at: DateTime<Utc>) -> Result<DateTime<Utc>, PortError>;
 
-    /// Ends the queue's pause; `false` when it was not paused.
-    async fn resume_queue(&self, queue: &QueueName) -> Result<bool, PortError>;
+    /// Ends the queue's pause, noting `at` as its last resume (a series' occurrences that fell
+    /// due before it, while no run worked the queue, are missed); `false` when it was not paused.
+    async fn resume_queue(&self, queue: &QueueName, at: DateTime<Utc>) -> Result<bool, PortError>;
 
     /// How many jobs of a partition are paused one by one. Reads the whole partition from the
     /// table (the due index does not hold the pause): an operator's count, not the poller's.
     async fn count_paused(&self, queue: &QueueName, partition: Partition) -> Result<u64, PortError>;
+}
+
+/// A queue's pause item.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueuePause {
+    pub paused_at: Option<DateTime<Utc>>,
+    pub resumed_at: Option<DateTime<Utc>>,
 }
 
 /// A whole store: every capability. Implemented for anything that has them all.

@@ -349,6 +349,14 @@ impl<S: JobStore> Leases for FaultyStore<S> {
         )
     }
 
+    async fn lease_covers(&self, q: &QueueName, shard: u32, perform_at: DateTime<Utc>) -> Result<bool, PortError> {
+        faulty!(
+            self.faults,
+            "GetItem",
+            self.inner.lease_covers(q, shard, perform_at).await
+        )
+    }
+
     async fn hand_on(
         &self,
         q: &QueueName,
@@ -467,16 +475,16 @@ impl<Q: MessageQueue> MessageQueue for FaultyQueue<Q> {
 
 #[async_trait]
 impl<S: JobStore> Pauses for FaultyStore<S> {
-    async fn queue_paused(&self, q: &QueueName) -> Result<Option<DateTime<Utc>>, PortError> {
-        faulty!(self.faults, "GetItem", self.inner.queue_paused(q).await)
+    async fn queue_pause(&self, q: &QueueName) -> Result<QueuePause, PortError> {
+        faulty!(self.faults, "GetItem", self.inner.queue_pause(q).await)
     }
 
     async fn pause_queue(&self, q: &QueueName, at: DateTime<Utc>) -> Result<DateTime<Utc>, PortError> {
         faulty!(self.faults, "UpdateItem", self.inner.pause_queue(q, at).await)
     }
 
-    async fn resume_queue(&self, q: &QueueName) -> Result<bool, PortError> {
-        faulty!(self.faults, "DeleteItem", self.inner.resume_queue(q).await)
+    async fn resume_queue(&self, q: &QueueName, at: DateTime<Utc>) -> Result<bool, PortError> {
+        faulty!(self.faults, "UpdateItem", self.inner.resume_queue(q, at).await)
     }
 
     async fn count_paused(&self, q: &QueueName, p: Partition) -> Result<u64, PortError> {

@@ -79,6 +79,13 @@ impl Leases for MemStore {
         Ok(())
     }
 
+    async fn lease_covers(&self, queue: &QueueName, shard: u32, perform_at: DateTime<Utc>) -> Result<bool, PortError> {
+        let s = self.state.lock().unwrap();
+        Ok(s.leases
+            .get(&(queue.clone(), shard))
+            .is_some_and(|l| l.horizon >= perform_at))
+    }
+
     async fn hand_on(
         &self,
         queue: &QueueName,
@@ -173,8 +180,12 @@ impl RateLedger for MemStore {
 
 #[async_trait]
 impl Pauses for MemStore {
-    async fn queue_paused(&self, queue: &QueueName) -> Result<Option<DateTime<Utc>>, PortError> {
-        Ok(self.state.lock().unwrap().paused_queues.get(queue).copied())
+    async fn queue_pause(&self, queue: &QueueName) -> Result<QueuePause, PortError> {
+        let s = self.state.lock().unwrap();
+        Ok(QueuePause {
+            paused_at: s.paused_queues.get(queue).copied(),
+            resumed_at: s.resumed_queues.get(queue).copied(),
+        })
     }
 
     async fn pause_queue(&self, queue: &QueueName, at: DateTime<Utc>) -> Result<DateTime<Utc>, PortError> {
@@ -187,8 +198,13 @@ impl Pauses for MemStore {
             .or_insert(at))
     }
 
-    async fn resume_queue(&self, queue: &QueueName) -> Result<bool, PortError> {
-        Ok(self.state.lock().unwrap().paused_queues.remove(queue).is_some())
+    async fn resume_queue(&self, queue: &QueueName, at: DateTime<Utc>) -> Result<bool, PortError> {
+        let mut s = self.state.lock().unwrap();
+        let was_paused = s.paused_queues.remove(queue).is_some();
+        if was_paused {
+            s.resumed_queues.insert(queue.clone(), at);
+        }
+        Ok(was_paused)
     }
 
     async fn count_paused(&self, queue: &QueueName, partition: Partition) -> Result<u64, PortError> {

@@ -36,6 +36,8 @@ pub struct MemState {
     pub ledger_gets: usize,
     /// Paused queues, since when.
     pub paused_queues: HashMap<QueueName, DateTime<Utc>>,
+    /// When each queue was last resumed (kept on its pause item).
+    pub resumed_queues: HashMap<QueueName, DateTime<Utc>>,
     /// What the due index shows: `items` as it was `index_lag` ago (a GSI is eventually
     /// consistent), fed by `index_log`.
     index: BTreeMap<Key, StoredJob>,
@@ -339,7 +341,7 @@ impl Jobs for MemStore {
         {
             return Ok(RemoveOutcome::Changed);
         }
-        if let Partition::Shard(shard) = current.partition {
+        if let Some(shard) = current.lease_shard() {
             if s.leases
                 .get(&(queue.clone(), shard))
                 .is_some_and(|l| l.horizon >= current.job.perform_at)
@@ -358,7 +360,7 @@ impl Jobs for MemStore {
         let queue = &current.job.queue;
         let k = mem_key(queue, &current.partition, &current.job.job_id);
         let mut s = self.state.lock().unwrap();
-        if let Partition::Shard(shard) = current.partition {
+        if let Some(shard) = current.lease_shard() {
             if s.leases
                 .get(&(queue.clone(), shard))
                 .is_some_and(|l| l.horizon >= current.job.perform_at)

@@ -334,7 +334,13 @@ impl TryFrom<Decoded<'_, JobRequest>> for Job {
                 "is only valid for FIFO queues (names ending .fifo)",
             ));
         }
-        let on_duplicate = check_on_duplicate(&given, j.on_duplicate, job_id_given, repeat.is_some())?;
+        let on_duplicate = check_on_duplicate(
+            &given,
+            j.on_duplicate,
+            job_id_given,
+            repeat.is_some(),
+            message_deduplication_id.is_some(),
+        )?;
         let job = Job {
             on_duplicate,
             queue,

@@ -9,12 +9,18 @@ use crate::error::InvalidRequest;
 use crate::job::OnDuplicate;
 
 /// `on_duplicate` of an `enqueue`: `replace` and `extend` name a job by its id, and `extend`
-/// moves a one-off job only (a series' times are its schedule).
+/// moves a one-off job only (a series' times are its schedule). A one-off job's own
+/// `message_deduplication_id` does not go with them: a new life of the id, after the last one
+/// was sent, would carry the same id, and SQS drops a FIFO message whose deduplication id it
+/// accepted within the last 5 minutes (the poller would then record it as dispatched). Without
+/// one, each life has its own (`ports::default_deduplication_id`); a series mixes each
+/// occurrence into a given one.
 pub(crate) fn check_on_duplicate(
     given: &Given,
     on_duplicate: Option<OnDuplicate>,
     job_id_given: bool,
     series: bool,
+    deduplication_id_given: bool,
 ) -> Result<OnDuplicate, InvalidRequest> {
     let field = || given.name("on_duplicate");
     match on_duplicate.unwrap_or_default() {
@@ -26,6 +32,12 @@ pub(crate) fn check_on_duplicate(
         OnDuplicate::Extend if series => Err(InvalidRequest::new(
             field(),
             "extend does not go with repeat: a series' times are its schedule; use replace",
+        )),
+        _ if deduplication_id_given && !series => Err(InvalidRequest::new(
+            given.name("message_deduplication_id"),
+            "does not go with on_duplicate replace or extend: SQS would drop the new message when \
+             the last one under this id went out within its 5-minute deduplication interval; leave \
+             it out and each life of the job gets its own",
         )),
         other => Ok(other),
     }

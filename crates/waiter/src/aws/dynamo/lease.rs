@@ -165,4 +165,23 @@ impl Leases for DynamoStore {
             Err(e) => Err(classify("UpdateItem", &self.resource(queue), e)),
         }
     }
+
+    async fn lease_covers(&self, queue: &QueueName, shard: u32, perform_at: DateTime<Utc>) -> Result<bool, PortError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(self.table(queue))
+            .set_key(Some(lease_key(queue, shard)))
+            .consistent_read(true)
+            .projection_expression("#horizon")
+            .expression_attribute_names("#horizon", A_LEASE_HORIZON)
+            .send()
+            .await
+            .map_err(|e| classify("GetItem", &self.resource(queue), e))?;
+        let horizon = out.item.as_ref().and_then(|item| match item.get(A_LEASE_HORIZON) {
+            Some(AttributeValue::N(v)) => crate::time::parse_epoch_decimal(v),
+            _ => None,
+        });
+        Ok(horizon.is_some_and(|h| h >= perform_at))
+    }
 }

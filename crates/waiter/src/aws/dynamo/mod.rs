@@ -251,15 +251,18 @@ impl Jobs for DynamoStore {
                 )
                 .build(),
         };
-        let res = self
-            .client
-            .transact_write_items()
-            .transact_items(remove)
-            .transact_items(
+        let mut items = vec![remove];
+        if current.lease_shard() == Some(shard) {
+            items.push(
                 TransactWriteItem::builder()
                     .condition_check(lease_does_not_cover(&table, queue, shard, current.job.perform_at)?)
                     .build(),
-            )
+            );
+        }
+        let res = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
             .send()
             .await;
         match res {
@@ -281,7 +284,7 @@ impl Jobs for DynamoStore {
         .build()
         .map_err(|e| internal("TransactWriteItems", e))?;
         let mut items = vec![TransactWriteItem::builder().put(put).build()];
-        if let Partition::Shard(shard) = current.partition {
+        if let Some(shard) = current.lease_shard() {
             items.push(
                 TransactWriteItem::builder()
                     .condition_check(lease_does_not_cover(&table, queue, shard, current.job.perform_at)?)

@@ -1,6 +1,7 @@
 //! Queue pauses on DynamoDB: one item per queue (`{queue}#pause` / `pause`), outside the due
-//! index (no `perform_at`). Pausing writes it, resuming deletes it; senders read it strongly
-//! consistent (`ports::PauseGate`).
+//! index (no `perform_at`). Pausing sets its `paused_at`; resuming removes it and sets
+//! `resumed_at` (the poller's runs judge a series' occurrences before it missed); senders read
+//! it strongly consistent (`ports::PauseGate`).
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, Select};
@@ -8,26 +9,31 @@ use chrono::{DateTime, Utc};
 
 use super::super::classify;
 use super::super::codec::*;
+use super::conditions::is_condition_failed;
 use super::DynamoStore;
 use crate::config::QueueName;
 use crate::error::PortError;
-use crate::ports::{Partition, Pauses};
+use crate::ports::{Partition, Pauses, QueuePause};
 
 #[async_trait]
 impl Pauses for DynamoStore {
-    async fn queue_paused(&self, queue: &QueueName) -> Result<Option<DateTime<Utc>>, PortError> {
+    async fn queue_pause(&self, queue: &QueueName) -> Result<QueuePause, PortError> {
         let out = self
             .client
             .get_item()
             .table_name(self.table(queue))
             .set_key(Some(pause_key(queue)))
             .consistent_read(true)
-            .projection_expression("#at")
+            .projection_expression("#at, #resumed")
             .expression_attribute_names("#at", A_PAUSED_AT)
+            .expression_attribute_names("#resumed", A_RESUMED_AT)
             .send()
             .await
             .map_err(|e| classify("GetItem", &self.resource(queue), e))?;
-        Ok(out.item.as_ref().and_then(decode_pause))
+        Ok(QueuePause {
+            paused_at: out.item.as_ref().and_then(decode_pause),
+            resumed_at: out.item.as_ref().and_then(decode_resume),
+        })
     }
 
     async fn pause_queue(&self, queue: &QueueName, at: DateTime<Utc>) -> Result<DateTime<Utc>, PortError> {
@@ -46,17 +52,24 @@ impl Pauses for DynamoStore {
         Ok(out.attributes.as_ref().and_then(decode_pause).unwrap_or(at))
     }
 
-    async fn resume_queue(&self, queue: &QueueName) -> Result<bool, PortError> {
+    async fn resume_queue(&self, queue: &QueueName, at: DateTime<Utc>) -> Result<bool, PortError> {
         let out = self
             .client
-            .delete_item()
+            .update_item()
             .table_name(self.table(queue))
             .set_key(Some(pause_key(queue)))
-            .return_values(ReturnValue::AllOld)
+            .update_expression("SET #resumed = :at REMOVE #at")
+            .condition_expression("attribute_exists(#at)")
+            .expression_attribute_names("#at", A_PAUSED_AT)
+            .expression_attribute_names("#resumed", A_RESUMED_AT)
+            .expression_attribute_values(":at", n(at))
             .send()
-            .await
-            .map_err(|e| classify("DeleteItem", &self.resource(queue), e))?;
-        Ok(out.attributes.is_some_and(|a| !a.is_empty()))
+            .await;
+        match out {
+            Ok(_) => Ok(true),
+            Err(e) if is_condition_failed(&e) => Ok(false),
+            Err(e) => Err(classify("UpdateItem", &self.resource(queue), e)),
+        }
     }
 
     async fn count_paused(&self, queue: &QueueName, partition: Partition) -> Result<u64, PortError> {
