@@ -123,6 +123,50 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
         insta::assert_snapshot!("stats", stats);
     });
 
+    // EventBridge's at(...) read in a zone, as on enqueue; and a series' new body without a
+    // time, its schedule kept.
+    let zoned = ok(
+        &watch,
+        &[
+            "reschedule",
+            "orders",
+            "cli-b",
+            "--schedule",
+            "at(2031-03-01T09:00:00)",
+            "--tz",
+            "Asia/Tokyo",
+        ],
+    );
+    assert_eq!(
+        zoned.trim(),
+        "rescheduled cli-b on orders for 2031-03-01T00:00:00Z (version 3)"
+    );
+    ok(
+        &watch,
+        &[
+            "enqueue",
+            "orders",
+            "tick",
+            "--at",
+            "2031-01-01T00:00:00Z",
+            "--every",
+            "1h",
+            "--id",
+            "cli-s",
+        ],
+    );
+    let body = ok(&watch, &["reschedule", "orders", "cli-s", "--body", "tock"]);
+    assert_eq!(
+        body.trim(),
+        "rescheduled cli-s on orders for 2031-01-01T00:00:00Z (version 2)"
+    );
+    let got: Value = serde_json::from_str(&ok(&watch, &["--json", "get", "orders", "cli-s"])).unwrap();
+    assert_eq!(
+        (got["message_body"].as_str(), got["repeat"]["every_s"].as_u64()),
+        (Some("tock"), Some(3600))
+    );
+    let nothing = run(&watch, &["reschedule", "orders", "cli-s"]);
+    assert_eq!(nothing.code, 2, "a change is required: {}", nothing.stderr);
     assert_eq!(
         ok(&watch, &["cancel", "orders", "cli-c"]).trim(),
         "cancelled cli-c on orders"

@@ -92,16 +92,22 @@ pub enum Command {
     /// Cancel a job.
     #[command(after_help = "Example:\n  sqs-waiter cancel orders invoice-42")]
     Cancel { queue: String, id: String },
-    /// Move a job to another time.
+    /// Move a job to another time, or change what it sends.
+    ///
+    /// A series keeps its schedule when no time is given (--body or --attr alone).
     #[command(
         after_help = "Examples:\n  sqs-waiter reschedule orders invoice-42 --at 2026-12-02T09:00:00Z\n  \
-                            sqs-waiter reschedule orders invoice-42 --delay 2h --if-version 1"
+                            sqs-waiter reschedule orders invoice-42 --delay 2h --if-version 1\n  \
+                            sqs-waiter reschedule orders invoice-42 --schedule 'at(2027-01-01T09:00:00)' --tz Asia/Tokyo\n  \
+                            sqs-waiter reschedule reports daily --body '{\"v\":2}'",
+        group(clap::ArgGroup::new("change").required(true).multiple(true)
+            .args(["delay", "at", "schedule", "body", "attributes", "priority", "weight"]))
     )]
     Reschedule {
         queue: String,
         id: String,
         #[command(flatten)]
-        when: When,
+        change: Change,
         /// Only if the job's version is this one.
         #[arg(long, value_name = "N")]
         if_version: Option<u64>,
@@ -266,16 +272,29 @@ pub struct Start {
     pub at: Option<DateTime<Utc>>,
 }
 
-/// When a job is due: exactly one of the two.
+/// What `reschedule` changes: its time (one of --delay, --at and --schedule), its message, or
+/// both.
 #[derive(Debug, Args)]
-#[group(required = true, multiple = false)]
-pub struct When {
+pub struct Change {
     /// Seconds from now (or a duration: 90s, 15m, 3h, 2d).
-    #[arg(long, value_name = "S", value_parser = parse_delay)]
+    #[arg(long, value_name = "S", value_parser = parse_delay, group = "time")]
     pub delay: Option<u64>,
     /// RFC 3339 (2026-12-01T09:00:00Z) or epoch seconds.
-    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    #[arg(long, value_name = "TIME", value_parser = parse_time, group = "time")]
     pub at: Option<DateTime<Utc>>,
+    /// EventBridge Scheduler's at(yyyy-mm-ddThh:mm:ss), read in --tz.
+    #[arg(long, value_name = "EXPR", group = "time")]
+    pub schedule: Option<String>,
+    /// The IANA zone of --schedule and of the job's windows and cron (default: the job's own).
+    #[arg(long, value_name = "ZONE")]
+    pub tz: Option<String>,
+    /// The new message body, sent unaltered.
+    #[arg(long)]
+    pub body: Option<String>,
+    /// A message attribute, NAME=TYPE:VALUE, as on enqueue. Repeatable; the given ones replace
+    /// all of the job's.
+    #[arg(long = "attr", value_name = "NAME=TYPE:VALUE", value_parser = parse_attribute)]
+    pub attributes: Vec<(String, MessageAttribute)>,
 }
 
 /// A series: `--cron` or `--every`, and where it ends (DESIGN "Recurring jobs"). The job's

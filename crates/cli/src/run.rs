@@ -13,7 +13,7 @@ use sqs_waiter_client::{
     Reschedule, Resume, Stats, MAX_JOBS_PER_REQUEST, MAX_PAGE_LIMIT,
 };
 
-use crate::args::{Cli, Command, OnDuplicateArg, When};
+use crate::args::{Cli, Command, OnDuplicateArg};
 use crate::render;
 
 /// How a command ended: 0 done, 1 refused or not done.
@@ -226,10 +226,6 @@ fn print_jobs<R: Serialize>(cli: &Cli, reply: &R, jobs: impl FnOnce(&R) -> (&[Jo
     }
 }
 
-fn when(w: &When) -> (Option<u64>, Option<chrono::DateTime<chrono::Utc>>) {
-    (w.delay, w.at)
-}
-
 async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
     match &cli.command {
         Command::Enqueue {
@@ -269,14 +265,22 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
         Command::Reschedule {
             queue,
             id,
-            when: w,
+            change: c,
             if_version,
             rank,
         } => {
-            let mut request = Reschedule::after(queue, id, std::time::Duration::ZERO);
-            (request.priority, request.weight) = (rank.priority, rank.weight);
-            (request.delay_seconds, request.perform_at) = when(w);
-            request.if_version = *if_version;
+            let request = Reschedule {
+                delay_seconds: c.delay,
+                perform_at: c.at,
+                schedule: c.schedule.clone(),
+                time_zone: c.tz.clone(),
+                message_body: c.body.clone(),
+                message_attributes: (!c.attributes.is_empty()).then(|| c.attributes.iter().cloned().collect()),
+                if_version: *if_version,
+                priority: rank.priority,
+                weight: rank.weight,
+                ..Reschedule::after(queue, id, std::time::Duration::ZERO)
+            };
             let reply = client.reschedule(&request).await?;
             Ok(job_reply(cli, &reply, render::outcome))
         }

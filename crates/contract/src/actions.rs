@@ -139,6 +139,10 @@ pub struct Reschedule {
     /// When the job is due.
     pub perform_at: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// EventBridge Scheduler's `at(yyyy-mm-ddThh:mm:ss)`, read in `time_zone` (UTC when absent),
+    /// as on `enqueue`; instead of `delay_seconds` or `perform_at`.
+    pub schedule: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     /// The message body, passed to SQS unaltered.
     pub message_body: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -191,6 +195,7 @@ impl Reschedule {
             job_id,
             delay_seconds: None,
             perform_at: None,
+            schedule: None,
             message_body: None,
             message_attributes: None,
             expires_at: None,

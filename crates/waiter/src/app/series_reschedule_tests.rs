@@ -139,3 +139,33 @@ async fn a_past_start_stays_on_its_grid_and_catch_up_decides() {
     let g = get(&w, "e").await;
     assert_eq!(time(&g["perform_at"]), start + TimeDelta::minutes(30), "{g}");
 }
+
+/// Issue 71, item 4: `reschedule` takes EventBridge's `at(...)` as `enqueue` does, read in
+/// `time_zone`, and refuses it beside another time.
+#[tokio::test(start_paused = true)]
+async fn reschedule_takes_an_at_schedule_read_in_its_zone_and_refuses_it_beside_a_time() {
+    let (w, _, _, _) = test_waiter("orders", &[("WAITER_SHARDS", "1")]);
+    crate::testing::schedule(&w, "j", 3600).await;
+    let r = call(
+        &w,
+        json!({"action": "reschedule", "queue": "orders", "job_id": "j",
+               "schedule": "at(2031-03-01T09:00:00)", "time_zone": "Asia/Tokyo"}),
+    )
+    .await;
+    assert_eq!(r["status"], "rescheduled", "{r}");
+    assert_eq!(get(&w, "j").await["perform_at"], "2031-03-01T00:00:00Z");
+    let e = refused(
+        &w,
+        json!({"action": "reschedule", "queue": "orders", "job_id": "j",
+               "schedule": "at(2031-03-01T09:00:00)", "delay_seconds": 60}),
+    )
+    .await;
+    assert_eq!(e.field, "schedule", "{e:?}");
+    let e = refused(
+        &w,
+        json!({"action": "reschedule", "queue": "orders", "job_id": "j", "schedule": "at(tomorrow)"}),
+    )
+    .await;
+    assert_eq!(e.field, "schedule", "{e:?}");
+    assert_eq!(get(&w, "j").await["version"], 2, "nothing changed by the refusals");
+}

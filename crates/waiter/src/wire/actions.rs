@@ -158,7 +158,18 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Reschedule>> for Reschedule {
         let (r, given, now) = (d.request, d.given, d.now);
         let queue = check_queue(&given, &r.queue, d.config)?;
         let job_id = check_job_id(&given.name("job_id"), r.job_id)?;
-        let perform_at = when(&given, r.delay_seconds, r.perform_at, now)?;
+        let timed = r.delay_seconds.is_some() || r.perform_at.is_some();
+        let perform_at = match &r.schedule {
+            Some(at) => Some(super::repeat_rules::check_schedule(
+                &given,
+                at,
+                timed,
+                r.repeat.is_some(),
+                r.time_zone.as_deref(),
+                now,
+            )?),
+            None => when(&given, r.delay_seconds, r.perform_at, now)?,
+        };
         let start = r.perform_at.and_then(crate::time::ceil_to_micros).or(perform_at);
         let message_body = r.message_body.map(|b| check_message_body(&given, b)).transpose()?;
         // Checked as given, then ours replace any `waiter.*` ones (the job's attempt is kept).
@@ -172,7 +183,9 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Reschedule>> for Reschedule {
             .time_zone
             .as_deref()
             .map(|z| crate::windows::zone_named(given.name("time_zone"), Some(z)))
-            .transpose()?;
+            .transpose()?
+            // With `schedule` alone, the zone is its `at(...)`'s, as on `enqueue`.
+            .filter(|_| r.schedule.is_none() || r.windows.is_some() || r.repeat.is_some());
         let windows = check_windows(r.windows, None)?;
         let repeat = r
             .repeat
