@@ -168,6 +168,10 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
     let nothing = run(&watch, &["reschedule", "orders", "cli-s"]);
     assert_eq!(nothing.code, 2, "a change is required: {}", nothing.stderr);
     assert_eq!(
+        ok(&watch, &["cancel", "orders", "cli-s"]).trim(),
+        "cancelled cli-s on orders"
+    );
+    assert_eq!(
         ok(&watch, &["cancel", "orders", "cli-c"]).trim(),
         "cancelled cli-c on orders"
     );

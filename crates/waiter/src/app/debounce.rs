@@ -7,8 +7,6 @@
 //! (`extend`) arrives at or after this call's time. Each branch answers only after a write that
 //! stores such a job has committed, or fails (retryable) without one.
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
 use tracing::debug;
 
@@ -19,10 +17,8 @@ use crate::wire::field_rules::check_stored_size;
 use crate::wire::reply::reply;
 use sqs_waiter_contract::{JobReply, JobStatus};
 
+use super::handover::HANDOVER_RECHECK;
 use super::Waiter;
-
-/// How long a call waits for a poller to finish handing the job over before it looks again.
-const HANDOVER_RECHECK: Duration = Duration::from_millis(250);
 
 /// `current` with what a debounced call brings: all of `job` (`replace`), or its time only
 /// (`extend`, inside the stored job's windows). The id's life goes on: its version, the time it

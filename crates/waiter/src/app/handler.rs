@@ -113,7 +113,10 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 .await
                 .map(|s| Reply::Stats(Box::new(s))),
             Request::Replay(r) => self.bounded(cut, "replay", self.replay(*r, cut)).await.map(Reply::from),
-            Request::Retry(r) => self.bounded(cut, "retry", self.retry(*r, cut)).await.map(Reply::from),
+            Request::Retry(r) => self
+                .bounded(cut, "retry", Box::pin(self.retry(*r, cut)))
+                .await
+                .map(Reply::from),
             Request::Pause(t) => self.bounded(cut, "pause", self.pause(t)).await.map(Reply::Pause),
             Request::Resume(t) => self.bounded(cut, "resume", self.resume(t)).await.map(Reply::Pause),
             Request::Queues => self.bounded(cut, "queues", self.queues()).await.map(Reply::Queues),

@@ -9,6 +9,8 @@ use crate::poller::Dispatcher;
 use crate::ports::{Clock, JobStore, MessageQueue, Partition, StoredJob};
 
 /// The longest an action spends handing a job near over to SQS itself.
+/// How long a call waits for a poller to finish handing a job over before it looks again.
+pub(super) const HANDOVER_RECHECK: std::time::Duration = std::time::Duration::from_millis(250);
 pub(super) const HANDOVER_BUDGET: TimeDelta = TimeDelta::seconds(10);
 
 impl<S, Q, C> Waiter<S, Q, C>

@@ -26,6 +26,7 @@ use crate::wire::normalise::Given;
 use crate::wire::reply::{describe, reply, status_only};
 use crate::wire::retry::Retry;
 
+use super::handover::{HANDOVER_BUDGET, HANDOVER_RECHECK};
 use super::*;
 use sqs_waiter_contract::{
     JobReply, JobStatus, ATTEMPTS_EXHAUSTED, JOB_ID_ATTRIBUTE, OCCURRENCE_ATTRIBUTE, OCCURRENCE_SEPARATOR,
@@ -120,6 +121,28 @@ pub(crate) fn decide(failed: u32, current: Option<&Current>, stored_sent: bool) 
     }
 }
 
+/// The stored attempt, as the message the consumer failed on may be of it.
+enum Stored<'c> {
+    /// None is stored that a run may have sent.
+    Unsent,
+    /// Sent as far as the item tells: due and unpaused, or marked as maybe delivered
+    /// (`StoredJob::may_have_been_sent`), with the body the consumer hands back.
+    Sent(&'c StoredJob),
+    /// As `Sent`, with another body: a debounced `replace` may have stored it as the id's new
+    /// life after the message that failed (keeping the mark of that message's delivery), or the
+    /// consumer edited the body it hands back. It was sent only if a run holding its shard's
+    /// lease sent it (`Leases::lease_covers`).
+    Unsure(&'c StoredJob),
+}
+
+fn stored_attempt<'c>(r: &Retry, current: Option<&'c Current>, now: DateTime<Utc>) -> Stored<'c> {
+    match current.and_then(|c| c.sent_and_stored(now)) {
+        None => Stored::Unsent,
+        Some(j) if j.job.message_body == r.message_body => Stored::Sent(j),
+        Some(j) => Stored::Unsure(j),
+    }
+}
+
 /// The chain's state among the items read under one id: the latest attempt, a stored one
 /// before a record of the same attempt; records past their time are forgotten.
 pub(crate) fn current_of(found: &[Found], now: DateTime<Utc>) -> Option<Current> {
@@ -135,7 +158,9 @@ pub(crate) fn current_of(found: &[Found], now: DateTime<Utc>) -> Option<Current>
 
 impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q, C> {
     pub(super) async fn retry(&self, r: Retry, cut: DateTime<Utc>) -> Result<JobReply, HandlerError> {
-        for _ in 0..RETRY_ROUNDS {
+        let wait_until = cut.min(self.clock.now() + HANDOVER_BUDGET);
+        let mut rounds = 0;
+        while rounds < RETRY_ROUNDS {
             let now = self.clock.now();
             let mut home = self.home_of(&r.queue, &r.job_id);
             let mut partitions = self.candidate_partitions(&r.queue, &r.job_id).await?;
@@ -176,7 +201,26 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 )
                 .into());
             }
-            let sent = self.sent_attempt(current.as_ref(), now).await?;
+            let sent = match stored_attempt(&r, current.as_ref(), now) {
+                Stored::Unsent => None,
+                Stored::Sent(j) => Some(j),
+                Stored::Unsure(j) => {
+                    if !self.may_be_in_flight(j).await? {
+                        None
+                    } else if self.clock.now() < wait_until {
+                        // A run holds it: once that run has removed it (sent) or let its lease
+                        // go (not sent), what it was is known.
+                        tokio::time::sleep(HANDOVER_RECHECK).await;
+                        continue;
+                    } else {
+                        return Err(PortError::Throttled {
+                            operation: "retry",
+                            source: "a poller is handing the stored job over; retry".into(),
+                        }
+                        .into());
+                    }
+                }
+            };
             let decision = decide(r.attempt, current.as_ref(), sent.is_some());
             match decision {
                 Decision::Duplicate => {
@@ -198,7 +242,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             }
             let job = self.next_attempt(&r, current.as_ref(), series_windows(&series), now)?;
             // The next attempt goes where the failed one is still stored, else to the home key.
-            let over = match sent.as_ref() {
+            let over = match sent {
                 Some(sent) if sent.job.attempt == r.attempt => {
                     home = sent.partition.clone();
                     Over::Sent(sent)
@@ -213,6 +257,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             if let Some(reply) = written {
                 return Ok(reply);
             }
+            rounds += 1;
         }
         Err(PortError::Throttled {
             operation: "retry",
@@ -221,30 +266,15 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         .into())
     }
 
-    /// The stored attempt, when its message may be in a consumer's hands: due and unpaused by
-    /// the item (`StoredJob::may_have_been_sent`), and either marked as maybe delivered or
-    /// covered by its shard's lease (a run sent it and has not removed it yet). A due job that
-    /// no run holds was sent by none: a debounced `replace`'s new life, or a job due this very
-    /// second, is not the attempt whose message failed, and is never written over.
-    async fn sent_attempt(
-        &self,
-        current: Option<&Current>,
-        now: DateTime<Utc>,
-    ) -> Result<Option<StoredJob>, PortError> {
-        let Some(stored) = current.and_then(|c| c.sent_and_stored(now)) else {
-            return Ok(None);
-        };
-        if stored.maybe_delivered_at.is_some() {
-            return Ok(Some(stored.clone()));
-        }
+    /// Whether a run holding the job's shard may have sent it (`Leases::lease_covers`): one
+    /// strongly consistent read of the lease item, made only for an unsure stored attempt.
+    async fn may_be_in_flight(&self, stored: &StoredJob) -> Result<bool, PortError> {
         let Partition::Shard(shard) = stored.partition else {
-            return Ok(None);
+            return Ok(false);
         };
-        let covered = self
-            .store
-            .lease_covers(&stored.job.queue, shard, stored.job.perform_at)
-            .await?;
-        Ok(covered.then(|| stored.clone()))
+        self.store
+            .lease_covers(&stored.job.queue, shard, stored.job.perform_at, stored.enqueued_at)
+            .await
     }
 
     /// Attempt `r.attempt + 1`: the consumer's message, with what the job keeps across its

@@ -358,11 +358,19 @@ pub trait Leases: Send + Sync + 'static {
         until: DateTime<Utc>,
     ) -> Result<bool, PortError>;
 
-    /// Whether the shard's lease item covers a job due at `perform_at` (the check `cancel` makes
-    /// in its write, read alone, strongly consistent): a run may have handed that job to SQS
-    /// and not yet removed it. With no such lease, a stored job was not sent: a run removes
-    /// what it sent before it releases its lease, and hands on what it could not.
-    async fn lease_covers(&self, queue: &QueueName, shard: u32, perform_at: DateTime<Utc>) -> Result<bool, PortError>;
+    /// Whether a run may have handed a job of the shard, due at `perform_at` and stored since
+    /// `since`, to SQS and not yet removed it: the shard's lease item covers `perform_at` (the
+    /// check `cancel` makes in its write, read alone, strongly consistent), and its run held it
+    /// after `since` (a run that crashed, or handed the lease on, before the job was stored never
+    /// saw it). Without such a lease a stored job was not sent: a run removes what it sent
+    /// before it releases its lease, and hands on what it could not.
+    async fn lease_covers(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        perform_at: DateTime<Utc>,
+        since: DateTime<Utc>,
+    ) -> Result<bool, PortError>;
 }
 
 /// `WAITER_MAX_RATE`'s ledger: each queue's arrivals booked per second, shared by every poller

@@ -40,6 +40,9 @@ pub(super) struct World {
     /// The callers' chains mode: callers enqueue jobs that consumers retry once delivered, and
     /// operators cancel them between a send and its removal (`caller_chains`).
     pub(super) caller_chains: bool,
+    /// The whole system: steering beside everything else (`steering.rs`).
+    pub(super) whole: bool,
+    pub(super) steering: super::steering::Steering,
 }
 
 impl World {
@@ -176,6 +179,16 @@ impl World {
     }
 
     fn cancel_answered(&mut self, call: CancelCall, reply: Result<Value, HandlerError>) {
+        let id = call.request["job_id"].as_str().unwrap_or_default().to_owned();
+        if matches!(&reply, Ok(r) if r["status"] == "dispatching") && self.paused_ids().contains(&id) {
+            self.out
+                .violations
+                .push(format!("{id}: cancel of a paused job answered dispatching"));
+        }
+        // Gone, or maybe: a new life of the id is not paused.
+        if !matches!(&reply, Ok(r) if r["status"] != "cancelled") {
+            self.pause_ends(&id);
+        }
         match reply {
             Ok(r) if r["status"] == "cancelled" => {
                 if let Some(e) = call.stored_body.and_then(|b| self.expected.get_mut(&b)) {
@@ -302,12 +315,13 @@ impl World {
     /// consumer's `retry` (of an attempt the run may have just sent and not yet removed), or an
     /// operator's action on a retried job.
     pub(super) async fn call_beside(&mut self) {
-        match self.rng.random_range(0..5) {
+        match self.rng.random_range(0..if self.whole { 6 } else { 5 }) {
             0 => self.enqueue().await,
             1 if self.next_id > 0 => self.cancel().await,
             2 if self.next_id > 0 => self.reschedule().await,
             3 => self.retry().await,
             4 => self.operate().await,
+            5 => self.steer().await,
             _ => {}
         }
     }

@@ -68,6 +68,7 @@ mod priority;
 mod retries;
 mod series;
 mod series_checks;
+mod steering;
 
 use callers::World;
 
@@ -127,6 +128,8 @@ struct Outcome {
     /// Replayed copies of retried jobs, and `retry` calls of them.
     copies: usize,
     copy_retries: usize,
+    /// Steering calls (the whole system's seeds).
+    steering: usize,
 }
 
 /// Jobs still waiting in a shard (parked ones excluded).
@@ -180,7 +183,7 @@ fn parse_time(v: &Value) -> Option<DateTime<Utc>> {
         .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
         .map(|t| t.with_timezone(&Utc))
 }
-async fn simulate(seed: u64, caller_chains: bool) -> Outcome {
+async fn simulate(seed: u64, caller_chains: bool, whole: bool) -> Outcome {
     let mut rng = StdRng::seed_from_u64(seed);
     let clock = FakeClock::default();
     // Calls take up to 30 ms, so a partition's sends and deletes in flight finish in any order.
@@ -238,9 +241,11 @@ async fn simulate(seed: u64, caller_chains: bool) -> Outcome {
         sink: sink.clone(),
         retries: retries::Retries::default(),
         caller_chains,
+        whole,
+        steering: steering::Steering::default(),
     };
     for _ in 0..w.rng.random_range(20..60) {
-        match w.rng.random_range(0..14) {
+        match w.rng.random_range(0..if w.whole { 18 } else { 14 }) {
             0..=2 => w.enqueue().await,
             3..=5 => {
                 let deadline = w.clock.now() + TimeDelta::seconds(w.rng.random_range(5..30));
@@ -280,6 +285,7 @@ async fn simulate(seed: u64, caller_chains: bool) -> Outcome {
             11 => w.operate().await,
             12 => w.retry_beside_cancel().await,
             13 if w.caller_chains => w.crash_at_close(&dispatcher).await,
+            14..=17 => w.steer().await,
             _ => tokio::time::sleep(Duration::from_millis(w.rng.random_range(0..2_000))).await,
         }
     }
@@ -287,6 +293,9 @@ async fn simulate(seed: u64, caller_chains: bool) -> Outcome {
     // Calm: no more faults; let leases lapse and everything fall due, then drain. Jobs moved to
     // the next opening of their window fall due a day later.
     faults.off();
+    if w.whole {
+        w.resume_everything().await;
+    }
     tokio::time::sleep(Duration::from_secs(70)).await;
     for day in 0..6 {
         if day > 0 {
@@ -313,16 +322,19 @@ async fn simulate(seed: u64, caller_chains: bool) -> Outcome {
         mut out,
         expected,
         retries,
+        steering,
         ..
     } = w;
     let sent = sink.sent();
+    steering::check(&mut out, &steering, &sent);
+    out.steering = steering.calls;
     retries::check(&mut out, &retries, &sent);
     out.retries = retries.calls;
     out.operations = retries.operations;
     out.copies = retries.copies.len();
     out.copy_retries = retries.copy_calls;
     let sent: Vec<_> = sent.into_iter().filter(|s| !retries::is_retried(s)).collect();
-    let duplicates = checks::check(&mut out, &expected, &sent, &mem);
+    let duplicates = checks::check(&mut out, &expected, &sent, &mem, &steering.reordered);
     out.jobs = expected.len();
     out.deliveries = sent.len();
     out.duplicates = duplicates;
@@ -356,11 +368,11 @@ pub(super) fn in_own_runtime<T>(f: impl std::future::Future<Output = T>) -> T {
 
 /// Runs the seeds (`SIM_SEEDS`, else `default`; `SIM_SEED=s` replays one) in one mode, each in
 /// a runtime of its own, failing at the first broken invariant; the totals.
-fn run_seeds(caller_chains: bool, default: u64) -> (usize, Outcome) {
+fn run_seeds(caller_chains: bool, whole: bool, default: u64) -> (usize, Outcome) {
     let seeds = seed_list(default);
     let mut total = Outcome::default();
     for seed in &seeds {
-        let o = in_own_runtime(simulate(*seed, caller_chains));
+        let o = in_own_runtime(simulate(*seed, caller_chains, whole));
         assert!(
             o.violations.is_empty(),
             "seed {seed} broke an invariant (replay with SIM_SEED={seed}):\n{}",
@@ -376,6 +388,7 @@ fn run_seeds(caller_chains: bool, default: u64) -> (usize, Outcome) {
         total.operations += o.operations;
         total.copies += o.copies;
         total.copy_retries += o.copy_retries;
+        total.steering += o.steering;
     }
     (seeds.len(), total)
 }
@@ -399,7 +412,7 @@ fn summary(seeds: usize, total: &Outcome) -> String {
 
 #[test]
 fn random_interleavings_of_enqueue_dispatch_crash_cancel_reschedule_and_retry_keep_the_invariants() {
-    let (seeds, total) = run_seeds(false, 3000);
+    let (seeds, total) = run_seeds(false, false, 3000);
     println!("simulation: {}", summary(seeds, &total));
     assert!(
         total.crashes > 0 && total.jobs > 0 && total.rescheduled > 0 && total.retries > 0 && total.copy_retries > 0,
@@ -412,7 +425,7 @@ fn random_interleavings_of_enqueue_dispatch_crash_cancel_reschedule_and_retry_ke
 /// poller removed it, after which its consumer retries that delivery (issue 46, defect 7).
 #[test]
 fn callers_jobs_retried_once_delivered_and_cancelled_after_their_send_keep_the_invariants() {
-    let (seeds, total) = run_seeds(true, 1000);
+    let (seeds, total) = run_seeds(true, false, 1000);
     println!("simulation with callers' chains: {}", summary(seeds, &total));
     assert!(
         total.retries > 0 && total.operations > 0,
@@ -443,4 +456,23 @@ fn debounced_calls_beside_runs_crashes_and_faults_keep_their_promise() {
         t.calls, t.replaced, t.crashes
     );
     assert!(t.replaced > 0 && t.crashes > 0, "the simulation exercised nothing");
+}
+
+/// The whole system (issue 71; `steering.rs`): pause and resume of queues and jobs, trigger,
+/// debounce and `cancel_many` among every caller, consumer and operator action of the main
+/// simulation, in the same seeds, with callers' chains in half of them.
+#[test]
+fn the_whole_system_keeps_every_invariant_where_features_meet() {
+    let (a, ta) = run_seeds(false, true, 600);
+    let (b, tb) = run_seeds(true, true, 300);
+    println!("simulation of the whole system: {}", summary(a, &ta));
+    println!(
+        "simulation of the whole system with callers' chains: {}",
+        summary(b, &tb)
+    );
+    println!("steering calls: {}", ta.steering + tb.steering);
+    assert!(
+        ta.steering > 0 && ta.crashes > 0 && ta.retries > 0 && tb.operations > 0,
+        "the simulation exercised nothing"
+    );
 }

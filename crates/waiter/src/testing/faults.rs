@@ -349,11 +349,17 @@ impl<S: JobStore> Leases for FaultyStore<S> {
         )
     }
 
-    async fn lease_covers(&self, q: &QueueName, shard: u32, perform_at: DateTime<Utc>) -> Result<bool, PortError> {
+    async fn lease_covers(
+        &self,
+        q: &QueueName,
+        shard: u32,
+        perform_at: DateTime<Utc>,
+        since: DateTime<Utc>,
+    ) -> Result<bool, PortError> {
         faulty!(
             self.faults,
             "GetItem",
-            self.inner.lease_covers(q, shard, perform_at).await
+            self.inner.lease_covers(q, shard, perform_at, since).await
         )
     }
 

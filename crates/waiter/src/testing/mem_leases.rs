@@ -79,11 +79,17 @@ impl Leases for MemStore {
         Ok(())
     }
 
-    async fn lease_covers(&self, queue: &QueueName, shard: u32, perform_at: DateTime<Utc>) -> Result<bool, PortError> {
+    async fn lease_covers(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        perform_at: DateTime<Utc>,
+        since: DateTime<Utc>,
+    ) -> Result<bool, PortError> {
         let s = self.state.lock().unwrap();
         Ok(s.leases
             .get(&(queue.clone(), shard))
-            .is_some_and(|l| l.horizon >= perform_at))
+            .is_some_and(|l| l.horizon >= perform_at && l.until >= since))
     }
 
     async fn hand_on(

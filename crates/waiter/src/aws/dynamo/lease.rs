@@ -166,22 +166,32 @@ impl Leases for DynamoStore {
         }
     }
 
-    async fn lease_covers(&self, queue: &QueueName, shard: u32, perform_at: DateTime<Utc>) -> Result<bool, PortError> {
+    async fn lease_covers(
+        &self,
+        queue: &QueueName,
+        shard: u32,
+        perform_at: DateTime<Utc>,
+        since: DateTime<Utc>,
+    ) -> Result<bool, PortError> {
         let out = self
             .client
             .get_item()
             .table_name(self.table(queue))
             .set_key(Some(lease_key(queue, shard)))
             .consistent_read(true)
-            .projection_expression("#horizon")
+            .projection_expression("#horizon, #until")
             .expression_attribute_names("#horizon", A_LEASE_HORIZON)
+            .expression_attribute_names("#until", A_LEASE_UNTIL)
             .send()
             .await
             .map_err(|e| classify("GetItem", &self.resource(queue), e))?;
-        let horizon = out.item.as_ref().and_then(|item| match item.get(A_LEASE_HORIZON) {
-            Some(AttributeValue::N(v)) => crate::time::parse_epoch_decimal(v),
-            _ => None,
-        });
-        Ok(horizon.is_some_and(|h| h >= perform_at))
+        let time = |name: &str| {
+            out.item.as_ref().and_then(|item| match item.get(name) {
+                Some(AttributeValue::N(v)) => crate::time::parse_epoch_decimal(v),
+                _ => None,
+            })
+        };
+        let (horizon, until) = (time(A_LEASE_HORIZON), time(A_LEASE_UNTIL));
+        Ok(horizon.is_some_and(|h| h >= perform_at) && until.is_some_and(|u| u >= since))
     }
 }
