@@ -134,6 +134,7 @@ test check: export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
 lint-build:
 	@test -n "$$RUSTC_WORKSPACE_WRAPPER" || { echo "lint-build: run it through make test or make check" >&2; exit 2; }
 	cargo fmt --all -- --check
+	python3 scripts/check_intersections.py
 	$(BUILD_FOR_TESTS)
 
 # The quick loop for contributors: the checks that need no emulator (docs/contributing.md).

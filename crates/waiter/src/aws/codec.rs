@@ -61,7 +61,8 @@ pub const A_TIME_ZONE: &str = "time_zone";
 pub const A_MAYBE_DELIVERED_AT: &str = "maybe_delivered_at";
 /// A paused job: since when (epoch seconds). Absent on every job never paused.
 pub const A_PAUSED_AT: &str = "paused_at";
-/// On a queue's pause item: when it was last resumed.
+/// On a queue's pause item: its last pause that ended, from and to.
+pub const A_LAST_PAUSED_AT: &str = "last_paused_at";
 pub const A_RESUMED_AT: &str = "resumed_at";
 /// Written only when not the default, so that a job that sets neither costs nothing more.
 pub const A_PRIORITY: &str = "priority";
@@ -139,9 +140,9 @@ pub(crate) fn decode_pause(item: &Item) -> Option<DateTime<Utc>> {
     epoch_in(item, A_PAUSED_AT)
 }
 
-/// When the queue was last resumed, on its pause item.
-pub(crate) fn decode_resume(item: &Item) -> Option<DateTime<Utc>> {
-    epoch_in(item, A_RESUMED_AT)
+/// The queue's last pause that ended, on its pause item.
+pub(crate) fn decode_last_pause(item: &Item) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
+    Some((epoch_in(item, A_LAST_PAUSED_AT)?, epoch_in(item, A_RESUMED_AT)?))
 }
 
 pub(crate) fn rate_key(queue: &QueueName) -> Item {

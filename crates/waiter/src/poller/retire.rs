@@ -26,7 +26,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         let from = series.from(job.job.perform_at);
         // A series held for its windows is stored at their opening.
         let opening = series.held.map(|_| job.job.perform_at);
-        let step = series.step(from, opening, self.pass(now));
+        let step = series.step(from, opening, self.pass(now, series, from));
         match step.send {
             Some(at) => {
                 let mut copy = job;
@@ -55,20 +55,25 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
     /// When `WAITER_MAX_RATE` held due jobs back in this run: where it judged occurrences on
     /// time from, which stay on time for the next run (`PreviousRun::on_time_from`).
     pub(super) fn held_back_from(&self) -> Option<DateTime<Utc>> {
-        (self.budget_full || self.summary.held_back > 0).then(|| self.pass(self.started).on_time_from)
+        (self.budget_full || self.summary.held_back > 0).then(|| Pass::new(self.started, self.previous).on_time_from)
     }
 
-    /// Which occurrences a pass at `now` finds missed (`repeat::Pass`). After a pause of the
-    /// queue, every occurrence before its resume is: runs skip a paused queue without taking
-    /// its leases, so the partition's previous run is the last one before the pause, and would
-    /// count the whole pause as on time (DESIGN "Pause and resume": the occurrences that fell
-    /// due during a pause are missed, sent as `catch_up` says).
-    pub(super) fn pass(&self, now: DateTime<Utc>) -> Pass {
+    /// Which occurrences a pass at `now` over a series standing at `from` finds missed
+    /// (`repeat::Pass`). The occurrences that fell due during the queue's last pause are (DESIGN
+    /// "Pause and resume": missed, sent as `catch_up` says): runs skip a paused queue without
+    /// taking its leases, so the partition's previous run is the last one before the pause,
+    /// and would count the whole pause as on time. An occurrence on time by the usual rule that
+    /// fell due before the pause began is sent first; the pass after it finds the pause's ones
+    /// missed.
+    pub(super) fn pass(&self, now: DateTime<Utc>, series: &crate::repeat::Series, from: DateTime<Utc>) -> Pass {
         let pass = Pass::new(now, self.previous);
-        let resumed = self.scope.gate.resumed_at(self.queue);
-        match resumed.filter(|r| self.previous.is_none_or(|p| p.started < *r)) {
-            Some(r) => Pass {
-                on_time_from: pass.on_time_from.max(r.min(now)),
+        let first_on_time = series.rule(from).at_or_after(pass.on_time_from.max(from));
+        let last_pause = self.scope.gate.last_pause(self.queue).filter(|(paused, resumed)| {
+            first_on_time.is_none_or(|t| t >= *paused) && self.previous.is_none_or(|p| p.started < *resumed)
+        });
+        match last_pause {
+            Some((_, resumed)) => Pass {
+                on_time_from: pass.on_time_from.max(resumed.min(now)),
                 ..pass
             },
             None => pass,

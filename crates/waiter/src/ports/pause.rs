@@ -33,7 +33,7 @@ pub const PAUSE_CHECK_FRESH: Duration = Duration::from_millis(800);
 struct Checked {
     began: Instant,
     paused_at: Option<DateTime<Utc>>,
-    resumed_at: Option<DateTime<Utc>>,
+    last_pause: Option<(DateTime<Utc>, DateTime<Utc>)>,
 }
 
 /// The pause checks of one run or one request, per queue. No lock is held across a read:
@@ -72,7 +72,7 @@ impl PauseGate {
             return Ok(c.paused_at);
         }
         let began = Instant::now();
-        let super::QueuePause { paused_at, resumed_at } = store.queue_pause(queue).await?;
+        let super::QueuePause { paused_at, last_pause } = store.queue_pause(queue).await?;
         self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Ok(mut checks) = self.checks.lock() {
             let keep = checks
@@ -84,7 +84,7 @@ impl PauseGate {
                     Checked {
                         began,
                         paused_at,
-                        resumed_at,
+                        last_pause,
                     },
                 );
             }
@@ -99,9 +99,10 @@ impl PauseGate {
     }
 
     /// Strongly consistent reads of pause items this gate made.
-    /// When the queue was last resumed, as its last check read (`None` before any check).
-    pub fn resumed_at(&self, queue: &QueueName) -> Option<DateTime<Utc>> {
-        self.checks.lock().ok()?.get(queue).and_then(|c| c.resumed_at)
+    /// The queue's last pause that ended, from and to, as its last check read (`None` before
+    /// any check).
+    pub fn last_pause(&self, queue: &QueueName) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
+        self.checks.lock().ok()?.get(queue).and_then(|c| c.last_pause)
     }
 
     pub fn reads(&self) -> u64 {

@@ -405,8 +405,8 @@ pub trait RateLedger: Send + Sync + 'static {
 /// Pauses of whole queues (one item per queue) and the count of jobs paused one by one.
 #[async_trait]
 pub trait Pauses: Send + Sync + 'static {
-    /// The queue's pause, read strongly consistent: since when it is paused, and when it was
-    /// last resumed.
+    /// The queue's pause, read strongly consistent: since when it is paused, and its last pause
+    /// that ended.
     async fn queue_pause(&self, queue: &QueueName) -> Result<QueuePause, PortError>;
 
     /// Since when the queue is paused; `None` when it is not.
@@ -418,8 +418,8 @@ pub trait Pauses: Send + Sync + 'static {
     /// returned.
     async fn pause_queue(&self, queue: &QueueName, at: DateTime<Utc>) -> Result<DateTime<Utc>, PortError>;
 
-    /// Ends the queue's pause, noting `at` as its last resume (a series' occurrences that fell
-    /// due before it, while no run worked the queue, are missed); `false` when it was not paused.
+    /// Ends the queue's pause, noting it as the last pause, from its `paused_at` to `at` (a
+    /// series' occurrences that fell due during it are missed); `false` when it was not paused.
     async fn resume_queue(&self, queue: &QueueName, at: DateTime<Utc>) -> Result<bool, PortError>;
 
     /// How many jobs of a partition are paused one by one. Reads the whole partition from the
@@ -431,7 +431,8 @@ pub trait Pauses: Send + Sync + 'static {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QueuePause {
     pub paused_at: Option<DateTime<Utc>>,
-    pub resumed_at: Option<DateTime<Utc>>,
+    /// The last pause that ended: when it began, and when `resume` ended it.
+    pub last_pause: Option<(DateTime<Utc>, DateTime<Utc>)>,
 }
 
 /// A whole store: every capability. Implemented for anything that has them all.

@@ -436,7 +436,7 @@ fn callers_jobs_retried_once_delivered_and_cancelled_after_their_send_keep_the_i
 /// Series beside crashes, faults, cancels and reschedules (issue 47; `series.rs`).
 #[test]
 fn series_across_crashes_faults_cancels_and_reschedules_keep_their_invariants() {
-    let (seeds, t) = series::run_series_seeds(300);
+    let (seeds, t) = series::run_series_seeds(300, false);
     println!(
         "simulation of series: {seeds} seeds, {} series, {} occurrences, {} duplicates, {} crashes, {} cancelled, {} rescheduled, {} occurrences retried, {} parked occurrences redriven, 0 violations",
         t.series, t.occurrences, t.duplicates, t.crashes, t.cancelled, t.rescheduled, t.retries, t.redriven
@@ -475,4 +475,17 @@ fn the_whole_system_keeps_every_invariant_where_features_meet() {
         ta.steering > 0 && ta.crashes > 0 && ta.retries > 0 && tb.operations > 0,
         "the simulation exercised nothing"
     );
+}
+
+/// Series in the whole system (issue 71; `series_steering.rs`): triggered, their queue paused
+/// and resumed, beside the series simulation's runs, crashes, faults, cancels, reschedules,
+/// retries and redrives.
+#[test]
+fn series_triggered_and_paused_with_their_queue_keep_their_invariants() {
+    let (seeds, t) = series::run_series_seeds(300, true);
+    println!(
+        "simulation of series in the whole system: {seeds} seeds, {} series, {} occurrences, {} duplicates, {} crashes, {} cancelled, {} rescheduled, {} occurrences retried, 0 violations",
+        t.series, t.occurrences, t.duplicates, t.crashes, t.cancelled, t.rescheduled, t.retries
+    );
+    assert!(t.occurrences > 0 && t.crashes > 0, "the simulation exercised nothing");
 }

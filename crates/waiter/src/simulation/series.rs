@@ -36,6 +36,10 @@ use sqs_waiter_contract::{ATTEMPT_ATTRIBUTE, JOB_ID_ATTRIBUTE};
 
 type SimWaiter = Waiter<FaultyStore<MemStore>, FaultyQueue<FakeQueue>, FakeClock>;
 
+#[path = "series_steering.rs"]
+mod steering;
+pub(super) use steering::{regular, QueuePauses};
+
 struct SeriesWorld {
     rng: StdRng,
     waiter: SimWaiter,
@@ -53,6 +57,10 @@ struct SeriesWorld {
     runs: Vec<RunRecord>,
     /// Parked occurrences redriven, answered `scheduled`.
     redriven: std::collections::BTreeSet<String>,
+    /// The whole system's seeds: series triggered, their queue paused and resumed
+    /// (`series_steering.rs`).
+    steer: bool,
+    pauses: steering::QueuePauses,
 }
 
 impl SeriesWorld {
@@ -274,7 +282,8 @@ impl SeriesWorld {
     }
 
     async fn beside(&mut self) {
-        match self.rng.random_range(0..4) {
+        match self.rng.random_range(0..if self.steer { 5 } else { 4 }) {
+            4 => self.steer().await,
             0 => self.cancel().await,
             1 => self.retry_occurrence().await,
             2 => self.retry_under_series_id(false).await,
@@ -288,7 +297,7 @@ fn all_jobs(mem: &MemStore) -> usize {
     mem.state.lock().unwrap().items.len()
 }
 
-async fn simulate_series(seed: u64) -> SeriesOutcome {
+async fn simulate_series(seed: u64, steer: bool) -> SeriesOutcome {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x005e_81e5);
     let clock = FakeClock::default();
     let faulty = rng.random_bool(0.5);
@@ -354,9 +363,12 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
         queue: queue_name,
         runs: Vec::new(),
         redriven: std::collections::BTreeSet::new(),
+        steer,
+        pauses: steering::QueuePauses::default(),
     };
     for _ in 0..w.rng.random_range(20..50) {
-        match w.rng.random_range(0..12) {
+        match w.rng.random_range(0..if w.steer { 15 } else { 12 }) {
+            12..=14 => w.steer().await,
             0..=2 => w.enqueue().await,
             10 => w.enqueue_one_off().await,
             11 if w.rng.random_bool(0.7) => w.retry_occurrence().await,
@@ -383,7 +395,12 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
                 } else {
                     run.await
                 };
-                w.runs.push(RunRecord { started, whole });
+                // A run that may have found the queue paused did not find its series.
+                let paused = w.pauses.may_hold(started) || w.pauses.may_hold(w.clock.now());
+                w.runs.push(RunRecord {
+                    started,
+                    whole: whole && !paused,
+                });
                 w.out.crashes += usize::from(crash_after.is_some());
             }
             7 => w.cancel().await,
@@ -395,6 +412,9 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
     }
     // Calm: every series reaches its count (one occurrence a run, `all` one missed a run).
     faults.off();
+    if w.steer {
+        w.resume_queue().await;
+    }
     tokio::time::sleep(Duration::from_secs(70)).await;
     // Up to two hours: a series in windows may wait for the last one, at 10:10.
     for _ in 0..120 {
@@ -417,16 +437,21 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
         retried,
         runs,
         redriven,
+        pauses,
         ..
     } = w;
     let sent = sink.sent();
     let (attempts, others): (Vec<Sent>, Vec<Sent>) =
         sent.into_iter().partition(|s| text(s, ATTEMPT_ATTRIBUTE).is_some());
+    if steer {
+        steering::check(&mut out, &tracked, &pauses, &others, rate.is_some(), &redriven, &runs);
+    }
     let seed = Seed {
         faulty,
         rate: rate.is_some(),
         runs: &runs,
         redriven: &redriven,
+        paused: steer.then_some(&pauses),
     };
     check(&mut out, &tracked, &others, &seed);
     check_beside(&mut out, &one_offs, &retried, &others, &attempts);
@@ -442,11 +467,11 @@ async fn simulate_series(seed: u64) -> SeriesOutcome {
 }
 
 /// Runs the series seeds (`SIM_SEEDS`, else `default`; `SIM_SEED=s` replays one).
-pub(super) fn run_series_seeds(default: u64) -> (usize, SeriesOutcome) {
+pub(super) fn run_series_seeds(default: u64, steer: bool) -> (usize, SeriesOutcome) {
     let seeds = seed_list(default);
     let mut total = SeriesOutcome::default();
     for seed in &seeds {
-        let o = super::in_own_runtime(simulate_series(*seed));
+        let o = super::in_own_runtime(simulate_series(*seed, steer));
         assert!(
             o.violations.is_empty(),
             "series seed {seed} broke an invariant (replay with SIM_SEED={seed}):\n{}",

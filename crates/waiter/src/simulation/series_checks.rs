@@ -123,6 +123,8 @@ pub(super) struct Seed<'a> {
     /// Parked occurrences redriven (`{id}@{epoch}`): an operator sends them when it chooses,
     /// after a cancel or a reschedule too, and late.
     pub(super) redriven: &'a std::collections::BTreeSet<String>,
+    /// The queue's pauses, in the whole system's seeds: an occurrence due in one may be missed.
+    pub(super) paused: Option<&'a super::series::QueuePauses>,
 }
 
 pub(super) fn check(
@@ -149,7 +151,10 @@ pub(super) fn check(
             out.violations
                 .push(format!("{id}: occurrence {at} arrived early, at {arrival}"));
         }
-        if tracked.get(id).is_some_and(|t| t.windowed) && !inside_windows(arrival) {
+        // A `trigger`'s extra occurrence (whole system's seeds) is on no grid and in no window:
+        // `series_steering.rs` checks it.
+        let extra = seed.paused.is_some() && !super::series::regular(at);
+        if !extra && tracked.get(id).is_some_and(|t| t.windowed) && !inside_windows(arrival) {
             out.violations.push(format!(
                 "{id}: occurrence {at} arrived at {arrival}, outside its windows"
             ));
@@ -158,7 +163,9 @@ pub(super) fn check(
             out.violations
                 .push(format!("{id}: occurrence {at} named {:?}", text(s, JOB_ID_ATTRIBUTE)));
         }
-        by_series.entry(id).or_default().push((at, s));
+        if !extra {
+            by_series.entry(id).or_default().push((at, s));
+        }
     }
     let redriven = |s: &Sent| text(s, JOB_ID_ATTRIBUTE).is_some_and(|id| seed.redriven.contains(id));
     out.redriven = seed.redriven.len();
@@ -239,7 +246,8 @@ pub(super) fn check(
         // recent one; `all` leaves out none.
         let mut i = t.start;
         while i < last {
-            if !distinct.iter().any(|(at, _)| *at == i) {
+            let paused = seed.paused.is_some_and(|p| p.may_hold(i));
+            if !paused && !distinct.iter().any(|(at, _)| *at == i) {
                 let (next, sent_at) = distinct.iter().find(|(at, _)| *at > i).copied().unwrap_or((last, last));
                 if t.catch_up == "all" || i >= sent_at - MISSED_AFTER {
                     out.violations.push(format!(

@@ -190,7 +190,7 @@ impl Pauses for MemStore {
         let s = self.state.lock().unwrap();
         Ok(QueuePause {
             paused_at: s.paused_queues.get(queue).copied(),
-            resumed_at: s.resumed_queues.get(queue).copied(),
+            last_pause: s.resumed_queues.get(queue).copied(),
         })
     }
 
@@ -206,11 +206,11 @@ impl Pauses for MemStore {
 
     async fn resume_queue(&self, queue: &QueueName, at: DateTime<Utc>) -> Result<bool, PortError> {
         let mut s = self.state.lock().unwrap();
-        let was_paused = s.paused_queues.remove(queue).is_some();
-        if was_paused {
-            s.resumed_queues.insert(queue.clone(), at);
+        let paused = s.paused_queues.remove(queue);
+        if let Some(from) = paused {
+            s.resumed_queues.insert(queue.clone(), (from, at));
         }
-        Ok(was_paused)
+        Ok(paused.is_some())
     }
 
     async fn count_paused(&self, queue: &QueueName, partition: Partition) -> Result<u64, PortError> {

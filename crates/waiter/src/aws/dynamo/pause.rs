@@ -1,7 +1,7 @@
 //! Queue pauses on DynamoDB: one item per queue (`{queue}#pause` / `pause`), outside the due
-//! index (no `perform_at`). Pausing sets its `paused_at`; resuming removes it and sets
-//! `resumed_at` (the poller's runs judge a series' occurrences before it missed); senders read
-//! it strongly consistent (`ports::PauseGate`).
+//! index (no `perform_at`). Pausing sets its `paused_at`; resuming moves it to `last_paused_at`
+//! and sets `resumed_at` (the poller's runs judge a series' occurrences between the two missed);
+//! senders read it strongly consistent (`ports::PauseGate`).
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, Select};
@@ -24,15 +24,16 @@ impl Pauses for DynamoStore {
             .table_name(self.table(queue))
             .set_key(Some(pause_key(queue)))
             .consistent_read(true)
-            .projection_expression("#at, #resumed")
+            .projection_expression("#at, #last, #resumed")
             .expression_attribute_names("#at", A_PAUSED_AT)
+            .expression_attribute_names("#last", A_LAST_PAUSED_AT)
             .expression_attribute_names("#resumed", A_RESUMED_AT)
             .send()
             .await
             .map_err(|e| classify("GetItem", &self.resource(queue), e))?;
         Ok(QueuePause {
             paused_at: out.item.as_ref().and_then(decode_pause),
-            resumed_at: out.item.as_ref().and_then(decode_resume),
+            last_pause: out.item.as_ref().and_then(decode_last_pause),
         })
     }
 
@@ -58,9 +59,10 @@ impl Pauses for DynamoStore {
             .update_item()
             .table_name(self.table(queue))
             .set_key(Some(pause_key(queue)))
-            .update_expression("SET #resumed = :at REMOVE #at")
+            .update_expression("SET #last = #at, #resumed = :at REMOVE #at")
             .condition_expression("attribute_exists(#at)")
             .expression_attribute_names("#at", A_PAUSED_AT)
+            .expression_attribute_names("#last", A_LAST_PAUSED_AT)
             .expression_attribute_names("#resumed", A_RESUMED_AT)
             .expression_attribute_values(":at", n(at))
             .send()

@@ -1,0 +1,222 @@
+//! Series in the whole system (issue 71): `trigger` of a series and the pause and resume of its
+//! queue, among the series simulation's runs, crashes, faults, cancels, reschedules, retries and
+//! redrives (the seeds of `series_steered_*`).
+//!
+//! Invariants, besides the series simulation's:
+//! - nothing accepted by SQS while the queue was paused (from the `paused` answer until
+//!   `resume` was called), extra occurrences included;
+//! - one instant per id: no two messages of a series carry one `waiter.job_id` for two
+//!   instants (an extra occurrence never takes an occurrence's id, nor another extra one's);
+//! - an extra occurrence arrives at or after its instant, under its id, and never after a
+//!   `cancel` of its series answered `cancelled`;
+//! - the occurrences that fell due while the queue was paused are missed: after the resume a
+//!   `skip` series sends none of them, a `one` series at most one (seeds without the rate,
+//!   series without windows).
+//!
+//! Regular occurrences are at whole minutes (starts are, and steps are whole minutes); an extra
+//! one never is, so the checks tell them apart by their instant.
+
+use super::*;
+
+/// The queue's pauses the seed made: from the `paused` answer (or the call, when the answer was
+/// lost) until `resume` was called (`None`: still, or maybe, paused).
+#[derive(Debug, Default)]
+pub(in crate::simulation) struct QueuePauses {
+    /// Pauses answered `paused`: nothing goes out during them.
+    pub(super) answered: Vec<(DateTime<Utc>, Option<DateTime<Utc>>)>,
+    /// Every pause that may have taken effect, answered or not, until a resume answered: the
+    /// occurrences falling due in them may be missed.
+    pub(super) maybe: Vec<(DateTime<Utc>, Option<DateTime<Utc>>)>,
+    pub(super) triggered: usize,
+}
+
+impl QueuePauses {
+    /// Whether `t` lies in a pause that may have taken effect.
+    pub(in crate::simulation) fn may_hold(&self, t: DateTime<Utc>) -> bool {
+        self.maybe
+            .iter()
+            .any(|(from, until)| t >= *from && until.is_none_or(|u| t <= u))
+    }
+}
+
+fn close(intervals: &mut [(DateTime<Utc>, Option<DateTime<Utc>>)], at: DateTime<Utc>) {
+    for (_, until) in intervals.iter_mut().filter(|(_, u)| u.is_none()) {
+        *until = Some(at);
+    }
+}
+
+impl SeriesWorld {
+    /// One steering action: a trigger (most often), or the queue paused or resumed.
+    pub(super) async fn steer(&mut self) {
+        match self.rng.random_range(0..4) {
+            0 => self.pause_queue().await,
+            1 => self.resume_queue().await,
+            _ => self.trigger().await,
+        }
+    }
+
+    async fn trigger(&mut self) {
+        let Some(id) = self.pick() else { return };
+        let r = self
+            .waiter
+            .handle(&self.request(json!({"action": "trigger", "job_id": id})))
+            .await;
+        if matches!(&r, Ok(r) if r["status"] == "sent") {
+            self.pauses.triggered += 1;
+        }
+    }
+
+    async fn pause_queue(&mut self) {
+        let called = self.clock.now();
+        let r = self.waiter.handle(&self.request(json!({"action": "pause"}))).await;
+        let open = |v: &Vec<(DateTime<Utc>, Option<DateTime<Utc>>)>| v.iter().any(|(_, u)| u.is_none());
+        if !open(&self.pauses.maybe) {
+            self.pauses.maybe.push((called, None));
+        }
+        if matches!(&r, Ok(r) if r["status"] == "paused") && !open(&self.pauses.answered) {
+            self.pauses.answered.push((self.clock.now(), None));
+        }
+    }
+
+    pub(super) async fn resume_queue(&mut self) {
+        close(&mut self.pauses.answered, self.clock.now());
+        let r = self.waiter.handle(&self.request(json!({"action": "resume"}))).await;
+        if r.is_ok() {
+            close(&mut self.pauses.maybe, self.clock.now());
+        }
+    }
+}
+
+/// Whether an occurrence's instant is a regular one's (a whole minute).
+pub(in crate::simulation) fn regular(at: DateTime<Utc>) -> bool {
+    at.timestamp_subsec_nanos() == 0 && at.timestamp().rem_euclid(60) == 0
+}
+
+impl QueuePauses {
+    /// The answered pauses whose end a whole run saw as the queue's last pause, able to find a
+    /// series stored at `stored` (the index lags up to 2 s): one started after the resume and
+    /// before the next pause began. (The pause item keeps the last pause only; a run that did
+    /// not find the series leaves the next one judging by that run's start.)
+    fn judged(
+        &self,
+        runs: &[super::series_checks::RunRecord],
+        stored: DateTime<Utc>,
+    ) -> Vec<(DateTime<Utc>, DateTime<Utc>)> {
+        self.answered
+            .iter()
+            .filter_map(|(from, until)| until.map(|u| (*from, u)))
+            .filter(|(_, until)| {
+                let next = self.maybe.iter().map(|(f, _)| *f).filter(|f| f > until).min();
+                runs.iter().any(|r| {
+                    r.whole
+                        && r.started > *until
+                        && r.started >= stored + TimeDelta::seconds(3)
+                        && next.is_none_or(|n| r.started < n)
+                })
+            })
+            .collect()
+    }
+}
+
+/// The steered seeds' invariants over what SQS accepted (attempts aside).
+pub(super) fn check(
+    out: &mut SeriesOutcome,
+    tracked: &std::collections::BTreeMap<String, Tracked>,
+    pauses: &QueuePauses,
+    sent: &[crate::testing::Sent],
+    rate: bool,
+    redriven: &std::collections::BTreeSet<String>,
+    runs: &[super::series_checks::RunRecord],
+) {
+    use super::series_checks::text;
+    use sqs_waiter_contract::{JOB_ID_ATTRIBUTE, OCCURRENCE_ATTRIBUTE};
+    let mut instants: HashMap<&str, DateTime<Utc>> = HashMap::new();
+    for s in sent {
+        if let Some((from, until)) = pauses
+            .answered
+            .iter()
+            .find(|(from, until)| s.at > *from && until.is_none_or(|u| s.at < u))
+        {
+            out.violations.push(format!(
+                "{}: accepted at {} while the queue was paused ({from} to {until:?})",
+                s.message.body, s.at
+            ));
+        }
+        let (Some(id), Some(at)) = (
+            text(s, JOB_ID_ATTRIBUTE),
+            text(s, OCCURRENCE_ATTRIBUTE).and_then(|t| parse_time(&json!(t))),
+        ) else {
+            continue;
+        };
+        match instants.get(id) {
+            Some(other) if *other != at => out
+                .violations
+                .push(format!("{id}: names two instants, {other} and {at}")),
+            _ => {
+                instants.insert(id, at);
+            }
+        }
+        let Some(series) = s.message.body.strip_prefix("series-") else {
+            continue;
+        };
+        let arrival = s.at + TimeDelta::seconds(i64::from(s.message.delay_seconds.unwrap_or(0)));
+        if !regular(at) {
+            if arrival < at {
+                out.violations
+                    .push(format!("{id}: extra occurrence arrived at {arrival}, before {at}"));
+            }
+            // (A parked one is the operator's to redrive when it chooses, as any parked occurrence.)
+            if let Some(cancelled) = tracked.get(series).and_then(|t| t.cancelled_at) {
+                if s.at > cancelled && !redriven.contains(id) {
+                    out.violations.push(format!(
+                        "{id}: extra occurrence accepted at {} after its series was cancelled at {cancelled}",
+                        s.at
+                    ));
+                }
+            }
+            continue;
+        }
+        // Missed during the queue's pause: `skip` sends none after the resume, `one` one.
+        let Some(t) = tracked.get(series).filter(|t| {
+            !rate && !t.windowed && t.acknowledged && t.cancelled_at.is_none() && !t.unknown && t.rescheduled.is_none()
+        }) else {
+            continue;
+        };
+        let paused_over = pauses
+            .judged(runs, t.enqueued_at)
+            .into_iter()
+            .find(|(from, until)| at > *from && at < *until && s.at >= *until);
+        if let (Some((from, until)), "skip") = (paused_over, t.catch_up) {
+            out.violations.push(format!(
+                "{id}: due at {at} while the queue was paused ({from} to {until}), sent at {} under skip",
+                s.at
+            ));
+        }
+    }
+    // `one`: at most one of each pause's occurrences after its resume.
+    for (series, t) in tracked
+        .iter()
+        .filter(|(_, t)| t.catch_up == "one" && !t.windowed && !rate)
+    {
+        if t.cancelled_at.is_some() || t.unknown || t.rescheduled.is_some() {
+            continue;
+        }
+        let body = format!("series-{series}");
+        for (from, until) in pauses.judged(runs, t.enqueued_at) {
+            let mut late: Vec<DateTime<Utc>> = sent
+                .iter()
+                .filter(|s| s.message.body == body && s.at >= until)
+                .filter_map(|s| text(s, OCCURRENCE_ATTRIBUTE).and_then(|t| parse_time(&json!(t))))
+                .filter(|at| regular(*at) && *at > from && *at < until)
+                .collect();
+            late.sort();
+            late.dedup();
+            if late.len() > 1 {
+                out.violations.push(format!(
+                    "{series}: {} occurrences due while the queue was paused sent after it under one: {late:?}",
+                    late.len()
+                ));
+            }
+        }
+    }
+}
