@@ -106,7 +106,9 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         }
     }
 
-    /// Moves a parked job back into its shard, due now. If the id is active again (enqueued
+    /// Moves a parked job back into its shard, due now, or at its own time if that is still to
+    /// come (a job parked when a run handed it over ahead of its time is never sent early: a
+    /// series' occurrence redriven before its instant arrived early). If the id is active again (enqueued
     /// after it was parked), nothing moves: the reply shows the active job and `duplicate: true`,
     /// and the parked copy stays visible in `list_parked`.
     async fn redrive_one(
@@ -123,7 +125,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         // A series (parked whole before issue 60 parked occurrences alone) goes back to its
         // schedule: its next occurrence stays, and `catch_up` decides what fell due meanwhile.
         if job.repeat.is_none() {
-            job.perform_at = now;
+            job.perform_at = job.perform_at.max(now);
         }
         if job.expires_at.is_some_and(|e| e <= now) {
             job.expires_at = None;

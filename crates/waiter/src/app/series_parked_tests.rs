@@ -99,3 +99,42 @@ async fn a_rejected_occurrence_is_parked_alone_and_redriven_as_itself() {
         Some(format!("s@{}", next.timestamp()))
     );
 }
+
+/// An occurrence parked when a run handed it over ahead of its instant (`WAITER_LOOKAHEAD`),
+/// redriven before that instant, arrives at it, never early (found by the whole system's series
+/// seeds, issue 71: redrive made every parked job due now).
+#[tokio::test(start_paused = true)]
+async fn an_occurrence_parked_ahead_of_its_instant_and_redriven_before_it_is_not_sent_early() {
+    let (w, _, queue, clock) = test_waiter("orders", &[("WAITER_LOOKAHEAD", "60"), ("WAITER_SHARDS", "1")]);
+    let first = clock.now() + TimeDelta::seconds(50);
+    call(
+        &w,
+        json!({"queue": "orders", "message_body": "tick", "job_id": "s", "perform_at": rfc3339(first),
+               "repeat": {"every_s": 3600}}),
+    )
+    .await;
+    *queue.entry_fault.lock().unwrap() = Some(Box::new(|_: &OutgoingMessage| {
+        Some(EntryOutcome::Failed {
+            code: "InvalidParameterValue".into(),
+            message: "refused".into(),
+            sender_fault: true,
+        })
+    }));
+    let s = run(&w, &clock).await;
+    assert_eq!(s.parked, 1, "parked ahead of its instant: {s:?}");
+    *queue.entry_fault.lock().unwrap() = None;
+    let occurrence_id = format!("s@{}", first.timestamp());
+    let r = call(
+        &w,
+        json!({"action": "redrive", "queue": "orders", "job_id": occurrence_id}),
+    )
+    .await;
+    assert_eq!(r["status"], "scheduled", "{r}");
+    run(&w, &clock).await;
+    clock.advance(TimeDelta::seconds(60));
+    run(&w, &clock).await;
+    let sent = queue.sent();
+    let s = sent.last().expect("the redriven occurrence");
+    let arrival = s.at + TimeDelta::seconds(i64::from(s.message.delay_seconds.unwrap_or(0)));
+    assert!(arrival >= first, "arrived at {arrival}, before its instant {first}");
+}
