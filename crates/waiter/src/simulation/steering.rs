@@ -185,6 +185,11 @@ impl World {
                              "on_duplicate": "replace", "queue": if fifo { "f.fifo" } else { "q" }});
         if fifo {
             job["message_group_id"] = json!("g0");
+            // A caller's own deduplication id, the same for every life: refused (issue 71,
+            // defect 9; SQS would drop a new life sent within 5 minutes of the last).
+            if self.rng.random_bool(0.3) {
+                job["message_deduplication_id"] = json!(format!("dedup-{id}"));
+            }
         }
         let made_at = self.clock.now();
         self.expected.insert(
