@@ -285,7 +285,8 @@ pub struct Change {
     /// EventBridge Scheduler's at(yyyy-mm-ddThh:mm:ss), read in --tz.
     #[arg(long, value_name = "EXPR", group = "time")]
     pub schedule: Option<String>,
-    /// The IANA zone of --schedule and of the job's windows and cron (default: the job's own).
+    /// The IANA zone --schedule is read in (default UTC); given, it is also the zone of the
+    /// job's windows and cron from now on (default: the job's own).
     #[arg(long, value_name = "ZONE")]
     pub tz: Option<String>,
     /// The new message body, sent unaltered.

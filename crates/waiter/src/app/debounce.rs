@@ -22,9 +22,12 @@ use super::Waiter;
 
 /// `current` with what a debounced call brings: all of `job` (`replace`), or its time only
 /// (`extend`, inside the stored job's windows). The id's life goes on: its version, the time it
-/// was first stored, its attempt in a retry chain, a pause and a possible earlier delivery.
+/// was first stored, its attempt in a retry chain, a pause and a possible earlier delivery; for
+/// a series replaced by a series, the occurrences it sent (its `count` goes on from them) and
+/// a `trigger`'s extra occurrence still waiting (sent first, the series returning to the call's
+/// time after it), as `reschedule` keeps them.
 fn debounced(current: &StoredJob, job: &Job) -> StoredJob {
-    let next_job = match job.on_duplicate {
+    let mut next_job = match job.on_duplicate {
         OnDuplicate::Extend => Job {
             perform_at: current
                 .job
@@ -40,6 +43,16 @@ fn debounced(current: &StoredJob, job: &Job) -> StoredJob {
             ..job.clone()
         },
     };
+    if let (Some(was), Some(series)) = (current.job.repeat.as_deref(), next_job.repeat.as_deref_mut()) {
+        if job.on_duplicate != OnDuplicate::Extend {
+            series.occurrences = was.occurrences;
+            series.extra = was.extra;
+            if let Some(returns_to) = series.extra.returns_to.as_mut() {
+                *returns_to = next_job.perform_at;
+                next_job.perform_at = current.job.perform_at;
+            }
+        }
+    }
     StoredJob {
         job: next_job,
         version: current.version + 1,
@@ -71,6 +84,23 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                         .into());
                     }
                     let next = debounced(&current, &job);
+                    if let Some(s) = next
+                        .job
+                        .repeat
+                        .as_deref()
+                        .filter(|s| s.count.is_some_and(|c| c <= s.occurrences))
+                    {
+                        // The poller would finish the series at once, without a send.
+                        return Err(InvalidRequest::new(
+                            "repeat.count",
+                            format!(
+                                "must be more than the {} occurrences the stored series has sent, got {}",
+                                s.occurrences,
+                                s.count.unwrap_or_default()
+                            ),
+                        )
+                        .into());
+                    }
                     // `extend` keeps the stored `expires_at`: a time past it would be dropped
                     // as expired by the poller after this call answered `replaced` (issue 71,
                     // defect 1), so it is refused, as `reschedule` refuses one.

@@ -189,3 +189,39 @@ async fn an_extend_past_the_jobs_expires_at_is_refused_and_the_job_is_delivered_
         "delivered at the extended time, before its expiry"
     );
 }
+
+/// A `replace` of a stored series by a series keeps what the series' life has: the occurrences
+/// it sent (its `count` goes on from them) and a `trigger`'s extra occurrence still waiting,
+/// sent once; a `count` it has already reached is refused (found in review, issue 71).
+#[tokio::test(start_paused = true)]
+async fn a_replace_of_a_series_keeps_its_occurrences_and_a_waiting_extra_occurrence() {
+    let (w, store, queue, clock) = test_waiter("orders", &[("WAITER_LOOKAHEAD", "0"), ("WAITER_SHARDS", "1")]);
+    let series = |body: &str, count: u64| {
+        json!({"queue": "orders", "job_id": "s", "message_body": body, "delay_seconds": 60,
+               "repeat": {"every_s": 3600, "count": count}, "on_duplicate": "replace"})
+    };
+    call(&w, series("v1", 3)).await;
+    clock.advance(TimeDelta::seconds(61));
+    run(&w, &clock).await;
+    assert_eq!(get(&w, "s").await["occurrences"], 1);
+    // A trigger whose run finds the shard held: its extra occurrence waits in the series.
+    poller_holds_orders(&store, &clock, TimeDelta::seconds(-1)).await;
+    let t = call(&w, json!({"action": "trigger", "queue": "orders", "job_id": "s"})).await;
+    assert_eq!(t["status"], "dispatching", "{t}");
+    poller_releases_orders(&store).await;
+    let r = call(&w, series("v2", 3)).await;
+    assert_eq!(
+        (r["status"].as_str(), r["replaced"].as_bool()),
+        (Some("scheduled"), Some(true)),
+        "{r}"
+    );
+    assert_eq!(get(&w, "s").await["occurrences"], 1, "its count goes on");
+    run(&w, &clock).await;
+    assert_eq!(
+        bodies(&queue),
+        ["v1", "v2"],
+        "the waiting extra occurrence, once, with the new body"
+    );
+    let e = refused(&w, series("v3", 1)).await;
+    assert_eq!(e.field, "repeat.count", "{e:?}");
+}

@@ -123,6 +123,10 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 ..reply_for_job(&sent_as(due), JobStatus::Sent, false)
             },
             None if summary.busy_partitions > 0 => status_only(JobStatus::Dispatching, &due.job.queue, &due.job.job_id),
+            // Paused since the call looked: nothing goes out until `resume`.
+            None if !summary.paused_queues.is_empty() => {
+                status_only(JobStatus::Paused, &due.job.queue, &due.job.job_id)
+            }
             // Not sent by this run (expired, refused and parked, a send that failed, or left
             // to a later second by `WAITER_MAX_RATE`): what it is now.
             None => self.get(&due.job.queue, &due.job.job_id).await?,

@@ -68,9 +68,13 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
     pub(super) fn pass(&self, now: DateTime<Utc>, series: &crate::repeat::Series, from: DateTime<Utc>) -> Pass {
         let pass = Pass::new(now, self.previous);
         let first_on_time = series.rule(from).at_or_after(pass.on_time_from.max(from));
-        let last_pause = self.scope.gate.last_pause(self.queue).filter(|(paused, resumed)| {
-            first_on_time.is_none_or(|t| t >= *paused) && self.previous.is_none_or(|p| p.started < *resumed)
-        });
+        // Whatever the previous run was (one after the resume may not have reached this series:
+        // the rate held it back, or it crashed), the pause's occurrences stay missed.
+        let last_pause = self
+            .scope
+            .gate
+            .last_pause(self.queue)
+            .filter(|(paused, resumed)| first_on_time.is_none_or(|t| t >= *paused && t < *resumed));
         match last_pause {
             Some((_, resumed)) => Pass {
                 on_time_from: pass.on_time_from.max(resumed.min(now)),
