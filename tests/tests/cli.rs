@@ -152,24 +152,24 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
             "--every",
             "1h",
             "--id",
-            "cli-s",
+            "cli-hourly",
         ],
     );
-    let body = ok(&watch, &["reschedule", "orders", "cli-s", "--body", "tock"]);
+    let body = ok(&watch, &["reschedule", "orders", "cli-hourly", "--body", "tock"]);
     assert_eq!(
         body.trim(),
-        "rescheduled cli-s on orders for 2031-01-01T00:00:00Z (version 2)"
+        "rescheduled cli-hourly on orders for 2031-01-01T00:00:00Z (version 2)"
     );
-    let got: Value = serde_json::from_str(&ok(&watch, &["--json", "get", "orders", "cli-s"])).unwrap();
+    let got: Value = serde_json::from_str(&ok(&watch, &["--json", "get", "orders", "cli-hourly"])).unwrap();
     assert_eq!(
         (got["message_body"].as_str(), got["repeat"]["every_s"].as_u64()),
         (Some("tock"), Some(3600))
     );
-    let nothing = run(&watch, &["reschedule", "orders", "cli-s"]);
+    let nothing = run(&watch, &["reschedule", "orders", "cli-hourly"]);
     assert_eq!(nothing.code, 2, "a change is required: {}", nothing.stderr);
     assert_eq!(
-        ok(&watch, &["cancel", "orders", "cli-s"]).trim(),
-        "cancelled cli-s on orders"
+        ok(&watch, &["cancel", "orders", "cli-hourly"]).trim(),
+        "cancelled cli-hourly on orders"
     );
     assert_eq!(
         ok(&watch, &["cancel", "orders", "cli-c"]).trim(),
