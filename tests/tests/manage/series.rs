@@ -175,17 +175,36 @@ async fn series_send_one_message_per_occurrence_follow_catch_up_and_stop_when_ca
 
     // An occurrence handed over ahead of its time (1 s within `WAITER_LOOKAHEAD`): a cancel
     // after the move says it is on its way (issue 60, defect 11), whenever it comes.
-    let second = Utc::now().with_nanosecond(0).expect("time") + TimeDelta::seconds(1);
-    tokio::time::sleep((second - Utc::now()).to_std().unwrap_or_default() + Duration::from_millis(50)).await;
-    let due = second + TimeDelta::seconds(2);
-    s.enqueue_ok(json!({"queue": "orders", "job_id": "ahead", "message_body": "ahead",
-                        "perform_at": rfc3339(due), "repeat": {"every_s": 3600}}))
-        .await;
-    s.poll().await;
-    let r = s
-        .enqueue_ok(json!({"action": "cancel", "queue": "orders", "job_id": "ahead"}))
-        .await;
-    assert_eq!(r["status"], "cancelled", "{r}");
+    // The premise is the run's: it must move the series before the occurrence is due. On a
+    // loaded machine the poll can take longer than the 2 s of lookahead; then the occurrence
+    // was sent on time, not ahead, and the case is set up again under a new id.
+    let mut ahead = None;
+    for attempt in 0..5 {
+        let second = Utc::now().with_nanosecond(0).expect("time") + TimeDelta::seconds(1);
+        tokio::time::sleep((second - Utc::now()).to_std().unwrap_or_default() + Duration::from_millis(50)).await;
+        let due = second + TimeDelta::seconds(2);
+        let id = if attempt == 0 {
+            "ahead".to_owned()
+        } else {
+            format!("ahead-{attempt}")
+        };
+        s.enqueue_ok(json!({"queue": "orders", "job_id": id, "message_body": "ahead",
+                            "perform_at": rfc3339(due), "repeat": {"every_s": 3600}}))
+            .await;
+        s.poll().await;
+        let moved_ahead = Utc::now() < due;
+        let r = s
+            .enqueue_ok(json!({"action": "cancel", "queue": "orders", "job_id": id}))
+            .await;
+        assert_eq!(r["status"], "cancelled", "{r}");
+        if moved_ahead {
+            ahead = Some((id, due, r));
+            break;
+        }
+        // Sent on time: drain it before the next try.
+        s.emu.receive_for(&s.urls[0].clone(), Duration::from_secs(4), 1).await;
+    }
+    let (id, due, r) = ahead.expect("a poll that moved the series ahead of its occurrence in 5 tries");
     assert_eq!(
         r["maybe_delivered_at"].as_str().map(parse_time),
         Some(due),
@@ -194,7 +213,7 @@ async fn series_send_one_message_per_occurrence_follow_catch_up_and_stop_when_ca
     let arrived = s.emu.receive_for(&s.urls[0].clone(), Duration::from_secs(4), 1).await;
     assert_eq!(
         arrived.iter().map(occurrence_of).collect::<Vec<_>>(),
-        [(format!("ahead@{}", due.timestamp()), due)]
+        [(format!("{id}@{}", due.timestamp()), due)]
     );
 }
 
