@@ -317,6 +317,35 @@ pub struct Advance {
     pub extra_sent: Option<DateTime<Utc>>,
 }
 
+impl Advance {
+    /// The series' item after this move, as `advance_set` and `advance_removes` write it on
+    /// DynamoDB: on to `perform_at` (version + 1) with `occurrences`, no longer held for a
+    /// window, with the arrival mark of the occurrence just sent; back from an extra occurrence,
+    /// as it was before it (its hold and its mark kept) less the pending extra.
+    pub fn applied_to(&self, current: &StoredJob) -> StoredJob {
+        let mut next = current.clone();
+        next.job.perform_at = self.perform_at;
+        next.version += 1;
+        match (self.extra_sent, next.job.repeat.as_mut()) {
+            (Some(sent), Some(series)) => {
+                series.extra.returns_to = None;
+                series.extra.last = Some(sent);
+                if self.arriving_at.is_some() {
+                    next.maybe_delivered_at = self.arriving_at;
+                }
+            }
+            (_, series) => {
+                next.maybe_delivered_at = self.arriving_at;
+                if let Some(series) = series {
+                    series.occurrences = self.occurrences;
+                    series.held = None;
+                }
+            }
+        }
+        next
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum PutOutcome {
     /// Stored, with this `version`: the job's own, or one more than the last life's under this

@@ -38,7 +38,6 @@ type SimWaiter = Waiter<FaultyStore<MemStore>, FaultyQueue<FakeQueue>, FakeClock
 
 #[path = "series_steering.rs"]
 mod steering;
-pub(super) use steering::{regular, QueuePauses};
 
 struct SeriesWorld {
     rng: StdRng,
@@ -60,7 +59,7 @@ struct SeriesWorld {
     /// The whole system's seeds: series triggered, their queue paused and resumed
     /// (`series_steering.rs`).
     steer: bool,
-    pauses: steering::QueuePauses,
+    pauses: super::series_checks::QueuePauses,
 }
 
 impl SeriesWorld {
@@ -364,7 +363,7 @@ async fn simulate_series(seed: u64, steer: bool) -> SeriesOutcome {
         runs: Vec::new(),
         redriven: std::collections::BTreeSet::new(),
         steer,
-        pauses: steering::QueuePauses::default(),
+        pauses: super::series_checks::QueuePauses::default(),
     };
     for _ in 0..w.rng.random_range(20..50) {
         match w.rng.random_range(0..if w.steer { 15 } else { 12 }) {

@@ -124,7 +124,7 @@ pub(super) struct Seed<'a> {
     /// after a cancel or a reschedule too, and late.
     pub(super) redriven: &'a std::collections::BTreeSet<String>,
     /// The queue's pauses, in the whole system's seeds: an occurrence due in one may be missed.
-    pub(super) paused: Option<&'a super::series::QueuePauses>,
+    pub(super) paused: Option<&'a QueuePauses>,
 }
 
 pub(super) fn check(
@@ -153,7 +153,7 @@ pub(super) fn check(
         }
         // A `trigger`'s extra occurrence (whole system's seeds) is on no grid and in no window:
         // `series_steering.rs` checks it.
-        let extra = seed.paused.is_some() && !super::series::regular(at);
+        let extra = seed.paused.is_some() && !regular(at);
         if !extra && tracked.get(id).is_some_and(|t| t.windowed) && !inside_windows(arrival) {
             out.violations.push(format!(
                 "{id}: occurrence {at} arrived at {arrival}, outside its windows"
@@ -365,4 +365,30 @@ pub(super) fn check_beside(
             out.retries += 1;
         }
     }
+}
+
+/// The queue's pauses the seed made: from the `paused` answer (or the call, when the answer was
+/// lost) until `resume` was called (`None`: still, or maybe, paused).
+#[derive(Debug, Default)]
+pub(in crate::simulation) struct QueuePauses {
+    /// Pauses answered `paused`: nothing goes out during them.
+    pub(in crate::simulation) answered: Vec<(DateTime<Utc>, Option<DateTime<Utc>>)>,
+    /// Every pause that may have taken effect, answered or not, until a resume answered: the
+    /// occurrences falling due in them may be missed.
+    pub(in crate::simulation) maybe: Vec<(DateTime<Utc>, Option<DateTime<Utc>>)>,
+    pub(in crate::simulation) triggered: usize,
+}
+
+impl QueuePauses {
+    /// Whether `t` lies in a pause that may have taken effect.
+    pub(in crate::simulation) fn may_hold(&self, t: DateTime<Utc>) -> bool {
+        self.maybe
+            .iter()
+            .any(|(from, until)| t >= *from && until.is_none_or(|u| t <= u))
+    }
+}
+
+/// Whether an occurrence's instant is a regular one's (a whole minute).
+pub(in crate::simulation) fn regular(at: DateTime<Utc>) -> bool {
+    at.timestamp_subsec_nanos() == 0 && at.timestamp().rem_euclid(60) == 0
 }

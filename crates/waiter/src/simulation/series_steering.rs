@@ -17,27 +17,7 @@
 //! one never is, so the checks tell them apart by their instant.
 
 use super::*;
-
-/// The queue's pauses the seed made: from the `paused` answer (or the call, when the answer was
-/// lost) until `resume` was called (`None`: still, or maybe, paused).
-#[derive(Debug, Default)]
-pub(in crate::simulation) struct QueuePauses {
-    /// Pauses answered `paused`: nothing goes out during them.
-    pub(super) answered: Vec<(DateTime<Utc>, Option<DateTime<Utc>>)>,
-    /// Every pause that may have taken effect, answered or not, until a resume answered: the
-    /// occurrences falling due in them may be missed.
-    pub(super) maybe: Vec<(DateTime<Utc>, Option<DateTime<Utc>>)>,
-    pub(super) triggered: usize,
-}
-
-impl QueuePauses {
-    /// Whether `t` lies in a pause that may have taken effect.
-    pub(in crate::simulation) fn may_hold(&self, t: DateTime<Utc>) -> bool {
-        self.maybe
-            .iter()
-            .any(|(from, until)| t >= *from && until.is_none_or(|u| t <= u))
-    }
-}
+use crate::simulation::series_checks::{regular, QueuePauses};
 
 fn close(intervals: &mut [(DateTime<Utc>, Option<DateTime<Utc>>)], at: DateTime<Utc>) {
     for (_, until) in intervals.iter_mut().filter(|(_, u)| u.is_none()) {
@@ -85,11 +65,6 @@ impl SeriesWorld {
             close(&mut self.pauses.maybe, self.clock.now());
         }
     }
-}
-
-/// Whether an occurrence's instant is a regular one's (a whole minute).
-pub(in crate::simulation) fn regular(at: DateTime<Utc>) -> bool {
-    at.timestamp_subsec_nanos() == 0 && at.timestamp().rem_euclid(60) == 0
 }
 
 impl QueuePauses {

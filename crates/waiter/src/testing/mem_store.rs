@@ -414,30 +414,11 @@ impl Jobs for MemStore {
                 // A series' move: the same item, on to its next occurrence, if still that edition.
                 let k = mem_key(queue, &r.key.partition, &r.key.job_id);
                 let mut s = self.state.lock().unwrap();
-                let moved = s.items.get(&k).filter(|j| j.edition() == r.edition).map(|j| {
-                    let mut next = j.clone();
-                    next.job.perform_at = a.perform_at;
-                    next.version += 1;
-                    let series = next.job.repeat.as_mut();
-                    match (a.extra_sent, series) {
-                        // Back from an extra occurrence: as before it, less the pending extra.
-                        (Some(sent), Some(series)) => {
-                            series.extra.returns_to = None;
-                            series.extra.last = Some(sent);
-                            if a.arriving_at.is_some() {
-                                next.maybe_delivered_at = a.arriving_at;
-                            }
-                        }
-                        (_, series) => {
-                            next.maybe_delivered_at = a.arriving_at;
-                            if let Some(series) = series {
-                                series.occurrences = a.occurrences;
-                                series.held = None;
-                            }
-                        }
-                    }
-                    next
-                });
+                let moved = s
+                    .items
+                    .get(&k)
+                    .filter(|j| j.edition() == r.edition)
+                    .map(|j| a.applied_to(j));
                 if let Some(next) = moved {
                     s.write(k, Some(next), self.index_lag);
                 }
