@@ -61,9 +61,8 @@ pub const A_TIME_ZONE: &str = "time_zone";
 pub const A_MAYBE_DELIVERED_AT: &str = "maybe_delivered_at";
 /// A paused job: since when (epoch seconds). Absent on every job never paused.
 pub const A_PAUSED_AT: &str = "paused_at";
-/// On a queue's pause item: its last pause that ended, from and to.
-pub const A_LAST_PAUSED_AT: &str = "last_paused_at";
-pub const A_RESUMED_AT: &str = "resumed_at";
+/// On a queue's pause item: its last pauses that ended, each a list of two numbers (from, to).
+pub const A_ENDED_PAUSES: &str = "ended_pauses";
 /// Written only when not the default, so that a job that sets neither costs nothing more.
 pub const A_PRIORITY: &str = "priority";
 pub const A_WEIGHT: &str = "weight";
@@ -140,9 +139,31 @@ pub(crate) fn decode_pause(item: &Item) -> Option<DateTime<Utc>> {
     epoch_in(item, A_PAUSED_AT)
 }
 
-/// The queue's last pause that ended, on its pause item.
-pub(crate) fn decode_last_pause(item: &Item) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
-    Some((epoch_in(item, A_LAST_PAUSED_AT)?, epoch_in(item, A_RESUMED_AT)?))
+/// The queue's last pauses that ended, on its pause item (an unreadable entry is left out).
+pub(crate) fn decode_ended_pauses(item: &Item) -> Vec<(DateTime<Utc>, DateTime<Utc>)> {
+    let Some(AttributeValue::L(list)) = item.get(A_ENDED_PAUSES) else {
+        return Vec::new();
+    };
+    let time = |v: &AttributeValue| match v {
+        AttributeValue::N(n) => parse_epoch_decimal(n),
+        _ => None,
+    };
+    list.iter()
+        .filter_map(|pair| match pair {
+            AttributeValue::L(p) if p.len() == 2 => Some((time(&p[0])?, time(&p[1])?)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `ended` as the pause item keeps it.
+pub(crate) fn encode_ended_pauses(ended: &[(DateTime<Utc>, DateTime<Utc>)]) -> AttributeValue {
+    AttributeValue::L(
+        ended
+            .iter()
+            .map(|(from, to)| AttributeValue::L(vec![n(*from), n(*to)]))
+            .collect(),
+    )
 }
 
 pub(crate) fn rate_key(queue: &QueueName) -> Item {

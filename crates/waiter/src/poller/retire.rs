@@ -59,29 +59,27 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
     }
 
     /// Which occurrences a pass at `now` over a series standing at `from` finds missed
-    /// (`repeat::Pass`). The occurrences that fell due during the queue's last pause are (DESIGN
+    /// (`repeat::Pass`). The occurrences that fell due during one of the queue's last pauses are (DESIGN
     /// "Pause and resume": missed, sent as `catch_up` says): runs skip a paused queue without
     /// taking its leases, so the partition's previous run is the last one before the pause,
     /// and would count the whole pause as on time. An occurrence on time by the usual rule that
     /// fell due before the pause began is sent first; the pass after it finds the pause's ones
     /// missed.
     pub(super) fn pass(&self, now: DateTime<Utc>, series: &crate::repeat::Series, from: DateTime<Utc>) -> Pass {
-        let pass = Pass::new(now, self.previous);
-        let first_on_time = series.rule(from).at_or_after(pass.on_time_from.max(from));
+        let mut pass = Pass::new(now, self.previous);
         // Whatever the previous run was (one after the resume may not have reached this series:
-        // the rate held it back, or it crashed), the pause's occurrences stay missed.
-        let last_pause = self
-            .scope
-            .gate
-            .last_pause(self.queue)
-            .filter(|(paused, resumed)| first_on_time.is_none_or(|t| t >= *paused && t < *resumed));
-        match last_pause {
-            Some((_, resumed)) => Pass {
-                on_time_from: pass.on_time_from.max(resumed.min(now)),
-                ..pass
-            },
-            None => pass,
+        // the rate held it back, or it crashed), the pauses' occurrences stay missed. Past one
+        // pause, the next occurrence may fall in the one after it.
+        let pauses = self.scope.gate.ended_pauses(self.queue);
+        for _ in 0..=pauses.len() {
+            let first_on_time = series.rule(from).at_or_after(pass.on_time_from.max(from));
+            let held = pauses.iter().find(|(paused, resumed)| {
+                *resumed > pass.on_time_from && first_on_time.is_none_or(|t| t >= *paused && t < *resumed)
+            });
+            let Some((_, resumed)) = held else { break };
+            pass.on_time_from = pass.on_time_from.max((*resumed).min(now));
         }
+        pass
     }
 
     /// Queues a job's removal; with history on (or for a retried job), its record is put in its

@@ -29,11 +29,11 @@ pub const PAUSE_SETTLE: Duration = Duration::from_millis(1_000);
 pub const PAUSE_CHECK_FRESH: Duration = Duration::from_millis(800);
 
 /// What the last check found.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 struct Checked {
     began: Instant,
     paused_at: Option<DateTime<Utc>>,
-    last_pause: Option<(DateTime<Utc>, DateTime<Utc>)>,
+    ended: Vec<(DateTime<Utc>, DateTime<Utc>)>,
 }
 
 /// The pause checks of one run or one request, per queue. No lock is held across a read:
@@ -53,12 +53,13 @@ impl PauseGate {
 
     /// The latest check of `queue`, if it still holds: a pause found holds for the gate's
     /// life (resumed queues go on at the next run); a running queue for `PAUSE_CHECK_FRESH`.
-    fn holding(&self, queue: &QueueName) -> Option<Checked> {
+    /// The pause a check that still holds read: `Some(paused_at)`.
+    fn holding(&self, queue: &QueueName) -> Option<Option<DateTime<Utc>>> {
         let checks = self.checks.lock().ok()?;
         checks
             .get(queue)
             .filter(|c| c.paused_at.is_some() || c.began.elapsed() < PAUSE_CHECK_FRESH)
-            .copied()
+            .map(|c| c.paused_at)
     }
 
     /// Whether the queue is paused, as a check that began less than `PAUSE_CHECK_FRESH` ago
@@ -68,11 +69,11 @@ impl PauseGate {
         store: &S,
         queue: &QueueName,
     ) -> Result<Option<DateTime<Utc>>, PortError> {
-        if let Some(c) = self.holding(queue) {
-            return Ok(c.paused_at);
+        if let Some(paused_at) = self.holding(queue) {
+            return Ok(paused_at);
         }
         let began = Instant::now();
-        let super::QueuePause { paused_at, last_pause } = store.queue_pause(queue).await?;
+        let super::QueuePause { paused_at, ended } = store.queue_pause(queue).await?;
         self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Ok(mut checks) = self.checks.lock() {
             let keep = checks
@@ -84,7 +85,7 @@ impl PauseGate {
                     Checked {
                         began,
                         paused_at,
-                        last_pause,
+                        ended,
                     },
                 );
             }
@@ -95,14 +96,18 @@ impl PauseGate {
     /// Whether a check that began less than `PAUSE_CHECK_FRESH` ago found the queue running:
     /// a send may start now without another read.
     pub fn admits(&self, queue: &QueueName) -> bool {
-        self.holding(queue).is_some_and(|c| c.paused_at.is_none())
+        self.holding(queue).is_some_and(|paused_at| paused_at.is_none())
     }
 
     /// Strongly consistent reads of pause items this gate made.
-    /// The queue's last pause that ended, from and to, as its last check read (`None` before
+    /// The queue's last pauses that ended, from and to, as its last check read (none before
     /// any check).
-    pub fn last_pause(&self, queue: &QueueName) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
-        self.checks.lock().ok()?.get(queue).and_then(|c| c.last_pause)
+    pub fn ended_pauses(&self, queue: &QueueName) -> Vec<(DateTime<Utc>, DateTime<Utc>)> {
+        self.checks
+            .lock()
+            .ok()
+            .and_then(|c| c.get(queue).map(|c| c.ended.clone()))
+            .unwrap_or_default()
     }
 
     pub fn reads(&self) -> u64 {

@@ -405,7 +405,7 @@ pub trait RateLedger: Send + Sync + 'static {
 /// Pauses of whole queues (one item per queue) and the count of jobs paused one by one.
 #[async_trait]
 pub trait Pauses: Send + Sync + 'static {
-    /// The queue's pause, read strongly consistent: since when it is paused, and its last pause
+    /// The queue's pause, read strongly consistent: since when it is paused, and its last pauses
     /// that ended.
     async fn queue_pause(&self, queue: &QueueName) -> Result<QueuePause, PortError>;
 
@@ -418,8 +418,9 @@ pub trait Pauses: Send + Sync + 'static {
     /// returned.
     async fn pause_queue(&self, queue: &QueueName, at: DateTime<Utc>) -> Result<DateTime<Utc>, PortError>;
 
-    /// Ends the queue's pause, noting it as the last pause, from its `paused_at` to `at` (a
-    /// series' occurrences that fell due during it are missed); `false` when it was not paused.
+    /// Ends the queue's pause, noting it among the last `RECENT_PAUSES` pauses, from its
+    /// `paused_at` to `at` (a series' occurrences that fell due during one are missed); `false`
+    /// when it was not paused.
     async fn resume_queue(&self, queue: &QueueName, at: DateTime<Utc>) -> Result<bool, PortError>;
 
     /// How many jobs of a partition are paused one by one. Reads the whole partition from the
@@ -428,12 +429,20 @@ pub trait Pauses: Send + Sync + 'static {
 }
 
 /// A queue's pause item.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct QueuePause {
     pub paused_at: Option<DateTime<Utc>>,
-    /// The last pause that ended: when it began, and when `resume` ended it.
-    pub last_pause: Option<(DateTime<Utc>, DateTime<Utc>)>,
+    /// The last pauses that ended (up to `RECENT_PAUSES`, oldest first): when each began, and
+    /// when `resume` ended it.
+    pub ended: Vec<EndedPause>,
 }
+
+/// A queue's pause that ended: when it began, and when `resume` ended it.
+pub type EndedPause = (DateTime<Utc>, DateTime<Utc>);
+
+/// How many ended pauses a queue's pause item keeps: a series' occurrence that fell due in one
+/// is missed, however many pauses came before the next run that reaches the series.
+pub const RECENT_PAUSES: usize = 10;
 
 /// A whole store: every capability. Implemented for anything that has them all.
 pub trait JobStore: Jobs + DueIndex + Parking + Leases + RateLedger + Pauses {}

@@ -190,7 +190,7 @@ impl Pauses for MemStore {
         let s = self.state.lock().unwrap();
         Ok(QueuePause {
             paused_at: s.paused_queues.get(queue).copied(),
-            last_pause: s.resumed_queues.get(queue).copied(),
+            ended: s.resumed_queues.get(queue).cloned().unwrap_or_default(),
         })
     }
 
@@ -208,7 +208,10 @@ impl Pauses for MemStore {
         let mut s = self.state.lock().unwrap();
         let paused = s.paused_queues.remove(queue);
         if let Some(from) = paused {
-            s.resumed_queues.insert(queue.clone(), (from, at));
+            let ended = s.resumed_queues.entry(queue.clone()).or_default();
+            ended.push((from, at));
+            let extra = ended.len().saturating_sub(RECENT_PAUSES);
+            ended.drain(..extra);
         }
         Ok(paused.is_some())
     }

@@ -36,8 +36,8 @@ pub struct MemState {
     pub ledger_gets: usize,
     /// Paused queues, since when.
     pub paused_queues: HashMap<QueueName, DateTime<Utc>>,
-    /// Each queue's last pause that ended, from and to (kept on its pause item).
-    pub resumed_queues: HashMap<QueueName, (DateTime<Utc>, DateTime<Utc>)>,
+    /// Each queue's last pauses that ended, from and to (kept on its pause item).
+    pub resumed_queues: HashMap<QueueName, Vec<EndedPause>>,
     /// What the due index shows: `items` as it was `index_lag` ago (a GSI is eventually
     /// consistent), fed by `index_log`.
     index: BTreeMap<Key, StoredJob>,

@@ -1,7 +1,7 @@
 //! Queue pauses on DynamoDB: one item per queue (`{queue}#pause` / `pause`), outside the due
-//! index (no `perform_at`). Pausing sets its `paused_at`; resuming moves it to `last_paused_at`
-//! and sets `resumed_at` (the poller's runs judge a series' occurrences between the two missed);
-//! senders read it strongly consistent (`ports::PauseGate`).
+//! index (no `perform_at`). Pausing sets its `paused_at`; resuming removes it and adds the pause
+//! to `ended_pauses`, the last `RECENT_PAUSES` (the poller's runs judge a series' occurrences
+//! that fell due in one missed); senders read it strongly consistent (`ports::PauseGate`).
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, Select};
@@ -13,7 +13,7 @@ use super::conditions::is_condition_failed;
 use super::DynamoStore;
 use crate::config::QueueName;
 use crate::error::PortError;
-use crate::ports::{Partition, Pauses, QueuePause};
+use crate::ports::{Partition, Pauses, QueuePause, RECENT_PAUSES};
 
 #[async_trait]
 impl Pauses for DynamoStore {
@@ -24,16 +24,15 @@ impl Pauses for DynamoStore {
             .table_name(self.table(queue))
             .set_key(Some(pause_key(queue)))
             .consistent_read(true)
-            .projection_expression("#at, #last, #resumed")
+            .projection_expression("#at, #ended")
             .expression_attribute_names("#at", A_PAUSED_AT)
-            .expression_attribute_names("#last", A_LAST_PAUSED_AT)
-            .expression_attribute_names("#resumed", A_RESUMED_AT)
+            .expression_attribute_names("#ended", A_ENDED_PAUSES)
             .send()
             .await
             .map_err(|e| classify("GetItem", &self.resource(queue), e))?;
         Ok(QueuePause {
             paused_at: out.item.as_ref().and_then(decode_pause),
-            last_pause: out.item.as_ref().and_then(decode_last_pause),
+            ended: out.item.as_ref().map(decode_ended_pauses).unwrap_or_default(),
         })
     }
 
@@ -53,18 +52,28 @@ impl Pauses for DynamoStore {
         Ok(out.attributes.as_ref().and_then(decode_pause).unwrap_or(at))
     }
 
+    /// A read of the pause item, then its write conditional on the `paused_at` read: the list of
+    /// ended pauses takes this one (an update expression cannot put a stored value in a list).
     async fn resume_queue(&self, queue: &QueueName, at: DateTime<Utc>) -> Result<bool, PortError> {
+        let pause = self.queue_pause(queue).await?;
+        let Some(paused_at) = pause.paused_at else {
+            return Ok(false);
+        };
+        let mut ended = pause.ended;
+        ended.push((paused_at, at));
+        let extra = ended.len().saturating_sub(RECENT_PAUSES);
+        ended.drain(..extra);
         let out = self
             .client
             .update_item()
             .table_name(self.table(queue))
             .set_key(Some(pause_key(queue)))
-            .update_expression("SET #last = #at, #resumed = :at REMOVE #at")
-            .condition_expression("attribute_exists(#at)")
+            .update_expression("SET #ended = :ended REMOVE #at")
+            .condition_expression("#at = :paused")
             .expression_attribute_names("#at", A_PAUSED_AT)
-            .expression_attribute_names("#last", A_LAST_PAUSED_AT)
-            .expression_attribute_names("#resumed", A_RESUMED_AT)
-            .expression_attribute_values(":at", n(at))
+            .expression_attribute_names("#ended", A_ENDED_PAUSES)
+            .expression_attribute_values(":ended", encode_ended_pauses(&ended))
+            .expression_attribute_values(":paused", n(paused_at))
             .send()
             .await;
         match out {
