@@ -198,6 +198,16 @@ impl Job {
         })
     }
 
+    /// Moves the job to `at`: its `perform_at`, or for a series with a `trigger`'s extra
+    /// occurrence waiting, where the item returns once that one is sent (it goes first, as
+    /// asked).
+    pub fn move_to(&mut self, at: DateTime<Utc>) {
+        match self.repeat.as_deref_mut().and_then(|s| s.extra.returns_to.as_mut()) {
+            Some(returns_to) => *returns_to = at,
+            None => self.perform_at = at,
+        }
+    }
+
     /// Neither waits for the rate budget nor uses it.
     pub fn is_critical(&self) -> bool {
         self.priority == CRITICAL_PRIORITY

@@ -47,10 +47,8 @@ fn debounced(current: &StoredJob, job: &Job) -> StoredJob {
         if job.on_duplicate != OnDuplicate::Extend {
             series.occurrences = was.occurrences;
             series.extra = was.extra;
-            if let Some(returns_to) = series.extra.returns_to.as_mut() {
-                *returns_to = next_job.perform_at;
-                next_job.perform_at = current.job.perform_at;
-            }
+            let at = std::mem::replace(&mut next_job.perform_at, current.job.perform_at);
+            next_job.move_to(at);
         }
     }
     StoredJob {

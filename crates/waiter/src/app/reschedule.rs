@@ -122,7 +122,7 @@ where
         if r.time_zone.is_some() && job.windows.is_none() && job.repeat.is_none() {
             return Err(InvalidRequest::new("time_zone", "goes with windows or repeat"));
         }
-        match job.repeat.as_mut() {
+        let series_start = match job.repeat.as_mut() {
             None => {
                 let at = r
                     .perform_at
@@ -131,6 +131,7 @@ where
                 if let Some(e) = job.expires_at {
                     check_expiry("expires_at", e, job.perform_at)?;
                 }
+                None
             }
             Some(series) => {
                 if job.expires_at.is_some() {
@@ -160,14 +161,13 @@ where
                         "comes before the series' first occurrence from perform_at",
                     )
                 })?;
-                let at = start_in_windows(series, first, job.windows.as_ref());
-                // An extra occurrence still waiting is sent first, as asked; the series returns
-                // to its new start after it.
-                match series.extra.returns_to.as_mut() {
-                    Some(returns_to) => *returns_to = at,
-                    None => job.perform_at = at,
-                }
+                Some(start_in_windows(series, first, job.windows.as_ref()))
             }
+        };
+        // An extra occurrence still waiting is sent first, as asked; the series returns to its
+        // new start after it.
+        if let Some(at) = series_start {
+            job.move_to(at);
         }
         check_message(&Given::default(), job)?;
         next.version = current.version + 1;

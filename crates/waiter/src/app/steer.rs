@@ -45,15 +45,21 @@ fn resumed(current: &StoredJob, now: DateTime<Utc>) -> StoredJob {
         paused_at: None,
         ..current.clone()
     };
-    if let Some(series) = next.job.repeat.as_deref_mut().filter(|s| s.held.is_none()) {
-        let from = series.from(current.job.perform_at);
-        let step = series.step(from, None, Pass { now, on_time_from: now });
-        if let Some(at) = step.send.or(step.next) {
-            match series.extra.returns_to.as_mut() {
-                Some(returns_to) => *returns_to = at,
-                None => next.job.perform_at = at,
-            }
-        }
+    let moved = next
+        .job
+        .repeat
+        .as_deref()
+        .filter(|s| s.held.is_none())
+        .and_then(|series| {
+            let step = series.step(
+                series.from(current.job.perform_at),
+                None,
+                Pass { now, on_time_from: now },
+            );
+            step.send.or(step.next)
+        });
+    if let Some(at) = moved {
+        next.job.move_to(at);
     }
     next
 }

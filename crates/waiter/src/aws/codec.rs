@@ -27,6 +27,8 @@ mod chain;
 mod debts;
 #[path = "codec_ledger.rs"]
 mod ledger;
+#[path = "codec_pause.rs"]
+mod pause;
 #[path = "codec_repeat.rs"]
 mod repeat;
 pub use body::{body_of, A_MESSAGE_BODY_DEFLATE};
@@ -35,6 +37,8 @@ use chain::{decode_chain, decode_windows, encode_chain, encode_windows};
 pub use chain::{A_ATTEMPT, A_NAMES_ITSELF};
 pub(crate) use debts::{decode_debts, encode_debts};
 pub(crate) use ledger::{decode_rate, encode_rate};
+pub use pause::A_ENDED_PAUSES;
+pub(crate) use pause::{decode_ended_pauses, decode_pause, encode_ended_pauses, pause_key};
 use repeat::{decode_repeat, encode_repeat};
 pub use repeat::{
     A_OCCURRENCES, A_REPEAT_CATCH_UP, A_REPEAT_COUNT, A_REPEAT_CRON, A_REPEAT_EVERY_S, A_REPEAT_EXPRESSION,
@@ -61,8 +65,6 @@ pub const A_TIME_ZONE: &str = "time_zone";
 pub const A_MAYBE_DELIVERED_AT: &str = "maybe_delivered_at";
 /// A paused job: since when (epoch seconds). Absent on every job never paused.
 pub const A_PAUSED_AT: &str = "paused_at";
-/// On a queue's pause item: its last pauses that ended, each a list of two numbers (from, to).
-pub const A_ENDED_PAUSES: &str = "ended_pauses";
 /// Written only when not the default, so that a job that sets neither costs nothing more.
 pub const A_PRIORITY: &str = "priority";
 pub const A_WEIGHT: &str = "weight";
@@ -127,45 +129,6 @@ pub(crate) fn meta_key(queue: &QueueName) -> Item {
 }
 
 /// The queue's pause item: present while the queue is paused.
-pub(crate) fn pause_key(queue: &QueueName) -> Item {
-    HashMap::from([
-        (A_SCHEDULER.to_owned(), AttributeValue::S(format!("{queue}#pause"))),
-        (A_JOB_ID.to_owned(), AttributeValue::S(PAUSE_SORT_KEY.to_owned())),
-    ])
-}
-
-/// Since when a pause item says its queue is paused.
-pub(crate) fn decode_pause(item: &Item) -> Option<DateTime<Utc>> {
-    epoch_in(item, A_PAUSED_AT)
-}
-
-/// The queue's last pauses that ended, on its pause item (an unreadable entry is left out).
-pub(crate) fn decode_ended_pauses(item: &Item) -> Vec<(DateTime<Utc>, DateTime<Utc>)> {
-    let Some(AttributeValue::L(list)) = item.get(A_ENDED_PAUSES) else {
-        return Vec::new();
-    };
-    let time = |v: &AttributeValue| match v {
-        AttributeValue::N(n) => parse_epoch_decimal(n),
-        _ => None,
-    };
-    list.iter()
-        .filter_map(|pair| match pair {
-            AttributeValue::L(p) if p.len() == 2 => Some((time(&p[0])?, time(&p[1])?)),
-            _ => None,
-        })
-        .collect()
-}
-
-/// `ended` as the pause item keeps it.
-pub(crate) fn encode_ended_pauses(ended: &[(DateTime<Utc>, DateTime<Utc>)]) -> AttributeValue {
-    AttributeValue::L(
-        ended
-            .iter()
-            .map(|(from, to)| AttributeValue::L(vec![n(*from), n(*to)]))
-            .collect(),
-    )
-}
-
 pub(crate) fn rate_key(queue: &QueueName) -> Item {
     HashMap::from([
         (A_SCHEDULER.to_owned(), AttributeValue::S(format!("{queue}#rate"))),

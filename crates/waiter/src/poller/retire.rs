@@ -46,7 +46,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             None => {
                 self.summary.skipped_occurrences += step.skipped;
                 debug!(queue = %self.queue, job_id = %job.job.job_id, skipped = step.skipped, "missed occurrences skipped");
-                self.leave(&job, step.next, 0, None);
+                self.leave(&job, step.next, 0, None, None);
                 None
             }
         }
@@ -105,35 +105,24 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
     /// A series past the occurrence `o` (sent, or parked alone): on to its next one, or for a
     /// `trigger`'s extra occurrence back to where it was, its `count` untouched.
     pub(super) fn move_past(&mut self, job: &StoredJob, o: Occurrence, message_id: Option<String>) {
-        let (Some(returns_to), true) = (o.next, o.extra) else {
+        if o.extra {
+            self.leave(job, o.next, 0, message_id, Some(o.at));
+        } else {
             self.summary.skipped_occurrences += o.skipped;
-            self.leave(job, o.next, 1, message_id);
-            return;
-        };
-        let now = self.d.clock.now();
-        self.due_again += usize::from(returns_to <= now);
-        let arriving_at = message_id.as_ref().map(|_| job.job.perform_at).filter(|t| *t > now);
-        self.deletes.push(Retired {
-            key: job.key(),
-            edition: job.edition(),
-            record: None,
-            advance: Some(Advance {
-                perform_at: returns_to,
-                occurrences: job.job.repeat.as_ref().map_or(0, |s| s.occurrences),
-                arriving_at,
-                extra_sent: Some(o.at),
-            }),
-        });
+            self.leave(job, o.next, 1, message_id, None);
+        }
     }
 
     /// A series after a pass that sent `sent` occurrences: moved to `next`, or finished (its
-    /// record says how many it sent).
+    /// record says how many it sent). `extra_sent`: the pass sent a `trigger`'s extra occurrence
+    /// at that instant, and `next` is where the item returns to.
     pub(super) fn leave(
         &mut self,
         job: &StoredJob,
         next: Option<DateTime<Utc>>,
         sent: u64,
         message_id: Option<String>,
+        extra_sent: Option<DateTime<Utc>>,
     ) {
         let occurrences = job.job.repeat.as_ref().map_or(0, |s| s.occurrences) + sent;
         let now = self.d.clock.now();
@@ -147,7 +136,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                     perform_at,
                     occurrences,
                     arriving_at,
-                    extra_sent: None,
+                    extra_sent,
                 }),
             ),
             None => {

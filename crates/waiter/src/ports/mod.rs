@@ -15,7 +15,8 @@ use crate::job::Job;
 pub use pause::{PauseGate, PAUSE_CHECK_FRESH, PAUSE_SETTLE};
 pub use queue::{default_deduplication_id, EntryOutcome, MessageQueue, OutgoingMessage};
 pub use store::{
-    DueIndex, EndedPause, JobStore, Jobs, Leases, Parking, Pauses, QueuePause, RateLedger, View, RECENT_PAUSES,
+    with_ended, DueIndex, EndedPause, JobStore, Jobs, Leases, Parking, Pauses, QueuePause, RateLedger, View,
+    RECENT_PAUSES,
 };
 
 /// A job's place in the due index: its `perform_at`, then its `job_id`.

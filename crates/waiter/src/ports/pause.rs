@@ -33,7 +33,7 @@ pub const PAUSE_CHECK_FRESH: Duration = Duration::from_millis(800);
 struct Checked {
     began: Instant,
     paused_at: Option<DateTime<Utc>>,
-    ended: Vec<(DateTime<Utc>, DateTime<Utc>)>,
+    ended: Vec<super::EndedPause>,
 }
 
 /// The pause checks of one run or one request, per queue. No lock is held across a read:
@@ -102,7 +102,7 @@ impl PauseGate {
     /// Strongly consistent reads of pause items this gate made.
     /// The queue's last pauses that ended, from and to, as its last check read (none before
     /// any check).
-    pub fn ended_pauses(&self, queue: &QueueName) -> Vec<(DateTime<Utc>, DateTime<Utc>)> {
+    pub fn ended_pauses(&self, queue: &QueueName) -> Vec<super::EndedPause> {
         self.checks
             .lock()
             .ok()

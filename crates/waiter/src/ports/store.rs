@@ -440,6 +440,14 @@ pub struct QueuePause {
 /// A queue's pause that ended: when it began, and when `resume` ended it.
 pub type EndedPause = (DateTime<Utc>, DateTime<Utc>);
 
+/// `ended` with the pause `resume` just ended: the last `RECENT_PAUSES`, oldest first.
+pub fn with_ended(mut ended: Vec<EndedPause>, pause: EndedPause) -> Vec<EndedPause> {
+    ended.push(pause);
+    let older = ended.len().saturating_sub(RECENT_PAUSES);
+    ended.drain(..older);
+    ended
+}
+
 /// How many ended pauses a queue's pause item keeps: a series' occurrence that fell due in one
 /// is missed, however many pauses came before the next run that reaches the series.
 pub const RECENT_PAUSES: usize = 10;

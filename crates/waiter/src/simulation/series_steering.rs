@@ -72,11 +72,7 @@ impl QueuePauses {
     /// series stored at `stored` (the index lags up to 2 s): one started after the resume and
     /// before the next pause began. (The pause item keeps the last pause only; a run that did
     /// not find the series leaves the next one judging by that run's start.)
-    fn judged(
-        &self,
-        runs: &[super::series_checks::RunRecord],
-        stored: DateTime<Utc>,
-    ) -> Vec<(DateTime<Utc>, DateTime<Utc>)> {
+    fn judged(&self, runs: &[super::series_checks::RunRecord], stored: DateTime<Utc>) -> Vec<crate::ports::EndedPause> {
         self.answered
             .iter()
             .filter_map(|(from, until)| until.map(|u| (*from, u)))
@@ -105,6 +101,13 @@ pub(super) fn check(
 ) {
     use super::series_checks::text;
     use sqs_waiter_contract::{JOB_ID_ATTRIBUTE, OCCURRENCE_ATTRIBUTE};
+    // The series whose catch-up after a pause is checked (outside the rate and windows, never
+    // cancelled, moved or unknown), with the pauses judged for each, read once.
+    let judged: HashMap<&str, Vec<crate::ports::EndedPause>> = tracked
+        .iter()
+        .filter(|(_, t)| !rate && !t.windowed && t.cancelled_at.is_none() && !t.unknown && t.rescheduled.is_none())
+        .map(|(id, t)| (id.as_str(), pauses.judged(runs, t.enqueued_at)))
+        .collect();
     let mut instants: HashMap<&str, DateTime<Utc>> = HashMap::new();
     for s in sent {
         if let Some((from, until)) = pauses
@@ -152,14 +155,12 @@ pub(super) fn check(
             continue;
         }
         // Missed during the queue's pause: `skip` sends none after the resume, `one` one.
-        let Some(t) = tracked.get(series).filter(|t| {
-            !rate && !t.windowed && t.acknowledged && t.cancelled_at.is_none() && !t.unknown && t.rescheduled.is_none()
-        }) else {
+        let (Some(t), Some(judged)) = (tracked.get(series).filter(|t| t.acknowledged), judged.get(series)) else {
             continue;
         };
-        let paused_over = pauses
-            .judged(runs, t.enqueued_at)
-            .into_iter()
+        let paused_over = judged
+            .iter()
+            .copied()
             .find(|(from, until)| at > *from && at < *until && s.at >= *until);
         if let (Some((from, until)), "skip") = (paused_over, t.catch_up) {
             out.violations.push(format!(
@@ -169,15 +170,12 @@ pub(super) fn check(
         }
     }
     // `one`: at most one of each pause's occurrences after its resume.
-    for (series, t) in tracked
-        .iter()
-        .filter(|(_, t)| t.catch_up == "one" && !t.windowed && !rate)
-    {
-        if t.cancelled_at.is_some() || t.unknown || t.rescheduled.is_some() {
+    for (series, _) in tracked.iter().filter(|(_, t)| t.catch_up == "one") {
+        let Some(judged) = judged.get(series.as_str()) else {
             continue;
-        }
+        };
         let body = format!("series-{series}");
-        for (from, until) in pauses.judged(runs, t.enqueued_at) {
+        for (from, until) in judged.iter().copied() {
             let mut late: Vec<DateTime<Utc>> = sent
                 .iter()
                 .filter(|s| s.message.body == body && s.at >= until)

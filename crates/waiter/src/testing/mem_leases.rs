@@ -208,10 +208,8 @@ impl Pauses for MemStore {
         let mut s = self.state.lock().unwrap();
         let paused = s.paused_queues.remove(queue);
         if let Some(from) = paused {
-            let ended = s.resumed_queues.entry(queue.clone()).or_default();
-            ended.push((from, at));
-            let extra = ended.len().saturating_sub(RECENT_PAUSES);
-            ended.drain(..extra);
+            let ended = s.resumed_queues.remove(queue).unwrap_or_default();
+            s.resumed_queues.insert(queue.clone(), with_ended(ended, (from, at)));
         }
         Ok(paused.is_some())
     }

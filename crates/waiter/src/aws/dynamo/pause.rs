@@ -13,7 +13,7 @@ use super::conditions::is_condition_failed;
 use super::DynamoStore;
 use crate::config::QueueName;
 use crate::error::PortError;
-use crate::ports::{Partition, Pauses, QueuePause, RECENT_PAUSES};
+use crate::ports::{with_ended, Partition, Pauses, QueuePause};
 
 #[async_trait]
 impl Pauses for DynamoStore {
@@ -59,10 +59,7 @@ impl Pauses for DynamoStore {
         let Some(paused_at) = pause.paused_at else {
             return Ok(false);
         };
-        let mut ended = pause.ended;
-        ended.push((paused_at, at));
-        let extra = ended.len().saturating_sub(RECENT_PAUSES);
-        ended.drain(..extra);
+        let ended = with_ended(pause.ended, (paused_at, at));
         let out = self
             .client
             .update_item()
