@@ -289,7 +289,8 @@ const YEARS_REF: &[(&str, Values)] = &[
     ("*", Values::Any),
     ("2027", Values::Of(&[2027])),
     ("2026-2028", Values::Of(&[2026, 2027, 2028])),
-    ("2024/4", Values::Of(&[2024, 2028, 2032, 2036, 2040])),
+    // `2024/4` runs to 2199; the list reaches past the furthest scan (2038 plus nine years).
+    ("2024/4", Values::Of(&[2024, 2028, 2032, 2036, 2040, 2044, 2048, 2052])),
     ("2025,2031", Values::Of(&[2025, 2031])),
 ];
 
