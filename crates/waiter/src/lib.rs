@@ -38,7 +38,11 @@ mod fuzz;
 #[cfg(test)]
 mod history_tests;
 #[cfg(test)]
+mod meeting_expiry_tests;
+#[cfg(test)]
 mod meeting_retry_tests;
+#[cfg(test)]
+mod meeting_shards_tests;
 #[cfg(test)]
 mod meeting_steer_tests;
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use tracing::{info, warn};
+use tracing::info;
 
 use crate::app::Waiter;
 use crate::config::QueueName;
@@ -127,10 +127,8 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         if job.repeat.is_none() {
             job.perform_at = job.perform_at.max(now);
         }
-        if job.expires_at.is_some_and(|e| e <= now) {
-            job.expires_at = None;
-            warn!(queue = %queue, job_id, "re-driven job had expired; its expiry is cleared");
-        }
+        // Its `expires_at` stays: a job redriven after it is dropped as expired by the next
+        // run, as any job found late is, never sent (the caller said so when it enqueued it).
         let candidates = self.candidate_partitions(queue, job_id).await?;
         if let Some(active) = self.store.find(queue, job_id, &candidates).await? {
             if parked.job.is_retried() && active.job.attempt >= parked.job.attempt {

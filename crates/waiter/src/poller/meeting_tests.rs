@@ -7,7 +7,7 @@ use super::*;
 
 use crate::config::QueueName;
 use crate::ports::{EntryOutcome, Jobs, OutgoingMessage, Partition};
-use crate::testing::{stored, FakeQueue, MemStore};
+use crate::testing::{config, stored, FakeClock, FakeQueue, MemStore};
 
 #[tokio::test(start_paused = true)]
 async fn a_removal_retried_after_it_was_applied_never_takes_a_job_enqueued_meanwhile() {
@@ -400,4 +400,52 @@ async fn a_critical_fifo_job_never_overtakes_earlier_jobs_of_its_group_held_by_t
         .chain(["body-crit".to_owned()])
         .collect();
     assert_eq!(order, expected);
+}
+
+/// Issue 71 (found by the whole-system simulation's longer run, seed 1137): a FIFO call held
+/// for the second it booked under `WAITER_MAX_RATE`, whose pause check then took half a second,
+/// was sent after its job's `expires_at`. The held call is judged again when it starts: the job
+/// is dropped as expired, not sent.
+#[tokio::test(start_paused = true)]
+async fn a_fifo_call_held_for_its_second_and_sent_late_drops_what_expired_meanwhile() {
+    let clock = FakeClock::default();
+    let store = MemStore {
+        pause_read: std::time::Duration::from_millis(500),
+        ..MemStore::default()
+    };
+    let queue = FakeQueue::new(clock.clone());
+    let settings = [
+        ("WAITER_SHARDS", "1"),
+        ("WAITER_LOOKAHEAD", "0"),
+        ("WAITER_MAX_RATE", "1"),
+        ("WAITER_HISTORY_DAYS", "7"),
+    ];
+    let d = Dispatcher::new(
+        config("billing.fifo", &settings),
+        store.clone(),
+        queue.clone(),
+        clock.clone(),
+    );
+    let now = clock.now();
+    let second = |n: i64| DateTime::from_timestamp(now.timestamp() + n, 0).expect("a second");
+    store.insert(stored("billing.fifo", "a", now - ms(2), 1));
+    let mut b = stored("billing.fifo", "b", now - ms(1), 1);
+    // The rate puts `b` into the next second; the send held for it starts half a second in.
+    b.job.expires_at = Some(second(1) + ms(300));
+    store.insert(b);
+    d.run(now + TimeDelta::seconds(10)).await;
+    let sent: Vec<(String, DateTime<Utc>)> = queue.sent().iter().map(|s| (s.message.body.clone(), s.at)).collect();
+    assert_eq!(sent.len(), 1, "only `a`: {sent:?}");
+    assert_eq!(sent[0].0, "body-a");
+    let q = QueueName::parse("billing.fifo").expect("a queue");
+    assert!(store.get(&q, Partition::Shard(0), "b").is_none(), "`b` left the table");
+    let record = store
+        .state
+        .lock()
+        .expect("the store")
+        .history
+        .values()
+        .find(|h| h.job_id == "b")
+        .map(|h| h.status);
+    assert_eq!(record, Some(crate::ports::HistoryStatus::Expired), "recorded expired");
 }

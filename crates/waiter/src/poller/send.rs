@@ -61,13 +61,15 @@ pub(super) async fn send_call<'a, S: JobStore, Q: MessageQueue, C: Clock>(
         }
     };
     pin_arrivals(&call, &mut messages, sent_at);
-    // Started after its delays were taken: what still may go, and when.
-    let (call, messages, dropped) = match hold {
-        None if sent_at > planned => {
-            let (call, messages, late) = start_late(call, messages, planned, sent_at);
-            (call, messages, dropped.into_iter().chain(late).collect())
-        }
-        _ => (call, messages, dropped),
+    // Started after its delays were taken, or after the instant it held for (a slow pause
+    // check): what still may go, and when. A held call is FIFO's, without delays; its entries'
+    // expiry and windows were judged for the held instant, and are judged again for now.
+    let meant_for = hold.unwrap_or(planned);
+    let (call, messages, dropped) = if sent_at > meant_for {
+        let (call, messages, late) = start_late(call, messages, meant_for, sent_at);
+        (call, messages, dropped.into_iter().chain(late).collect())
+    } else {
+        (call, messages, dropped)
     };
     let result = if messages.is_empty() {
         Ok(Vec::new())

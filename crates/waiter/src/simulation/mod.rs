@@ -63,6 +63,7 @@ mod callers;
 mod checks;
 mod close_crash;
 mod debounce;
+mod deploys;
 mod operators;
 mod priority;
 mod retries;
@@ -130,6 +131,8 @@ struct Outcome {
     copy_retries: usize,
     /// Steering calls (the whole system's seeds).
     steering: usize,
+    /// Stack updates (`deploys.rs`).
+    updates: usize,
 }
 
 /// Jobs still waiting in a shard (parked ones excluded).
@@ -192,7 +195,7 @@ async fn simulate(seed: u64, caller_chains: bool, whole: bool) -> Outcome {
     let mem = lagging_store(&mut rng);
     let sink = FakeQueue::new(clock.clone());
     let (store, queue) = faults.around(&mem, &sink);
-    let settings = [
+    let settings = vec![
         ("WAITER_SHARDS", rng.random_range(1..=4).to_string()),
         ("WAITER_LOOKAHEAD", rng.random_range(0..=20).to_string()),
         ("WAITER_DIRECT_MAX_DELAY", rng.random_range(0..=3).to_string()),
@@ -221,10 +224,8 @@ async fn simulate(seed: u64, caller_chains: bool, whole: bool) -> Outcome {
     ];
     let windows_on = rng.random_bool(0.33);
     let window_close = clock.now().date_naive().and_hms_opt(9, 1, 0).expect("a time").and_utc();
-    let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let cfg = config("q,f.fifo", &settings);
-    let waiter = Waiter::new(cfg.clone(), store.clone(), queue.clone(), clock.clone());
-    let dispatcher = Dispatcher::new(cfg, store.clone(), queue.clone(), clock.clone());
+    let mut deploy = deploys::Deployment::new(seed, whole, settings, store, queue, clock.clone());
+    let waiter = deploy.waiter();
 
     let mut w = World {
         rng,
@@ -245,6 +246,9 @@ async fn simulate(seed: u64, caller_chains: bool, whole: bool) -> Outcome {
         steering: steering::Steering::default(),
     };
     for _ in 0..w.rng.random_range(20..60) {
+        if let Some(waiter) = deploy.maybe_update() {
+            w.waiter = waiter;
+        }
         match w.rng.random_range(0..if w.whole { 18 } else { 14 }) {
             0..=2 => w.enqueue().await,
             3..=5 => {
@@ -256,10 +260,10 @@ async fn simulate(seed: u64, caller_chains: bool, whole: bool) -> Outcome {
                 let run = async {
                     match crash_after {
                         Some(after) => {
-                            let _ = tokio::time::timeout(after, dispatcher.run(deadline)).await;
+                            let _ = tokio::time::timeout(after, deploy.run(deadline)).await;
                         }
                         None => {
-                            dispatcher.run(deadline).await;
+                            deploy.run(deadline).await;
                         }
                     }
                 };
@@ -284,7 +288,7 @@ async fn simulate(seed: u64, caller_chains: bool, whole: bool) -> Outcome {
             10 => w.retry().await,
             11 => w.operate().await,
             12 => w.retry_beside_cancel().await,
-            13 if w.caller_chains => w.crash_at_close(&dispatcher).await,
+            13 if w.caller_chains => w.crash_at_close(deploy.first()).await,
             14..=17 => w.steer().await,
             _ => tokio::time::sleep(Duration::from_millis(w.rng.random_range(0..2_000))).await,
         }
@@ -307,7 +311,7 @@ async fn simulate(seed: u64, caller_chains: bool, whole: bool) -> Outcome {
             clock.advance(opening - clock.now());
         }
         for _ in 0..10 {
-            dispatcher.run(clock.now() + TimeDelta::seconds(60)).await;
+            deploy.run(clock.now() + TimeDelta::seconds(60)).await;
             checks::check_sent_and_stored(&mut w.out, &w.expected, &sink.sent(), &mem);
             w.check_one_stored_attempt();
             let left = active_jobs(&mem);
@@ -328,13 +332,24 @@ async fn simulate(seed: u64, caller_chains: bool, whole: bool) -> Outcome {
     let sent = sink.sent();
     steering::check(&mut out, &steering, &sent);
     out.steering = steering.calls;
-    retries::check(&mut out, &retries, &sent);
+    retries::check(&mut out, &retries, &sent, deploy.enqueue_clock_error.abs());
     out.retries = retries.calls;
     out.operations = retries.operations;
     out.copies = retries.copies.len();
     out.copy_retries = retries.copy_calls;
     let sent: Vec<_> = sent.into_iter().filter(|s| !retries::is_retried(s)).collect();
-    let duplicates = checks::check(&mut out, &expected, &sent, &mem, &steering.reordered);
+    let duplicates = checks::check(
+        &mut out,
+        &expected,
+        &sent,
+        &mem,
+        &steering.reordered,
+        deploy.enqueue_clock_error.abs(),
+    );
+    if !out.violations.is_empty() {
+        out.violations.push(format!("deployment: {}", deploy.describe()));
+    }
+    out.updates = deploy.updates_made;
     out.jobs = expected.len();
     out.deliveries = sent.len();
     out.duplicates = duplicates;
@@ -389,6 +404,7 @@ fn run_seeds(caller_chains: bool, whole: bool, default: u64) -> (usize, Outcome)
         total.copies += o.copies;
         total.copy_retries += o.copy_retries;
         total.steering += o.steering;
+        total.updates += o.updates;
     }
     (seeds.len(), total)
 }
@@ -470,9 +486,13 @@ fn the_whole_system_keeps_every_invariant_where_features_meet() {
         "simulation of the whole system with callers' chains: {}",
         summary(b, &tb)
     );
-    println!("steering calls: {}", ta.steering + tb.steering);
+    println!(
+        "steering calls: {}, stack updates: {}",
+        ta.steering + tb.steering,
+        ta.updates + tb.updates
+    );
     assert!(
-        ta.steering > 0 && ta.crashes > 0 && ta.retries > 0 && tb.operations > 0,
+        ta.steering > 0 && ta.crashes > 0 && ta.retries > 0 && tb.operations > 0 && ta.updates > 0,
         "the simulation exercised nothing"
     );
 }

@@ -123,6 +123,8 @@ pub struct FakeClock {
     base: DateTime<Utc>,
     start: tokio::time::Instant,
     offset: Arc<Mutex<TimeDelta>>,
+    /// This process's clock error: how far ahead of the shared clock it reads (`off_by`).
+    error: TimeDelta,
 }
 
 impl Default for FakeClock {
@@ -134,6 +136,7 @@ impl Default for FakeClock {
                 .with_timezone(&Utc),
             start: tokio::time::Instant::now(),
             offset: Arc::default(),
+            error: TimeDelta::zero(),
         }
     }
 }
@@ -149,6 +152,16 @@ impl FakeClock {
             base: self.base,
             start: self.start,
             offset: Arc::new(Mutex::new(*self.offset.lock().unwrap() + by)),
+            error: self.error,
+        }
+    }
+
+    /// Another process's clock, `by` ahead of this one (behind if negative), that keeps that
+    /// error as this one moves on or is advanced: the two functions of one deployment.
+    pub fn off_by(&self, by: TimeDelta) -> Self {
+        Self {
+            error: self.error + by,
+            ..self.clone()
         }
     }
 }
@@ -157,7 +170,7 @@ impl FakeClock {
 impl Clock for FakeClock {
     fn now(&self) -> DateTime<Utc> {
         let elapsed = TimeDelta::from_std(self.start.elapsed()).unwrap();
-        self.base + elapsed + *self.offset.lock().unwrap()
+        self.base + elapsed + *self.offset.lock().unwrap() + self.error
     }
 
     async fn sleep_until(&self, t: DateTime<Utc>) {

@@ -187,6 +187,9 @@ impl RateLedger for MemStore {
 #[async_trait]
 impl Pauses for MemStore {
     async fn queue_pause(&self, queue: &QueueName) -> Result<QueuePause, PortError> {
+        if !self.pause_read.is_zero() {
+            tokio::time::sleep(self.pause_read).await;
+        }
         let s = self.state.lock().unwrap();
         Ok(QueuePause {
             paused_at: s.paused_queues.get(queue).copied(),
