@@ -38,13 +38,21 @@ mod fuzz;
 #[cfg(test)]
 mod history_tests;
 #[cfg(test)]
+mod meeting_debounce_fifo_tests;
+#[cfg(test)]
 mod meeting_expiry_tests;
+#[cfg(test)]
+mod meeting_preview_replay_tests;
 #[cfg(test)]
 mod meeting_retry_tests;
 #[cfg(test)]
 mod meeting_shards_tests;
 #[cfg(test)]
 mod meeting_steer_tests;
+#[cfg(test)]
+mod meeting_trigger_tests;
+#[cfg(test)]
+mod meeting_windows_rate_tests;
 #[cfg(test)]
 mod pipeline_tests;
 #[cfg(test)]

@@ -13,9 +13,7 @@ use crate::ports::{
 };
 use crate::wire::reply::{describe, duplicate, error_result, reply, status_only, Reply};
 use crate::wire::request::RedriveTarget;
-use sqs_waiter_contract::{
-    BatchReply, BatchResult, JobReply, JobStatus, ParkedReply, RedriveAllReply, OCCURRENCE_SEPARATOR,
-};
+use sqs_waiter_contract::{BatchReply, BatchResult, JobReply, JobStatus, ParkedReply, RedriveAllReply};
 
 const PARKED_LISTING: &str = "parked";
 
@@ -160,7 +158,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 // An occurrence's id is never a caller's: history that it was dispatched means
                 // this very occurrence reached SQS (a run re-sent it after a crash, and SQS
                 // refused the copy). The parked copy is that refused duplicate: it goes.
-                if history.status == HistoryStatus::Dispatched && job_id.contains(OCCURRENCE_SEPARATOR) {
+                if history.status == HistoryStatus::Dispatched && sqs_waiter_contract::occurrence_of(job_id).is_some() {
                     self.store.remove(&parked).await?;
                 }
                 Ok(duplicate(&Found::History(*history)))

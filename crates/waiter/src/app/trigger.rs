@@ -128,8 +128,20 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 status_only(JobStatus::Paused, &due.job.queue, &due.job.job_id)
             }
             // Not sent by this run (expired, refused and parked, a send that failed, or left
-            // to a later second by `WAITER_MAX_RATE`): what it is now.
-            None => self.get(&due.job.queue, &due.job.job_id).await?,
+            // to a later second by `WAITER_MAX_RATE`): what it is now. A series' extra
+            // occurrence that SQS refused is parked alone, under its own id: that is the answer
+            // (the series, untouched, would read `scheduled`, as if a later run sent it).
+            None => {
+                let occurrence = sent_as(due).job_id;
+                let parked = occurrence != due.job.job_id
+                    && self
+                        .store
+                        .find(&due.job.queue, &occurrence, &[Partition::Parked])
+                        .await?
+                        .is_some();
+                let named = if parked { &occurrence } else { &due.job.job_id };
+                self.get(&due.job.queue, named).await?
+            }
         })
     }
 }

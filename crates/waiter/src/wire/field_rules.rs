@@ -200,6 +200,17 @@ pub(crate) fn check_job_id(field: &str, id: String) -> Result<String, InvalidReq
         check_job_id(field, series.to_owned())?;
         return Ok(id);
     }
+    // A replayed copy of an occurrence, `{job_id}@{epoch}~{version}`: the id `replay` gives it
+    // and its messages carry, so its consumers retry under it and operators name it.
+    if let Some((occurrence, version)) = id.rsplit_once(char::from(COPY_MARK)) {
+        let copy_of_occurrence = sqs_waiter_contract::occurrence_of(occurrence).is_some()
+            && !version.is_empty()
+            && version.bytes().all(|b| b.is_ascii_digit());
+        if copy_of_occurrence && id.chars().count() <= MAX_JOB_ID_CHARS {
+            check_job_id(field, occurrence.to_owned())?;
+            return Ok(id);
+        }
+    }
     if id.is_empty() || id.chars().count() > MAX_JOB_ID_CHARS {
         return Err(InvalidRequest::new(
             field,
