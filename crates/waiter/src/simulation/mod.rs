@@ -133,6 +133,8 @@ struct Outcome {
     steering: usize,
     /// Stack updates (`deploys.rs`).
     updates: usize,
+    /// Debounced `extend` calls (the whole system's seeds).
+    extended: usize,
 }
 
 /// Jobs still waiting in a shard (parked ones excluded).
@@ -332,6 +334,7 @@ async fn simulate(seed: u64, caller_chains: bool, whole: bool) -> Outcome {
     let sent = sink.sent();
     steering::check(&mut out, &steering, &sent);
     out.steering = steering.calls;
+    out.extended = steering.extended;
     retries::check(&mut out, &retries, &sent, deploy.enqueue_clock_error.abs());
     out.retries = retries.calls;
     out.operations = retries.operations;
@@ -405,6 +408,7 @@ fn run_seeds(caller_chains: bool, whole: bool, default: u64) -> (usize, Outcome)
         total.copy_retries += o.copy_retries;
         total.steering += o.steering;
         total.updates += o.updates;
+        total.extended += o.extended;
     }
     (seeds.len(), total)
 }
@@ -487,8 +491,9 @@ fn the_whole_system_keeps_every_invariant_where_features_meet() {
         summary(b, &tb)
     );
     println!(
-        "steering calls: {}, stack updates: {}",
+        "steering calls: {} ({} extends), stack updates: {}",
         ta.steering + tb.steering,
+        ta.extended + tb.extended,
         ta.updates + tb.updates
     );
     assert!(

@@ -1,6 +1,6 @@
 //! The whole system (issue 71): wave 6's steering among the callers, consumers and operators
 //! of the main simulation, in the same seeds. Queues and jobs are paused and resumed, jobs are
-//! triggered, debounced (`on_duplicate: replace`) and cancelled through `cancel_many`, and the
+//! triggered, debounced (`on_duplicate: replace` and `extend`) and cancelled through `cancel_many`, and the
 //! functions run with other `WAITER_SHARDS` than the ones before them, beside everything the
 //! focused simulation does (crashes, faults, the index lagging, retries, redrives, the rate,
 //! windows, FIFO groups, history).
@@ -32,6 +32,7 @@ pub(super) struct Steering {
     pub(super) calls: usize,
     pub(super) triggered: usize,
     pub(super) replaced: usize,
+    pub(super) extended: usize,
 }
 
 fn close<K: PartialEq>(intervals: &mut [Pause<K>], key: &K, at: DateTime<Utc>) {
@@ -171,7 +172,79 @@ impl World {
     async fn debounce(&mut self) {
         let id = self.random_id();
         let at = self.clock.now() + TimeDelta::milliseconds(self.rng.random_range(-2_000..30_000));
-        self.replace(&id, at).await;
+        if self.rng.random_bool(0.3) {
+            self.extend(&id, at).await;
+        } else {
+            self.replace(&id, at).await;
+        }
+    }
+
+    /// A debounced `extend` of `id` to `at`: the stored version keeps its message and takes the
+    /// new time (inside its windows, within its `expires_at`), or, with none stored, the call's
+    /// version is stored as a new job.
+    async fn extend(&mut self, id: &str, at: DateTime<Utc>) {
+        let fifo = self.queue_of.get(id).copied().unwrap_or(false);
+        let stored = stored_body(&self.mem, id);
+        self.version += 1;
+        let body = format!("{id}@{}", self.version);
+        let mut job = json!({"job_id": id, "message_body": body, "perform_at": format_rfc3339(at),
+                             "on_duplicate": "extend", "queue": if fifo { "f.fifo" } else { "q" }});
+        if fifo {
+            job["message_group_id"] = json!("g0");
+        }
+        let made_at = self.clock.now();
+        let asked = at.max(made_at);
+        self.expected.insert(
+            body.clone(),
+            Expected {
+                perform_at: Some(asked),
+                group: fifo.then(|| "g0".to_owned()),
+                enqueued_at: Some(made_at),
+                ..Expected::default()
+            },
+        );
+        self.steering.extended += 1;
+        match self.waiter.handle(&job).await {
+            Ok(r) if r["status"] == "scheduled" && r["replaced"] == true => {
+                // The stored version moved, keeping its message. That may be the call's own: a
+                // write of it applied, its reply lost and the SDK's retry refused as a
+                // duplicate, the call extends what it just stored. Its message is then sent,
+                // at or after the answer's time, but not promised.
+                let moved_to = parse_time(&r["perform_at"]);
+                if let Some(e) = self.expected.get_mut(&body) {
+                    e.perform_at = moved_to.or(e.perform_at);
+                }
+                let sent_before = stored
+                    .as_ref()
+                    .is_some_and(|b| self.sink.sent().iter().any(|s| s.message.body == *b));
+                if let Some(e) = stored.and_then(|b| self.expected.get_mut(&b)) {
+                    let maybe_delivered = !r["maybe_delivered_at"].is_null() || sent_before;
+                    e.maybe_delivered |= maybe_delivered;
+                    // A delivery before the move may have come at the old time.
+                    e.perform_at = match maybe_delivered {
+                        true => e.perform_at.min(moved_to).or(moved_to),
+                        false => moved_to.or(e.perform_at),
+                    };
+                    e.enqueued_at = Some(made_at);
+                }
+            }
+            Ok(r) if r["status"] == "scheduled" => {
+                let e = self.expected.get_mut(&body).expect("expected since the call");
+                e.acknowledged = true;
+                e.perform_at = parse_time(&r["perform_at"]).or(e.perform_at);
+            }
+            Ok(_) | Err(HandlerError::Invalid(_)) => {
+                self.expected.remove(&body);
+            }
+            // Unknown: the stored version may have moved, to `at` at the earliest; the call's
+            // version may have been stored (nothing is promised of it).
+            Err(_) => {
+                if let Some(e) = stored.and_then(|b| self.expected.get_mut(&b)) {
+                    e.perform_at = e.perform_at.map(|t| t.min(asked));
+                    e.enqueued_at = Some(made_at);
+                }
+            }
+        }
     }
 
     /// A debounced `replace` of `id` to a new body due at `at`, and what the simulation expects
