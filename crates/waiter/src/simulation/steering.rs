@@ -217,7 +217,17 @@ impl World {
                 let sent_before = stored
                     .as_ref()
                     .is_some_and(|b| self.sink.sent().iter().any(|s| s.message.body == *b));
-                if let Some(e) = stored.and_then(|b| self.expected.get_mut(&b)) {
+                if let Some(e) = stored.as_ref().and_then(|b| self.expected.get_mut(b)) {
+                    // The call's promise: the job arrives at or after that time. Past the job's
+                    // `expires_at` the poller would drop it (issue 71, defect 1).
+                    if let (Some(x), Some(to)) = (e.expires_at, moved_to) {
+                        if to > x {
+                            self.out.violations.push(format!(
+                                "{id}: extend answered replaced, moving {} to {to}, past its expires_at {x}",
+                                stored.as_deref().unwrap_or_default()
+                            ));
+                        }
+                    }
                     let maybe_delivered = !r["maybe_delivered_at"].is_null() || sent_before;
                     e.maybe_delivered |= maybe_delivered;
                     // A delivery before the move may have come at the old time.
