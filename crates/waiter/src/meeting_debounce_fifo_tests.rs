@@ -213,6 +213,8 @@ async fn a_debounce_over_a_cancelled_job_stores_a_new_life_and_a_cancelled_versi
     sent.sort();
     assert_eq!(sent, ["a-new", "b-new"], "the new lives, never a cancelled one");
 
+    // How often each call wrote first: both orders must come up.
+    let mut orders = [0; 2];
     for seed in 0..30 {
         let (w, mem, queue, clock) = racing(seed, &settings);
         let r = ask(&w, enqueue("d", "v1", 3600, "keep")).await;
@@ -227,6 +229,7 @@ async fn a_debounce_over_a_cancelled_job_stores_a_new_life_and_a_cancelled_versi
             .run(clock.now() + TimeDelta::seconds(30))
             .await;
         let got = ask(&w, json!({"action": "get", "queue": "orders", "job_id": "d"})).await;
+        orders[usize::from(r["replaced"] == false)] += 1;
         let expected: (Vec<&str>, &str) = match r["replaced"].as_bool() {
             // The replace wrote first; the cancel then took that version.
             Some(true) => (vec![], "cancelled"),
@@ -238,6 +241,7 @@ async fn a_debounce_over_a_cancelled_job_stores_a_new_life_and_a_cancelled_versi
         assert_eq!(got["status"], expected.1, "seed {seed}: {got}");
         assert_eq!(mem.len(), 0, "seed {seed}");
     }
+    assert!(orders.iter().all(|n| *n > 0), "replace first, cancel first: {orders:?}");
 }
 
 fn reschedule(id: &str, if_version: Option<u64>) -> Value {
@@ -279,6 +283,8 @@ async fn a_replace_and_a_reschedule_of_one_id_each_write_over_the_version_they_r
         "the conflict changed nothing: {g}"
     );
 
+    // Each of the three outcomes must come up.
+    let mut outcomes = [0; 3];
     for seed in 0..30 {
         for if_version in [Some(1), None] {
             let (w, _, _, _) = racing(seed, &[("WAITER_LOOKAHEAD", "0"), ("WAITER_SHARDS", "1")]);
@@ -292,11 +298,20 @@ async fn a_replace_and_a_reschedule_of_one_id_each_write_over_the_version_they_r
             assert_eq!(rp["replaced"], true, "{case}");
             let (body, at, version) = match (rs["status"].as_str(), rs["version"].as_u64(), rp["version"].as_u64()) {
                 // The reschedule first: the replace read again and wrote over it.
-                (Some("rescheduled"), Some(2), Some(3)) => ("v2", &rp["perform_at"], 3),
+                (Some("rescheduled"), Some(2), Some(3)) => {
+                    outcomes[0] += 1;
+                    ("v2", &rp["perform_at"], 3)
+                }
                 // The replace first: a reschedule without `if_version` read again, wrote over it…
-                (Some("rescheduled"), Some(3), Some(2)) if if_version.is_none() => ("r", &rs["perform_at"], 3),
+                (Some("rescheduled"), Some(3), Some(2)) if if_version.is_none() => {
+                    outcomes[1] += 1;
+                    ("r", &rs["perform_at"], 3)
+                }
                 // …and one with `if_version` 1 found version 2.
-                (Some("conflict"), Some(2), Some(2)) if if_version.is_some() => ("v2", &rp["perform_at"], 2),
+                (Some("conflict"), Some(2), Some(2)) if if_version.is_some() => {
+                    outcomes[2] += 1;
+                    ("v2", &rp["perform_at"], 2)
+                }
                 _ => panic!("{case}"),
             };
             let g = ask(&w, json!({"action": "get", "queue": "orders", "job_id": "d"})).await;
@@ -305,6 +320,7 @@ async fn a_replace_and_a_reschedule_of_one_id_each_write_over_the_version_they_r
             assert_eq!(g["version"].as_u64(), Some(version), "{case}: {g}");
         }
     }
+    assert!(outcomes.iter().all(|n| *n > 0), "each outcome came up: {outcomes:?}");
 }
 
 /// P101, debounce × parking: `replace` and `extend` of an id whose job SQS refused for good

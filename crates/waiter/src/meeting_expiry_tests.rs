@@ -199,11 +199,11 @@ async fn replay_of_an_expired_job_sends_a_copy_due_now_without_its_expires_at() 
 /// P31, expires_at × parking: a parked job keeps its `expires_at`; `redrive` past it must not
 /// send it. "A job found after it is dropped and counted as expired, not sent"
 /// (docs/contract.md, `expires_at`), and no document makes `redrive` an exception. So the
-/// redriven job is dropped as expired (by `redrive` itself or by the next run), `get` answers
+/// redriven job keeps its expiry and is dropped as expired by the next run, `get` answers
 /// `expired`, and the job parked beside it, within its expiry, is sent.
 ///
-/// Fails on the code as it stands: `redrive_one` (app/parked.rs) clears an expiry that has
-/// passed and stores the job due now, so the next run sends `body-p` after its `expires_at`.
+/// Before issue 71's fix, `redrive_one` (app/parked.rs) cleared an expiry that had passed and
+/// stored the job due now, so the next run sent `body-p` after its `expires_at`.
 #[tokio::test(start_paused = true)]
 async fn redrive_of_a_parked_job_past_its_expires_at_drops_it_as_expired_not_sent() {
     let (w, _, queue, clock) = test_waiter("orders", &SETTINGS);
@@ -227,7 +227,9 @@ async fn redrive_of_a_parked_job_past_its_expires_at_drops_it_as_expired_not_sen
     // The cause is fixed, and the jobs redriven, after `p`'s expiry.
     clock.advance(TimeDelta::seconds(120));
     let r = act(&w, "redrive", "p").await;
-    assert!(matches!(r["status"].as_str(), Some("expired" | "scheduled")), "{r}");
+    assert_eq!(r["status"], "scheduled", "{r}");
+    let g = act(&w, "get", "p").await;
+    assert!(g["expires_at"].is_string(), "redriven, it keeps its expiry: {g}");
     let r = act(&w, "redrive", "q").await;
     assert_eq!(r["status"], "scheduled", "{r}");
     run(&w).await;

@@ -13,7 +13,9 @@ use crate::ports::{
 };
 use crate::wire::reply::{describe, duplicate, error_result, reply, status_only, Reply};
 use crate::wire::request::RedriveTarget;
-use sqs_waiter_contract::{BatchReply, BatchResult, JobReply, JobStatus, ParkedReply, RedriveAllReply};
+use sqs_waiter_contract::{
+    BatchReply, BatchResult, JobReply, JobStatus, ParkedReply, RedriveAllReply, OCCURRENCE_SEPARATOR,
+};
 
 const PARKED_LISTING: &str = "parked";
 
@@ -123,7 +125,10 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         // A series (parked whole before issue 60 parked occurrences alone) goes back to its
         // schedule: its next occurrence stays, and `catch_up` decides what fell due meanwhile.
         if job.repeat.is_none() {
-            job.perform_at = job.perform_at.max(now);
+            // Inside its windows, as `retry` and `reschedule` place a job: the reply and `get`
+            // show when it can be sent.
+            let due = job.perform_at.max(now);
+            job.perform_at = job.windows.as_ref().map_or(due, |w| w.next_open(due));
         }
         // Its `expires_at` stays: a job redriven after it is dropped as expired by the next
         // run, as any job found late is, never sent (the caller said so when it enqueued it).
@@ -158,7 +163,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 // An occurrence's id is never a caller's: history that it was dispatched means
                 // this very occurrence reached SQS (a run re-sent it after a crash, and SQS
                 // refused the copy). The parked copy is that refused duplicate: it goes.
-                if history.status == HistoryStatus::Dispatched && sqs_waiter_contract::occurrence_of(job_id).is_some() {
+                if history.status == HistoryStatus::Dispatched && job_id.contains(OCCURRENCE_SEPARATOR) {
                     self.store.remove(&parked).await?;
                 }
                 Ok(duplicate(&Found::History(*history)))

@@ -349,7 +349,9 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                 } => {
                     sends -= 1;
                     self.sending -= call.len() + dropped.len();
-                    for (p, fate) in dropped {
+                    // Last first: each entry to book again goes to the front of `pending`, so
+                    // they keep their order there (a FIFO group's above all).
+                    for (p, fate) in dropped.into_iter().rev() {
                         self.settle_unsent(&p, fate);
                     }
                     let quick = result.is_ok() && d.clock.now() - sent_at <= QUICK_SEND;
@@ -572,7 +574,12 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                     ..p.clone()
                 });
             }
-            Fate::OutsideWindows | Fate::Send(_) => self.left_behind = true,
+            // Stays stored for the next run, which moves it; its FIFO group waits behind it.
+            Fate::OutsideWindows => {
+                self.left_behind = true;
+                self.hold_group_of(p);
+            }
+            Fate::Send(_) => self.left_behind = true,
             // The queue was paused (or its pause could not be read): stays stored, and the
             // run starts nothing more.
             Fate::Paused => {

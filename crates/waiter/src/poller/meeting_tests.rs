@@ -409,10 +409,14 @@ async fn a_critical_fifo_job_never_overtakes_earlier_jobs_of_its_group_held_by_t
 #[tokio::test(start_paused = true)]
 async fn a_fifo_call_held_for_its_second_and_sent_late_drops_what_expired_meanwhile() {
     let clock = FakeClock::default();
-    let store = MemStore {
-        pause_read: std::time::Duration::from_millis(500),
-        ..MemStore::default()
-    };
+    // Every pause read takes half a second. The run's first read, at 09:00:00.123, is fresh
+    // for `PAUSE_CHECK_FRESH` (800 ms): the send held for 09:00:01 reads again.
+    let store = MemStore::default();
+    store
+        .pause_reads
+        .lock()
+        .expect("the store")
+        .extend([std::time::Duration::from_millis(500); 4]);
     let queue = FakeQueue::new(clock.clone());
     let settings = [
         ("WAITER_SHARDS", "1"),
@@ -448,4 +452,47 @@ async fn a_fifo_call_held_for_its_second_and_sent_late_drops_what_expired_meanwh
         .find(|h| h.job_id == "b")
         .map(|h| h.status);
     assert_eq!(record, Some(crate::ports::HistoryStatus::Expired), "recorded expired");
+}
+
+/// Issue 71 (review): a FIFO call held for its booked second and started past it (a pause read
+/// of 1.2 s) books its entries again, and they keep their group's order: settled first to last,
+/// each went to the front of the run's queue, and the group went out reversed.
+#[tokio::test(start_paused = true)]
+async fn a_fifo_call_held_past_its_second_books_again_and_keeps_its_groups_order() {
+    let clock = FakeClock::default();
+    // The run's first read is quick; the call held for 09:00:01 reads again (the first is no
+    // longer fresh), and that read takes 1.2 s.
+    let store = MemStore::default();
+    store
+        .pause_reads
+        .lock()
+        .expect("the store")
+        .extend([std::time::Duration::ZERO, std::time::Duration::from_millis(1_200)]);
+    let queue = FakeQueue::new(clock.clone());
+    let settings = [
+        ("WAITER_SHARDS", "1"),
+        ("WAITER_LOOKAHEAD", "0"),
+        ("WAITER_MAX_RATE", "2"),
+    ];
+    let d = Dispatcher::new(
+        config("billing.fifo", &settings),
+        store.clone(),
+        queue.clone(),
+        clock.clone(),
+    );
+    let now = clock.now();
+    for (i, id) in ["a", "b", "c", "d"].iter().enumerate() {
+        store.insert(stored("billing.fifo", id, now - ms(10 - i as i64), 1));
+    }
+    d.run(now + TimeDelta::seconds(20)).await;
+    let sent: Vec<String> = queue.sent().iter().map(|s| s.message.body.clone()).collect();
+    assert_eq!(
+        sent,
+        ["body-a", "body-b", "body-c", "body-d"],
+        "the group in order, each once"
+    );
+    assert!(
+        store.pause_reads.lock().expect("the store").is_empty(),
+        "the slow read was made"
+    );
 }

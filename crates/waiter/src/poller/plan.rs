@@ -110,19 +110,32 @@ pub(super) fn fate_at(p: &Planned, delay: Option<u32>, planned_at: DateTime<Utc>
 /// A call whose send started at `sent_at`, after `prepared_at` when its delays were taken (the
 /// run prepared other batches first, with calls of their own): each entry as `fate_at` says,
 /// an entry moved to a booked second (its delay pinned at the send) checked at that arrival.
-/// Returns the entries still sent, their messages, and the others with their fates.
+/// Returns the entries still sent, their messages, and the others with their fates, each in
+/// call order. On a FIFO queue an entry that stays behind (to book again, or outside its
+/// windows) keeps its group's later entries of the call behind it: they book again too, so
+/// that SQS never gets a group's later message before its earlier one.
 pub(super) fn start_late(
     call: Call,
     messages: Vec<crate::ports::OutgoingMessage>,
     prepared_at: DateTime<Utc>,
     sent_at: DateTime<Utc>,
+    fifo: bool,
 ) -> (Call, Vec<crate::ports::OutgoingMessage>, Vec<(Planned, Fate)>) {
     let (mut kept, mut kept_messages, mut dropped) = (Vec::new(), Vec::new(), Vec::new());
+    let mut held_groups: Vec<String> = Vec::new();
     for ((p, delay), mut m) in call.into_iter().zip(messages) {
-        let fate = match p.arrive_in {
+        let mut fate = match p.arrive_in {
             Some(_) => fate_at(&p, m.delay_seconds, sent_at, sent_at),
             None => fate_at(&p, delay, prepared_at, sent_at),
         };
+        if let Some(group) = p.job.job.message_group_id.as_ref().filter(|_| fifo) {
+            if matches!(fate, Fate::Send(_)) && held_groups.contains(group) {
+                fate = Fate::Missed;
+            }
+            if matches!(fate, Fate::Missed | Fate::OutsideWindows) && !held_groups.contains(group) {
+                held_groups.push(group.clone());
+            }
+        }
         match fate {
             Fate::Send(delay) => {
                 m.delay_seconds = delay;
@@ -197,7 +210,7 @@ mod tests {
             OutgoingMessage::for_job(&job.job, job.edition(), Some(1)),
             OutgoingMessage::for_job(&other.job, other.edition(), Some(1)),
         ];
-        let (kept, kept_messages, dropped) = start_late(call, messages, prepared_at, sent_at);
+        let (kept, kept_messages, dropped) = start_late(call, messages, prepared_at, sent_at, false);
         assert_eq!(kept.len(), 1);
         assert_eq!(kept[0].0.job.job.job_id, "k");
         assert_eq!(
@@ -245,6 +258,61 @@ mod tests {
             ),
             Fate::Missed,
             "would land in the next second"
+        );
+    }
+
+    /// On a FIFO queue, an entry that stays behind keeps its group's later entries of the call
+    /// behind it (they book again); an expired one does not (it is never sent); other groups go.
+    #[test]
+    fn a_late_fifo_call_keeps_a_group_behind_its_entry_that_stays() {
+        let due = DateTime::parse_from_rfc3339("2026-12-01T09:00:07.25Z")
+            .unwrap()
+            .to_utc();
+        let job = |id: &str, group: &str| {
+            let mut j = stored("billing.fifo", id, due, 1);
+            j.job.message_group_id = Some(group.to_owned());
+            j
+        };
+        // `a` may only arrive until 09:00; its send starts at 09:00:08.5.
+        let mut a = job("a", "g");
+        a.job.windows = Some(
+            crate::windows::Windows::parse(
+                &[sqs_waiter_contract::Window {
+                    from: "08:00".into(),
+                    to: "09:00".into(),
+                }],
+                Some("UTC"),
+            )
+            .expect("a window"),
+        );
+        let mut x = job("x", "h");
+        x.job.expires_at = Some(due);
+        let jobs = [a, job("b", "g"), x, job("y", "h"), job("c", "k")];
+        let planned = |j: &StoredJob| Planned {
+            send_at: due,
+            bytes: j.job.message_bytes(),
+            job: j.clone(),
+            arrive_in: None,
+            booked: None,
+            overdue_s: 0.0,
+        };
+        let call: Call = jobs.iter().map(|j| (planned(j), None)).collect();
+        let messages = jobs
+            .iter()
+            .map(|j| OutgoingMessage::for_job(&j.job, j.edition(), None))
+            .collect();
+        let sent_at = due + TimeDelta::milliseconds(1_250);
+        let (kept, _, dropped) = start_late(call, messages, due, sent_at, true);
+        let ids = |v: Vec<&StoredJob>| v.iter().map(|j| j.job.job_id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(kept.iter().map(|(p, _)| &p.job).collect()), ["y", "c"]);
+        let fates: Vec<(String, Fate)> = dropped.into_iter().map(|(p, f)| (p.job.job.job_id, f)).collect();
+        assert_eq!(
+            fates,
+            [
+                ("a".to_owned(), Fate::OutsideWindows),
+                ("b".to_owned(), Fate::Missed),
+                ("x".to_owned(), Fate::Expired)
+            ]
         );
     }
 }

@@ -191,7 +191,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
     /// A FIFO entry left for a later run holds back the rest of its group for this run: SQS
     /// must receive a group's messages in order, and priority reorders nothing there (a
     /// critical job books nothing, so it would otherwise go first).
-    fn hold_group_of(&mut self, p: &Planned) {
+    pub(super) fn hold_group_of(&mut self, p: &Planned) {
         if let Some(g) = group_of(p).filter(|_| self.queue.is_fifo()) {
             self.blocked_groups.insert(g.clone());
         }

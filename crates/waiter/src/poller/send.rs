@@ -66,7 +66,7 @@ pub(super) async fn send_call<'a, S: JobStore, Q: MessageQueue, C: Clock>(
     // expiry and windows were judged for the held instant, and are judged again for now.
     let meant_for = hold.unwrap_or(planned);
     let (call, messages, dropped) = if sent_at > meant_for {
-        let (call, messages, late) = start_late(call, messages, meant_for, sent_at);
+        let (call, messages, late) = start_late(call, messages, meant_for, sent_at, queue.is_fifo());
         (call, messages, dropped.into_iter().chain(late).collect())
     } else {
         (call, messages, dropped)

@@ -6,8 +6,8 @@ use crate::testing::Sent;
 /// Records every broken invariant in `out`; returns how many deliveries were duplicates.
 /// `reordered`: ids paused or triggered, outside the FIFO order check (their documented
 /// exception). `clock_error`: how far `enqueue`'s clock is off the true one; what it sends
-/// straight to SQS is timed by it, so early, late for `expires_at` and outside a window are
-/// measured beyond it.
+/// itself is timed by it, so for its sends early, late for `expires_at` and outside a window
+/// are measured beyond it (the poller's by the true clock).
 pub(super) fn check(
     out: &mut Outcome,
     expected: &HashMap<String, Expected>,
@@ -25,6 +25,11 @@ pub(super) fn check(
             continue;
         };
         let arrival = s.at + TimeDelta::seconds(i64::from(s.message.delay_seconds.unwrap_or(0)));
+        let clock_error = if s.by == super::deploys::ENQUEUE {
+            clock_error
+        } else {
+            TimeDelta::zero()
+        };
         if let Some(due) = e.perform_at {
             if arrival + clock_error < due {
                 out.violations.push(format!("{id}: early by {:?}", due - arrival));

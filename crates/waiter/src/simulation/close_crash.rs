@@ -7,12 +7,12 @@
 //! `cancelled` (issue 46, defect 7: with history off, the cancel left no record, and the retry
 //! scheduled attempt 2).
 
-use crate::ports::{Clock, JobStore, MessageQueue};
+use crate::ports::Clock;
 
 use super::*;
 
 impl World {
-    pub(super) async fn crash_at_close<S: JobStore, Q: MessageQueue, C: Clock>(&mut self, d: &Dispatcher<S, Q, C>) {
+    pub(super) async fn crash_at_close(&mut self, d: &super::deploys::Deployment) {
         if !self.windows_on || self.clock.now() + TimeDelta::seconds(4) > self.window_close {
             return self.cancel_sent_then_retry().await;
         }

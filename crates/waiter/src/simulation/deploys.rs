@@ -15,6 +15,9 @@ use crate::config::Config;
 use crate::poller::PollerGroup;
 
 pub(super) type SimStore = FaultyStore<MemStore>;
+/// The sender name of `enqueue`'s sends (its direct path, `trigger`'s and `reschedule`'s
+/// hand-overs): those are timed by its clock.
+pub(super) const ENQUEUE: &str = "enqueue";
 pub(super) type SimQueue = FaultyQueue<FakeQueue>;
 
 pub(super) struct Deployment {
@@ -22,6 +25,8 @@ pub(super) struct Deployment {
     settings: Vec<(&'static str, String)>,
     store: SimStore,
     queue: SimQueue,
+    /// The queue as `enqueue` sends to it: its sends are recorded as `ENQUEUE`'s.
+    enqueue_queue: SimQueue,
     clock: FakeClock,
     /// Stack updates happen in this seed.
     updates: bool,
@@ -42,8 +47,7 @@ impl Deployment {
         seed: u64,
         whole: bool,
         settings: Vec<(&'static str, String)>,
-        store: SimStore,
-        queue: SimQueue,
+        (store, queue, enqueue_queue): (SimStore, SimQueue, SimQueue),
         clock: FakeClock,
     ) -> Self {
         let mut draws = StdRng::seed_from_u64(seed ^ 0xde91_0e5e_ed00_0071);
@@ -59,6 +63,7 @@ impl Deployment {
             settings,
             store,
             queue,
+            enqueue_queue,
             clock,
             updates,
             groups,
@@ -109,7 +114,7 @@ impl Deployment {
         Waiter::new(
             self.config(),
             self.store.clone(),
-            self.queue.clone(),
+            self.enqueue_queue.clone(),
             self.clock.off_by(self.enqueue_clock_error),
         )
     }
@@ -129,11 +134,6 @@ impl Deployment {
         self.updates_made += 1;
         self.deploy();
         Some(self.waiter())
-    }
-
-    /// The poller's first process (an ungrouped run when the seed has one group).
-    pub(super) fn first(&self) -> &Dispatcher<SimStore, SimQueue, FakeClock> {
-        &self.dispatchers[0]
     }
 
     /// One poller invocation: every group's run at once, as EventBridge starts them.

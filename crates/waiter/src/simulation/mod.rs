@@ -226,7 +226,9 @@ async fn simulate(seed: u64, caller_chains: bool, whole: bool) -> Outcome {
     ];
     let windows_on = rng.random_bool(0.33);
     let window_close = clock.now().date_naive().and_hms_opt(9, 1, 0).expect("a time").and_utc();
-    let mut deploy = deploys::Deployment::new(seed, whole, settings, store, queue, clock.clone());
+    // `enqueue`'s client of the queue: the same queue and faults, its sends marked as its own.
+    let (_, enqueue_queue) = faults.around(&mem, &sink.as_sender(deploys::ENQUEUE));
+    let mut deploy = deploys::Deployment::new(seed, whole, settings, (store, queue, enqueue_queue), clock.clone());
     let waiter = deploy.waiter();
 
     let mut w = World {
@@ -290,7 +292,7 @@ async fn simulate(seed: u64, caller_chains: bool, whole: bool) -> Outcome {
             10 => w.retry().await,
             11 => w.operate().await,
             12 => w.retry_beside_cancel().await,
-            13 if w.caller_chains => w.crash_at_close(deploy.first()).await,
+            13 if w.caller_chains => w.crash_at_close(&deploy).await,
             14..=17 => w.steer().await,
             _ => tokio::time::sleep(Duration::from_millis(w.rng.random_range(0..2_000))).await,
         }
@@ -497,20 +499,24 @@ fn the_whole_system_keeps_every_invariant_where_features_meet() {
         ta.updates + tb.updates
     );
     assert!(
-        ta.steering > 0 && ta.crashes > 0 && ta.retries > 0 && tb.operations > 0 && ta.updates > 0,
+        a < 50 || ta.steering > 0 && ta.crashes > 0 && ta.retries > 0 && tb.operations > 0 && ta.updates > 0,
         "the simulation exercised nothing"
     );
 }
 
-/// Series in the whole system (issue 71; `series_steering.rs`): triggered, their queue paused
-/// and resumed, beside the series simulation's runs, crashes, faults, cancels, reschedules,
-/// retries and redrives.
+/// Series in the whole system (issue 71; `series_steering.rs`): triggered, their queue and
+/// themselves paused and resumed, every other one spelled as an EventBridge expression (and
+/// every other one-off job beside them as `at(...)`), beside the series simulation's runs,
+/// crashes, faults, cancels, reschedules, retries and redrives.
 #[test]
 fn series_triggered_and_paused_with_their_queue_keep_their_invariants() {
     let (seeds, t) = series::run_series_seeds(300, true);
     println!(
-        "simulation of series in the whole system: {seeds} seeds, {} series, {} occurrences, {} duplicates, {} crashes, {} cancelled, {} rescheduled, {} occurrences retried, 0 violations",
-        t.series, t.occurrences, t.duplicates, t.crashes, t.cancelled, t.rescheduled, t.retries
+        "simulation of series in the whole system: {seeds} seeds, {} series, {} occurrences, {} duplicates, {} crashes, {} cancelled, {} rescheduled, {} occurrences retried, {} extra occurrences, {} series pauses, 0 violations",
+        t.series, t.occurrences, t.duplicates, t.crashes, t.cancelled, t.rescheduled, t.retries, t.triggered, t.series_paused
     );
-    assert!(t.occurrences > 0 && t.crashes > 0, "the simulation exercised nothing");
+    assert!(
+        seeds < 50 || t.occurrences > 0 && t.crashes > 0 && t.triggered > 0 && t.series_paused > 0,
+        "the simulation exercised nothing"
+    );
 }

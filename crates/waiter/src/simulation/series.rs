@@ -60,6 +60,8 @@ struct SeriesWorld {
     /// (`series_steering.rs`).
     steer: bool,
     pauses: super::series_checks::QueuePauses,
+    /// The draws of series pauses (`series_steering.rs`), a schedule of their own.
+    series_pauses: StdRng,
 }
 
 impl SeriesWorld {
@@ -81,11 +83,16 @@ impl SeriesWorld {
         let start = DateTime::from_timestamp(minute + 60 * self.rng.random_range(-10..4), 0).expect("time");
         let catch_up = ["skip", "one", "all"][self.rng.random_range(0..3)];
         let count = self.rng.random_range(1..=5u64);
-        let repeat = if every_s == 60 && self.rng.random_bool(0.5) {
+        let mut repeat = if every_s == 60 && self.rng.random_bool(0.5) {
             json!({"cron": "* * * * *", "catch_up": catch_up, "count": count})
         } else {
             json!({"every_s": every_s, "catch_up": catch_up, "count": count})
         };
+        // The whole system's seeds spell every other series as an EventBridge expression naming
+        // the same instants (no draw, so the seed's draws stay as they were).
+        if self.steer && self.tracked.len() % 2 == 1 {
+            repeat = json!({"expression": expression_for(&repeat), "catch_up": catch_up, "count": count});
+        }
         let priority = [0, 50, 100, 150][self.rng.random_range(0..4)];
         let mut request = self.request(json!({"job_id": id, "message_body": format!("series-{id}"),
                              "perform_at": format_rfc3339(start), "repeat": repeat, "priority": priority}));
@@ -187,13 +194,15 @@ impl SeriesWorld {
     async fn enqueue_one_off(&mut self) {
         let id = format!("o{}", self.one_offs.len());
         let delay = self.rng.random_range(0..120);
-        let r = self
-            .waiter
-            .handle(
-                &self.request(json!({"job_id": id, "message_body": format!("oneoff-{id}"),
-                            "delay_seconds": delay})),
-            )
-            .await;
+        let mut request = json!({"job_id": id, "message_body": format!("oneoff-{id}"), "delay_seconds": delay});
+        // The whole system's seeds give every other one-off job as `schedule: at(...)`, to the
+        // second after the delay.
+        if self.steer && self.one_offs.len() % 2 == 1 {
+            let at = self.clock.now() + TimeDelta::seconds(delay + 1);
+            request = json!({"job_id": id, "message_body": format!("oneoff-{id}"),
+                             "schedule": format!("at({})", at.format("%Y-%m-%dT%H:%M:%S"))});
+        }
+        let r = self.waiter.handle(&self.request(request)).await;
         let due = r.ok().and_then(|v| parse_time(&v["perform_at"]));
         self.one_offs.insert(id, due);
     }
@@ -296,6 +305,15 @@ fn all_jobs(mem: &MemStore) -> usize {
     mem.state.lock().unwrap().items.len()
 }
 
+/// EventBridge Scheduler's spelling of the simulation's `every_s` or `* * * * *` rule.
+fn expression_for(repeat: &Value) -> String {
+    match repeat["every_s"].as_i64() {
+        Some(60) => "rate(1 minute)".to_owned(),
+        Some(s) => format!("rate({} minutes)", s / 60),
+        None => "cron(* * * * ? *)".to_owned(),
+    }
+}
+
 async fn simulate_series(seed: u64, steer: bool) -> SeriesOutcome {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x005e_81e5);
     let clock = FakeClock::default();
@@ -364,6 +382,7 @@ async fn simulate_series(seed: u64, steer: bool) -> SeriesOutcome {
         redriven: std::collections::BTreeSet::new(),
         steer,
         pauses: super::series_checks::QueuePauses::default(),
+        series_pauses: StdRng::seed_from_u64(seed ^ 0x5e71_e5ba_05ed_0071),
     };
     for _ in 0..w.rng.random_range(20..50) {
         match w.rng.random_range(0..if w.steer { 15 } else { 12 }) {
@@ -412,7 +431,7 @@ async fn simulate_series(seed: u64, steer: bool) -> SeriesOutcome {
     // Calm: every series reaches its count (one occurrence a run, `all` one missed a run).
     faults.off();
     if w.steer {
-        w.resume_queue().await;
+        w.resume_everything().await;
     }
     tokio::time::sleep(Duration::from_secs(70)).await;
     // Up to two hours: a series in windows may wait for the last one, at 10:10.
@@ -462,6 +481,8 @@ async fn simulate_series(seed: u64, steer: bool) -> SeriesOutcome {
         ));
     }
     out.series = tracked.len();
+    out.triggered = pauses.triggered;
+    out.series_paused = pauses.series_answered.len();
     out
 }
 
@@ -484,6 +505,8 @@ pub(super) fn run_series_seeds(default: u64, steer: bool) -> (usize, SeriesOutco
         total.rescheduled += o.rescheduled;
         total.retries += o.retries;
         total.redriven += o.redriven;
+        total.triggered += o.triggered;
+        total.series_paused += o.series_paused;
     }
     (seeds.len(), total)
 }

@@ -1,10 +1,11 @@
-//! Series in the whole system (issue 71): `trigger` of a series and the pause and resume of its
-//! queue, among the series simulation's runs, crashes, faults, cancels, reschedules, retries and
+//! Series in the whole system (issue 71): `trigger` of a series, the pause and resume of its
+//! queue and of the series itself, among the series simulation's runs, crashes, faults, cancels, reschedules, retries and
 //! redrives (the seeds of `series_steered_*`).
 //!
 //! Invariants, besides the series simulation's:
 //! - nothing accepted by SQS while the queue was paused (from the `paused` answer until
-//!   `resume` was called), extra occurrences included;
+//!   `resume` was called), extra occurrences included; nothing of a series while the series
+//!   was paused (a parked occurrence redriven aside: it is a job of its own);
 //! - one instant per id: no two messages of a series carry one `waiter.job_id` for two
 //!   instants (an extra occurrence never takes an occurrence's id, nor another extra one's);
 //! - an extra occurrence arrives at or after its instant, under its id, and never after a
@@ -25,9 +26,35 @@ fn close(intervals: &mut [(DateTime<Utc>, Option<DateTime<Utc>>)], at: DateTime<
     }
 }
 
+type SeriesPause = (String, DateTime<Utc>, Option<DateTime<Utc>>);
+
+fn close_series(intervals: &mut [SeriesPause], series: &str, at: DateTime<Utc>) {
+    for (_, _, until) in intervals.iter_mut().filter(|(id, _, u)| id == series && u.is_none()) {
+        *until = Some(at);
+    }
+}
+
+fn open_ids(intervals: &[SeriesPause]) -> Vec<String> {
+    let mut ids: Vec<String> = intervals
+        .iter()
+        .filter(|(_, _, u)| u.is_none())
+        .map(|(id, _, _)| id.clone())
+        .collect();
+    ids.dedup();
+    ids
+}
+
 impl SeriesWorld {
-    /// One steering action: a trigger (most often), or the queue paused or resumed.
+    /// One steering action: a trigger (most often), or the queue paused or resumed; and, drawn
+    /// from a schedule of their own (the seed's other draws stay as they were), a series
+    /// paused or resumed.
     pub(super) async fn steer(&mut self) {
+        if self.series_pauses.random_bool(0.3) {
+            return match self.series_pauses.random_bool(0.5) {
+                true => self.pause_series().await,
+                false => self.resume_series(None).await,
+            };
+        }
         match self.rng.random_range(0..4) {
             0 => self.pause_queue().await,
             1 => self.resume_queue().await,
@@ -55,6 +82,47 @@ impl SeriesWorld {
         }
         if matches!(&r, Ok(r) if r["status"] == "paused") && !open(&self.pauses.answered) {
             self.pauses.answered.push((self.clock.now(), None));
+        }
+    }
+
+    async fn pause_series(&mut self) {
+        let Some(id) = self.pick() else { return };
+        let called = self.clock.now();
+        let r = self
+            .waiter
+            .handle(&self.request(json!({"action": "pause", "job_id": id})))
+            .await;
+        if !open_ids(&self.pauses.series_maybe).contains(&id) {
+            self.pauses.series_maybe.push((id.clone(), called, None));
+        }
+        if matches!(&r, Ok(r) if r["status"] == "paused") && !open_ids(&self.pauses.series_answered).contains(&id) {
+            self.pauses.series_answered.push((id, self.clock.now(), None));
+        }
+    }
+
+    /// Resumes `id`, else a series that may be paused.
+    async fn resume_series(&mut self, id: Option<String>) {
+        let open = open_ids(&self.pauses.series_maybe);
+        let Some(id) =
+            id.or_else(|| (!open.is_empty()).then(|| open[self.series_pauses.random_range(0..open.len())].clone()))
+        else {
+            return;
+        };
+        close_series(&mut self.pauses.series_answered, &id, self.clock.now());
+        let r = self
+            .waiter
+            .handle(&self.request(json!({"action": "resume", "job_id": id})))
+            .await;
+        if r.is_ok() {
+            close_series(&mut self.pauses.series_maybe, &id, self.clock.now());
+        }
+    }
+
+    /// The calm phase: the queue and every series that may be paused go on.
+    pub(super) async fn resume_everything(&mut self) {
+        self.resume_queue().await;
+        for id in open_ids(&self.pauses.series_maybe) {
+            self.resume_series(Some(id)).await;
         }
     }
 
@@ -117,6 +185,20 @@ pub(super) fn check(
         {
             out.violations.push(format!(
                 "{}: accepted at {} while the queue was paused ({from} to {until:?})",
+                s.message.body, s.at
+            ));
+        }
+        let series_paused = s.message.body.strip_prefix("series-").and_then(|series| {
+            pauses
+                .series_answered
+                .iter()
+                .find(|(id, from, until)| id == series && s.at > *from && until.is_none_or(|u| s.at < u))
+        });
+        // (A parked occurrence is a job of its own: redriven, it goes whatever its series does.)
+        let redriven_id = text(s, JOB_ID_ATTRIBUTE).is_some_and(|id| redriven.contains(id));
+        if let (Some((id, from, until)), false) = (series_paused, redriven_id) {
+            out.violations.push(format!(
+                "{}: accepted at {} while its series {id} was paused ({from} to {until:?})",
                 s.message.body, s.at
             ));
         }

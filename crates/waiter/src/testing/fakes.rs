@@ -15,6 +15,8 @@ pub struct Sent {
     pub queue: QueueName,
     pub message: OutgoingMessage,
     pub at: DateTime<Utc>,
+    /// Who sent it, as `FakeQueue::as_sender` named it ("" by default).
+    pub by: &'static str,
 }
 
 /// FIFO deduplication ids by queue, with when each interval began.
@@ -39,6 +41,8 @@ pub struct FakeQueue {
     /// When set, every `SendMessageBatch` waits for a permit first: a call in flight.
     pub hold_batches: Arc<Mutex<Option<Arc<tokio::sync::Semaphore>>>>,
     pub clock: FakeClock,
+    /// The name its sends are recorded under (`as_sender`).
+    pub sender: &'static str,
 }
 
 impl FakeQueue {
@@ -51,6 +55,12 @@ impl FakeQueue {
 
     pub fn sent(&self) -> Vec<Sent> {
         self.sent.lock().unwrap().clone()
+    }
+
+    /// The same queue, its sends recorded as `sender`'s: one process's client of a queue
+    /// others send to as well.
+    pub fn as_sender(&self, sender: &'static str) -> Self {
+        Self { sender, ..self.clone() }
     }
 }
 
@@ -107,6 +117,7 @@ impl MessageQueue for FakeQueue {
                     queue: queue.clone(),
                     message: m.clone(),
                     at,
+                    by: self.sender,
                 });
                 EntryOutcome::Sent {
                     message_id: uuid::Uuid::new_v4().to_string(),

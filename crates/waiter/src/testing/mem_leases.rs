@@ -187,8 +187,9 @@ impl RateLedger for MemStore {
 #[async_trait]
 impl Pauses for MemStore {
     async fn queue_pause(&self, queue: &QueueName) -> Result<QueuePause, PortError> {
-        if !self.pause_read.is_zero() {
-            tokio::time::sleep(self.pause_read).await;
+        let takes = self.pause_reads.lock().unwrap().pop_front();
+        if let Some(d) = takes {
+            tokio::time::sleep(d).await;
         }
         let s = self.state.lock().unwrap();
         Ok(QueuePause {

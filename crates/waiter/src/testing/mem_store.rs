@@ -70,8 +70,9 @@ pub struct MemStore {
     /// for every other partition's. Zero: no turns, no wait.
     pub ledger_turn: std::time::Duration,
     pub ledger_turns: Arc<tokio::sync::Mutex<()>>,
-    /// How long a read of a queue's pause item takes (a slow call, an SDK retry's backoff).
-    pub pause_read: std::time::Duration,
+    /// How long each read of a queue's pause item takes, in turn (a slow call, an SDK retry's
+    /// backoff); no time once they are used up.
+    pub pause_reads: Arc<Mutex<std::collections::VecDeque<std::time::Duration>>>,
 }
 
 /// Series moves as `retire` was given them, with their queue.
@@ -106,7 +107,7 @@ impl Default for MemStore {
             moves_sent: Arc::default(),
             ledger_turn: std::time::Duration::ZERO,
             ledger_turns: Arc::default(),
-            pause_read: std::time::Duration::ZERO,
+            pause_reads: Arc::default(),
         }
     }
 }

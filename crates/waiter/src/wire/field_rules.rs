@@ -193,37 +193,30 @@ pub(crate) fn check_windows(
     }
 }
 
-/// A job id: 1 to 128 of `[A-Za-z0-9_.:-]`, or an occurrence's `{job_id}@{epoch seconds}`
-/// (the id its retries go under).
+/// A job id where a job is named: 1 to 128 of `[A-Za-z0-9_.:-]` (and `~`), an occurrence's
+/// `{job_id}@{epoch seconds}` (the id its retries go under), or a replayed copy's of either,
+/// `{id}~{version}`, copies of copies too: the ids `replay` gives and their messages carry.
 pub(crate) fn check_job_id(field: &str, id: String) -> Result<String, InvalidRequest> {
-    if let Some((series, _)) = sqs_waiter_contract::occurrence_of(&id) {
-        check_job_id(field, series.to_owned())?;
-        return Ok(id);
-    }
-    // A replayed copy of an occurrence, `{job_id}@{epoch}~{version}`: the id `replay` gives it
-    // and its messages carry, so its consumers retry under it and operators name it.
-    if let Some((occurrence, version)) = id.rsplit_once(char::from(COPY_MARK)) {
-        let copy_of_occurrence = sqs_waiter_contract::occurrence_of(occurrence).is_some()
-            && !version.is_empty()
-            && version.bytes().all(|b| b.is_ascii_digit());
-        if copy_of_occurrence && id.chars().count() <= MAX_JOB_ID_CHARS {
-            check_job_id(field, occurrence.to_owned())?;
-            return Ok(id);
-        }
-    }
     if id.is_empty() || id.chars().count() > MAX_JOB_ID_CHARS {
         return Err(InvalidRequest::new(
             field,
             format!("must be 1 to {MAX_JOB_ID_CHARS} characters"),
         ));
     }
-    if !id
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-' | COPY_MARK))
-    {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let mut named = id.as_str();
+    while let Some((copied, _)) = named.rsplit_once(char::from(COPY_MARK)).filter(|(_, v)| digits(v)) {
+        named = copied;
+    }
+    let named = match named.rsplit_once(char::from(OCCURRENCE_MARK)) {
+        Some((series, epoch)) if digits(epoch) => series,
+        _ => named,
+    };
+    let plain = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-' | COPY_MARK);
+    if named.is_empty() || !named.bytes().all(plain) {
         return Err(InvalidRequest::new(
             field,
-            "must contain only A-Z, a-z, 0-9 and _ . : - (and ~ in a replayed copy's id)",
+            "must contain only A-Z, a-z, 0-9 and _ . : - (and ~ in a replayed copy's id, @ in an occurrence's)",
         ));
     }
     Ok(id)
@@ -298,5 +291,34 @@ pub(crate) fn check_limit(limit: Option<usize>) -> Result<usize, InvalidRequest>
             "limit",
             format!("must be a whole number from 1 to {MAX_PAGE_LIMIT}"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where a job is named: a caller's id, an occurrence's, a replayed copy's of either (and
+    /// copies of copies, as `replay` names them); nothing else with `@`.
+    #[test]
+    fn a_named_job_id_is_a_callers_an_occurrences_or_a_copys() {
+        for id in [
+            "invoice-42",
+            "a~3",
+            "s@1796115600",
+            "s@1796115600~1",
+            "s@1796115600~1~2",
+            "a~1~2",
+        ] {
+            assert_eq!(check_job_id("job_id", id.to_owned()).ok().as_deref(), Some(id), "{id}");
+        }
+        for id in [
+            "", "@5", "s@", "s@-5", "s@+5~1", "a@1~2@3", "a@1@2", "s@5~x", "a b", "s@5~",
+        ] {
+            let e = check_job_id("job_id", id.to_owned()).expect_err(id);
+            assert_eq!(e.field, "job_id", "{id}");
+        }
+        let long = format!("{}@1796115600~1", "s".repeat(MAX_JOB_ID_CHARS - 12));
+        assert!(check_job_id("job_id", long).is_err(), "over 128 characters");
     }
 }
