@@ -483,6 +483,7 @@ async fn simulate_series(seed: u64, steer: bool) -> SeriesOutcome {
     out.series = tracked.len();
     out.triggered = pauses.triggered;
     out.series_paused = pauses.series_answered.len();
+    out.series_replaced = pauses.replaced;
     out
 }
 
@@ -507,6 +508,7 @@ pub(super) fn run_series_seeds(default: u64, steer: bool) -> (usize, SeriesOutco
         total.redriven += o.redriven;
         total.triggered += o.triggered;
         total.series_paused += o.series_paused;
+        total.series_replaced += o.series_replaced;
     }
     (seeds.len(), total)
 }

@@ -44,6 +44,7 @@ pub(super) struct SeriesOutcome {
     /// answered `paused`.
     pub(super) triggered: usize,
     pub(super) series_paused: usize,
+    pub(super) series_replaced: usize,
 }
 
 pub(super) fn text<'a>(s: &'a Sent, name: &str) -> Option<&'a str> {
@@ -392,6 +393,8 @@ pub(in crate::simulation) struct QueuePauses {
     pub(in crate::simulation) series_answered: Vec<(String, DateTime<Utc>, Option<DateTime<Utc>>)>,
     /// Every series pause that may have taken effect, until a resume answered.
     pub(in crate::simulation) series_maybe: Vec<(String, DateTime<Utc>, Option<DateTime<Utc>>)>,
+    /// Series a debounced `replace` moved.
+    pub(in crate::simulation) replaced: usize,
 }
 
 /// How long after an occurrence's instant a pause of its series may still keep it from the

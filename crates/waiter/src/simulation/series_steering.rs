@@ -1,5 +1,5 @@
 //! Series in the whole system (issue 71): `trigger` of a series, the pause and resume of its
-//! queue and of the series itself, among the series simulation's runs, crashes, faults, cancels, reschedules, retries and
+//! queue and of the series itself, a debounced `replace` of it, among the series simulation's runs, crashes, faults, cancels, reschedules, retries and
 //! redrives (the seeds of `series_steered_*`).
 //!
 //! Invariants, besides the series simulation's:
@@ -50,9 +50,10 @@ impl SeriesWorld {
     /// paused or resumed.
     pub(super) async fn steer(&mut self) {
         if self.series_pauses.random_bool(0.3) {
-            return match self.series_pauses.random_bool(0.5) {
-                true => self.pause_series().await,
-                false => self.resume_series(None).await,
+            return match self.series_pauses.random_range(0..3) {
+                0 => self.pause_series().await,
+                1 => self.resume_series(None).await,
+                _ => self.replace_series().await,
             };
         }
         match self.rng.random_range(0..4) {
@@ -97,6 +98,41 @@ impl SeriesWorld {
         }
         if matches!(&r, Ok(r) if r["status"] == "paused") && !open_ids(&self.pauses.series_answered).contains(&id) {
             self.pauses.series_answered.push((id, self.clock.now(), None));
+        }
+    }
+
+    /// A debounced `enqueue` (`on_duplicate: replace`) of a stored series, with the same rule
+    /// and message from a new start 1–3 minutes ahead: a reschedule's move by the debounce path
+    /// (its occurrences count on). Only a series still stored and never cancelled: over its
+    /// record, a replace starts a new life, which the checks do not follow.
+    async fn replace_series(&mut self) {
+        let Some(id) = self.pick() else { return };
+        let stored = self.mem.state.lock().unwrap().items.keys().any(|(_, _, j)| *j == id);
+        let Some(t) = self.tracked.get(&id).filter(|t| stored && t.cancelled_at.is_none()) else {
+            return;
+        };
+        let now = self.clock.now();
+        let minute = now.timestamp() - now.timestamp().rem_euclid(60);
+        let start = DateTime::from_timestamp(minute + 60 * self.series_pauses.random_range(1..4), 0).expect("time");
+        let mut request = self.request(json!({"job_id": id, "message_body": format!("series-{id}"),
+            "perform_at": format_rfc3339(start), "on_duplicate": "replace",
+            "repeat": {"every_s": t.every_s, "catch_up": t.catch_up, "count": t.count}}));
+        if t.windowed {
+            request["windows"] = super::series_checks::windows_field();
+            request["time_zone"] = json!("UTC");
+        }
+        let r = self.waiter.handle(&request).await;
+        let answered = self.clock.now();
+        let t = self.tracked.get_mut(&id).expect("tracked");
+        match r {
+            Ok(r) if r["replaced"] == true => {
+                t.rescheduled = Some((answered, start));
+                self.pauses.replaced += 1;
+            }
+            // Refused (its count reached), or stored anew over a record a run just left.
+            Ok(r) if r["replaced"] == false => t.unknown = true,
+            Ok(_) | Err(HandlerError::Invalid(_)) => {}
+            Err(_) => t.unknown = true,
         }
     }
 
