@@ -14,20 +14,6 @@ const FIFO: &str = "jobs.fifo";
 
 type Racing = Waiter<FaultyStore<MemStore>, FakeQueue, FakeClock>;
 
-/// A waiter whose store calls each take a seeded random time (up to 20 ms), so that two calls
-/// made at once interleave differently for each seed; with the store, queue and clock under it.
-fn racing(seed: u64, settings: &[(&str, &str)]) -> (Racing, MemStore, FakeQueue, FakeClock) {
-    let mem = MemStore::default();
-    let store = FaultyStore {
-        inner: mem.clone(),
-        faults: Faults::seeded(seed, 0.0).with_latency(20),
-    };
-    let clock = FakeClock::default();
-    let queue = FakeQueue::new(clock.clone());
-    let w = Waiter::new(config("orders", settings), store, queue.clone(), clock.clone());
-    (w, mem, queue, clock)
-}
-
 /// The reply of a request the racing waiter must accept.
 async fn ask(w: &Racing, v: Value) -> Value {
     w.handle(&v).await.unwrap_or_else(|e| panic!("{v}: {e:?}"))
@@ -216,7 +202,7 @@ async fn a_debounce_over_a_cancelled_job_stores_a_new_life_and_a_cancelled_versi
     // How often each call wrote first: both orders must come up.
     let mut orders = [0; 2];
     for seed in 0..30 {
-        let (w, mem, queue, clock) = racing(seed, &settings);
+        let (w, mem, queue, clock) = racing_waiter(seed, &settings);
         let r = ask(&w, enqueue("d", "v1", 3600, "keep")).await;
         assert_eq!(r["status"], "scheduled", "seed {seed}: {r}");
         let cancel = json!({"action": "cancel", "queue": "orders", "job_id": "d"});
@@ -287,7 +273,7 @@ async fn a_replace_and_a_reschedule_of_one_id_each_write_over_the_version_they_r
     let mut outcomes = [0; 3];
     for seed in 0..30 {
         for if_version in [Some(1), None] {
-            let (w, _, _, _) = racing(seed, &[("WAITER_LOOKAHEAD", "0"), ("WAITER_SHARDS", "1")]);
+            let (w, _, _, _) = racing_waiter(seed, &[("WAITER_LOOKAHEAD", "0"), ("WAITER_SHARDS", "1")]);
             let r = ask(&w, enqueue("d", "v1", 3600, "keep")).await;
             assert_eq!(r["status"], "scheduled", "{r}");
             let moved = reschedule("d", if_version);

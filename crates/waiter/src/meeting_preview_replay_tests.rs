@@ -8,8 +8,7 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::{json, Value};
 
-use crate::job::AttributeData;
-use crate::ports::{Clock, OutgoingMessage};
+use crate::ports::Clock;
 use crate::testing::*;
 use sqs_waiter_contract::{JOB_ID_ATTRIBUTE, OCCURRENCE_ATTRIBUTE};
 
@@ -81,14 +80,6 @@ fn grid(first: DateTime<Utc>, step: TimeDelta, n: i32) -> Vec<DateTime<Utc>> {
 
 fn replay(id: &str) -> Value {
     json!({"action": "replay", "queue": "orders", "job_id": id})
-}
-
-/// A message's attribute `name`, when it is a string.
-fn text(m: &OutgoingMessage, name: &str) -> Option<String> {
-    match m.attributes.get(name).map(|a| &a.data) {
-        Some(AttributeData::String(s)) => Some(s.clone()),
-        _ => None,
-    }
 }
 
 /// P51 windows × preview: a series whose first occurrence falls outside its windows is stored at
@@ -276,7 +267,7 @@ async fn preview_of_a_paused_series_keeps_its_times_and_after_resume_starts_wher
         let ids: Vec<String> = queue
             .sent()
             .iter()
-            .filter_map(|s| text(&s.message, JOB_ID_ATTRIBUTE))
+            .filter_map(|s| attribute_text(&s.message, JOB_ID_ATTRIBUTE))
             .collect();
         let expected: Vec<String> = (from <= clock.now())
             .then(|| format!("tick@{}", from.timestamp()))
@@ -345,7 +336,7 @@ async fn a_series_that_left_is_replayed_as_a_one_off_copy_and_a_bare_occurrence_
     assert_eq!(get(&w, "f").await["status"], "finished");
     let occurrence = format!("f@{}", first.timestamp());
     assert_eq!(
-        text(&queue.sent()[0].message, JOB_ID_ATTRIBUTE),
+        attribute_text(&queue.sent()[0].message, JOB_ID_ATTRIBUTE),
         Some(occurrence.clone())
     );
     let r = call(&w, replay(&occurrence)).await;
@@ -368,8 +359,12 @@ async fn a_series_that_left_is_replayed_as_a_one_off_copy_and_a_bare_occurrence_
     assert_eq!(sent.len(), 2, "the copy, once: no occurrence after it");
     let m = &sent[1].message;
     assert_eq!(m.body, "tick");
-    assert_eq!(text(m, JOB_ID_ATTRIBUTE), Some(copy.clone()), "named by its own id");
-    assert_eq!(text(m, OCCURRENCE_ATTRIBUTE), None, "not an occurrence");
+    assert_eq!(
+        attribute_text(m, JOB_ID_ATTRIBUTE),
+        Some(copy.clone()),
+        "named by its own id"
+    );
+    assert_eq!(attribute_text(m, OCCURRENCE_ATTRIBUTE), None, "not an occurrence");
 
     hourly(&w, "c", None).await;
     let r = call(&w, json!({"action": "cancel", "queue": "orders", "job_id": "c"})).await;
@@ -414,7 +409,10 @@ async fn replay_of_a_debounced_job_that_left_copies_the_last_calls_body() {
     let sent = queue.sent();
     assert_eq!(sent.len(), 2);
     let m = &sent[1].message;
-    assert_eq!((m.body.as_str(), text(m, "kind").as_deref()), ("v3", Some("last")));
+    assert_eq!(
+        (m.body.as_str(), attribute_text(m, "kind").as_deref()),
+        ("v3", Some("last"))
+    );
 }
 
 /// P138 pause-job × replay: a paused job is still stored, so `replay` answers `conflict` and
@@ -451,5 +449,5 @@ async fn replay_of_a_paused_job_is_a_conflict_and_a_copy_is_paused_as_any_job() 
     run(&w, &clock).await;
     let sent = queue.sent();
     assert_eq!(bodies(&queue), ["body-j", "body-j"], "the copy, once resumed");
-    assert_eq!(text(&sent[1].message, JOB_ID_ATTRIBUTE), Some(copy));
+    assert_eq!(attribute_text(&sent[1].message, JOB_ID_ATTRIBUTE), Some(copy));
 }

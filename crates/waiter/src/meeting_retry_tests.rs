@@ -102,23 +102,6 @@ fn retry(job_id: &str, attempt: u64, max_attempts: u64) -> Value {
            "error": "boom"})
 }
 
-/// A waiter over the fakes whose store calls each take a seeded random time, so that calls in
-/// flight at once interleave differently for each seed.
-fn racing_waiter(
-    seed: u64,
-    settings: &[(&str, &str)],
-) -> (Waiter<FaultyStore<MemStore>, FakeQueue, FakeClock>, MemStore, FakeQueue) {
-    let mem = MemStore::default();
-    let store = FaultyStore {
-        inner: mem.clone(),
-        faults: Faults::seeded(seed, 0.0).with_latency(20),
-    };
-    let clock = FakeClock::default();
-    let queue = FakeQueue::new(clock.clone());
-    let w = Waiter::new(config("orders", settings), store, queue.clone(), clock);
-    (w, mem, queue)
-}
-
 /// Defect 3: `cancel` of a parked, exhausted job deleted the parked item and then wrote its
 /// record as a second step. A redelivered message of the last attempt, retried with a larger
 /// `max_attempts` between the two, found only the record of the last attempt, scheduled the
@@ -127,7 +110,7 @@ fn racing_waiter(
 #[tokio::test(start_paused = true)]
 async fn a_retry_racing_the_cancel_of_a_parked_job_schedules_nothing_once_cancelled() {
     for seed in 0..40 {
-        let (w, mem, queue) = racing_waiter(seed, &[("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_LOOKAHEAD", "0")]);
+        let (w, mem, queue, _) = racing_waiter(seed, &[("WAITER_DIRECT_MAX_DELAY", "0"), ("WAITER_LOOKAHEAD", "0")]);
         let parked = w.handle(&retry("c-1", 3, 3)).await.unwrap();
         assert_eq!(parked["status"], "parked", "seed {seed}: {parked}");
         let cancel = json!({"action": "cancel", "queue": "orders", "job_id": "c-1"});

@@ -6,7 +6,6 @@
 use chrono::TimeDelta;
 use serde_json::{json, Value};
 
-use crate::job::AttributeData;
 use crate::ports::{Clock, EntryOutcome, OutgoingMessage};
 use crate::testing::*;
 use sqs_waiter_contract::{ATTEMPT_ATTRIBUTE, JOB_ID_ATTRIBUTE};
@@ -50,14 +49,6 @@ fn replay(id: &str) -> Value {
     json!({"action": "replay", "queue": "orders", "job_id": id})
 }
 
-/// A message's attribute `name`, when it is a string.
-fn text(m: &OutgoingMessage, name: &str) -> Option<String> {
-    match m.attributes.get(name).map(|a| &a.data) {
-        Some(AttributeData::String(s)) => Some(s.clone()),
-        _ => None,
-    }
-}
-
 /// SQS refuses every message for good from now on (a `SenderFault`).
 fn refuse_everything(queue: &FakeQueue) {
     *queue.entry_fault.lock().unwrap() = Some(Box::new(|_: &OutgoingMessage| {
@@ -97,7 +88,10 @@ async fn a_triggered_job_is_retried_and_its_second_attempt_arrives() {
     let sent = queue.sent();
     assert_eq!(sent.len(), 2, "the triggered send, then attempt 2");
     assert_eq!(sent[1].message.body, "body-a");
-    assert_eq!(text(&sent[1].message, ATTEMPT_ATTRIBUTE).as_deref(), Some("2"));
+    assert_eq!(
+        attribute_text(&sent[1].message, ATTEMPT_ATTRIBUTE).as_deref(),
+        Some("2")
+    );
     let g = get(&w, "a").await;
     assert_eq!(
         (g["status"].as_str(), g["attempt"].as_u64()),
@@ -116,7 +110,10 @@ async fn an_extra_occurrence_is_retried_under_its_own_id_and_the_series_is_untou
     let r = trigger(&w, "s").await;
     assert_eq!(r["status"], "sent", "{r}");
     let extra = r["job_id"].as_str().expect("the occurrence's id").to_owned();
-    assert_eq!(text(&queue.sent()[0].message, JOB_ID_ATTRIBUTE).as_ref(), Some(&extra));
+    assert_eq!(
+        attribute_text(&queue.sent()[0].message, JOB_ID_ATTRIBUTE).as_ref(),
+        Some(&extra)
+    );
     let r = call(&w, retry(&extra, 1, "tick")).await;
     assert_eq!(
         (r["status"].as_str(), r["job_id"].as_str(), r["attempt"].as_u64()),
@@ -127,8 +124,14 @@ async fn an_extra_occurrence_is_retried_under_its_own_id_and_the_series_is_untou
     run(&w, &clock).await;
     let sent = queue.sent();
     assert_eq!(sent.len(), 2);
-    assert_eq!(text(&sent[1].message, JOB_ID_ATTRIBUTE).as_ref(), Some(&extra));
-    assert_eq!(text(&sent[1].message, ATTEMPT_ATTRIBUTE).as_deref(), Some("2"));
+    assert_eq!(
+        attribute_text(&sent[1].message, JOB_ID_ATTRIBUTE).as_ref(),
+        Some(&extra)
+    );
+    assert_eq!(
+        attribute_text(&sent[1].message, ATTEMPT_ATTRIBUTE).as_deref(),
+        Some("2")
+    );
     let g = get(&w, "s").await;
     assert_eq!(
         (g["perform_at"].clone(), g["occurrences"].as_u64()),
@@ -163,7 +166,10 @@ async fn a_triggered_job_is_replayed_once_from_its_record() {
     let sent = queue.sent();
     assert_eq!(sent.len(), 2, "the triggered send and one copy");
     assert_eq!(sent[1].message.body, "body-a");
-    assert_eq!(text(&sent[1].message, JOB_ID_ATTRIBUTE).as_deref(), Some("a~2"));
+    assert_eq!(
+        attribute_text(&sent[1].message, JOB_ID_ATTRIBUTE).as_deref(),
+        Some("a~2")
+    );
 }
 
 /// P130 trigger × replay, an extra occurrence: its send leaves no record under `{id}@{epoch}`
@@ -197,7 +203,7 @@ async fn an_extra_occurrence_is_replayed_from_its_retrys_record_under_an_id_that
     let sent = queue.sent();
     assert_eq!(sent.len(), 3, "the copy");
     assert_eq!(sent[2].message.body, "tick");
-    assert_eq!(text(&sent[2].message, JOB_ID_ATTRIBUTE).as_ref(), Some(&copy));
+    assert_eq!(attribute_text(&sent[2].message, JOB_ID_ATTRIBUTE).as_ref(), Some(&copy));
 
     // The consumer of the copy's message can look it up and retry it under the id it carries.
     let got = w
@@ -271,7 +277,10 @@ async fn a_triggered_extra_occurrence_that_sqs_refuses_is_parked_alone_and_trigg
     run(&w, &clock).await;
     let sent = queue.sent();
     assert_eq!(sent.len(), 1, "the extra occurrence, once");
-    assert_eq!(text(&sent[0].message, JOB_ID_ATTRIBUTE).as_ref(), Some(&extra));
+    assert_eq!(
+        attribute_text(&sent[0].message, JOB_ID_ATTRIBUTE).as_ref(),
+        Some(&extra)
+    );
 
     assert_eq!(
         (answer["status"].as_str(), answer["job_id"].as_str()),

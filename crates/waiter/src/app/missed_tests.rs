@@ -5,8 +5,9 @@
 use chrono::{DateTime, TimeDelta};
 use serde_json::json;
 
-use super::repeat_tests::{attribute_text, rfc3339, run, sent_occurrences};
+use super::repeat_tests::{rfc3339, run, sent_occurrences};
 use crate::ports::Clock;
+use crate::testing::attribute_text;
 use crate::testing::{call, test_waiter};
 use sqs_waiter_contract::OCCURRENCE_ATTRIBUTE;
 

@@ -6,7 +6,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::{json, Value};
 
 use crate::ports::Clock;
-use crate::testing::{dispatcher_for, test_waiter, FakeClock, FakeQueue, MemStore, TestWaiter};
+use crate::testing::{attribute_text, dispatcher_for, test_waiter, FakeClock, FakeQueue, MemStore, TestWaiter};
 use sqs_waiter_contract::{JOB_ID_ATTRIBUTE, OCCURRENCE_ATTRIBUTE};
 
 fn waiter() -> (TestWaiter, MemStore, FakeQueue, FakeClock) {
@@ -32,14 +32,6 @@ pub(super) async fn get(w: &TestWaiter, id: &str) -> Value {
     w.handle(&json!({"action": "get", "queue": "orders", "job_id": id}))
         .await
         .expect("get")
-}
-
-/// A message's attribute `name`, when it is a string.
-pub(super) fn attribute_text(m: &crate::ports::OutgoingMessage, name: &str) -> Option<String> {
-    match m.attributes.get(name).map(|a| &a.data) {
-        Some(crate::job::AttributeData::String(s)) => Some(s.clone()),
-        _ => None,
-    }
 }
 
 /// The `waiter.occurrence` of each message SQS received that carries one, in order.

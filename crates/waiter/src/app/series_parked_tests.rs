@@ -4,8 +4,9 @@
 use chrono::TimeDelta;
 use serde_json::json;
 
-use super::repeat_tests::{attribute_text, get, rfc3339, run};
+use super::repeat_tests::{get, rfc3339, run};
 use crate::ports::{Clock, EntryOutcome, Jobs, OutgoingMessage, Partition};
+use crate::testing::attribute_text;
 use crate::testing::{call, test_waiter};
 use sqs_waiter_contract::{JOB_ID_ATTRIBUTE, OCCURRENCE_ATTRIBUTE};
 

@@ -5,8 +5,9 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::{json, Value};
 
-use super::repeat_tests::{attribute_text, get, run};
+use super::repeat_tests::{get, run};
 use crate::ports::Clock;
+use crate::testing::attribute_text;
 use crate::testing::{call, refused, test_waiter, FakeClock, FakeQueue, MemStore, TestWaiter};
 use sqs_waiter_contract::{ATTEMPT_ATTRIBUTE, JOB_ID_ATTRIBUTE};
 

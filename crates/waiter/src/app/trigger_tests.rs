@@ -5,8 +5,9 @@
 use chrono::TimeDelta;
 use serde_json::json;
 
-use super::repeat_tests::{attribute_text, get, run};
+use super::repeat_tests::{get, run};
 use crate::ports::Clock;
+use crate::testing::attribute_text;
 use crate::testing::{
     call, dispatcher_for, poller_holds_orders, poller_releases_orders, schedule, test_waiter, test_waiter_on, MemStore,
     TestWaiter,

@@ -2,7 +2,7 @@
 //! retried after they were applied, parking, resends retimed, windows under a rate limit, FIFO
 //! groups after a failed entry.
 
-use super::tests::{dispatcher, ms};
+use super::tests::{dispatcher, ms, D};
 use super::*;
 
 use crate::config::QueueName;
@@ -402,26 +402,21 @@ async fn a_critical_fifo_job_never_overtakes_earlier_jobs_of_its_group_held_by_t
     assert_eq!(order, expected);
 }
 
-/// Issue 71 (found by the whole-system simulation's longer run, seed 1137): a FIFO call held
-/// for the second it booked under `WAITER_MAX_RATE`, whose pause check then took half a second,
-/// was sent after its job's `expires_at`. The held call is judged again when it starts: the job
-/// is dropped as expired, not sent.
-#[tokio::test(start_paused = true)]
-async fn a_fifo_call_held_for_its_second_and_sent_late_drops_what_expired_meanwhile() {
+/// A poller over `billing.fifo` (one shard, history kept) under `WAITER_MAX_RATE` = `rate`,
+/// whose reads of the queue's pause item take `pause_reads` in turn.
+fn fifo_under_the_rate(rate: &str, pause_reads: &[std::time::Duration]) -> (D, MemStore, FakeQueue, FakeClock) {
     let clock = FakeClock::default();
-    // Every pause read takes half a second. The run's first read, at 09:00:00.123, is fresh
-    // for `PAUSE_CHECK_FRESH` (800 ms): the send held for 09:00:01 reads again.
     let store = MemStore::default();
     store
         .pause_reads
         .lock()
         .expect("the store")
-        .extend([std::time::Duration::from_millis(500); 4]);
+        .extend(pause_reads.iter().copied());
     let queue = FakeQueue::new(clock.clone());
     let settings = [
         ("WAITER_SHARDS", "1"),
         ("WAITER_LOOKAHEAD", "0"),
-        ("WAITER_MAX_RATE", "1"),
+        ("WAITER_MAX_RATE", rate),
         ("WAITER_HISTORY_DAYS", "7"),
     ];
     let d = Dispatcher::new(
@@ -430,6 +425,18 @@ async fn a_fifo_call_held_for_its_second_and_sent_late_drops_what_expired_meanwh
         queue.clone(),
         clock.clone(),
     );
+    (d, store, queue, clock)
+}
+
+/// Issue 71 (found by the whole-system simulation's longer run, seed 1137): a FIFO call held
+/// for the second it booked under `WAITER_MAX_RATE`, whose pause check then took half a second,
+/// was sent after its job's `expires_at`. The held call is judged again when it starts: the job
+/// is dropped as expired, not sent.
+#[tokio::test(start_paused = true)]
+async fn a_fifo_call_held_for_its_second_and_sent_late_drops_what_expired_meanwhile() {
+    // Every pause read takes half a second. The run's first read, at 09:00:00.123, is fresh
+    // for `PAUSE_CHECK_FRESH` (800 ms): the send held for 09:00:01 reads again.
+    let (d, store, queue, clock) = fifo_under_the_rate("1", &[std::time::Duration::from_millis(500); 4]);
     let now = clock.now();
     let second = |n: i64| DateTime::from_timestamp(now.timestamp() + n, 0).expect("a second");
     store.insert(stored("billing.fifo", "a", now - ms(2), 1));
@@ -459,26 +466,11 @@ async fn a_fifo_call_held_for_its_second_and_sent_late_drops_what_expired_meanwh
 /// each went to the front of the run's queue, and the group went out reversed.
 #[tokio::test(start_paused = true)]
 async fn a_fifo_call_held_past_its_second_books_again_and_keeps_its_groups_order() {
-    let clock = FakeClock::default();
     // The run's first read is quick; the call held for 09:00:01 reads again (the first is no
     // longer fresh), and that read takes 1.2 s.
-    let store = MemStore::default();
-    store
-        .pause_reads
-        .lock()
-        .expect("the store")
-        .extend([std::time::Duration::ZERO, std::time::Duration::from_millis(1_200)]);
-    let queue = FakeQueue::new(clock.clone());
-    let settings = [
-        ("WAITER_SHARDS", "1"),
-        ("WAITER_LOOKAHEAD", "0"),
-        ("WAITER_MAX_RATE", "2"),
-    ];
-    let d = Dispatcher::new(
-        config("billing.fifo", &settings),
-        store.clone(),
-        queue.clone(),
-        clock.clone(),
+    let (d, store, queue, clock) = fifo_under_the_rate(
+        "2",
+        &[std::time::Duration::ZERO, std::time::Duration::from_millis(1_200)],
     );
     let now = clock.now();
     for (i, id) in ["a", "b", "c", "d"].iter().enumerate() {

@@ -182,19 +182,31 @@ impl World {
         }
     }
 
-    /// A debounced `extend` of `id` to `at`: the stored version keeps its message and takes the
-    /// new time (inside its windows, within its `expires_at`), or, with none stored, the call's
-    /// version is stored as a new job.
-    async fn extend(&mut self, id: &str, at: DateTime<Utc>) {
+    /// A debounced call for `id` due at `at` with a new version's body: whether the id is on
+    /// the FIFO queue, the body stored before the call, the call's body, and the request.
+    fn debounce_call(
+        &mut self,
+        id: &str,
+        at: DateTime<Utc>,
+        on_duplicate: &str,
+    ) -> (bool, Option<String>, String, Value) {
         let fifo = self.queue_of.get(id).copied().unwrap_or(false);
         let stored = stored_body(&self.mem, id);
         self.version += 1;
         let body = format!("{id}@{}", self.version);
         let mut job = json!({"job_id": id, "message_body": body, "perform_at": format_rfc3339(at),
-                             "on_duplicate": "extend", "queue": if fifo { "f.fifo" } else { "q" }});
+                             "on_duplicate": on_duplicate, "queue": if fifo { "f.fifo" } else { "q" }});
         if fifo {
             job["message_group_id"] = json!("g0");
         }
+        (fifo, stored, body, job)
+    }
+
+    /// A debounced `extend` of `id` to `at`: the stored version keeps its message and takes the
+    /// new time (inside its windows, within its `expires_at`), or, with none stored, the call's
+    /// version is stored as a new job.
+    async fn extend(&mut self, id: &str, at: DateTime<Utc>) {
+        let (fifo, stored, body, job) = self.debounce_call(id, at, "extend");
         let made_at = self.clock.now();
         let asked = at.max(made_at);
         self.expected.insert(
@@ -267,14 +279,8 @@ impl World {
     /// A debounced `replace` of `id` to a new body due at `at`, and what the simulation expects
     /// of its answer; whether it was answered stored.
     async fn replace(&mut self, id: &str, at: DateTime<Utc>) -> bool {
-        let fifo = self.queue_of.get(id).copied().unwrap_or(false);
-        let stored = stored_body(&self.mem, id);
-        self.version += 1;
-        let body = format!("{id}@{}", self.version);
-        let mut job = json!({"job_id": id, "message_body": body, "perform_at": format_rfc3339(at),
-                             "on_duplicate": "replace", "queue": if fifo { "f.fifo" } else { "q" }});
+        let (fifo, stored, body, mut job) = self.debounce_call(id, at, "replace");
         if fifo {
-            job["message_group_id"] = json!("g0");
             // A caller's own deduplication id, the same for every life: refused (issue 71,
             // defect 9; SQS would drop a new life sent within 5 minutes of the last).
             if self.rng.random_bool(0.3) {

@@ -111,3 +111,33 @@ pub async fn poller_releases_orders(store: &MemStore) {
     let q = QueueName::parse("orders").expect("queue");
     store.release_lease(&q, 0, "run", None).await.expect("release");
 }
+
+/// A message's attribute `name`, when it is a string.
+pub fn attribute_text(m: &OutgoingMessage, name: &str) -> Option<String> {
+    match m.attributes.get(name).map(|a| &a.data) {
+        Some(crate::job::AttributeData::String(s)) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// A waiter whose store calls each take a seeded random time (up to 20 ms), so that calls in
+/// flight at once interleave differently for each seed; with the store, queue and clock under it.
+pub fn racing_waiter(
+    seed: u64,
+    settings: &[(&str, &str)],
+) -> (
+    crate::app::Waiter<FaultyStore<MemStore>, FakeQueue, FakeClock>,
+    MemStore,
+    FakeQueue,
+    FakeClock,
+) {
+    let mem = MemStore::default();
+    let store = FaultyStore {
+        inner: mem.clone(),
+        faults: Faults::seeded(seed, 0.0).with_latency(20),
+    };
+    let clock = FakeClock::default();
+    let queue = FakeQueue::new(clock.clone());
+    let w = crate::app::Waiter::new(config("orders", settings), store, queue.clone(), clock.clone());
+    (w, mem, queue, clock)
+}
