@@ -46,6 +46,13 @@ pub enum Error {
         /// The function's `errorMessage`.
         message: String,
     },
+    /// The alias the function was called through does not allow this action or this queue
+    /// (docs/security.md): call through one that does. Never worth retrying as is.
+    #[error("access denied: {message}")]
+    AccessDenied {
+        /// The function's `errorMessage`, naming the alias, the action and the queue.
+        message: String,
+    },
     /// The function failed with an `errorType` that is not ours: it crashed, timed out, or is
     /// not an sqs-waiter `enqueue` function.
     #[error("the function failed with {error_type}: {message}")]
@@ -91,6 +98,7 @@ impl Error {
             Self::ResourceNotFound { .. } => Some(ErrorType::ResourceNotFound),
             Self::Rejected { .. } => Some(ErrorType::Rejected),
             Self::Internal { .. } => Some(ErrorType::InternalError),
+            Self::AccessDenied { .. } => Some(ErrorType::AccessDenied),
             _ => None,
         }
     }
@@ -166,6 +174,7 @@ impl Error {
             Some(ErrorType::ResourceNotFound) => Self::ResourceNotFound { message },
             Some(ErrorType::Rejected) => Self::Rejected { message },
             Some(ErrorType::InternalError) => Self::Internal { message },
+            Some(ErrorType::AccessDenied) => Self::AccessDenied { message },
             None => Self::Function { error_type, message },
         })
     }

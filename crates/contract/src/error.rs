@@ -17,17 +17,22 @@ pub enum ErrorType {
     Rejected,
     /// The function built a request an SDK refused: a bug, never the job's.
     InternalError,
+    /// The alias the function was invoked through does not allow this action, or this queue
+    /// (docs/security.md); the message names the alias, the action and the queue. Nothing was
+    /// stored or sent.
+    AccessDenied,
 }
 
 impl ErrorType {
     /// Every error type, in the order they are declared.
-    pub const ALL: [ErrorType; 6] = [
+    pub const ALL: [ErrorType; 7] = [
         Self::InvalidRequest,
         Self::Throttled,
         Self::DependencyFailure,
         Self::ResourceNotFound,
         Self::Rejected,
         Self::InternalError,
+        Self::AccessDenied,
     ];
 
     /// The name on the wire.
@@ -39,12 +44,19 @@ impl ErrorType {
             Self::ResourceNotFound => "ResourceNotFound",
             Self::Rejected => "Rejected",
             Self::InternalError => "InternalError",
+            Self::AccessDenied => "AccessDenied",
         }
     }
 
     /// Whether the same request may succeed if sent again (with the same `job_id`).
     pub const fn is_retryable(self) -> bool {
         matches!(self, Self::Throttled | Self::DependencyFailure)
+    }
+
+    /// Whether the caller's request was refused (broke a rule, or is outside its alias), as
+    /// opposed to a failure on the function's side: never worth an alarm.
+    pub const fn is_refusal(self) -> bool {
+        matches!(self, Self::InvalidRequest | Self::AccessDenied)
     }
 
     /// The type named `name`, if it is one of ours.

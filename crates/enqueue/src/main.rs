@@ -3,6 +3,7 @@
 use lambda_runtime::{run, service_fn, Diagnostic, Error, LambdaEvent};
 use waiter::aws::{Adapters, DynamoStore, SqsQueue};
 use waiter::ports::SystemClock;
+use waiter::rights::Rights;
 use waiter::wire::reply::Reply;
 use waiter::wire::Payload;
 use waiter::{metrics, Waiter};
@@ -26,8 +27,10 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Reply, Diagno
                 now + FALLBACK_BUDGET
             };
             let trace = event.context.xray_trace_id.as_deref();
+            // The alias the caller named, if any, and what it may do (docs/security.md).
+            let rights = Rights::of_invoked_arn(&event.context.invoked_function_arn, &app.config);
             (
-                app.respond_traced(&request, deadline, trace).await,
+                app.respond_as(&request, deadline, trace, &rights).await,
                 is_enqueue,
                 is_retry,
             )

@@ -123,6 +123,8 @@ pub enum HandlerError {
     Invalid(#[from] InvalidRequest),
     #[error(transparent)]
     Port(#[from] PortError),
+    #[error(transparent)]
+    Denied(#[from] crate::rights::AccessDenied),
 }
 
 impl HandlerError {
@@ -131,6 +133,7 @@ impl HandlerError {
         match self {
             Self::Invalid(_) => ErrorType::InvalidRequest,
             Self::Port(e) => e.kind(),
+            Self::Denied(e) => e.kind(),
         }
     }
 

@@ -21,6 +21,7 @@ pub mod poller;
 pub mod ports;
 pub mod rate;
 pub mod repeat;
+pub mod rights;
 pub mod routing;
 pub mod time;
 pub mod trace;

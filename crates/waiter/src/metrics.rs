@@ -153,14 +153,14 @@ pub enum Invocation<'a> {
 /// The enqueue function's metrics for one invocation.
 ///
 /// For enqueue requests: `Scheduled`, `SentDirect` and `Rejected` (invalid requests and failed
-/// jobs). For every action: `Refused`, invocations refused as `InvalidRequest` (the caller's
-/// mistake, which Lambda still counts in `Errors`), and `Failures`, invocations or batch jobs
+/// jobs). For every action: `Refused`, invocations refused as `InvalidRequest` or
+/// `AccessDenied` (the caller's mistake, which Lambda still counts in `Errors`), and `Failures`, invocations or batch jobs
 /// that failed on our side (every other error type). The enqueue alarm watches
 /// `Errors - Refused + Failures`, so a caller's mistake never pages, while a crash or timeout
 /// (which prints no line) still does.
 pub fn enqueue_line(function_name: &str, invocation: Invocation<'_>, at: DateTime<Utc>) -> String {
     let (refused, is_enqueue) = match invocation {
-        Invocation::Failed { error_type, is_enqueue } => (error_type == ErrorType::InvalidRequest, is_enqueue),
+        Invocation::Failed { error_type, is_enqueue } => (error_type.is_refusal(), is_enqueue),
         Invocation::Replied { is_enqueue, .. } => (false, is_enqueue),
     };
     let results = results(invocation);
@@ -171,7 +171,7 @@ pub fn enqueue_line(function_name: &str, invocation: Invocation<'_>, at: DateTim
             .filter(|r| r.status == status && r.duplicate != Some(true))
             .count() as f64
     };
-    let ours = |e: &&ErrorType| **e != ErrorType::InvalidRequest;
+    let ours = |e: &&ErrorType| !e.is_refusal();
     let failures = results.iter().filter_map(|r| r.as_ref().err()).filter(ours).count() as f64;
     let refused = f64::from(u8::from(refused));
     let mut metrics = Vec::new();
@@ -332,8 +332,11 @@ mod tests {
 
     #[test]
     fn a_refused_request_counts_as_refused_never_as_a_failure_whatever_the_action() {
-        for is_enqueue in [true, false] {
-            let v = failed(ErrorType::InvalidRequest, is_enqueue);
+        for (is_enqueue, refusal) in [true, false]
+            .into_iter()
+            .flat_map(|e| [(e, ErrorType::InvalidRequest), (e, ErrorType::AccessDenied)])
+        {
+            let v = failed(refusal, is_enqueue);
             assert_eq!((v["Refused"].as_f64(), v["Failures"].as_f64()), (Some(1.0), Some(0.0)));
             assert_eq!(
                 v.get("Scheduled").is_some(),
@@ -345,7 +348,7 @@ mod tests {
 
     #[test]
     fn every_error_on_our_side_is_a_failure_and_not_refused() {
-        for error_type in ErrorType::ALL.into_iter().filter(|t| *t != ErrorType::InvalidRequest) {
+        for error_type in ErrorType::ALL.into_iter().filter(|t| !t.is_refusal()) {
             for is_enqueue in [true, false] {
                 let v = failed(error_type, is_enqueue);
                 assert_eq!(

@@ -13,6 +13,7 @@ use crate::wire::request::{parse_request, Request};
 
 use super::*;
 use crate::error::HandlerError;
+use crate::rights::Rights;
 use crate::wire::reply::Reply;
 use sqs_waiter_contract::{BatchReply, BatchResult};
 
@@ -41,11 +42,26 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         deadline: DateTime<Utc>,
         trace: Option<&str>,
     ) -> Result<Reply, HandlerError> {
+        self.respond_as(event, deadline, trace, &Rights::Full).await
+    }
+
+    /// `respond_traced` for an invocation with `rights`, those of the alias it came through
+    /// (`Rights::of_invoked_arn`): an action or a queue outside them is refused, in each job of
+    /// a batch, before anything is read, stored or sent.
+    pub async fn respond_as(
+        &self,
+        event: &Value,
+        deadline: DateTime<Utc>,
+        trace: Option<&str>,
+        rights: &Rights,
+    ) -> Result<Reply, HandlerError> {
         let now = self.clock.now();
         let cut = deadline - DEADLINE_MARGIN;
         // This request's pause checks, shared by its jobs (ports::pause).
         let gate = &PauseGate::new();
-        match parse_request(event, &self.config, now)?.traced(trace) {
+        let request = parse_request(event, &self.config, now)?.traced(trace);
+        rights.check(request.action(), request.queue())?;
+        match request {
             Request::Enqueue(job) => {
                 let job = (*job)?;
                 let precise_at = self.precise_instant(&job);
@@ -61,7 +77,10 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 let results = join_all(jobs.into_iter().map(|job| {
                     let permits = &permits;
                     async move {
-                        let outcome = match job {
+                        let outcome = match job.map_err(HandlerError::from).and_then(|job| {
+                            rights.check("enqueue", Some(&job.queue))?;
+                            Ok(job)
+                        }) {
                             Ok(job) => {
                                 let precise_at = self.precise_instant(&job);
                                 self.within(cut, async {
@@ -74,7 +93,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                                 .await
                                 .unwrap_or_else(|| Err(timed_out()))
                             }
-                            Err(e) => Err(HandlerError::Invalid(e)),
+                            Err(e) => Err(e),
                         };
                         outcome
                             .map(|r| BatchResult::Done(Box::new(r)))
@@ -119,7 +138,13 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 .map(Reply::from),
             Request::Pause(t) => self.bounded(cut, "pause", self.pause(t)).await.map(Reply::Pause),
             Request::Resume(t) => self.bounded(cut, "resume", self.resume(t)).await.map(Reply::Pause),
-            Request::Queues => self.bounded(cut, "queues", self.queues()).await.map(Reply::Queues),
+            // A queue's alias sees its own queue only.
+            Request::Queues => self.bounded(cut, "queues", self.queues()).await.map(|mut r| {
+                if let Some(only) = rights.only_queue() {
+                    r.queues.retain(|q| q.queue == only.as_str());
+                }
+                Reply::Queues(r)
+            }),
             Request::Preview(q) => self.bounded(cut, "preview", self.preview(q)).await.map(Reply::Preview),
             Request::Trigger { queue, job_id } => self
                 .bounded(cut, "trigger", self.trigger(&queue, &job_id, cut))

@@ -9,6 +9,7 @@ pub(crate) mod normalise;
 pub(crate) mod repeat_rules;
 pub mod reply;
 pub mod request;
+mod request_scope;
 pub mod retry;
 pub mod sqs_rules;
 pub mod steer;

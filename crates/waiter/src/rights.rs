@@ -1,0 +1,215 @@
+//! Who may do what, on which queue (issue 73): the rights of the alias an invocation came
+//! through, read from the invoked function ARN (lambda_runtime's `Context::invoked_function_arn`,
+//! the ARN the caller named, qualifier included).
+//!
+//! IAM's grant on an alias is the wall AWS enforces; this is the second one, against a grant
+//! wider than meant (`function:NAME:*` covers every alias and version).
+//! - Unqualified (`function:NAME`): every action on every queue, for operators. An invocation
+//!   without an ARN (local tooling) counts as unqualified.
+//! - A class alias: `send`, `view`, `operate` for every queue of the stack, or
+//!   `{queue key}--{class}` for one queue (`alias_key`: `orders--send`, `jobs-fifo--view`).
+//! - Any other qualifier (a version, `$LATEST`, an alias the stack did not make): nothing.
+
+use sqs_waiter_contract::ErrorType;
+
+use crate::config::{Config, QueueName};
+
+/// A class of rights, as an alias each (docs/security.md has the table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// A producer's, and its consumers': schedule jobs and manage them one by one.
+    Send,
+    /// A viewer's: read, change nothing.
+    View,
+    /// An operator's: everything.
+    Operate,
+}
+
+impl Class {
+    pub const ALL: [Class; 3] = [Class::Send, Class::View, Class::Operate];
+
+    /// The alias name of the class for every queue, and the suffix of its per-queue aliases.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Class::Send => "send",
+            Class::View => "view",
+            Class::Operate => "operate",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Class> {
+        Class::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
+    /// Whether the class may call `action` (a contract action's wire name).
+    pub fn allows(self, action: &str) -> bool {
+        RIGHTS
+            .iter()
+            .find(|(name, _)| *name == action)
+            .is_some_and(|(_, classes)| classes.contains(&self))
+    }
+}
+
+/// The one table of rights: each action of the contract and the classes that may call it.
+/// A new action is refused to every alias until it has its row here.
+pub const RIGHTS: &[(&str, &[Class])] = &[
+    ("enqueue", &[Class::Send, Class::Operate]),
+    ("get", &[Class::Send, Class::View, Class::Operate]),
+    ("cancel", &[Class::Send, Class::Operate]),
+    ("reschedule", &[Class::Send, Class::Operate]),
+    ("preview", &[Class::Send, Class::View, Class::Operate]),
+    ("retry", &[Class::Send, Class::Operate]),
+    ("replay", &[Class::Send, Class::Operate]),
+    ("list", &[Class::View, Class::Operate]),
+    ("stats", &[Class::View, Class::Operate]),
+    ("queues", &[Class::View, Class::Operate]),
+    ("list_parked", &[Class::View, Class::Operate]),
+    ("cancel_many", &[Class::Operate]),
+    ("redrive", &[Class::Operate]),
+    ("trigger", &[Class::Operate]),
+    ("pause", &[Class::Operate]),
+    ("resume", &[Class::Operate]),
+];
+
+/// Joins a queue's key and a class in a per-queue alias: `orders--send`.
+pub const QUEUE_CLASS_SEPARATOR: &str = "--";
+
+/// A queue's part of its aliases' names: an alias name is `[A-Za-z0-9_-]`, and a queue name is
+/// that and a FIFO queue's `.fifo`, which becomes `-fifo`. Two queues with one key (`jobs.fifo`
+/// and `jobs-fifo`) are refused at deploy time.
+pub fn alias_key(queue: &str) -> String {
+    queue.replace('.', "-")
+}
+
+/// The alias of `class` for `queue` (`None`: for every queue).
+pub fn alias_name(class: Class, queue: Option<&str>) -> String {
+    match queue {
+        Some(q) => format!("{}{QUEUE_CLASS_SEPARATOR}{}", alias_key(q), class.as_str()),
+        None => class.as_str().to_owned(),
+    }
+}
+
+/// What an invocation may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rights {
+    /// Unqualified: everything.
+    Full,
+    /// Through a class alias, for one queue or every one.
+    Alias {
+        alias: String,
+        class: Class,
+        queue: Option<QueueName>,
+    },
+    /// Through a qualifier that is no class alias of this stack: nothing.
+    None { qualifier: String },
+}
+
+impl Rights {
+    /// The rights of an invocation of the function ARN `invoked`, for the stack's queues.
+    pub fn of_invoked_arn(invoked: &str, config: &Config) -> Rights {
+        // arn:partition:lambda:region:account:function:name[:qualifier]
+        let parts: Vec<&str> = invoked.split(':').collect();
+        let qualifier = match parts.as_slice() {
+            ["arn", _, "lambda", _, _, "function", _, qualifier] => *qualifier,
+            _ => return Rights::Full,
+        };
+        let none = || Rights::None {
+            qualifier: qualifier.to_owned(),
+        };
+        let (queue, class) = match qualifier.rsplit_once(QUEUE_CLASS_SEPARATOR) {
+            Some((key, class)) => {
+                let queue = config.queues.iter().find(|q| alias_key(q.as_str()) == key);
+                match (queue, Class::parse(class)) {
+                    (Some(q), Some(c)) => (Some(q.clone()), c),
+                    _ => return none(),
+                }
+            }
+            None => match Class::parse(qualifier) {
+                Some(c) => (None, c),
+                None => return none(),
+            },
+        };
+        Rights::Alias {
+            alias: qualifier.to_owned(),
+            class,
+            queue,
+        }
+    }
+
+    /// Whether `action` on `queue` (`None`: an action on no queue) is allowed; the refusal
+    /// names the alias, the action and the queue.
+    pub fn check(&self, action: &str, queue: Option<&QueueName>) -> Result<(), AccessDenied> {
+        let denied = |why: String| AccessDenied {
+            alias: self.alias().unwrap_or_default().to_owned(),
+            action: action.to_owned(),
+            queue: queue.map(|q| q.as_str().to_owned()),
+            why,
+        };
+        match self {
+            Rights::Full => Ok(()),
+            Rights::None { qualifier } => Err(denied(format!(
+                "`{qualifier}` is none of the stack's aliases (send, view, operate, or {{queue}}--send, {{queue}}--view); \
+                 a version or another alias has no rights"
+            ))),
+            Rights::Alias { class, queue: only, .. } => {
+                if !class.allows(action) {
+                    return Err(denied(format!(
+                        "the {} class may call {}",
+                        class.as_str(),
+                        allowed_actions(*class)
+                    )));
+                }
+                match (only, queue) {
+                    (Some(only), Some(q)) if only != q => Err(denied(format!("it serves queue {only} only"))),
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// The alias the invocation came through, if any.
+    pub fn alias(&self) -> Option<&str> {
+        match self {
+            Rights::Full => None,
+            Rights::Alias { alias, .. } => Some(alias),
+            Rights::None { qualifier } => Some(qualifier),
+        }
+    }
+
+    /// The one queue the rights are limited to, if they are.
+    pub fn only_queue(&self) -> Option<&QueueName> {
+        match self {
+            Rights::Alias { queue, .. } => queue.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+fn allowed_actions(class: Class) -> String {
+    RIGHTS
+        .iter()
+        .filter(|(_, classes)| classes.contains(&class))
+        .map(|(name, _)| *name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// An action or a queue outside the invocation's alias. Nothing was stored or sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("alias {alias} may not call {action}{}: {why}", queue.as_ref().map(|q| format!(" on queue {q}")).unwrap_or_default())]
+pub struct AccessDenied {
+    pub alias: String,
+    pub action: String,
+    pub queue: Option<String>,
+    pub why: String,
+}
+
+impl AccessDenied {
+    pub const fn kind(&self) -> ErrorType {
+        ErrorType::AccessDenied
+    }
+}
+
+#[cfg(test)]
+#[path = "rights_tests.rs"]
+mod tests;
