@@ -31,11 +31,15 @@ pub struct LambdaError {
 
 type Reply = Result<Value, LambdaError>;
 
+/// The function's unqualified ARN, as Lambda hands it to an unqualified invocation.
+const INVOKED_ARN: &str = "arn:aws:lambda:us-east-1:000000000000:function:e2e";
+
 struct Invocation {
     id: String,
     payload: Bytes,
     deadline_ms: u64,
     trace_id: String,
+    invoked_arn: String,
     reply: oneshot::Sender<Reply>,
 }
 
@@ -59,6 +63,9 @@ pub struct Function {
     /// runtime passes on as `_X_AMZN_TRACE_ID`): by default one Lambda would give an untraced
     /// call (no `Sampled=1`).
     pub trace_id: String,
+    /// The alias each invocation names (`Lambda-Runtime-Invoked-Function-Arn` ends in it), as
+    /// a caller invoking `NAME:ALIAS` does; `None`: the unqualified function.
+    pub alias: Option<String>,
 }
 
 /// Which build of the binaries to run.
@@ -138,6 +145,7 @@ impl Function {
             log_path,
             seq: Default::default(),
             trace_id: "Root=1-00000000-000000000000000000000000".to_owned(),
+            alias: None,
         }
     }
 
@@ -176,6 +184,10 @@ impl Function {
                 payload: Bytes::from(payload),
                 deadline_ms,
                 trace_id: self.trace_id.clone(),
+                invoked_arn: match &self.alias {
+                    Some(alias) => format!("{INVOKED_ARN}:{alias}"),
+                    None => INVOKED_ARN.to_owned(),
+                },
                 reply,
             })
             .await
@@ -254,10 +266,7 @@ async fn next(State(api): State<Arc<Api>>) -> impl IntoResponse {
     let v = |s: &str| HeaderValue::from_str(s).expect("header value");
     h.insert("lambda-runtime-aws-request-id", v(&inv.id));
     h.insert("lambda-runtime-deadline-ms", v(&inv.deadline_ms.to_string()));
-    h.insert(
-        "lambda-runtime-invoked-function-arn",
-        v("arn:aws:lambda:us-east-1:000000000000:function:e2e"),
-    );
+    h.insert("lambda-runtime-invoked-function-arn", v(&inv.invoked_arn));
     h.insert("lambda-runtime-trace-id", v(&inv.trace_id));
     h.insert("content-type", v("application/json"));
     (StatusCode::OK, h, inv.payload)

@@ -11,6 +11,8 @@ use serde_json::{json, Value};
 mod expressions;
 #[path = "manage/pause.rs"]
 mod pause;
+#[path = "manage/rights.rs"]
+mod rights;
 #[path = "manage/series.rs"]
 mod series;
 
