@@ -60,7 +60,9 @@ async fn a_producers_alias_enqueues_on_its_queue_only_and_the_viewers_reads_only
     // Unqualified: the operator's view, and nothing changed or sent.
     s.enqueue.alias = None;
     assert_eq!(s.table_len("orders").await, 2);
-    let got = s.enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "a"})).await;
+    let got = s
+        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "a"}))
+        .await;
     assert_eq!(got["status"], "scheduled", "{got}");
     for url in s.urls.clone() {
         let sent = s.emu.receive_for(&url, std::time::Duration::from_millis(500), 10).await;
