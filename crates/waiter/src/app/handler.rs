@@ -42,7 +42,8 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         deadline: DateTime<Utc>,
         trace: Option<&str>,
     ) -> Result<Reply, HandlerError> {
-        self.respond_as(event, deadline, trace, &Rights::Full).await
+        // Boxed: the handler's future is large, and callers' futures hold this one.
+        Box::pin(self.respond_as(event, deadline, trace, &Rights::Full)).await
     }
 
     /// `respond_traced` for an invocation with `rights`, those of the alias it came through

@@ -63,6 +63,7 @@ mod callers;
 mod checks;
 mod close_crash;
 mod debounce;
+mod denied;
 mod deploys;
 mod operators;
 mod priority;
@@ -135,6 +136,8 @@ struct Outcome {
     updates: usize,
     /// Debounced `extend` calls (the whole system's seeds).
     extended: usize,
+    /// Calls through aliases outside their rights, refused (`denied.rs`).
+    refused: usize,
 }
 
 /// Jobs still waiting in a shard (parked ones excluded).
@@ -247,7 +250,10 @@ async fn simulate(seed: u64, caller_chains: bool, whole: bool) -> Outcome {
         retries: retries::Retries::default(),
         caller_chains,
         whole,
-        steering: steering::Steering::default(),
+        steering: steering::Steering {
+            rights_draws: whole.then(|| StdRng::seed_from_u64(seed ^ 0x0073_a11a_5e5d_0073)),
+            ..steering::Steering::default()
+        },
     };
     for _ in 0..w.rng.random_range(20..60) {
         if let Some(waiter) = deploy.maybe_update() {
@@ -337,6 +343,7 @@ async fn simulate(seed: u64, caller_chains: bool, whole: bool) -> Outcome {
     steering::check(&mut out, &steering, &sent);
     out.steering = steering.calls;
     out.extended = steering.extended;
+    out.refused = steering.refused;
     retries::check(&mut out, &retries, &sent, deploy.enqueue_clock_error.abs());
     out.retries = retries.calls;
     out.operations = retries.operations;
@@ -411,6 +418,7 @@ fn run_seeds(caller_chains: bool, whole: bool, default: u64) -> (usize, Outcome)
         total.steering += o.steering;
         total.updates += o.updates;
         total.extended += o.extended;
+        total.refused += o.refused;
     }
     (seeds.len(), total)
 }
@@ -493,13 +501,20 @@ fn the_whole_system_keeps_every_invariant_where_features_meet() {
         summary(b, &tb)
     );
     println!(
-        "steering calls: {} ({} extends), stack updates: {}",
+        "steering calls: {} ({} extends), {} refused through aliases, stack updates: {}",
         ta.steering + tb.steering,
         ta.extended + tb.extended,
+        ta.refused + tb.refused,
         ta.updates + tb.updates
     );
     assert!(
-        a < 50 || ta.steering > 0 && ta.crashes > 0 && ta.retries > 0 && tb.operations > 0 && ta.updates > 0,
+        a < 50
+            || ta.steering > 0
+                && ta.crashes > 0
+                && ta.retries > 0
+                && tb.operations > 0
+                && ta.updates > 0
+                && ta.refused > 0,
         "the simulation exercised nothing"
     );
 }

@@ -36,6 +36,10 @@ pub(super) struct Steering {
     pub(super) triggered: usize,
     pub(super) replaced: usize,
     pub(super) extended: usize,
+    /// The schedule of calls through aliases outside their rights (`denied.rs`), and how many
+    /// were made.
+    pub(super) rights_draws: Option<rand::rngs::StdRng>,
+    pub(super) refused: usize,
 }
 
 fn close<K: PartialEq>(intervals: &mut [Pause<K>], key: &K, at: DateTime<Utc>) {
@@ -59,6 +63,10 @@ impl World {
     /// One steering action at random.
     pub(super) async fn steer(&mut self) {
         self.steering.calls += 1;
+        if let Some(mut draws) = self.steering.rights_draws.take() {
+            Box::pin(self.refused_call(&mut draws)).await;
+            self.steering.rights_draws = Some(draws);
+        }
         match self.rng.random_range(0..9) {
             0 => self.pause_queue().await,
             1 => self.resume_queue().await,
