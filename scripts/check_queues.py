@@ -35,7 +35,7 @@ import iam_budget
 SQS_NAME = re.compile(r"^[A-Za-z0-9_-]{1,75}(\.fifo)?$|^[A-Za-z0-9_-]{1,80}$")
 
 
-def problems(queues, adopted):
+def problems(queues, adopted, queue_aliases=True):
     out = []
     named = [(q, "QUEUES") for q in queues] + [(q, "ADOPT") for q in adopted]
     if not named:
@@ -62,6 +62,16 @@ def problems(queues, adopted):
                        "stacks")
         else:
             ids[where][logical] = name
+    # A queue's own aliases of enqueue are {key}--send and {key}--view, with "." as "-" (an alias
+    # name has none): two queues of one key, in either list, would make one alias twice.
+    keys = {}
+    for name, where in named if queue_aliases and not out else []:
+        key = name.replace(".", "-")
+        if key in keys:
+            out.append(f"{where}: '{name}' and '{keys[key]}' would share the aliases {key}--send and {key}--view "
+                       "(an alias name has no '.'): rename one queue, deploy them in separate stacks, or set "
+                       "QueueAliases=false (the class aliases only; docs/security.md)")
+        keys[key] = name
     return out
 
 
@@ -111,7 +121,9 @@ def main(argv):
         args.kms_keys = overrides.get("QueueKmsKeyArns", (current or {}).get("QueueKmsKeyArns", args.kms_keys))
         args.table_key = overrides.get("TableKmsKeyArn", (current or {}).get("TableKmsKeyArn", args.table_key))
         args.scope = overrides.get("TableScope", (current or {}).get("TableScope", "prefix"))
-    found = problems(queues, adopted)
+    aliases = (overrides.get("QueueAliases", (current or {}).get("QueueAliases", "true"))
+               if args.params is not None else "true")
+    found = problems(queues, adopted, aliases == "true")
     if args.scope == "stack" and args.prefix != "sqs-waiter-":
         found.append(f"TablePrefix ({args.prefix}) is given with TableScope=stack, whose tables are {args.stack}.{{queue}}: "
                      "leave TablePrefix out (docs/tables.md \"Table scope\")")

@@ -319,8 +319,10 @@ def problems(queues, adopted=(), prefix="sqs-waiter-", partition=None, region=No
     resources = resource_count(queues, adopted, {**(values or {}), "TableScope": scope}, template)
     if resources > STACK_RESOURCES:
         out.append(f"{count} queues make {resources} resources, over CloudFormation's {STACK_RESOURCES} per stack "
-                   "(each created table brings 8 autoscaling resources with MaxReadCapacity and MaxWriteCapacity): "
-                   "split them over several stacks, or leave autoscaling off")
+                   "(each queue brings 2 aliases of its own with QueueAliases=true, the default, and each created "
+                   "table 8 autoscaling resources with MaxReadCapacity and MaxWriteCapacity): split them over several "
+                   "stacks, set QueueAliases=false (the class aliases only; docs/security.md), or leave autoscaling "
+                   "off")
     env = environment_bytes(queues, adopted, prefix, template, scope, stack)
     if env > LAMBDA_ENVIRONMENT_BYTES:
         out.append(f"{count} queues make the functions' environment {env} bytes, over Lambda's "

@@ -23,6 +23,7 @@ import {
   TABLE_QUOTA,
 } from "./checks.ts";
 import { createAlarms } from "./alarms.ts";
+import { EnqueueAliases, grantInvokeOn, warnWideGrant } from "./aliases.ts";
 import { placeAllowList } from "./allow-list.ts";
 import { grantQueueAccess, grantTableKey, INDEX_NAME } from "./grants.ts";
 import { inRange } from "./ranges.ts";
@@ -96,6 +97,11 @@ function autoscaling(
  * A queue's key for its table: its name when the app knows it (an imported queue, or a queue
  * given a physical name), else its construct id, which is as stable.
  */
+/** A queue's key, given as the queue or as its name. */
+function keyOf(queue: sqs.IQueue | string): string {
+  return typeof queue === "string" ? queue : queueKey(queue);
+}
+
 function queueKey(queue: sqs.IQueue): string {
   if (!Token.isUnresolved(queue.queueName)) {
     return queue.queueName;
@@ -119,6 +125,12 @@ export interface SqsWaiterProps {
    * (cargo-lambda-cdk) that builds the `enqueue` binary of `manifestPath` for `architecture`.
    */
   readonly enqueueCode?: lambda.Code;
+  /**
+   * Whether each queue gets aliases of the enqueue function of its own, `{queue}--send` and
+   * `{queue}--view` (`.fifo` as `-fifo`), beside the class aliases `send`, `view` and
+   * `operate` (docs/security.md): two resources a queue. @default true
+   */
+  readonly queueAliases?: boolean;
   /** Built `bootstrap` of the poller function. @default a `RustFunction` building `poller`. */
   readonly pollerCode?: lambda.Code;
   /** The workspace manifest the default `RustFunction`s build. @default this repository's Cargo.toml */
@@ -266,6 +278,8 @@ export class SqsWaiter extends Construct {
   readonly adoptedTables: dynamodb.ITable[];
   private readonly tablesByQueue = new Map<string, dynamodb.ITable>();
   readonly enqueueFunction: lambda.Function;
+  /** The enqueue function's class aliases (`grantSend`, `grantView`, `grantOperate`). */
+  readonly aliases: EnqueueAliases;
   readonly pollerFunction: lambda.Function;
   readonly pollerFailures: sqs.Queue;
   readonly scheduleDeadLetters: sqs.Queue;
@@ -390,6 +404,13 @@ export class SqsWaiter extends Construct {
       logGroup: enqueueRole.logGroup,
       timeout: Duration.seconds(30),
     });
+    this.aliases = new EnqueueAliases(
+      this,
+      "EnqueueAliases",
+      this.enqueueFunction,
+      managed.map(([q]): [string, sqs.IQueue] => [queueKey(q), q]),
+      props.queueAliases ?? true,
+    );
 
     this.pollerFailures = new sqs.Queue(this, "PollerFailures", {
       retentionPeriod: Duration.days(14),
@@ -508,9 +529,31 @@ export class SqsWaiter extends Construct {
     });
   }
 
-  /** Lets `grantee` schedule, get, cancel and list jobs: invoke the enqueue function. */
+  /**
+   * Every right on every queue: invoke the unqualified enqueue function (and, as `grantInvoke`
+   * writes, every alias). Warns at synth: grant callers `grantSend`, `grantView` or `grantOperate`.
+   */
   grantEnqueue(grantee: iam.IGrantable): iam.Grant {
+    warnWideGrant(this);
     return this.enqueueFunction.grantInvoke(grantee);
+  }
+
+  /**
+   * A producer's rights, and its consumers' (docs/security.md): invoke through the `send` alias
+   * of each of `queues`, or through `send` for every queue. Names only those alias ARNs.
+   */
+  grantSend(grantee: iam.IGrantable, queues?: (sqs.IQueue | string)[]): iam.Grant {
+    return grantInvokeOn(grantee, this.aliases.aliasesFor("send", queues?.map(keyOf)));
+  }
+
+  /** A viewer's rights: the `view` alias of each of `queues`, or `view` for every queue. */
+  grantView(grantee: iam.IGrantable, queues?: (sqs.IQueue | string)[]): iam.Grant {
+    return grantInvokeOn(grantee, this.aliases.aliasesFor("view", queues?.map(keyOf)));
+  }
+
+  /** An operator's rights: every action on every queue, through the `operate` alias. */
+  grantOperate(grantee: iam.IGrantable): iam.Grant {
+    return grantInvokeOn(grantee, [this.aliases.byClass.operate]);
   }
 
   /** The table that stores `queue`'s jobs. Throws if this waiter does not manage the queue. */

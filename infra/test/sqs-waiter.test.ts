@@ -322,7 +322,7 @@ test("50 queues: each role stays within IAM's policy size and count limits", () 
 test("grantEnqueue lets a role invoke enqueue; tableFor finds a queue's table or names the problem", () => {
   const stack = new ExampleStack(newApp(), "Example", { enqueueCode: fakeCode(), pollerCode: fakeCode() });
   const caller = new iam.Role(stack, "Caller", { assumedBy: new iam.ServicePrincipal("lambda.amazonaws.com") });
-  stack.waiter.grantEnqueue(caller);
+  stack.waiter.grantEnqueue(caller); // (warns: aliases.test.ts)
   const statements = Object.values(Template.fromStack(stack).findResources("AWS::IAM::Policy"))
     .filter((p: any) => JSON.stringify(p.Properties.Roles).includes(stack.resolve(caller.roleName).Ref))
     .flatMap((p: any) => p.Properties.PolicyDocument.Statement);
@@ -405,7 +405,8 @@ test("names that differ only in punctuation get their own tables and logical ids
   const stack = new Stack(newApp(), "Punctuation");
   const names = ["jobs-fifo", "jobs_fifo", "orders-eu", "orders.eu"];
   const queues = names.map((n) => sqs.Queue.fromQueueArn(stack, n, `arn:aws:sqs:us-east-1:111111111111:${n}`));
-  new SqsWaiter(stack, "W", { queues, enqueueCode: fakeCode(), pollerCode: fakeCode() });
+  // (Their own aliases would share a name, orders-eu: aliases.test.ts.)
+  new SqsWaiter(stack, "W", { queues, queueAliases: false, enqueueCode: fakeCode(), pollerCode: fakeCode() });
   const tables = Template.fromStack(stack).findResources("AWS::DynamoDB::Table");
   assert.deepEqual(Object.values(tables).map((t: any) => t.Properties.TableName).sort(), names.map((n) => `sqs-waiter-${n}`).sort());
   assert.equal(new Set(Object.keys(tables)).size, names.length);

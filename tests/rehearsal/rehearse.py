@@ -365,6 +365,27 @@ class Rehearsal:
         schedule, enqueue = self.schedule(stack, res), self.physical(res, "EnqueueFunction")
         if schedule and check(enqueue, f"{stack}: an enqueue function to run"):
             rt.round_trip(stack, enqueue, schedule, queue, STORED_DELAY_S)
+            self.through_aliases(rt, stack, res, enqueue, queue)
+
+    def through_aliases(self, rt, stack, res, enqueue, queue):
+        """The stack's class aliases and the queue's own (issue 73): LocalStack hands the
+        function the alias the caller named, and the function allows a producer's alias of the
+        queue its jobs there, and refuses it an operator's action."""
+        aliases = sorted(r["LogicalResourceId"] for r in res.values() if r["ResourceType"] == "AWS::Lambda::Alias")
+        check({"EnqueuesendAlias", "EnqueueviewAlias", "EnqueueoperateAlias"} <= set(aliases)
+              and any(a.startswith("EnqueueSend") for a in aliases),
+              f"{stack}: the class aliases and each queue's own ({aliases})")
+        producer = f"{enqueue}:{queue.replace('.', '-')}--send"
+        job = {"queue": queue, "job_id": "through-alias", "message_body": "through-alias", "delay_seconds": 3600}
+        error, reply = rt.invoke(producer, job)
+        check(error is None and reply.get("status") == "scheduled",
+              f"{stack}: through {producer.split(':')[-1]} a job is scheduled on {queue} (got {error}: {reply})")
+        error, reply = rt.invoke(producer, {"action": "pause", "queue": queue})
+        check(error is not None and reply.get("errorType") == "AccessDenied",
+              f"{stack}: through {producer.split(':')[-1]} pause is refused AccessDenied (got {error}: {reply})")
+        # The producer's own cancel leaves the queue as it was for the checks after this one.
+        error, reply = rt.invoke(producer, {"action": "cancel", "queue": queue, "job_id": "through-alias"})
+        check(error is None and reply.get("status") == "cancelled", f"{stack}: the producer cancels its job ({reply})")
 
     def deliver_held(self, rt, stack, queue, held):
         """Jobs stored before the stack changed, delivered by the stack's next poller run (late,

@@ -122,10 +122,16 @@ class StackScope(unittest.TestCase):
                        if not r.get("Condition") or conditions[r["Condition"]]]
             self.assertEqual(iam_budget.resource_count(queues, adopted, {**values, "PollerGroups": groups}),
                              len(created), (queues, adopted, values))
-        # 100 short queues fit; with autoscaling each created table brings 8 more resources.
+        # 100 short queues fit. With autoscaling each created table brings 8 more resources, and
+        # each queue 2 aliases of its own (QueueAliases=true, the default): 42 fit, the 43rd is
+        # refused naming QueueAliases, and without them 52 fit.
         self.assertEqual(iam_budget.problems(names(100, 3), scope="stack", stack=STACK), [])
-        refused = iam_budget.problems(names(100, 3), scope="stack", stack=STACK, values=scaling)
-        self.assertEqual(len(refused), 1, refused)
+        for n, aliases in [(42, "true"), (52, "false")]:
+            values = {**scaling, "QueueAliases": aliases}
+            self.assertEqual(iam_budget.problems(names(n, 3), scope="stack", stack=STACK, values=values), [])
+            refused = iam_budget.problems(names(n + 1, 3), scope="stack", stack=STACK, values=values)
+            self.assertEqual(len(refused), 1, refused)
+            self.assertIn("QueueAliases=false", refused[0])
         self.assertIn("over CloudFormation's 500 per stack", refused[0])
 
     def test_an_update_rewrites_the_policies_in_place_so_midway_is_the_larger_end(self):

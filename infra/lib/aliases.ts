@@ -1,0 +1,118 @@
+import { Annotations, Fn, Token } from "aws-cdk-lib";
+import * as iam from "aws-cdk-lib/aws-iam";
+import * as lambda from "aws-cdk-lib/aws-lambda";
+import * as sqs from "aws-cdk-lib/aws-sqs";
+import { Construct } from "constructs";
+
+/**
+ * The enqueue function's classes of rights, an alias each (docs/security.md): the function
+ * allows a call through one only its class's actions, on its queue.
+ */
+export const CLASSES = ["send", "view", "operate"] as const;
+export type RightsClass = (typeof CLASSES)[number];
+/** The classes a queue has aliases of its own for: `{queue}--send`, `{queue}--view`. */
+export const QUEUE_CLASSES = ["send", "view"] as const;
+
+/** A queue's part of its aliases' names: an alias name has no ".", so `.fifo` becomes `-fifo`. */
+export function aliasKey(queueName: string): string {
+  return queueName.replace(/\./g, "-");
+}
+
+/**
+ * Refuses two queues whose aliases would share a name (`jobs.fifo` and `jobs-fifo`), as
+ * `make deploy` does for SAM; names still tokens are left to CloudFormation.
+ */
+export function checkAliasKeys(names: string[]): void {
+  const seen = new Map<string, string>();
+  for (const name of names.filter((n) => !Token.isUnresolved(n))) {
+    const key = aliasKey(name);
+    const other = seen.get(key);
+    if (other !== undefined) {
+      throw new Error(
+        `SqsWaiter: queues '${other}' and '${name}' would share the aliases ${key}--send and ${key}--view ` +
+          "(an alias name has no '.'): rename one, or set queueAliases: false (the class aliases only)",
+      );
+    }
+    seen.set(key, name);
+  }
+}
+
+/** A queue's name where synth knows it: given, or the physical name of a queue it creates. */
+function literalName(queue: sqs.IQueue): string | undefined {
+  if (!Token.isUnresolved(queue.queueName)) {
+    return queue.queueName;
+  }
+  const physical = (queue.node.defaultChild as sqs.CfnQueue | undefined)?.queueName;
+  return physical && !Token.isUnresolved(physical) ? physical : undefined;
+}
+
+/**
+ * The class aliases of the enqueue function, and each queue's own (unless `perQueue` is false).
+ * Each follows `$LATEST` and costs nothing.
+ */
+export class EnqueueAliases extends Construct {
+  readonly byClass: Record<RightsClass, lambda.Alias>;
+  private readonly byQueue = new Map<string, Record<(typeof QUEUE_CLASSES)[number], lambda.Alias>>();
+
+  constructor(scope: Construct, id: string, fn: lambda.IFunction, queues: [string, sqs.IQueue][], perQueue: boolean) {
+    super(scope, id);
+    const alias = (aliasId: string, aliasName: string, description: string) =>
+      new lambda.Alias(this, aliasId, { aliasName, version: fn.latestVersion, description });
+    this.byClass = {
+      send: alias("send", "send", "sqs-waiter: the send class, every queue"),
+      view: alias("view", "view", "sqs-waiter: the view class, every queue"),
+      operate: alias("operate", "operate", "sqs-waiter: the operate class"),
+    };
+    if (!perQueue) {
+      return;
+    }
+    checkAliasKeys(queues.map(([, q]) => literalName(q) ?? q.queueName));
+    for (const [key, queue] of queues) {
+      // A name known only at deploy (a queue CloudFormation names) is mapped by CloudFormation:
+      // "." split out, "-" joined.
+      const literal = literalName(queue);
+      const name = literal === undefined ? Fn.join("-", Fn.split(".", queue.queueName)) : aliasKey(literal);
+      this.byQueue.set(key, {
+        send: alias(`${key}--send`, `${name}--send`, "sqs-waiter: the send class, one queue"),
+        view: alias(`${key}--view`, `${name}--view`, "sqs-waiter: the view class, one queue"),
+      });
+    }
+  }
+
+  /** The aliases of `cls` for `queues` (their keys), or the class's alias for every queue. */
+  aliasesFor(cls: (typeof QUEUE_CLASSES)[number], keys?: string[]): lambda.Alias[] {
+    if (keys === undefined) {
+      return [this.byClass[cls]];
+    }
+    return keys.map((key) => {
+      const own = this.byQueue.get(key);
+      if (!own) {
+        throw new Error(
+          `SqsWaiter: ${key} has no aliases of its own: it is not a managed queue, or queueAliases is false`,
+        );
+      }
+      return own[cls];
+    });
+  }
+}
+
+/**
+ * `lambda:InvokeFunction` on exactly these aliases' ARNs (`function:NAME:ALIAS`), never on
+ * `function:NAME` or `function:NAME:*` (which `grantInvoke` writes, aws-cdk #20177).
+ */
+export function grantInvokeOn(grantee: iam.IGrantable, aliases: lambda.Alias[]): iam.Grant {
+  return iam.Grant.addToPrincipal({
+    grantee,
+    actions: ["lambda:InvokeFunction"],
+    resourceArns: aliases.map((a) => a.functionArn),
+  });
+}
+
+/** `grantEnqueue`'s warning: it grants every action on every queue. */
+export function warnWideGrant(scope: Construct): void {
+  Annotations.of(scope).addWarningV2(
+    "sqs-waiter:grantEnqueue",
+    "grantEnqueue grants the unqualified function (every action, every queue, and every alias through " +
+      "function:NAME:*); grant a producer grantSend(role, queues), a viewer grantView, an operator grantOperate",
+  );
+}
