@@ -32,6 +32,7 @@ mod priority;
 mod repeat;
 mod reply;
 mod retry;
+pub mod rights;
 mod steer;
 
 pub use actions::{

@@ -14,80 +14,7 @@ use sqs_waiter_contract::ErrorType;
 
 use crate::config::{Config, QueueName};
 
-/// A class of rights, as an alias each (docs/security.md has the table).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
-    /// A producer's, and its consumers': schedule jobs and manage them one by one.
-    Send,
-    /// A viewer's: read, change nothing.
-    View,
-    /// An operator's: everything.
-    Operate,
-}
-
-impl Class {
-    pub const ALL: [Class; 3] = [Class::Send, Class::View, Class::Operate];
-
-    /// The alias name of the class for every queue, and the suffix of its per-queue aliases.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Class::Send => "send",
-            Class::View => "view",
-            Class::Operate => "operate",
-        }
-    }
-
-    fn parse(name: &str) -> Option<Class> {
-        Class::ALL.into_iter().find(|c| c.as_str() == name)
-    }
-
-    /// Whether the class may call `action` (a contract action's wire name).
-    pub fn allows(self, action: &str) -> bool {
-        RIGHTS
-            .iter()
-            .find(|(name, _)| *name == action)
-            .is_some_and(|(_, classes)| classes.contains(&self))
-    }
-}
-
-/// The one table of rights: each action of the contract and the classes that may call it.
-/// A new action is refused to every alias until it has its row here.
-pub const RIGHTS: &[(&str, &[Class])] = &[
-    ("enqueue", &[Class::Send, Class::Operate]),
-    ("get", &[Class::Send, Class::View, Class::Operate]),
-    ("cancel", &[Class::Send, Class::Operate]),
-    ("reschedule", &[Class::Send, Class::Operate]),
-    ("preview", &[Class::Send, Class::View, Class::Operate]),
-    ("retry", &[Class::Send, Class::Operate]),
-    ("replay", &[Class::Send, Class::Operate]),
-    ("list", &[Class::View, Class::Operate]),
-    ("stats", &[Class::View, Class::Operate]),
-    ("queues", &[Class::View, Class::Operate]),
-    ("list_parked", &[Class::View, Class::Operate]),
-    ("cancel_many", &[Class::Operate]),
-    ("redrive", &[Class::Operate]),
-    ("trigger", &[Class::Operate]),
-    ("pause", &[Class::Operate]),
-    ("resume", &[Class::Operate]),
-];
-
-/// Joins a queue's key and a class in a per-queue alias: `orders--send`.
-pub const QUEUE_CLASS_SEPARATOR: &str = "--";
-
-/// A queue's part of its aliases' names: an alias name is `[A-Za-z0-9_-]`, and a queue name is
-/// that and a FIFO queue's `.fifo`, which becomes `-fifo`. Two queues with one key (`jobs.fifo`
-/// and `jobs-fifo`) are refused at deploy time.
-pub fn alias_key(queue: &str) -> String {
-    queue.replace('.', "-")
-}
-
-/// The alias of `class` for `queue` (`None`: for every queue).
-pub fn alias_name(class: Class, queue: Option<&str>) -> String {
-    match queue {
-        Some(q) => format!("{}{QUEUE_CLASS_SEPARATOR}{}", alias_key(q), class.as_str()),
-        None => class.as_str().to_owned(),
-    }
-}
+pub use sqs_waiter_contract::rights::{alias_key, alias_name, class_alias, Class, QUEUE_CLASS_SEPARATOR, RIGHTS};
 
 /// What an invocation may do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,18 +43,13 @@ impl Rights {
         let none = || Rights::None {
             qualifier: qualifier.to_owned(),
         };
-        let (queue, class) = match qualifier.rsplit_once(QUEUE_CLASS_SEPARATOR) {
-            Some((key, class)) => {
-                let queue = config.queues.iter().find(|q| alias_key(q.as_str()) == key);
-                match (queue, Class::parse(class)) {
-                    (Some(q), Some(c)) => (Some(q.clone()), c),
-                    _ => return none(),
-                }
-            }
-            None => match Class::parse(qualifier) {
-                Some(c) => (None, c),
+        let (class, queue) = match class_alias(qualifier) {
+            Some((class, None)) => (class, None),
+            Some((class, Some(key))) => match config.queues.iter().find(|q| alias_key(q.as_str()) == key) {
+                Some(q) => (class, Some(q.clone())),
                 None => return none(),
             },
+            None => return none(),
         };
         Rights::Alias {
             alias: qualifier.to_owned(),
@@ -186,12 +108,7 @@ impl Rights {
 }
 
 fn allowed_actions(class: Class) -> String {
-    RIGHTS
-        .iter()
-        .filter(|(_, classes)| classes.contains(&class))
-        .map(|(name, _)| *name)
-        .collect::<Vec<_>>()
-        .join(", ")
+    class.actions().collect::<Vec<_>>().join(", ")
 }
 
 /// An action or a queue outside the invocation's alias. Nothing was stored or sent.
