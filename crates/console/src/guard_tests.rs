@@ -24,6 +24,7 @@ fn console(read_only: bool) -> Shared {
         token: "the-token".into(),
         csrf: "the-csrf".into(),
         read_only,
+        rights: None,
         port: PORT,
         region: None,
     })
@@ -157,4 +158,38 @@ fn what_a_page_shows_is_escaped() {
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{html}");
     assert!(html.contains("&lt;b&gt;title&lt;/b&gt;"));
     assert!(!html.contains("<script>alert"));
+}
+
+/// Issue 73: through a class alias the console offers only what the class allows (the function
+/// refuses the rest anyway), read from `--function NAME:ALIAS` or an ARN ending in the alias.
+#[test]
+fn through_an_alias_the_console_offers_only_its_class_actions() {
+    use sqs_waiter_client::rights::Class;
+    assert_eq!(crate::class_of("sqs-waiter-enqueue"), None);
+    assert_eq!(crate::class_of("sqs-waiter-enqueue:view"), Some(Class::View));
+    assert_eq!(crate::class_of("sqs-waiter-enqueue:orders--send"), Some(Class::Send));
+    assert_eq!(
+        crate::class_of("arn:aws:lambda:eu-west-1:123456789012:function:sqs-waiter-enqueue:operate"),
+        Some(Class::Operate)
+    );
+    assert_eq!(
+        crate::class_of("sqs-waiter-enqueue:live"),
+        None,
+        "no class: the function decides"
+    );
+    let with = |rights: Option<Class>| {
+        let mut c = Arc::try_unwrap(console(false)).ok().expect("one owner");
+        c.rights = rights;
+        c
+    };
+    let offered = |c: &Console| {
+        ["trigger", "pause", "cancel", "reschedule", "redrive", "cancel_many"]
+            .into_iter()
+            .filter(|a| !crate::layout::button(c, a, "/x", "x", None).into_string().is_empty())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(offered(&with(None)).len(), 6, "unqualified: everything");
+    assert_eq!(offered(&with(Some(Class::Send))), ["cancel", "reschedule"]);
+    assert!(offered(&with(Some(Class::View))).is_empty(), "a viewer changes nothing");
+    assert_eq!(offered(&with(Some(Class::Operate))).len(), 6);
 }

@@ -36,6 +36,9 @@ pub(crate) fn shell(c: &Console, title: &str, flash: Option<&str>, body: Markup)
                         @if c.read_only {
                             " " span.badge { "read-only" }
                         }
+                        @if let Some(class) = c.rights {
+                            " " span.badge { (class.as_str()) " alias" }
+                        }
                     }
                 }
                 main {
@@ -66,9 +69,10 @@ pub(crate) fn csrf(c: &Console) -> Markup {
 }
 
 /// A button that POSTs to `action`, asking first when `confirm` is given (the script asks; a
-/// page without script posts at once). None under `--read-only`.
-pub(crate) fn button(c: &Console, action: &str, label: &str, confirm: Option<&str>) -> Markup {
-    if c.read_only {
+/// page without script posts at once). None under `--read-only`, nor where the alias's class
+/// does not allow the contract action `right`.
+pub(crate) fn button(c: &Console, right: &str, action: &str, label: &str, confirm: Option<&str>) -> Markup {
+    if !c.may(right) {
         return html! {};
     }
     html! {

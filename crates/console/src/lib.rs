@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use axum::routing::{get, post};
 use axum::Router;
+use sqs_waiter_client::rights::{class_alias, Class};
 use sqs_waiter_client::Client;
 
 /// How the console is served.
@@ -39,8 +40,29 @@ pub(crate) struct Console {
     /// In every form; a POST without it is refused.
     pub csrf: String,
     pub read_only: bool,
+    /// The class of the alias `--function NAME:ALIAS` names (docs/security.md); `None`: the
+    /// unqualified function, every right.
+    pub rights: Option<Class>,
     pub port: u16,
     pub region: Option<String>,
+}
+
+impl Console {
+    /// Whether the console offers `action` (a contract action's wire name): not under
+    /// `--read-only`, and only what the alias's class allows (the function refuses the rest).
+    pub(crate) fn may(&self, action: &str) -> bool {
+        !self.read_only && self.rights.is_none_or(|class| class.allows(action))
+    }
+}
+
+/// The class of the alias a function name carries (`NAME:ALIAS`, or an ARN ending in one).
+pub(crate) fn class_of(function: &str) -> Option<Class> {
+    let qualifier = match function.split(':').collect::<Vec<_>>().as_slice() {
+        ["arn", _, "lambda", _, _, "function", _, qualifier] => *qualifier,
+        [_, qualifier] => *qualifier,
+        _ => return None,
+    };
+    class_alias(qualifier).map(|(class, _)| class)
 }
 
 pub(crate) type Shared = Arc<Console>;
@@ -84,11 +106,13 @@ fn first_url(port: u16, token: &str) -> String {
 pub async fn serve(client: Client, options: Options, ready: impl FnOnce(&str)) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, options.port))).await?;
     let port = listener.local_addr()?.port();
+    let rights = class_of(client.function_name());
     let state: Shared = Arc::new(Console {
         client,
         token: secret(),
         csrf: secret(),
         read_only: options.read_only,
+        rights,
         port,
         region: options.region.clone(),
     });

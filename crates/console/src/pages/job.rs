@@ -105,23 +105,25 @@ fn actions(c: &Shared, queue: &str, j: &JobReply) -> Markup {
             JobStatus::Scheduled => {
                 h2 { "Actions" }
                 p {
-                    (button(c, &at("trigger"), "Run now", Some("Send it now?")))
+                    (button(c, "trigger", &at("trigger"), "Run now", Some("Send it now?")))
                     @if j.paused == Some(true) {
-                        (button(c, &at("resume"), "Resume", None))
+                        (button(c, "resume", &at("resume"), "Resume", None))
                     } @else {
-                        (button(c, &at("pause"), "Pause", None))
+                        (button(c, "pause", &at("pause"), "Pause", None))
                     }
-                    (button(c, &at("cancel"), "Cancel", Some("Cancel this job?")))
+                    (button(c, "cancel", &at("cancel"), "Cancel", Some("Cancel this job?")))
                 }
-                form.filters method="post" action=(at("reschedule")) {
-                    (csrf(c))
-                    label { "due at (RFC 3339, or YYYY-MM-DDTHH:MM in UTC)" input name="at" required placeholder="2026-12-01T09:00:00Z"; }
-                    button type="submit" { "Reschedule" }
+                @if c.may("reschedule") {
+                    form.filters method="post" action=(at("reschedule")) {
+                        (csrf(c))
+                        label { "due at (RFC 3339, or YYYY-MM-DDTHH:MM in UTC)" input name="at" required placeholder="2026-12-01T09:00:00Z"; }
+                        button type="submit" { "Reschedule" }
+                    }
                 }
             }
             JobStatus::Parked => {
                 h2 { "Actions" }
-                p { (button(c, &at("redrive"), "Redrive", None)) (button(c, &at("cancel"), "Cancel", Some("Cancel this job?"))) }
+                p { (button(c, "redrive", &at("redrive"), "Redrive", None)) (button(c, "cancel", &at("cancel"), "Cancel", Some("Cancel this job?"))) }
             }
             _ => {}
         }

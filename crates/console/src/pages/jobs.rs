@@ -128,7 +128,7 @@ pub(crate) async fn page(State(c): State<Shared>, Path(queue): Path<String>, Que
             @if given(&f.cursor).is_some() { a href={(base) "?" (f.query(None))} { "First page" } }
             @if let Some(next) = &reply.cursor { a href={(base) "?" (f.query(Some(next)))} rel="next" { "Next page" } }
         }
-        @if f.status() == ListStatus::Scheduled && !c.read_only {
+        @if f.status() == ListStatus::Scheduled && c.may("cancel_many") {
             @if f.selects() {
                 p { a href={"/queues/" (enc(&queue)) "/cancel?" (f.query(None))} { "Cancel the jobs these filters select…" } }
             } @else {
@@ -208,8 +208,8 @@ pub(crate) async fn confirm_cancel(
     let v = |o: &Option<String>| o.clone().unwrap_or_default();
     let body = html! {
         p { (if capped { "At least " } else { "" }) strong #match-count { (n) } " scheduled jobs of " (queue) " match these filters." }
-        @if c.read_only {
-            p.muted { "The console is read-only." }
+        @if !c.may("cancel_many") {
+            p.muted { "The console is read-only, or its alias may not cancel many jobs." }
         } @else {
             form method="post" action={"/queues/" (enc(&queue)) "/cancel"} data-confirm={"Cancel " (n) " jobs?"} {
                 (csrf(&c))

@@ -62,9 +62,9 @@ pub(crate) async fn page_of(c: &Shared, flash: Option<&str>) -> Response {
                     a href={"/queues/" (enc(&q.queue)) "/jobs"} { "Jobs" } " · "
                     a href={"/queues/" (enc(&q.queue)) "/parked"} { "Parked" } " "
                     @if q.paused {
-                        (button(c, &format!("/queues/{}/resume", enc(&q.queue)), "Resume queue", None))
+                        (button(c, "resume", &format!("/queues/{}/resume", enc(&q.queue)), "Resume queue", None))
                     } @else {
-                        (button(c, &format!("/queues/{}/pause", enc(&q.queue)), "Pause queue",
+                        (button(c, "pause", &format!("/queues/{}/pause", enc(&q.queue)), "Pause queue",
                             Some("Pause the queue? Nothing of it is sent until it is resumed.")))
                     }
                 }
