@@ -64,14 +64,18 @@ def problems(queues, adopted, queue_aliases=True):
             ids[where][logical] = name
     # A queue's own aliases of enqueue are {key}--send and {key}--view, with "." as "-" (an alias
     # name has none): two queues of one key, in either list, would make one alias twice.
-    keys = {}
+    # Their resource ids keep only letters and digits, across both lists (a queue moved from one
+    # list to the other keeps its aliases).
+    keys, alias_ids = {}, {}
     for name, where in named if queue_aliases and not out else []:
-        key = name.replace(".", "-")
-        if key in keys:
-            out.append(f"{where}: '{name}' and '{keys[key]}' would share the aliases {key}--send and {key}--view "
-                       "(an alias name has no '.'): rename one queue, deploy them in separate stacks, or set "
+        key, logical = name.replace(".", "-"), "".join(c for c in name if c.isalnum())
+        if key in keys or logical in alias_ids:
+            other = keys.get(key, alias_ids.get(logical))
+            out.append(f"{where}: '{name}' and '{other}' would share the aliases {key}--send and {key}--view, or "
+                       f"their resource ids EnqueueSend{logical} and EnqueueView{logical} (an alias name has no '.', "
+                       "an id only letters and digits): rename one queue, deploy them in separate stacks, or set "
                        "QueueAliases=false (the class aliases only; docs/security.md)")
-        keys[key] = name
+        keys[key], alias_ids[logical] = name, name
     return out
 
 

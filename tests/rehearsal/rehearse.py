@@ -31,6 +31,7 @@ import shutil
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import cdk_stack
@@ -376,7 +377,10 @@ class Rehearsal:
               and any(a.startswith("EnqueueSend") for a in aliases),
               f"{stack}: the class aliases and each queue's own ({aliases})")
         producer = f"{enqueue}:{queue.replace('.', '-')}--send"
-        job = {"queue": queue, "job_id": "through-alias", "message_body": "through-alias", "delay_seconds": 3600}
+        # An id of its own each time: a stack is rehearsed more than once (a cancelled id's
+        # record makes a second enqueue of it a duplicate).
+        job_id = f"through-alias-{uuid.uuid4().hex[:8]}"
+        job = {"queue": queue, "job_id": job_id, "message_body": "through-alias", "delay_seconds": 3600}
         error, reply = rt.invoke(producer, job)
         check(error is None and reply.get("status") == "scheduled",
               f"{stack}: through {producer.split(':')[-1]} a job is scheduled on {queue} (got {error}: {reply})")
@@ -384,7 +388,7 @@ class Rehearsal:
         check(error is not None and reply.get("errorType") == "AccessDenied",
               f"{stack}: through {producer.split(':')[-1]} pause is refused AccessDenied (got {error}: {reply})")
         # The producer's own cancel leaves the queue as it was for the checks after this one.
-        error, reply = rt.invoke(producer, {"action": "cancel", "queue": queue, "job_id": "through-alias"})
+        error, reply = rt.invoke(producer, {"action": "cancel", "queue": queue, "job_id": job_id})
         check(error is None and reply.get("status") == "cancelled", f"{stack}: the producer cancels its job ({reply})")
 
     def deliver_held(self, rt, stack, queue, held):
