@@ -101,6 +101,9 @@ export class EnqueueAliases extends Construct {
  * `function:NAME` or `function:NAME:*` (which `grantInvoke` writes, aws-cdk #20177).
  */
 export function grantInvokeOn(grantee: iam.IGrantable, aliases: lambda.Alias[]): iam.Grant {
+  if (aliases.length === 0) {
+    throw new Error("SqsWaiter: a grant needs at least one queue (leave queues out for every queue)");
+  }
   return iam.Grant.addToPrincipal({
     grantee,
     actions: ["lambda:InvokeFunction"],

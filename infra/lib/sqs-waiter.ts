@@ -97,17 +97,17 @@ function autoscaling(
  * A queue's key for its table: its name when the app knows it (an imported queue, or a queue
  * given a physical name), else its construct id, which is as stable.
  */
-/** A queue's key, given as the queue or as its name. */
-function keyOf(queue: sqs.IQueue | string): string {
-  return typeof queue === "string" ? queue : queueKey(queue);
-}
-
 function queueKey(queue: sqs.IQueue): string {
   if (!Token.isUnresolved(queue.queueName)) {
     return queue.queueName;
   }
   const physical = (queue.node.defaultChild as sqs.CfnQueue | undefined)?.queueName;
   return physical && !Token.isUnresolved(physical) ? physical : queue.node.id;
+}
+
+/** A queue's key, given as the queue or as its name. */
+function keyOf(queue: sqs.IQueue | string): string {
+  return typeof queue === "string" ? queue : queueKey(queue);
 }
 
 export interface SqsWaiterProps {

@@ -82,6 +82,7 @@ test("queueAliases: false keeps the class aliases; two queues of one alias name 
   });
   Template.fromStack(stack).resourceCountIs("AWS::Lambda::Alias", 3);
   assert.throws(() => waiter.grantSend(new iam.AnyPrincipal(), ["orders"]), /orders has no aliases of its own/);
+  assert.throws(() => waiter.grantView(new iam.AnyPrincipal(), []), /a grant needs at least one queue/);
   const other = new Stack(newApp(), "T", { env: { account: "123456789012", region: "eu-west-1" } });
   const q = (name: string) => sqs.Queue.fromQueueArn(other, name, `arn:aws:sqs:eu-west-1:123456789012:${name}`);
   assert.throws(
@@ -94,4 +95,16 @@ test("queueAliases: false keeps the class aliases; two queues of one alias name 
       }),
     /'jobs.fifo' and 'jobs-fifo' would share the aliases jobs-fifo--send/,
   );
+});
+
+test("a queue CloudFormation names gets its aliases' names from CloudFormation, '.' as '-'", () => {
+  const stack = new Stack(newApp(), "U", { env: { account: "123456789012", region: "eu-west-1" } });
+  new SqsWaiter(stack, "Waiter", { queues: [new sqs.Queue(stack, "Unnamed")], enqueueCode: fakeCode(), pollerCode: fakeCode() });
+  const names = Object.values(Template.fromStack(stack).findResources("AWS::Lambda::Alias")).map((a: any) => a.Properties.Name);
+  const computed = names.filter((n: any) => typeof n !== "string");
+  assert.equal(computed.length, 2, JSON.stringify(names));
+  for (const n of computed) {
+    const text = JSON.stringify(n);
+    assert.ok(text.includes("Fn::Join") && text.includes("Fn::Split") && text.includes('"."'), text);
+  }
 });

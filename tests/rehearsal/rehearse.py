@@ -31,7 +31,6 @@ import shutil
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import cdk_stack
@@ -39,6 +38,7 @@ import midway
 import options
 from own_localstack import LocalStack
 from derive import BINARIES, BUCKET, REGION, derived_template, stripped_bootstrap, zipped_dir
+from aliases import through_aliases
 from roundtrip import Deliveries, RoundTrip, schedule_ref
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -366,30 +366,7 @@ class Rehearsal:
         schedule, enqueue = self.schedule(stack, res), self.physical(res, "EnqueueFunction")
         if schedule and check(enqueue, f"{stack}: an enqueue function to run"):
             rt.round_trip(stack, enqueue, schedule, queue, STORED_DELAY_S)
-            self.through_aliases(rt, stack, res, enqueue, queue)
-
-    def through_aliases(self, rt, stack, res, enqueue, queue):
-        """The stack's class aliases and the queue's own (issue 73): LocalStack hands the
-        function the alias the caller named, and the function allows a producer's alias of the
-        queue its jobs there, and refuses it an operator's action."""
-        aliases = sorted(r["LogicalResourceId"] for r in res.values() if r["ResourceType"] == "AWS::Lambda::Alias")
-        check({"EnqueuesendAlias", "EnqueueviewAlias", "EnqueueoperateAlias"} <= set(aliases)
-              and any(a.startswith("EnqueueSend") for a in aliases),
-              f"{stack}: the class aliases and each queue's own ({aliases})")
-        producer = f"{enqueue}:{queue.replace('.', '-')}--send"
-        # An id of its own each time: a stack is rehearsed more than once (a cancelled id's
-        # record makes a second enqueue of it a duplicate).
-        job_id = f"through-alias-{uuid.uuid4().hex[:8]}"
-        job = {"queue": queue, "job_id": job_id, "message_body": "through-alias", "delay_seconds": 3600}
-        error, reply = rt.invoke(producer, job)
-        check(error is None and reply.get("status") == "scheduled",
-              f"{stack}: through {producer.split(':')[-1]} a job is scheduled on {queue} (got {error}: {reply})")
-        error, reply = rt.invoke(producer, {"action": "pause", "queue": queue})
-        check(error is not None and reply.get("errorType") == "AccessDenied",
-              f"{stack}: through {producer.split(':')[-1]} pause is refused AccessDenied (got {error}: {reply})")
-        # The producer's own cancel leaves the queue as it was for the checks after this one.
-        error, reply = rt.invoke(producer, {"action": "cancel", "queue": queue, "job_id": job_id})
-        check(error is None and reply.get("status") == "cancelled", f"{stack}: the producer cancels its job ({reply})")
+            through_aliases(rt, stack, res, enqueue, queue, check)
 
     def deliver_held(self, rt, stack, queue, held):
         """Jobs stored before the stack changed, delivered by the stack's next poller run (late,

@@ -24,7 +24,7 @@ fn console(read_only: bool) -> Shared {
         token: "the-token".into(),
         csrf: "the-csrf".into(),
         read_only,
-        rights: None,
+        rights: crate::Offered::All,
         port: PORT,
         region: None,
     })
@@ -164,20 +164,28 @@ fn what_a_page_shows_is_escaped() {
 /// refuses the rest anyway), read from `--function NAME:ALIAS` or an ARN ending in the alias.
 #[test]
 fn through_an_alias_the_console_offers_only_its_class_actions() {
+    use crate::Offered;
     use sqs_waiter_client::rights::Class;
-    assert_eq!(crate::class_of("sqs-waiter-enqueue"), None);
-    assert_eq!(crate::class_of("sqs-waiter-enqueue:view"), Some(Class::View));
-    assert_eq!(crate::class_of("sqs-waiter-enqueue:orders--send"), Some(Class::Send));
+    assert_eq!(crate::class_of("sqs-waiter-enqueue"), Offered::All);
+    assert_eq!(crate::class_of("sqs-waiter-enqueue:view"), Offered::Class(Class::View));
+    assert_eq!(
+        crate::class_of("sqs-waiter-enqueue:orders--send"),
+        Offered::Class(Class::Send)
+    );
     assert_eq!(
         crate::class_of("arn:aws:lambda:eu-west-1:123456789012:function:sqs-waiter-enqueue:operate"),
-        Some(Class::Operate)
+        Offered::Class(Class::Operate)
+    );
+    assert_eq!(
+        crate::class_of("123456789012:function:sqs-waiter-enqueue:view"),
+        Offered::Class(Class::View)
     );
     assert_eq!(
         crate::class_of("sqs-waiter-enqueue:live"),
-        None,
-        "no class: the function decides"
+        Offered::Nothing,
+        "the function refuses it all"
     );
-    let with = |rights: Option<Class>| {
+    let with = |rights: Offered| {
         let mut c = Arc::try_unwrap(console(false)).ok().expect("one owner");
         c.rights = rights;
         c
@@ -188,8 +196,12 @@ fn through_an_alias_the_console_offers_only_its_class_actions() {
             .filter(|a| !crate::layout::button(c, a, "/x", "x", None).into_string().is_empty())
             .collect::<Vec<_>>()
     };
-    assert_eq!(offered(&with(None)).len(), 6, "unqualified: everything");
-    assert_eq!(offered(&with(Some(Class::Send))), ["cancel", "reschedule"]);
-    assert!(offered(&with(Some(Class::View))).is_empty(), "a viewer changes nothing");
-    assert_eq!(offered(&with(Some(Class::Operate))).len(), 6);
+    assert_eq!(offered(&with(Offered::All)).len(), 6, "unqualified: everything");
+    assert_eq!(offered(&with(Offered::Class(Class::Send))), ["cancel", "reschedule"]);
+    assert!(
+        offered(&with(Offered::Class(Class::View))).is_empty(),
+        "a viewer changes nothing"
+    );
+    assert_eq!(offered(&with(Offered::Class(Class::Operate))).len(), 6);
+    assert!(offered(&with(Offered::Nothing)).is_empty(), "an alias without rights");
 }

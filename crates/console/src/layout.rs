@@ -36,8 +36,10 @@ pub(crate) fn shell(c: &Console, title: &str, flash: Option<&str>, body: Markup)
                         @if c.read_only {
                             " " span.badge { "read-only" }
                         }
-                        @if let Some(class) = c.rights {
-                            " " span.badge { (class.as_str()) " alias" }
+                        @match c.rights {
+                            crate::Offered::Class(class) => { " " span.badge { (class.as_str()) " alias" } }
+                            crate::Offered::Nothing => { " " span.badge { "an alias without rights" } }
+                            crate::Offered::All => {}
                         }
                     }
                 }

@@ -40,9 +40,8 @@ pub(crate) struct Console {
     /// In every form; a POST without it is refused.
     pub csrf: String,
     pub read_only: bool,
-    /// The class of the alias `--function NAME:ALIAS` names (docs/security.md); `None`: the
-    /// unqualified function, every right.
-    pub rights: Option<Class>,
+    /// What the alias `--function NAME:ALIAS` names allows (docs/security.md).
+    pub rights: Offered,
     pub port: u16,
     pub region: Option<String>,
 }
@@ -51,18 +50,36 @@ impl Console {
     /// Whether the console offers `action` (a contract action's wire name): not under
     /// `--read-only`, and only what the alias's class allows (the function refuses the rest).
     pub(crate) fn may(&self, action: &str) -> bool {
-        !self.read_only && self.rights.is_none_or(|class| class.allows(action))
+        !self.read_only
+            && match self.rights {
+                Offered::All => true,
+                Offered::Class(class) => class.allows(action),
+                Offered::Nothing => false,
+            }
     }
 }
 
-/// The class of the alias a function name carries (`NAME:ALIAS`, or an ARN ending in one).
-pub(crate) fn class_of(function: &str) -> Option<Class> {
+/// What the function, called as the console names it, lets the console offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Offered {
+    /// The unqualified function: everything.
+    All,
+    /// Through a class alias: that class's actions.
+    Class(Class),
+    /// Through a version or an alias outside the scheme: nothing (the function refuses all).
+    Nothing,
+}
+
+/// What the alias a function name carries allows: a name, `NAME:ALIAS`, a partial ARN
+/// (`ACCOUNT:function:NAME[:ALIAS]`) or an ARN.
+pub(crate) fn class_of(function: &str) -> Offered {
     let qualifier = match function.split(':').collect::<Vec<_>>().as_slice() {
-        ["arn", _, "lambda", _, _, "function", _, qualifier] => *qualifier,
-        [_, qualifier] => *qualifier,
-        _ => return None,
+        ["arn", _, "lambda", _, _, "function", _, qualifier] | [_, "function", _, qualifier] | [_, qualifier] => {
+            *qualifier
+        }
+        _ => return Offered::All,
     };
-    class_alias(qualifier).map(|(class, _)| class)
+    class_alias(qualifier).map_or(Offered::Nothing, |(class, _)| Offered::Class(class))
 }
 
 pub(crate) type Shared = Arc<Console>;

@@ -91,7 +91,11 @@ pub fn alias_name(class: Class, queue: Option<&str>) -> String {
 pub fn class_alias(alias: &str) -> Option<(Class, Option<&str>)> {
     match alias.rsplit_once(QUEUE_CLASS_SEPARATOR) {
         Some(("", _)) => None,
-        Some((key, class)) => Class::parse(class).map(|c| (c, Some(key))),
+        // A queue's own aliases are its producer's and its viewer's; an operator's is the
+        // stack's `operate` alone.
+        Some((key, class)) => Class::parse(class)
+            .filter(|c| *c != Class::Operate)
+            .map(|c| (c, Some(key))),
         None => Class::parse(alias).map(|c| (c, None)),
     }
 }
@@ -108,10 +112,18 @@ mod tests {
             Some((Class::View, Some("billing-fifo")))
         );
         assert_eq!(
-            class_alias(&alias_name(Class::Operate, Some("a.fifo"))),
-            Some((Class::Operate, Some("a-fifo")))
+            class_alias(&alias_name(Class::Send, Some("a.fifo"))),
+            Some((Class::Send, Some("a-fifo")))
         );
-        for other in ["live", "7", "$LATEST", "--send", "orders--write", "orders-send"] {
+        for other in [
+            "live",
+            "7",
+            "$LATEST",
+            "--send",
+            "orders--write",
+            "orders-send",
+            "orders--operate",
+        ] {
             assert_eq!(class_alias(other), None, "{other}");
         }
         assert!(

@@ -16,6 +16,11 @@ use crate::config::{Config, QueueName};
 
 pub use sqs_waiter_contract::rights::{alias_key, alias_name, class_alias, Class, QUEUE_CLASS_SEPARATOR, RIGHTS};
 
+/// The actions that name no single queue: a batch (each job is checked), `queues` (filtered to
+/// an alias's queue) and the preview of a rule (computed, nothing read). Any other action
+/// without a queue is refused to a queue's alias.
+const QUEUELESS: &[&str] = &["enqueue", "queues", "preview"];
+
 /// What an invocation may do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rights {
@@ -38,7 +43,12 @@ impl Rights {
         let parts: Vec<&str> = invoked.split(':').collect();
         let qualifier = match parts.as_slice() {
             ["arn", _, "lambda", _, _, "function", _, qualifier] => *qualifier,
-            _ => return Rights::Full,
+            ["arn", _, "lambda", _, _, "function", _] => return Rights::Full,
+            // No ARN at all: local tooling (lambda_runtime's placeholder when the header is
+            // missing, cargo lambda watch's `function-arn`); Lambda always sends one.
+            _ if !invoked.starts_with("arn:") => return Rights::Full,
+            // An ARN of another shape is none Lambda sends: no rights, rather than every right.
+            _ => invoked,
         };
         let none = || Rights::None {
             qualifier: qualifier.to_owned(),
@@ -83,9 +93,24 @@ impl Rights {
                 }
                 match (only, queue) {
                     (Some(only), Some(q)) if only != q => Err(denied(format!("it serves queue {only} only"))),
+                    (Some(only), None) if !QUEUELESS.contains(&action) => {
+                        Err(denied(format!("it serves queue {only} only")))
+                    }
                     _ => Ok(()),
                 }
             }
+        }
+    }
+
+    /// Whether the class may call `action` at all, whatever the queue: checked before the
+    /// request is parsed, so that a call outside its class learns nothing of the stack (which
+    /// queues it serves) from a refusal of its fields.
+    pub fn check_action(&self, action: &str) -> Result<(), AccessDenied> {
+        match self {
+            Rights::Full => Ok(()),
+            Rights::Alias { class, .. } if class.allows(action) => Ok(()),
+            // Refused: no rights, or not the class's (whatever the queue).
+            _ => self.check(action, None),
         }
     }
 

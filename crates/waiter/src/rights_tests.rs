@@ -75,8 +75,10 @@ fn every_action_of_the_contract_has_its_row_and_each_class_its_rights() {
         assert_eq!(parsed.action(), name, "{request}");
         seen.push(name);
         for (class, allowed) in Class::ALL.into_iter().zip(expected(name)) {
-            // For every queue, and for this request's queue (or none).
-            for alias in [alias_name(class, None), alias_name(class, Some("orders"))] {
+            // For every queue, and for this request's queue (or none); an operator's alias is
+            // the stack's alone.
+            let own = (class != Class::Operate).then(|| alias_name(class, Some("orders")));
+            for alias in [Some(alias_name(class, None)), own].into_iter().flatten() {
                 let got = rights(Some(&alias)).check(parsed.action(), parsed.queue());
                 assert_eq!(got.is_ok(), allowed, "{alias} {name}: {got:?}");
             }
@@ -86,6 +88,14 @@ fn every_action_of_the_contract_has_its_row_and_each_class_its_rights() {
             Ok(()),
             "unqualified: everything"
         );
+        // Another queue's aliases never reach this one's jobs, whatever their class.
+        if parsed.queue().is_some() {
+            for class in [Class::Send, Class::View] {
+                let other = alias_name(class, Some("billing.fifo"));
+                let got = rights(Some(&other)).check(parsed.action(), parsed.queue());
+                assert!(got.is_err(), "{other} {name} on orders: {got:?}");
+            }
+        }
     }
     let mut table: Vec<&str> = RIGHTS.iter().map(|(name, _)| *name).collect();
     table.sort_unstable();
@@ -120,17 +130,37 @@ fn a_queues_alias_serves_that_queue_only_and_other_qualifiers_nothing() {
         "{pause}"
     );
     // A version, `$LATEST`, an alias the stack did not make, a queue it does not serve: nothing.
-    for qualifier in ["7", "$LATEST", "live", "stock--send", "orders--write", "--send"] {
+    for qualifier in [
+        "7",
+        "$LATEST",
+        "live",
+        "stock--send",
+        "orders--write",
+        "--send",
+        "orders--operate",
+    ] {
         let r = rights(Some(qualifier));
         assert!(matches!(r, Rights::None { .. }), "{qualifier}: {r:?}");
         assert!(r.check("get", Some(&orders)).is_err(), "{qualifier}");
     }
-    // No ARN at all (local tooling without the header): as unqualified.
-    let local = Rights::of_invoked_arn(
-        "No header lambda-runtime-invoked-function-arn found.",
-        &config("orders", &[]),
-    );
-    assert_eq!(local, Rights::Full);
+    // No ARN at all (local tooling: lambda_runtime's placeholder without the header, cargo
+    // lambda watch's `function-arn`): as unqualified.
+    let of = |arn: &str| Rights::of_invoked_arn(arn, &config("orders", &[]));
+    assert_eq!(of("No header lambda-runtime-invoked-function-arn found."), Rights::Full);
+    assert_eq!(of(""), Rights::Full);
+    assert_eq!(of("function-arn"), Rights::Full);
+    assert_eq!(of("arn:aws-cn:lambda:cn-north-1:123456789012:function:f"), Rights::Full);
+    // An ARN of another shape is none Lambda sends: no rights, never every right.
+    for odd in [
+        "arn:aws:lambda:us-east-1:1:function:f:a:b",
+        "arn:aws:s3:::bucket",
+        "arn:",
+    ] {
+        assert!(matches!(of(odd), Rights::None { .. }), "{odd}: {:?}", of(odd));
+    }
+    // A queue's alias may call no queue-less action but a batch, `queues` and a rule's preview.
+    assert!(send_orders.check("list", None).is_err(), "list with no queue");
+    assert_eq!(send_orders.check("preview", None), Ok(()));
 }
 
 async fn as_alias(w: &TestWaiter, alias: &str, request: Value) -> Result<Value, crate::error::HandlerError> {
@@ -192,4 +222,16 @@ async fn the_function_refuses_what_its_alias_does_not_allow_in_each_job_of_a_bat
     assert_eq!(q["queues"][0]["queue"], "billing.fifo", "{q}");
     assert_eq!(store.len(), 1, "nothing else stored");
     assert!(queue.sent().is_empty(), "nothing sent");
+    let queues = call(&w, json!({"action": "queues"})).await;
+    assert!(
+        queues["queues"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .all(|q| q["paused"] == false),
+        "the refused pause paused nothing: {queues}"
+    );
+    // Refused by its class before its fields are read: no queue names learnt from the refusal.
+    let e = as_alias(&w, "orders--send", json!({"action": "pause", "queue": "secret-queue"})).await;
+    assert_eq!(e.expect_err("refused").error_type(), "AccessDenied");
 }

@@ -60,6 +60,8 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         let cut = deadline - DEADLINE_MARGIN;
         // This request's pause checks, shared by its jobs (ports::pause).
         let gate = &PauseGate::new();
+        // The class first, by the action as given (no action is an enqueue), then the queue.
+        rights.check_action(event.get("action").and_then(Value::as_str).unwrap_or("enqueue"))?;
         let request = parse_request(event, &self.config, now)?.traced(trace);
         rights.check(request.action(), request.queue())?;
         match request {

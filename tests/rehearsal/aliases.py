@@ -1,0 +1,38 @@
+"""The enqueue function's class aliases in a deployed stack (issue 73): LocalStack hands the
+function the alias the caller named, by `NAME:ALIAS` and by `Qualifier`, and the function allows
+a producer's alias of a queue its jobs there and refuses it the rest."""
+
+import json
+import uuid
+
+
+def through_aliases(rt, stack, res, enqueue, queue, check):
+    """The stack's class aliases and the queue's own (issue 73): LocalStack hands the
+    function the alias the caller named, and the function allows a producer's alias of the
+    queue its jobs there, and refuses it an operator's action."""
+    aliases = sorted(r["LogicalResourceId"] for r in res.values() if r["ResourceType"] == "AWS::Lambda::Alias")
+    check({"EnqueuesendAlias", "EnqueueviewAlias", "EnqueueoperateAlias"} <= set(aliases)
+          and any(a.startswith("EnqueueSend") for a in aliases),
+          f"{stack}: the class aliases and each queue's own ({aliases})")
+    producer = f"{enqueue}:{queue.replace('.', '-')}--send"
+    # An id of its own each time: a stack is rehearsed more than once (a cancelled id's
+    # record makes a second enqueue of it a duplicate).
+    job_id = f"through-alias-{uuid.uuid4().hex[:8]}"
+    job = {"queue": queue, "job_id": job_id, "message_body": "through-alias", "delay_seconds": 3600}
+    error, reply = rt.invoke(producer, job)
+    check(error is None and reply.get("status") == "scheduled",
+          f"{stack}: through {producer.split(':')[-1]} a job is scheduled on {queue} (got {error}: {reply})")
+    error, reply = rt.invoke(producer, {"action": "pause", "queue": queue})
+    check(error is not None and reply.get("errorType") == "AccessDenied",
+          f"{stack}: through {producer.split(':')[-1]} pause is refused AccessDenied (got {error}: {reply})")
+    # The same alias named by `Qualifier` beside the unqualified name (docs/security.md):
+    # `stats`, which a producer may not call and the unqualified function may.
+    out = rt.lam.invoke(FunctionName=enqueue, Qualifier=producer.split(":")[-1],
+                        Payload=json.dumps({"action": "stats", "queue": queue}).encode())
+    reply = json.loads(out["Payload"].read() or b"{}")
+    check(bool(out.get("FunctionError")) and reply.get("errorType") == "AccessDenied",
+          f"{stack}: with Qualifier={producer.split(':')[-1]} too, stats is refused AccessDenied "
+          f"(got {out.get('FunctionError')}: {reply})")
+    # The producer's own cancel leaves the queue as it was for the checks after this one.
+    error, reply = rt.invoke(producer, {"action": "cancel", "queue": queue, "job_id": job_id})
+    check(error is None and reply.get("status") == "cancelled", f"{stack}: the producer cancels its job ({reply})")
