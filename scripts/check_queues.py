@@ -35,7 +35,7 @@ import iam_budget
 SQS_NAME = re.compile(r"^[A-Za-z0-9_-]{1,75}(\.fifo)?$|^[A-Za-z0-9_-]{1,80}$")
 
 
-def problems(queues, adopted, queue_aliases=True):
+def problems(queues, adopted):
     out = []
     named = [(q, "QUEUES") for q in queues] + [(q, "ADOPT") for q in adopted]
     if not named:
@@ -62,20 +62,9 @@ def problems(queues, adopted, queue_aliases=True):
                        "stacks")
         else:
             ids[where][logical] = name
-    # A queue's own aliases of enqueue are {key}--send and {key}--view, with "." as "-" (an alias
-    # name has none): two queues of one key, in either list, would make one alias twice.
-    # Their resource ids keep only letters and digits, across both lists (a queue moved from one
-    # list to the other keeps its aliases).
-    keys, alias_ids = {}, {}
-    for name, where in named if queue_aliases and not out else []:
-        key, logical = name.replace(".", "-"), "".join(c for c in name if c.isalnum())
-        if key in keys or logical in alias_ids:
-            other = keys.get(key, alias_ids.get(logical))
-            out.append(f"{where}: '{name}' and '{other}' would share the aliases {key}--send and {key}--view, or "
-                       f"their resource ids EnqueueSend{logical} and EnqueueView{logical} (an alias name has no '.', "
-                       "an id only letters and digits): rename one queue, deploy them in separate stacks, or set "
-                       "QueueAliases=false (the class aliases only; docs/security.md)")
-        keys[key], alias_ids[logical] = name, name
+    # A created queue's own aliases of enqueue are {key}--send and {key}--view, with "." as "-":
+    # two created queues of one key (jobs.fifo, jobs-fifo) are refused above already, as their
+    # ids keep only letters and digits; an adopted queue has no aliases of its own.
     return out
 
 
@@ -125,9 +114,7 @@ def main(argv):
         args.kms_keys = overrides.get("QueueKmsKeyArns", (current or {}).get("QueueKmsKeyArns", args.kms_keys))
         args.table_key = overrides.get("TableKmsKeyArn", (current or {}).get("TableKmsKeyArn", args.table_key))
         args.scope = overrides.get("TableScope", (current or {}).get("TableScope", "prefix"))
-    aliases = (overrides.get("QueueAliases", (current or {}).get("QueueAliases", "true"))
-               if args.params is not None else "true")
-    found = problems(queues, adopted, aliases == "true")
+    found = problems(queues, adopted)
     if args.scope == "stack" and args.prefix != "sqs-waiter-":
         found.append(f"TablePrefix ({args.prefix}) is given with TableScope=stack, whose tables are {args.stack}.{{queue}}: "
                      "leave TablePrefix out (docs/tables.md \"Table scope\")")
