@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::config::QueueName;
 use crate::job::AttributeData;
 use crate::poller::RunSummary;
-use crate::ports::{Clock, EntryOutcome, OutgoingMessage, Partition};
+use crate::ports::{Clock, Partition};
 use crate::testing::{call, dispatcher_for, schedule, test_waiter, FakeQueue, TestWaiter};
 
 /// One shard and no lookahead: nothing is handed over ahead of its time, and only the runs and
@@ -209,13 +209,7 @@ async fn redrive_of_a_parked_job_past_its_expires_at_drops_it_as_expired_not_sen
     let (w, _, queue, clock) = test_waiter("orders", &SETTINGS);
     expiring(&w, "p", 3600, 3660).await;
     expiring(&w, "q", 3600, 86_400).await;
-    *queue.entry_fault.lock().expect("the fault's lock") = Some(Box::new(|_: &OutgoingMessage| {
-        Some(EntryOutcome::Failed {
-            code: "InvalidParameterValue".into(),
-            message: "refused".into(),
-            sender_fault: true,
-        })
-    }));
+    queue.refuse_every_message();
     clock.advance(TimeDelta::seconds(3601));
     let s = run(&w).await;
     assert_eq!((s.parked, s.dispatched), (2, 0), "{s:?}");

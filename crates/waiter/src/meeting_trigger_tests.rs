@@ -6,7 +6,7 @@
 use chrono::TimeDelta;
 use serde_json::{json, Value};
 
-use crate::ports::{Clock, EntryOutcome, OutgoingMessage};
+use crate::ports::Clock;
 use crate::testing::*;
 use sqs_waiter_contract::{ATTEMPT_ATTRIBUTE, JOB_ID_ATTRIBUTE};
 
@@ -47,17 +47,6 @@ fn retry(id: &str, attempt: u64, body: &str) -> Value {
 
 fn replay(id: &str) -> Value {
     json!({"action": "replay", "queue": "orders", "job_id": id})
-}
-
-/// SQS refuses every message for good from now on (a `SenderFault`).
-fn refuse_everything(queue: &FakeQueue) {
-    *queue.entry_fault.lock().unwrap() = Some(Box::new(|_: &OutgoingMessage| {
-        Some(EntryOutcome::Failed {
-            code: "InvalidParameterValue".into(),
-            message: "refused".into(),
-            sender_fault: true,
-        })
-    }));
 }
 
 /// The ids `list_parked` shows.
@@ -226,7 +215,7 @@ async fn an_extra_occurrence_is_replayed_from_its_retrys_record_under_an_id_that
 async fn a_triggered_job_that_sqs_refuses_is_parked_and_redriven() {
     let (w, _, queue, clock) = test_waiter("orders", &[NO_LOOKAHEAD, ONE_SHARD]);
     schedule(&w, "a", 3600).await;
-    refuse_everything(&queue);
+    queue.refuse_every_message();
     let r = trigger(&w, "a").await;
     assert_eq!(
         (r["status"].as_str(), r["job_id"].as_str(), r["error"]["code"].as_str()),
@@ -255,7 +244,7 @@ async fn a_triggered_job_that_sqs_refuses_is_parked_and_redriven() {
 async fn a_triggered_extra_occurrence_that_sqs_refuses_is_parked_alone_and_trigger_says_so() {
     let (w, _, queue, clock) = test_waiter("orders", &[NO_LOOKAHEAD, ONE_SHARD]);
     let next = hourly(&w).await["perform_at"].clone();
-    refuse_everything(&queue);
+    queue.refuse_every_message();
     let answer = trigger(&w, "s").await;
     assert!(queue.sent().is_empty());
     let parked = parked_ids(&w).await;

@@ -12,7 +12,7 @@ use sqs_waiter_contract::{Window, JOB_ID_ATTRIBUTE, PRIORITY_ATTRIBUTE, WEIGHT_A
 
 use crate::job::{number_in, AttributeData};
 use crate::poller::RunSummary;
-use crate::ports::{Clock, EntryOutcome, OutgoingMessage};
+use crate::ports::Clock;
 use crate::testing::*;
 use crate::time::format_rfc3339;
 use crate::windows::Windows;
@@ -112,17 +112,6 @@ fn assert_first_within_the_budget(sent: &[Sent], first: &str) {
         (Some(5), Some(3)),
         "{m:?}"
     );
-}
-
-/// SQS refuses every message for good (a sender fault): a run parks what it sends.
-fn refuse_every_message(queue: &FakeQueue) {
-    *queue.entry_fault.lock().unwrap() = Some(Box::new(|_: &OutgoingMessage| {
-        Some(EntryOutcome::Failed {
-            code: "InvalidParameterValue".into(),
-            message: "bad".into(),
-            sender_fault: true,
-        })
-    }));
 }
 
 /// P39 windows × debounce: an `extend` takes the call's time inside the stored job's windows
@@ -359,7 +348,7 @@ async fn a_redriven_windowed_job_is_sent_only_inside_its_windows() {
     for id in ["in", "out"] {
         call(&w, windowed(id, clock.now() + TimeDelta::seconds(10), "09:00", "09:01")).await;
     }
-    refuse_every_message(&queue);
+    queue.refuse_every_message();
     tokio::time::sleep(Duration::from_secs(11)).await;
     assert_eq!(run(&w, &clock).await.parked, 2);
     *queue.entry_fault.lock().unwrap() = None;
@@ -512,7 +501,7 @@ async fn a_redriven_job_keeps_its_priority_and_weight_under_the_rate() {
     )
     .await;
     assert_eq!(r["status"], "scheduled", "{r}");
-    refuse_every_message(&queue);
+    queue.refuse_every_message();
     tokio::time::sleep(Duration::from_secs(11)).await;
     assert_eq!(run(&w, &clock).await.parked, 1);
     *queue.entry_fault.lock().unwrap() = None;

@@ -114,13 +114,7 @@ async fn an_occurrence_parked_ahead_of_its_instant_and_redriven_before_it_is_not
                "repeat": {"every_s": 3600}}),
     )
     .await;
-    *queue.entry_fault.lock().unwrap() = Some(Box::new(|_: &OutgoingMessage| {
-        Some(EntryOutcome::Failed {
-            code: "InvalidParameterValue".into(),
-            message: "refused".into(),
-            sender_fault: true,
-        })
-    }));
+    queue.refuse_every_message();
     let s = run(&w, &clock).await;
     assert_eq!(s.parked, 1, "parked ahead of its instant: {s:?}");
     *queue.entry_fault.lock().unwrap() = None;

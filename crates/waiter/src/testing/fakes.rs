@@ -62,6 +62,18 @@ impl FakeQueue {
     pub fn as_sender(&self, sender: &'static str) -> Self {
         Self { sender, ..self.clone() }
     }
+
+    /// From now on, SQS refuses every message for good (`InvalidParameterValue`, the sender's
+    /// fault): the poller parks them. `entry_fault = None` ends it.
+    pub fn refuse_every_message(&self) {
+        *self.entry_fault.lock().unwrap() = Some(Box::new(|_: &OutgoingMessage| {
+            Some(EntryOutcome::Failed {
+                code: "InvalidParameterValue".into(),
+                message: "refused".into(),
+                sender_fault: true,
+            })
+        }));
+    }
 }
 
 #[async_trait]
