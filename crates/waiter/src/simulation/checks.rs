@@ -25,11 +25,7 @@ pub(super) fn check(
             continue;
         };
         let arrival = s.at + TimeDelta::seconds(i64::from(s.message.delay_seconds.unwrap_or(0)));
-        let clock_error = if s.by == super::deploys::ENQUEUE {
-            clock_error
-        } else {
-            TimeDelta::zero()
-        };
+        let clock_error = super::deploys::error_of(s, clock_error);
         if let Some(due) = e.perform_at {
             if arrival + clock_error < due {
                 out.violations.push(format!("{id}: early by {:?}", due - arrival));

@@ -18,6 +18,16 @@ pub(super) type SimStore = FaultyStore<MemStore>;
 /// The sender name of `enqueue`'s sends (its direct path, `trigger`'s and `reschedule`'s
 /// hand-overs): those are timed by its clock.
 pub(super) const ENQUEUE: &str = "enqueue";
+
+/// How far off the clock that timed `s` may read: `clock_error` for what `enqueue` sent,
+/// nothing for the poller's sends (timed by the true clock).
+pub(super) fn error_of(s: &crate::testing::Sent, clock_error: TimeDelta) -> TimeDelta {
+    if s.by == ENQUEUE {
+        clock_error
+    } else {
+        TimeDelta::zero()
+    }
+}
 pub(super) type SimQueue = FaultyQueue<FakeQueue>;
 
 pub(super) struct Deployment {

@@ -301,11 +301,7 @@ pub(super) fn check(out: &mut Outcome, retries: &Retries, sent: &[Sent], clock_e
             .into_iter()
             .flatten();
         if let Some(due) = dues.min() {
-            let clock_error = if s.by == super::deploys::ENQUEUE {
-                clock_error
-            } else {
-                TimeDelta::zero()
-            };
+            let clock_error = super::deploys::error_of(s, clock_error);
             if at + clock_error < due {
                 out.violations
                     .push(format!("{} attempt {attempt}: early by {:?}", key.0, due - at));
