@@ -38,7 +38,7 @@ export function checkAliasKeys(names: string[]): void {
 }
 
 /** A queue's name where synth knows it: given, or the physical name of a queue it creates. */
-function literalName(queue: sqs.IQueue): string | undefined {
+export function literalName(queue: sqs.IQueue): string | undefined {
   if (!Token.isUnresolved(queue.queueName)) {
     return queue.queueName;
   }

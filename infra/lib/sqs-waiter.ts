@@ -1,4 +1,4 @@
-import { Duration, Fn, RemovalPolicy, Stack, Token, Validations } from "aws-cdk-lib";
+import { Duration, Fn, RemovalPolicy, Stack, Validations } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as iam from "aws-cdk-lib/aws-iam";
@@ -23,7 +23,7 @@ import {
   TABLE_QUOTA,
 } from "./checks.ts";
 import { createAlarms } from "./alarms.ts";
-import { EnqueueAliases, grantInvokeOn, warnWideGrant } from "./aliases.ts";
+import { EnqueueAliases, grantInvokeOn, literalName, warnWideGrant } from "./aliases.ts";
 import { placeAllowList } from "./allow-list.ts";
 import { grantQueueAccess, grantTableKey, INDEX_NAME } from "./grants.ts";
 import { inRange } from "./ranges.ts";
@@ -98,11 +98,7 @@ function autoscaling(
  * given a physical name), else its construct id, which is as stable.
  */
 function queueKey(queue: sqs.IQueue): string {
-  if (!Token.isUnresolved(queue.queueName)) {
-    return queue.queueName;
-  }
-  const physical = (queue.node.defaultChild as sqs.CfnQueue | undefined)?.queueName;
-  return physical && !Token.isUnresolved(physical) ? physical : queue.node.id;
+  return literalName(queue) ?? queue.node.id;
 }
 
 /** A queue's key, given as the queue or as its name. */
