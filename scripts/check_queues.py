@@ -18,6 +18,9 @@
   --region, nor AWS_REGION or AWS_DEFAULT_REGION, in every partition at its longest region).
 - The other parameters fit each other (scripts/check_params.py), as PARAMS gives them or, left
   out, as the stack has them now.
+- CrossAccountGrants names the stack's aliases and other accounts' principals, and a queue's
+  own alias only once the stack has it (scripts/check_grants.py); every grant on the enqueue
+  function names one of its aliases (scripts/iam_budget.py).
 - An update fits IAM midway too: CloudFormation holds the stack's current policies and the new
   ones at once, so renaming, moving or swapping queues can pass the limit when neither end
   does. Checked against the stack's processed template, when it can be read.
@@ -29,6 +32,7 @@ import os
 import re
 import sys
 
+import check_grants
 import check_params
 import iam_budget
 
@@ -84,6 +88,23 @@ def midway(args, queues, adopted, current):
     return iam_budget.update_problems(deploy, now, template, region=args.region)
 
 
+def grant_problems(queues, adopted, overrides, current):
+    """CrossAccountGrants as this deploy gives it (else as the stack has it), checked against the
+    aliases the stack makes and, for a queue's own, the ones it has now; then every grant on
+    the enqueue function of the deployment checked to name an alias."""
+    grants = split(overrides.get("CrossAccountGrants", (current or {}).get("CrossAccountGrants", "")))
+    makes = overrides.get("QueueAliases", (current or {}).get("QueueAliases", "true")) == "true"
+    deployed = None
+    if current is not None:
+        had = current.get("QueueAliases", "true") == "true" if current else False
+        deployed = check_grants.queue_aliases(split(current.get("QueueNames", "")), had)
+    found = check_grants.problems(grants, queues, makes, deployed)
+    if not found:
+        found = iam_budget.grant_problems(queues, adopted, {"QueueAliases": "true" if makes else "false",
+                                                            "CrossAccountGrants": ",".join(grants)})
+    return found
+
+
 def split(value):
     return [q.strip() for q in value.split(",") if q.strip()]
 
@@ -122,6 +143,7 @@ def main(argv):
         found = iam_budget.problems(queues, adopted, args.prefix, region=args.region, kms_keys=split(args.kms_keys),
                                     table_key=args.table_key, scope=args.scope, stack=args.stack,
                                     values={**(current or {}), **overrides} if args.params is not None else None)
+    found += grant_problems(queues, adopted, overrides if args.params is not None else {}, current)
     if args.params is not None:
         found += check_params.problems(check_params.effective(overrides, current, iam_budget.load_template()))
         found += check_params.lowered(overrides, current)

@@ -33,6 +33,9 @@ LAMBDA_ENVIRONMENT_BYTES = 4096
 STACK_RESOURCES = 500
 ROLES = ("EnqueueRole", "PollerRole")
 LISTS = ("QueueNames", "AdoptedQueueNames")
+# Every parameter a loop runs over: the two queue lists and the cross-account grants.
+LOOPED = LISTS + ("CrossAccountGrants",)
+ENQUEUE = "EnqueueFunction"
 
 # The longest region name of each partition is what a deploy is checked against when its
 # region is not known (14 characters: ap-southeast-5, cn-northwest-1; us-gov-west-1 is 13).
@@ -100,13 +103,15 @@ def mapped_list(collection, mappings, values):
 
 
 def expand_loops(resources, lists, mappings=None, values=None):
-    """`Resources` with every `Fn::ForEach` over QueueNames or AdoptedQueueNames expanded for
-    `lists` ({parameter: [queue, ...]}), every loop over a literal list over its items, and
+    """`Resources` with every `Fn::ForEach` over a list parameter expanded for `lists`
+    ({parameter: [item, ...]}: the queue lists, CrossAccountGrants), every loop over a literal list over its items, and
     every loop over a mapping's list (PollerSchedules: `Fn::FindInMap [PollerGroupIds, !Ref
     PollerGroups, Groups]`) over the list `mappings` holds for the parameter's value in
     `values`. Raises ValueError on a loop over anything else, or on an id that two iterations
     (or a loop and a fixed resource) would share."""
     out = {}
+    # A deployment that gives no grants has the parameter's default, the empty list.
+    lists = {"CrossAccountGrants": [""], **lists}
     for key, body in resources.items():
         if not key.startswith("Fn::ForEach::"):
             if key in out:
@@ -145,6 +150,8 @@ class Resolver:
     def name(self, n):
         if n in self.names:
             return self.names[n]
+        if "." in n:  # ${Logical.Attribute} in Fn::Sub
+            return self.getatt(*n.split(".", 1))
         if self.unknown is None:
             raise KeyError(n)
         return self.unknown(n)
@@ -172,6 +179,9 @@ class Resolver:
         if "Fn::Split" in v:
             sep, text = v["Fn::Split"]
             return str(self(text)).split(sep)
+        if "Fn::Select" in v:
+            index, items = v["Fn::Select"]
+            return self(items)[int(index)]
         if "Fn::If" in v:
             cond, yes, no = v["Fn::If"]
             return self(yes if self.conditions.get(cond) else no)
@@ -217,6 +227,9 @@ def parameter_values(template, queues, adopted, given):
     names = {"QueueNames": list(queues) or [""], "AdoptedQueueNames": list(adopted) or [""], **given}
     for name, p in template["Parameters"].items():
         names.setdefault(name, p.get("Default", ""))
+        # A CommaDelimitedList given as CloudFormation gives it, a string ("" is [""]).
+        if p.get("Type") == "CommaDelimitedList" and isinstance(names[name], str):
+            names[name] = names[name].split(",")
     return names
 
 
@@ -235,7 +248,7 @@ def role_policies(queues, adopted=(), prefix="sqs-waiter-", partition="aws", reg
         "AWS::Partition": partition, "AWS::Region": region, "AWS::AccountId": ACCOUNT, "TablePrefix": prefix,
         "QueueKmsKeyArns": list(kms_keys) or [""], "TableKmsKeyArn": table_key, "TableScope": scope,
         "AWS::StackName": stack})
-    lists = {k: names[k] for k in LISTS}
+    lists = {k: names[k] for k in LOOPED}
     conditions = conditions_for(template.get("Conditions", {}), names)
     resolve = Resolver(names, conditions)
     resources = expand_loops(template["Resources"], lists, template.get("Mappings"), names)
@@ -271,7 +284,7 @@ def resource_count(queues, adopted=(), values=None, template=None):
     template = template or load_template()
     # The lists are the ones given, not a stack's current ones among `values`.
     names = parameter_values(template, queues, adopted, {k: v for k, v in (values or {}).items() if k not in LISTS})
-    lists = {k: names[k] for k in LISTS}
+    lists = {k: names[k] for k in LOOPED}
     conditions = conditions_for(template.get("Conditions", {}), names)
     resources = expand_loops(template["Resources"], lists, template.get("Mappings"), names)
     count = 0
@@ -282,6 +295,62 @@ def resource_count(queues, adopted=(), values=None, template=None):
         if r["Type"] == "AWS::Serverless::Function" and "EventInvokeConfig" in r.get("Properties", {}):
             count += 1
     return count
+
+
+def enqueue_grants(queues, adopted=(), values=None, template=None):
+    """({alias name}, [(where, ARN, who)]): the aliases of the enqueue function this deployment
+    makes, and every grant of lambda:InvokeFunction that reaches the function: each
+    AWS::Lambda::Permission on it (resource policies) and each IAM statement whose resource
+    could name it. The function's ARN is `arn:aws:lambda:REGION:ACCOUNT:function:EnqueueFunction`."""
+    template = template or load_template()
+    region = PARTITIONS["aws"]
+    names = parameter_values(template, queues, adopted, {"AWS::Partition": "aws", "AWS::Region": region,
+                                                         "AWS::AccountId": ACCOUNT, **(values or {})})
+    conditions = conditions_for(template.get("Conditions", {}), names)
+    resources = expand_loops(template["Resources"], {k: names[k] for k in LOOPED}, template.get("Mappings"), names)
+    live = {k: r for k, r in resources.items() if not r.get("Condition") or conditions[r["Condition"]]}
+    function_arn = f"arn:aws:lambda:{region}:{ACCOUNT}:function:{ENQUEUE}"
+    getatt = lambda logical, attribute: (  # noqa: E731
+        f"arn:aws:lambda:{region}:{ACCOUNT}:function:{logical}" if attribute == "Arn" else GENERATED_ARN)
+    resolve = Resolver({**names, ENQUEUE: ENQUEUE}, conditions, getatt, unknown=lambda n: f"<{n}>")
+    aliases = {}
+    for logical, r in live.items():
+        if r["Type"] == "AWS::Lambda::Alias" and r["Properties"].get("FunctionName") == {"Ref": ENQUEUE}:
+            aliases[logical] = resolve(r["Properties"]["Name"])
+    resolve.names.update({logical: f"{function_arn}:{name}" for logical, name in aliases.items()})
+    grants = []
+    for logical, r in live.items():
+        props = r.get("Properties", {})
+        if r["Type"] == "AWS::Lambda::Permission":
+            target = str(resolve(props.get("FunctionName")))
+            if target in (ENQUEUE, function_arn) or target.startswith(function_arn + ":"):
+                grants.append((logical, target, resolve(props.get("Principal"))))
+            continue
+        documents = [p["PolicyDocument"] for p in props.get("Policies", [])] if r["Type"] == "AWS::IAM::Role" else (
+            [props["PolicyDocument"]] if r["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy") else [])
+        for document in documents:
+            for statement in resolve(document).get("Statement", []):
+                actions = statement.get("Action", [])
+                actions = [actions] if isinstance(actions, str) else actions
+                if statement.get("Effect") != "Allow" or not any(a in ("*", "lambda:*", "lambda:InvokeFunction")
+                                                                  for a in actions):
+                    continue
+                targets = statement.get("Resource", [])
+                for target in [targets] if isinstance(targets, str) else targets:
+                    if target == "*" or target.startswith(function_arn):
+                        grants.append((logical, target, logical))
+    return set(aliases.values()), grants
+
+
+def grant_problems(queues, adopted=(), values=None, template=None):
+    """Each grant on the enqueue function that names anything but one of its aliases' ARNs (the
+    unqualified function, `:*`, a version): one sentence each, [] when every grant is an alias's."""
+    aliases, grants = enqueue_grants(queues, adopted, values, template)
+    function_arn = f"arn:aws:lambda:{PARTITIONS['aws']}:{ACCOUNT}:function:{ENQUEUE}"
+    allowed = {f"{function_arn}:{name}" for name in aliases}
+    return [f"{where} grants lambda:InvokeFunction on {target.replace(function_arn, 'the enqueue function')}, "
+            "not one of its aliases (docs/security.md): a grant of anything else carries more than its class"
+            for where, target, _ in grants if target not in allowed]
 
 
 def policy_chars(policies):

@@ -21,6 +21,7 @@ echo "template-test: structure"
 python tests/template/test_template.py
 python tests/template/test_options.py
 python tests/template/test_scope.py
+python tests/template/test_grants.py
 echo "template-test: the IAM call check's own tests (SAM and CDK statements, IAM matching)"
 python tests/iam/test_check_calls.py
 
@@ -79,12 +80,17 @@ echo "template-test: plain sam validate, as a user types it in a fresh clone (bo
 sam validate --region us-east-1 || fail "plain sam validate"
 
 echo "template-test: sam validate --language-extensions"
-# sam validate takes no parameter overrides, so a copy gives QueueNames a default to expand.
+# sam validate takes no parameter overrides, so a copy gives QueueNames (and CrossAccountGrants)
+# a default to expand.
 python - "$work/template.yaml" <<'PY'
 import re, sys
 src = open("template.yaml").read()
 out, n = re.subn(r"(\n  QueueNames:\n    Type: CommaDelimitedList\n)    Default: \"\"\n", r'\1    Default: "orders,billing.fifo"\n', src)
 assert n == 1, "QueueNames parameter not found"
+# And two cross-account grants, so the grants' loop expands too.
+out, n = re.subn(r"(\n  CrossAccountGrants:\n    Type: CommaDelimitedList\n)    Default: \"\"\n",
+                 r'\1    Default: "send=210987654321,orders--view=arn:aws:iam::210987654321:role/producer"\n', out)
+assert n == 1, "CrossAccountGrants parameter not found"
 open(sys.argv[1], "w").write(out)
 PY
 sam validate --language-extensions --region us-east-1 -t "$work/template.yaml" \

@@ -98,17 +98,17 @@ export class EnqueueAliases extends Construct {
 
 /**
  * `lambda:InvokeFunction` on exactly these aliases' ARNs (`function:NAME:ALIAS`), never on
- * `function:NAME` or `function:NAME:*` (which `grantInvoke` writes, aws-cdk #20177).
+ * `function:NAME` or `function:NAME:*` (which `grantInvoke` writes, aws-cdk #20177). A principal
+ * of this stack's account gets an IAM statement; another account's (an `AccountPrincipal`, an
+ * `ArnPrincipal`, an imported role) a statement of each alias's resource policy, as
+ * `AddPermission` with `Qualifier` writes: an alias's own `grantInvoke` does both.
  */
 export function grantInvokeOn(grantee: iam.IGrantable, aliases: lambda.Alias[]): iam.Grant {
-  if (aliases.length === 0) {
+  const [first, ...rest] = aliases;
+  if (first === undefined) {
     throw new Error("SqsWaiter: a grant needs at least one queue (leave queues out for every queue)");
   }
-  return iam.Grant.addToPrincipal({
-    grantee,
-    actions: ["lambda:InvokeFunction"],
-    resourceArns: aliases.map((a) => a.functionArn),
-  });
+  return rest.reduce((grant, alias) => grant.combine(alias.grantInvoke(grantee)), first.grantInvoke(grantee));
 }
 
 /** `grantEnqueue`'s warning: it grants every action on every queue. */

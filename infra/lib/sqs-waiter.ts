@@ -536,7 +536,8 @@ export class SqsWaiter extends Construct {
 
   /**
    * A producer's rights, and its consumers' (docs/security.md): invoke through the `send` alias
-   * of each of `queues`, or through `send` for every queue. Names only those alias ARNs.
+   * of each of `queues`, or through `send` for every queue. Names only those alias ARNs; another
+   * account's principal (`new iam.AccountPrincipal(id)`) gets each alias's resource policy.
    */
   grantSend(grantee: iam.IGrantable, queues?: (sqs.IQueue | string)[]): iam.Grant {
     return grantInvokeOn(grantee, this.aliases.aliasesFor("send", queues?.map(keyOf)));

@@ -108,3 +108,27 @@ test("a queue CloudFormation names gets its aliases' names from CloudFormation, 
     assert.ok(text.includes("Fn::Join") && text.includes("Fn::Split") && text.includes('"."'), text);
   }
 });
+
+test("another account's principal gets the alias's resource policy, never the function's", () => {
+  for (const principal of [
+    new iam.AccountPrincipal("210987654321"),
+    new iam.ArnPrincipal("arn:aws:iam::210987654321:role/producer"),
+  ]) {
+    const stack = new ExampleStack(newApp(), "Example", { enqueueCode: fakeCode(), pollerCode: fakeCode() });
+    stack.waiter.grantSend(principal, ["orders"]);
+    stack.waiter.grantView(principal);
+    const template = Template.fromStack(stack);
+    const aliases = template.findResources("AWS::Lambda::Alias");
+    const aliasName = (ref: any) => aliases[ref?.Ref]?.Properties.Name;
+    const permissions = Object.values(template.findResources("AWS::Lambda::Permission"))
+      .filter((p: any) => JSON.stringify(p.Properties.Principal).includes("210987654321"));
+    assert.deepEqual(
+      permissions.map((p: any) => [aliasName(p.Properties.FunctionName), p.Properties.Action]).sort(),
+      [["orders--send", "lambda:InvokeFunction"], ["view", "lambda:InvokeFunction"]],
+      JSON.stringify(permissions),
+    );
+    // Nothing in IAM: the other account's own policy allows its role the alias ARN.
+    const policies = JSON.stringify(template.findResources("AWS::IAM::Policy"));
+    assert.ok(!policies.includes("210987654321"), policies);
+  }
+});

@@ -37,3 +37,26 @@ def through_aliases(rt, stack, res, enqueue, queue, check):
     # The producer's own cancel leaves the queue as it was for the checks after this one.
     error, reply = rt.invoke(producer, {"action": "cancel", "queue": queue, "job_id": job_id})
     check(error is None and reply.get("status") == "cancelled", f"{stack}: the producer cancels its job ({reply})")
+
+
+# Another account's role, granted a queue's producer alias through its resource policy.
+CROSS_ACCOUNT_GRANT = "orders--send=arn:aws:iam::111111111111:role/producer"
+
+
+def cross_account_grant(lam, enqueue, grant, check):
+    """CrossAccountGrants' entry is a statement of its alias's resource policy (AddPermission
+    with Qualifier), and the unqualified function's policy does not name the principal."""
+    alias, principal = grant.split("=", 1)
+
+    def principals(**qualifier):
+        try:
+            policy = json.loads(lam.get_policy(FunctionName=enqueue, **qualifier)["Policy"])
+        except lam.exceptions.ResourceNotFoundException:
+            return []
+        return [(s.get("Principal", {}).get("AWS"), s.get("Resource")) for s in policy.get("Statement", [])]
+
+    on_alias = principals(Qualifier=alias)
+    check(any(p == principal and str(r).endswith(f":{alias}") for p, r in on_alias),
+          f"CrossAccountGrants: {principal} may invoke {alias} (its policy: {on_alias})")
+    check(all(p != principal for p, _ in principals()),
+          "CrossAccountGrants: the unqualified function's policy does not name the other account's role")

@@ -42,11 +42,12 @@ def inline_queue_list(obj, lists):
     return {k: inline_queue_list(v, lists) for k, v in obj.items()}
 
 
-def derived_template(queues, adopted=(), groups=1):
+def derived_template(queues, adopted=(), groups=1, grants=()):
     """template.yaml with its Fn::ForEach expanded for these queues (and adopted queues, whose
-    tables exist) and this PollerGroups, and the code in S3."""
+    tables exist), this PollerGroups and these CrossAccountGrants, and the code in S3."""
     # A CommaDelimitedList given "" is [""]: the loops' resources then carry a false condition.
-    lists = {"QueueNames": list(queues) or [""], "AdoptedQueueNames": list(adopted) or [""]}
+    lists = {"QueueNames": list(queues) or [""], "AdoptedQueueNames": list(adopted) or [""],
+             "CrossAccountGrants": list(grants) or [""]}
     template = json.loads(json.dumps(cfn_yaml.loads((ROOT / "template.yaml").read_text())))
     # Loud when the template changes under the rehearsal, rather than rehearsing less.
     if template.get("Transform") != ["AWS::LanguageExtensions", "AWS::Serverless-2016-10-31"]:
@@ -72,6 +73,7 @@ def derived_template(queues, adopted=(), groups=1):
     # The SAM transform, by the library AWS's own transform is built on (LocalStack's engine
     # recurses without end when it updates a stack that carries the transform).
     params = {"QueueNames": ",".join(queues), "AdoptedQueueNames": ",".join(adopted),
+              "CrossAccountGrants": ",".join(grants),
               "AWS::Region": REGION, "AWS::AccountId": "000000000000", "AWS::Partition": "aws"}
     template = sam_transform(template, params, NoManagedPolicies())
     # Compact, as CloudFormation counts a template's bytes (the rehearsal sends it through S3,

@@ -38,7 +38,7 @@ import midway
 import options
 from own_localstack import LocalStack
 from derive import BINARIES, BUCKET, REGION, derived_template, stripped_bootstrap, zipped_dir
-from aliases import through_aliases
+from aliases import CROSS_ACCOUNT_GRANT, cross_account_grant, through_aliases
 from roundtrip import Deliveries, RoundTrip, schedule_ref
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,11 +101,11 @@ class Rehearsal:
                 stripped_bootstrap(binary, Path(tmp) / "bootstrap")
                 self.s3.put_object(Bucket=BUCKET, Key=f"{binary}.zip", Body=zipped_dir(tmp))
 
-    def template(self, queues, adopted=(), groups=1):
+    def template(self, queues, adopted=(), groups=1, grants=()):
         """The derived template for CreateStack and UpdateStack, from S3 (TemplateURL), as
         `make deploy` sends it (samconfig's resolve_s3): inline, CloudFormation takes at most
         51,200 bytes, which a stack of two queues with its autoscaling resources passes."""
-        body = derived_template(queues, adopted, groups)
+        body = derived_template(queues, adopted, groups, grants)
         key = f"templates/{len(self.templates)}.json"
         self.templates.append(key)
         self.s3.put_object(Bucket=BUCKET, Key=key, Body=body.encode())
@@ -378,11 +378,12 @@ class Rehearsal:
     def queue_arn(self, url):
         return self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
 
-    def update(self, stack, queues, prefix, adopted=()):
+    def update(self, stack, queues, prefix, adopted=(), grants=()):
         started = time.monotonic()
-        self.cfn.update_stack(StackName=stack, **self.template(queues, adopted, self.groups.get(stack, 1)),
+        self.cfn.update_stack(StackName=stack, **self.template(queues, adopted, self.groups.get(stack, 1), grants),
                               Parameters=self.params(queues, prefix, adopted, self.groups.get(stack, 1),
-                                                     self.extra.get(stack)),
+                                                     {**(self.extra.get(stack) or {}),
+                                                      "CrossAccountGrants": ",".join(grants)}),
                               Capabilities=self.CAPS)
         status = self.wait(stack, "UPDATE_COMPLETE")
         check(status == "UPDATE_COMPLETE", f"{stack}: update ends UPDATE_COMPLETE (got {status}, {time.monotonic() - started:.0f} s)")
@@ -471,7 +472,11 @@ def main():
 
         # 2. Add a queue: one new table; the others are the same tables, untouched.
         before = {q: (r.table(DEV + q) or {}).get("CreationDateTime") for q in ("orders", "billing")}
-        r.update("sqs-waiter-dev", ["orders", "billing", "refunds"], DEV)
+        #    With it, another account's role is granted the send alias of orders, which the stack
+        #    has had since its create (CrossAccountGrants).
+        r.update("sqs-waiter-dev", ["orders", "billing", "refunds"], DEV, grants=[CROSS_ACCOUNT_GRANT])
+        cross_account_grant(r.lam, r.physical(r.resources("sqs-waiter-dev"), "EnqueueFunction"),
+                            CROSS_ACCOUNT_GRANT, check)
         r.check_stack("sqs-waiter-dev", ["orders", "billing", "refunds"], DEV)
         r.deliver(rt, "sqs-waiter-dev", "refunds")
         for q, created in before.items():

@@ -235,3 +235,45 @@ async fn the_function_refuses_what_its_alias_does_not_allow_in_each_job_of_a_bat
     let e = as_alias(&w, "orders--send", json!({"action": "pause", "queue": "secret-queue"})).await;
     assert_eq!(e.expect_err("refused").error_type(), "AccessDenied");
 }
+
+/// Through a queue's alias, a queue the stack does not serve is refused like one it serves:
+/// `AccessDenied` naming the queue as given, alone and in a batch, never the parse's
+/// `InvalidRequest` "not managed by this deployment", which would tell the queues apart.
+#[tokio::test(start_paused = true)]
+async fn a_queues_alias_is_refused_any_other_queue_alike_served_or_not() {
+    let (w, store, queue, _) = test_waiter("orders,billing.fifo", &[]);
+    for other in ["billing.fifo", "no-such-queue"] {
+        for request in [
+            json!({"queue": other, "job_id": "x", "message_body": "x", "delay_seconds": 3600}),
+            json!({"action": "get", "queue": other, "job_id": "x"}),
+            json!({"action": "preview", "queue": other, "job_id": "x"}),
+        ] {
+            let e = as_alias(&w, "orders--send", request.clone())
+                .await
+                .expect_err("refused");
+            assert_eq!(e.error_type(), "AccessDenied", "{request}: {e}");
+            assert!(e.to_string().contains(other), "{request}: {e}");
+        }
+        let batch = json!({"jobs": [
+            {"queue": "orders", "job_id": "a", "message_body": "a", "delay_seconds": 3600},
+            {"queue": other, "job_id": "b", "message_body": "b", "delay_seconds": 3600},
+            {"queue": 7, "job_id": "c", "message_body": "c", "delay_seconds": 3600},
+        ]});
+        let r = as_alias(&w, "orders--send", batch).await.expect("a batch reply");
+        assert_eq!(r["results"][0]["status"], "scheduled", "{r}");
+        for i in [1, 2] {
+            assert_eq!(r["results"][i]["error"]["type"], "AccessDenied", "{r}");
+        }
+    }
+    // The class aliases of every queue still get the parse's answer for a queue not served.
+    let e = as_alias(
+        &w,
+        "send",
+        json!({"action": "get", "queue": "no-such-queue", "job_id": "x"}),
+    )
+    .await
+    .expect_err("refused");
+    assert_eq!(e.error_type(), "InvalidRequest", "{e}");
+    assert_eq!(store.len(), 1, "only orders' `a`, stored once");
+    assert!(queue.sent().is_empty(), "nothing sent");
+}

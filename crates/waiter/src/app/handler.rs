@@ -60,8 +60,15 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         let cut = deadline - DEADLINE_MARGIN;
         // This request's pause checks, shared by its jobs (ports::pause).
         let gate = &PauseGate::new();
-        // The class first, by the action as given (no action is an enqueue), then the queue.
-        rights.check_action(event.get("action").and_then(Value::as_str).unwrap_or("enqueue"))?;
+        // The class first, by the action as given (no action is an enqueue), then the queue as
+        // given, and again as parsed; a batch's jobs each on their own.
+        let action = event.get("action").and_then(Value::as_str).unwrap_or("enqueue");
+        rights.check_action(action)?;
+        let named = |at: &Value| rights.check_named_queue(action, at.get("queue"));
+        let given_jobs = event.get("jobs").and_then(Value::as_array);
+        if given_jobs.is_none() {
+            named(event)?;
+        }
         let request = parse_request(event, &self.config, now)?.traced(trace);
         rights.check(request.action(), request.queue())?;
         match request {
@@ -77,10 +84,13 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 // I/O is bounded by the permits; a precise direct job waits for its phase
                 // holding none, so the whole batch waits at most once (under a second).
                 let permits = Semaphore::new(BATCH_PARALLELISM);
-                let results = join_all(jobs.into_iter().map(|job| {
+                let results = join_all(jobs.into_iter().enumerate().map(|(i, job)| {
                     let permits = &permits;
+                    // The job as given, refused outside the alias before its parse is answered.
+                    let as_given = given_jobs.and_then(|g| g.get(i)).map_or(Ok(()), named);
                     async move {
-                        let outcome = match job.map_err(HandlerError::from).and_then(|job| {
+                        let outcome = match as_given.map_err(HandlerError::from).and_then(|()| {
+                            let job = job?;
                             rights.check("enqueue", Some(&job.queue))?;
                             Ok(job)
                         }) {
