@@ -96,6 +96,12 @@ export function createAlarms(scope: Construct, parts: AlarmedParts, topic?: sns.
       metric("SqsWaiter", "PartitionErrors", "Sum", fiveMinutes),
       2,
     ),
+    atLeastOne(
+      "UnreadableItems",
+      "The poller met items it cannot read (a later release's format, after a rollback, or damaged) and left them unsent.",
+      metric("SqsWaiter", "Unreadable", "Sum", fiveMinutes),
+      1,
+    ),
     // A refused request is a function error (the contract), so Lambda's Errors alone would
     // page on callers' mistakes: the function counts those as Refused, and its own failures
     // (also failed jobs of a batch) as Failures. Crashes and timeouts print no line and stay

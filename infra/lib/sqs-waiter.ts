@@ -1,4 +1,4 @@
-import { Duration, Fn, RemovalPolicy, Stack, Validations } from "aws-cdk-lib";
+import { CfnOutput, Duration, Fn, RemovalPolicy, Stack, Validations } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as iam from "aws-cdk-lib/aws-iam";
@@ -27,6 +27,7 @@ import { EnqueueAliases, grantInvokeOn, literalName, warnWideGrant } from "./ali
 import { placeAllowList } from "./allow-list.ts";
 import { grantQueueAccess, grantTableKey, INDEX_NAME } from "./grants.ts";
 import { inRange } from "./ranges.ts";
+import { VERSION } from "./version.ts";
 
 export { INDEX_NAME };
 
@@ -447,6 +448,10 @@ export class SqsWaiter extends Construct {
     guardManagedPolicies(this, [enqueueRole.role, pollerRole.role], props.managedPolicyQuota ?? MANAGED_POLICIES_PER_ROLE.default);
     this.enqueueFunction.node.addDependency(enqueueRole.role);
     this.pollerFunction.node.addDependency(pollerRole.role);
+    // The poller is updated before enqueue, and a rollback reverts enqueue first: an old poller
+    // never reads the item kinds a new enqueue writes (docs/upgrades.md).
+    this.enqueueFunction.node.addDependency(this.pollerFunction);
+    new CfnOutput(this, "Version", { value: VERSION, description: "The sqs-waiter release (docs/upgrades.md)." });
 
     // The schedules live in a group of their own, which the role's trust names: EventBridge
     // Scheduler gives the schedule group's ARN as aws:SourceArn (docs/deploy.md).

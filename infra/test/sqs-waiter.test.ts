@@ -211,6 +211,7 @@ test("silence alarms: heartbeat, throttles, failure queues, failed entries, part
   );
   template.hasResourceProperties("AWS::CloudWatch::Alarm", { Namespace: "SqsWaiter", MetricName: "FailedEntries" });
   template.hasResourceProperties("AWS::CloudWatch::Alarm", { Namespace: "SqsWaiter", MetricName: "PartitionErrors" });
+  template.hasResourceProperties("AWS::CloudWatch::Alarm", { Namespace: "SqsWaiter", MetricName: "Unreadable" });
   template.resourcePropertiesCountIs("AWS::CloudWatch::Alarm", { Namespace: "AWS/Lambda", MetricName: "Errors" }, 1);
   template.hasResourceProperties("AWS::Scheduler::Schedule", {
     Target: Match.objectLike({ DeadLetterConfig: { Arn: Match.anyValue() } }),

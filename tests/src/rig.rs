@@ -60,34 +60,7 @@ impl Rig {
     /// were due before they were stored, and went straight to SQS instead (`sent`, not
     /// `scheduled`). Returns how many jobs it moved.
     pub async fn make_all_due(&self, table: &str, due: chrono::DateTime<chrono::Utc>) -> usize {
-        use aws_sdk_dynamodb::types::AttributeValue;
-        use futures::StreamExt;
-        use waiter::aws::codec::{A_JOB_ID, A_PERFORM_AT, A_SCHEDULER};
-        let ddb = self.table_client().await;
-        let mut items = crate::emulator::scan_all(&ddb, table).await;
-        items.retain(|i| i.contains_key(A_PERFORM_AT));
-        let at = AttributeValue::N(waiter::time::format_epoch(due));
-        let moved = futures::stream::iter(items.iter().map(|item| {
-            let ddb = ddb.clone();
-            let at = at.clone();
-            async move {
-                ddb.update_item()
-                    .table_name(table)
-                    .key(A_SCHEDULER, item[A_SCHEDULER].clone())
-                    .key(A_JOB_ID, item[A_JOB_ID].clone())
-                    .update_expression("SET #at = :at")
-                    .condition_expression("attribute_exists(#at)")
-                    .expression_attribute_names("#at", A_PERFORM_AT)
-                    .expression_attribute_values(":at", at)
-                    .send()
-                    .await
-                    .expect("UpdateItem perform_at")
-            }
-        }))
-        .buffer_unordered(8)
-        .count()
-        .await;
-        moved
+        make_all_due(&self.table_client().await, table, due).await
     }
 
     /// The fault proxy; panics if the rig was built without one.
@@ -305,6 +278,36 @@ impl Setup {
     pub async fn table_len(&self, queue: &str) -> usize {
         self.emu.job_count(&format!("waiter-{queue}")).await
     }
+}
+
+/// `Rig::make_all_due` through a given client (a `Setup`'s emulator).
+pub async fn make_all_due(ddb: &aws_sdk_dynamodb::Client, table: &str, due: chrono::DateTime<chrono::Utc>) -> usize {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use futures::StreamExt;
+    use waiter::aws::codec::{A_JOB_ID, A_PERFORM_AT, A_SCHEDULER};
+    let mut items = crate::emulator::scan_all(ddb, table).await;
+    items.retain(|i| i.contains_key(A_PERFORM_AT));
+    let at = AttributeValue::N(waiter::time::format_epoch(due));
+    futures::stream::iter(items.iter().map(|item| {
+        let ddb = ddb.clone();
+        let at = at.clone();
+        async move {
+            ddb.update_item()
+                .table_name(table)
+                .key(A_SCHEDULER, item[A_SCHEDULER].clone())
+                .key(A_JOB_ID, item[A_JOB_ID].clone())
+                .update_expression("SET #at = :at")
+                .condition_expression("attribute_exists(#at)")
+                .expression_attribute_names("#at", A_PERFORM_AT)
+                .expression_attribute_values(":at", at)
+                .send()
+                .await
+                .expect("UpdateItem perform_at")
+        }
+    }))
+    .buffer_unordered(8)
+    .count()
+    .await
 }
 
 pub fn in_secs(s: f64) -> String {

@@ -55,6 +55,16 @@ def loop_collection(name):
     return collection
 
 
+class Releases(unittest.TestCase):
+    def test_the_template_outputs_the_workspaces_version_and_updates_the_poller_first(self):
+        cargo = read("Cargo.toml")
+        version = re.search(r'\[workspace\.package\]\s*\nversion = "([^"]+)"', cargo).group(1)
+        self.assertEqual(TEMPLATE["Outputs"]["Version"]["Value"], version)
+        # CloudFormation updates what a resource depends on first: the poller before enqueue.
+        self.assertEqual(RESOURCES["EnqueueFunction"].get("DependsOn"), "PollerFunction")
+        self.assertNotIn("EnqueueFunction", json.dumps(RESOURCES["PollerFunction"]))
+
+
 class FirstAndSecondDeploy(unittest.TestCase):
     def test_tables_are_kept_on_delete_replacement_and_removal(self):
         for logical_id, table in loop_body("Tables").items():
@@ -238,6 +248,7 @@ class FirstAndSecondDeploy(unittest.TestCase):
             ("AWS/Lambda", "Errors", "PollerFunction"),
             ("SqsWaiter", "FailedEntries", "PollerFunction"),
             ("SqsWaiter", "PartitionErrors", "PollerFunction"),
+            ("SqsWaiter", "Unreadable", "PollerFunction"),
             ("SqsWaiter", "BacklogAge", "PollerFunction"),
             ("SqsWaiter", "Parked", "PollerFunction"),
             ("AWS/SQS", "NumberOfMessagesSent", None),

@@ -15,6 +15,8 @@ mod pause;
 mod rights;
 #[path = "manage/series.rs"]
 mod series;
+#[path = "manage/upgrades.rs"]
+mod upgrades;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn reschedule_changes_a_stored_job_by_version_and_a_job_moved_near_arrives_on_time() {
@@ -82,6 +84,8 @@ async fn reschedule_changes_a_stored_job_by_version_and_a_job_moved_near_arrives
     assert_eq!(s.table_len("orders").await, 1, "only a is still stored");
     let polled = s.poll().await;
     assert_eq!(polled["dispatched"], 0, "nothing left to send: {polled}");
+    // The reply names the release that ran (docs/upgrades.md).
+    assert_eq!(polled["version"], env!("CARGO_PKG_VERSION"), "{polled}");
 }
 
 /// Every page of a listing, following cursors until `null`.

@@ -70,6 +70,7 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Reply, Diagno
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     waiter::logging::init();
+    tracing::info!(version = waiter::VERSION, "enqueue starting");
     let Adapters { config, store, queue } = Adapters::from_env().await?;
     let app = Waiter::new(config, store, queue, SystemClock);
     run(service_fn(|event| handler(&app, event))).await

@@ -75,10 +75,15 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Value, Diagno
             error_message: summary.errors.join("; "),
         });
     }
-    serde_json::to_value(&summary).map_err(|e| Diagnostic {
+    let mut reply = serde_json::to_value(&summary).map_err(|e| Diagnostic {
         error_type: "InternalError".into(),
         error_message: e.to_string(),
-    })
+    })?;
+    // The version that ran, so a reply tells which code a stack update has reached.
+    if let Value::Object(fields) = &mut reply {
+        fields.insert("version".into(), Value::from(waiter::VERSION));
+    }
+    Ok(reply)
 }
 
 // One thread: the run waits on DynamoDB and SQS, and the bench measured 10-20 % less CPU per job
@@ -86,6 +91,7 @@ async fn handler(app: &App, event: LambdaEvent<Payload>) -> Result<Value, Diagno
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     waiter::logging::init();
+    tracing::info!(version = waiter::VERSION, "poller starting");
     let Adapters { config, store, queue } = Adapters::from_env().await?;
     let app = Dispatcher::new(config, store, queue, SystemClock);
     run(service_fn(|event| handler(&app, event))).await

@@ -73,6 +73,10 @@ mod trace_tests;
 #[cfg(test)]
 mod windows_flow_tests;
 
+/// This release's version (the workspace's, semver): the functions log it at start, the
+/// poller's reply carries it, and both stacks output it (docs/upgrades.md).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 pub use app::Waiter;
 pub use config::{Config, ConfigError, QueueName};
 pub use error::HandlerError;

@@ -97,6 +97,10 @@ pub fn poller_line(function_name: &str, s: &RunSummary, at: DateTime<Utc>) -> St
         extra.push(("Occurrences", s.occurrences as f64, Unit::Count));
         extra.push(("OccurrencesSkipped", s.skipped_occurrences as f64, Unit::Count));
     }
+    // Only when met (a stack update's minutes, a rollback): no custom metric to pay otherwise.
+    if s.unreadable > 0 {
+        extra.push(("Unreadable", s.unreadable as f64, Unit::Count));
+    }
     emf_line(function_name, &run_metrics(s, &extra), at)
 }
 

@@ -25,6 +25,8 @@ mod body;
 mod chain;
 #[path = "codec_debts.rs"]
 mod debts;
+#[path = "codec_format.rs"]
+mod format;
 #[path = "codec_ledger.rs"]
 mod ledger;
 #[path = "codec_pause.rs"]
@@ -36,6 +38,7 @@ use body::{put_body, take_body};
 use chain::{decode_chain, decode_windows, encode_chain, encode_windows};
 pub use chain::{A_ATTEMPT, A_NAMES_ITSELF};
 pub(crate) use debts::{decode_debts, encode_debts};
+pub use format::{group_as_given, newer_format, newer_reason, A_ITEM_FORMAT, ITEM_FORMAT};
 pub(crate) use ledger::{decode_rate, encode_rate};
 pub use pause::A_ENDED_PAUSES;
 pub(crate) use pause::{decode_ended_pauses, decode_pause, encode_ended_pauses, pause_key};
@@ -314,6 +317,8 @@ pub const ATTRIBUTES_WITHOUT_MESSAGE: &[&str] = &[
     A_REPEAT_EXTRA_RETURNS_TO,
     A_REPEAT_EXTRA_LAST,
     A_PAUSED_AT,
+    // Read so that an item of a later format is never taken for one this release reads.
+    A_ITEM_FORMAT,
 ];
 
 /// The one item codec: item to job. Errors name the attribute. The item's strings (the body
@@ -356,6 +361,9 @@ fn take_t(item: &mut Item, name: &str) -> Result<Option<DateTime<Utc>>, String> 
 /// `decode` of an item read in `view`: without its message, the body reads as empty (and, in
 /// `View::Keys`, everything but the keys as absent).
 pub fn decode_view(queue: &QueueName, mut item: Item, view: View) -> Result<StoredJob, String> {
+    if let Some(format) = newer_format(&item) {
+        return Err(newer_reason(format));
+    }
     let partition = decode_partition(queue, &item)?;
     let mut message_attributes = decode_attributes(&item)?;
     let (attempt, names_itself) = decode_chain(&item, &mut message_attributes)?;
@@ -454,6 +462,9 @@ pub fn encode_history(h: &History) -> Item {
 
 /// Item to job or history record.
 pub fn decode_any(queue: &QueueName, item: Item) -> Result<Found, String> {
+    if let Some(format) = newer_format(&item) {
+        return Err(newer_reason(format));
+    }
     let Some(status) = item.get(A_HISTORY) else {
         return decode(queue, item).map(Found::Job);
     };

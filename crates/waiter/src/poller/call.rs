@@ -7,7 +7,7 @@ use futures::stream::BoxStream;
 
 use super::Planned;
 use crate::error::PortError;
-use crate::ports::{EntryOutcome, OutgoingMessage, Retired, StoredJob};
+use crate::ports::{EntryOutcome, OutgoingMessage, Retired, StoredJob, Unreadable};
 
 /// What becomes of an entry of a call planned at `planned_at` and sent at `now`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,8 +35,8 @@ pub(super) enum Done<'a> {
         BoxStream<'a, Result<Vec<StoredJob>, PortError>>,
         Option<Result<Vec<StoredJob>, PortError>>,
     ),
-    /// A page's jobs re-read from the table.
-    Read(Result<Vec<StoredJob>, PortError>),
+    /// A page's jobs re-read from the table, and the items among them this release cannot read.
+    Read(Result<(Vec<StoredJob>, Vec<Unreadable>), PortError>),
     Sent {
         call: Call,
         messages: Vec<OutgoingMessage>,

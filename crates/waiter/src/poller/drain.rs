@@ -325,7 +325,9 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                                 reading = false;
                                 None
                             } else {
-                                in_flight.push(Box::pin(async move { Done::Read(d.store.read(queue, &keys).await) }));
+                                in_flight.push(Box::pin(async move {
+                                    Done::Read(d.store.read_to_send(queue, &keys).await)
+                                }));
                                 // Due jobs here: the other partitions wait until this one has
                                 // read them and ranked its best.
                                 self.announce(d.clock.now()).await.err()
@@ -336,7 +338,10 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                 Done::Read(result) => {
                     reading = false;
                     match result {
-                        Ok(jobs) => self.plan_jobs(jobs).await.err(),
+                        Ok((jobs, unreadable)) => {
+                            self.leave_untouched(unreadable);
+                            self.plan_jobs(jobs).await.err()
+                        }
                         Err(e) => Some(e),
                     }
                 }

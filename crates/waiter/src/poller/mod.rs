@@ -44,6 +44,7 @@ mod roll_call;
 mod send;
 #[cfg(test)]
 mod tests;
+mod untouched;
 
 use drain::PartitionRun;
 pub use groups::PollerGroup;
@@ -119,6 +120,9 @@ pub struct RunSummary {
     /// Jobs whose arrival second `WAITER_MAX_RATE` had no room in: moved to a later second, or
     /// left for a later run.
     pub held_back: u64,
+    /// Items of a later release's format (or damaged) met and left untouched: not sent,
+    /// removed or rewritten (docs/upgrades.md). The `Unreadable` metric and its alarm.
+    pub unreadable: u64,
     /// Occurrences of series that SQS accepted (counted in `dispatched` too).
     pub occurrences: u64,
     /// Missed occurrences of series that `catch_up` left unsent.
@@ -170,6 +174,7 @@ impl RunSummary {
         self.failed += o.failed;
         self.moved += o.moved;
         self.held_back += o.held_back;
+        self.unreadable += o.unreadable;
         self.occurrences += o.occurrences;
         self.skipped_occurrences += o.skipped_occurrences;
         self.partitions += o.partitions;

@@ -253,6 +253,17 @@ impl History {
     }
 }
 
+/// An item this release cannot read: of a later release's format (docs/upgrades.md), or
+/// damaged. It is left untouched: not sent, removed or rewritten.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    pub key: JobKey,
+    /// The FIFO group the item names, read as given: its group waits behind it.
+    pub group: Option<String>,
+    /// The format it needs, when a later release wrote it; `None`: damaged.
+    pub newer_format: Option<u64>,
+}
+
 /// What a key holds.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Found {

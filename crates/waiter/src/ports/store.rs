@@ -10,7 +10,7 @@ use futures::stream::BoxStream;
 
 use super::{
     Found, History, IndexPosition, JobKey, Lease, LeaseOutcome, Over, Page, ParkInfo, Partition, PutOutcome,
-    RemoveOutcome, ReplaceOutcome, Retired, StoredJob,
+    RemoveOutcome, ReplaceOutcome, Retired, StoredJob, Unreadable,
 };
 use crate::config::QueueName;
 use crate::error::PortError;
@@ -52,6 +52,16 @@ pub trait Jobs: Send + Sync + 'static {
                 Found::History(_) => None,
             })
             .collect())
+    }
+
+    /// `read`, for handing jobs over: also the keys that hold an item this release cannot read,
+    /// which the poller leaves untouched, counts, and holds its FIFO group behind.
+    async fn read_to_send(
+        &self,
+        queue: &QueueName,
+        keys: &[JobKey],
+    ) -> Result<(Vec<StoredJob>, Vec<Unreadable>), PortError> {
+        Ok((self.read(queue, keys).await?, Vec::new()))
     }
 
     /// Writes a job's next attempt in place of the history record its last attempt left (the

@@ -9,13 +9,14 @@ use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
-use tracing::error;
+use tracing::{error, warn};
 
 use super::*;
 use crate::aws::classify;
+use crate::aws::codec::{decode_partition, group_as_given, newer_format};
 use crate::config::{Config, QueueName};
 use crate::error::PortError;
-use crate::ports::{Found, JobKey, Jobs, Partition, StoredJob, View};
+use crate::ports::{Found, JobKey, Partition, StoredJob, Unreadable, View};
 
 /// Items per page of the due index read by `by_time` (and so by the poller).
 pub(super) const DUE_PAGE_ITEMS: i32 = 500;
@@ -76,8 +77,11 @@ impl DynamoStore {
         view: View,
     ) -> Result<Vec<StoredJob>, PortError> {
         let keys: Vec<JobKey> = indexed.iter().map(StoredJob::key).collect();
-        let mut current: HashMap<JobKey, StoredJob> = Jobs::read_any(self, queue, &keys)
+        // Items this release cannot read are left out, as they are of `list` (docs/upgrades.md).
+        let mut current: HashMap<JobKey, StoredJob> = self
+            .read_split(queue, &keys)
             .await?
+            .0
             .into_iter()
             .filter_map(|found| match found {
                 Found::Job(j) => Some((j.key(), j)),
@@ -100,8 +104,41 @@ impl DynamoStore {
             .collect())
     }
 
+    /// Strongly consistent reads of these keys: what this release reads, and the items it
+    /// cannot (a later release's format, or damaged), which it leaves untouched.
+    pub(super) async fn read_split(
+        &self,
+        queue: &QueueName,
+        keys: &[JobKey],
+    ) -> Result<(Vec<Found>, Vec<Unreadable>), PortError> {
+        let keys: Vec<JobKey> = distinct(keys, |k| k).into_iter().cloned().collect();
+        // A page of the due index holds thousands of keys: its chunks are read a few at once.
+        let reads: Vec<_> = keys
+            .chunks(DDB_MAX_BATCH_GET_KEYS)
+            .map(|chunk| self.read_chunk(queue, chunk))
+            .collect();
+        let chunks: Vec<Vec<Result<Found, Unreadable>>> = futures::stream::iter(reads)
+            .buffered(READS_IN_FLIGHT)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<Result<_, _>>()?;
+        let (mut found, mut unreadable) = (Vec::new(), Vec::new());
+        for item in chunks.into_iter().flatten() {
+            match item {
+                Ok(f) => found.push(f),
+                Err(u) => unreadable.push(u),
+            }
+        }
+        Ok((found, unreadable))
+    }
+
     /// One `BatchGetItem` of at most 100 keys, retrying what comes back unprocessed.
-    pub(super) async fn read_chunk(&self, queue: &QueueName, chunk: &[JobKey]) -> Result<Vec<Found>, PortError> {
+    pub(super) async fn read_chunk(
+        &self,
+        queue: &QueueName,
+        chunk: &[JobKey],
+    ) -> Result<Vec<Result<Found, Unreadable>>, PortError> {
         let table = self.table(queue);
         let first = KeysAndAttributes::builder()
             .set_keys(Some(chunk.iter().map(|k| key(queue, k)).collect()))
@@ -118,19 +155,13 @@ impl DynamoStore {
                     .send()
                     .await
                     .map_err(|e| classify("BatchGetItem", &self.resource(queue), e))?;
-                let found: Vec<Found> = out
+                let found: Vec<Result<Found, Unreadable>> = out
                     .responses
                     .unwrap_or_default()
                     .remove(table)
                     .unwrap_or_default()
                     .into_iter()
-                    .filter_map(|item| match decode_any(queue, item) {
-                        Ok(j) => Some(j),
-                        Err(reason) => {
-                            error!(queue = %queue, reason, "unreadable item skipped");
-                            None
-                        }
-                    })
+                    .filter_map(|item| read_item(queue, item))
                     .collect();
                 let left = out
                     .unprocessed_keys
@@ -145,6 +176,42 @@ impl DynamoStore {
             }
         })
         .await
+    }
+}
+
+/// An item read by key: what it holds, or why this release leaves it untouched. `None` for an
+/// item that names no key of this queue (nothing to hold or count).
+fn read_item(queue: &QueueName, item: Item) -> Option<Result<Found, Unreadable>> {
+    let newer = newer_format(&item);
+    let group = group_as_given(&item);
+    let key = |item: &Item| -> Option<JobKey> {
+        Some(JobKey {
+            partition: decode_partition(queue, item).ok()?,
+            job_id: match item.get(A_JOB_ID) {
+                Some(AttributeValue::S(id)) => id.clone(),
+                _ => return None,
+            },
+        })
+    };
+    if let Some(format) = newer {
+        warn!(queue = %queue, format, "item of a later release's format left untouched");
+        return Some(Err(Unreadable {
+            key: key(&item)?,
+            group,
+            newer_format: Some(format),
+        }));
+    }
+    let unreadable_key = key(&item);
+    match decode_any(queue, item) {
+        Ok(found) => Some(Ok(found)),
+        Err(reason) => {
+            error!(queue = %queue, reason, "unreadable item skipped");
+            Some(Err(Unreadable {
+                key: unreadable_key?,
+                group,
+                newer_format: None,
+            }))
+        }
     }
 }
 

@@ -27,7 +27,7 @@ use crate::error::PortError;
 use crate::limits::DDB_MAX_BATCH_GET_KEYS;
 use crate::ports::{
     DueIndex, Found, History, IndexPosition, JobKey, Jobs, Over, Page, Parking, Partition, PutOutcome, RemoveOutcome,
-    ReplaceOutcome, Retired, StoredJob, View,
+    ReplaceOutcome, Retired, StoredJob, Unreadable, View,
 };
 
 mod calls;
@@ -149,20 +149,40 @@ impl Jobs for DynamoStore {
         }
     }
 
+    /// A key that holds an item of a later release's format is not answered as absent: the
+    /// caller would take it for free and write over it. The call fails, retryably (the item
+    /// is read once the functions are updated), and nothing is written. A damaged item is left
+    /// out, as before.
     async fn read_any(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<Found>, PortError> {
-        let keys: Vec<JobKey> = distinct(keys, |k| k).into_iter().cloned().collect();
-        // A page of the due index holds thousands of keys: its chunks are read a few at once.
-        let reads: Vec<_> = keys
-            .chunks(DDB_MAX_BATCH_GET_KEYS)
-            .map(|chunk| self.read_chunk(queue, chunk))
-            .collect();
-        let chunks: Vec<Vec<Found>> = futures::stream::iter(reads)
-            .buffered(READS_IN_FLIGHT)
-            .collect::<Vec<_>>()
-            .await
+        let (found, unreadable) = self.read_split(queue, keys).await?;
+        match unreadable.iter().find(|u| u.newer_format.is_some()) {
+            Some(u) => Err(PortError::Transient {
+                operation: "BatchGetItem",
+                source: format!(
+                    "job {} of {queue}: {}",
+                    u.key.job_id,
+                    newer_reason(u.newer_format.unwrap_or(u64::MAX))
+                )
+                .into(),
+            }),
+            None => Ok(found),
+        }
+    }
+
+    async fn read_to_send(
+        &self,
+        queue: &QueueName,
+        keys: &[JobKey],
+    ) -> Result<(Vec<StoredJob>, Vec<Unreadable>), PortError> {
+        let (found, unreadable) = self.read_split(queue, keys).await?;
+        let jobs = found
             .into_iter()
-            .collect::<Result<_, _>>()?;
-        Ok(chunks.into_iter().flatten().collect())
+            .filter_map(|f| match f {
+                Found::Job(j) => Some(j),
+                Found::History(_) => None,
+            })
+            .collect();
+        Ok((jobs, unreadable))
     }
 
     async fn put_over(&self, job: &StoredJob, record: &History) -> Result<bool, PortError> {
