@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export MOTO_SERVER := $(CURDIR)/$(VENV)/bin/moto_server
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help venv venv-infra demo test check lint-build test-installs browser-install iam-check build-for-tests unit e2e e2e-localstack localstack localstack-install lint lint-rust clippy lint-deps lint-template template-test rehearse infra-test fmt build synth sam-build deploy clean
+.PHONY: help deploy-checks venv venv-infra demo test check lint-build test-installs browser-install iam-check build-for-tests unit e2e e2e-localstack localstack localstack-install lint lint-rust clippy lint-deps lint-template template-test rehearse infra-test fmt build synth sam-build deploy clean
 
 help:
 	@echo "make demo   run both functions under cargo lambda watch against moto, end to end (BACKEND=localstack for LocalStack; CONSOLE=1 then serves the web console on its jobs)"
@@ -17,10 +17,12 @@ help:
 	@echo "make localstack  LocalStack (SQS, DynamoDB) in the foreground on 127.0.0.1:\$${LOCALSTACK_PORT:-4566}, no Docker"
 	@echo "make lint   fmt check, clippy, cfn-lint and sam validate"
 	@echo "make build  release bootstraps for arm64 and x86_64 (target/lambda-<arch>/)"
-	@echo "make deploy QUEUES=q1,q2 [ADOPT=q3] [ARCH=arm64|x86_64] [STACK=name]  sam build && sam deploy, same parameters"
+	@echo "make deploy QUEUES=q1,q2 [ADOPT=q3] [ARCH=arm64|x86_64] [STACK=name] [RELEASE=dist]  sam build && sam deploy, same parameters (RELEASE: a release's zips, no build)"
 	@echo "make rehearse  the template deployed, updated and deleted on LocalStack's CloudFormation (part of make test)"
 	@echo "make synth  cdk synth of the example stack (needs make build)"
 	@echo "make bench  precision figures (target/bench/); make bench-quick for a short run"
+	@echo "make dist   a release in dist/: zips, CLI binaries, SAM templates, SHA256SUMS (docs/deploy.md)"
+	@echo "make fixtures  this release's stored items of every kind, for the upgrade tests (docs/upgrades.md)"
 	@echo "make soak   long fault runs: 5000 simulation seeds, 250 000 cases per property test, 5000 jobs through the fault proxy"
 
 venv: $(VENV)/.installed
@@ -188,17 +190,22 @@ SAM_OVERRIDES = 'QueueNames="$(QUEUES)"' 'AdoptedQueueNames="$(ADOPT)"' Architec
 SAM_BUILD_DIR ?= .aws-sam/build
 # A parameter's value in PARAMS (`$(call sam_param,TablePrefix)`), for the checks before SAM.
 sam_param = $(patsubst $(1)=%,%,$(filter $(1)=%,$(PARAMS)))
-sam-build: venv-infra
+deploy-checks: venv-infra
 	@test -n "$(QUEUES)$(ADOPT)" || { echo "make deploy: QUEUES is required, e.g. make deploy QUEUES=orders,billing [ADOPT=q1,q2] [ARCH=arm64|x86_64] [STACK=name]" >&2; exit 2; }
 	@$(VENV)/bin/python scripts/check_queues.py "$(QUEUES)" "$(ADOPT)" \
 	  $(if $(filter TablePrefix=%,$(PARAMS)),--prefix "$(call sam_param,TablePrefix)") \
 	  $(if $(filter QueueKmsKeyArns=%,$(PARAMS)),--kms-keys "$(call sam_param,QueueKmsKeyArns)") \
 	  --stack "$(STACK)" --params '$(subst ','"'"',$(PARAMS))'
 	@case "$(ARCH)" in arm64|x86_64) ;; *) echo "make deploy: ARCH must be arm64 or x86_64, not '$(ARCH)'" >&2; exit 2;; esac
+	$(if $(RELEASE),@test -f "$(RELEASE)/template-$(ARCH).yaml" || { echo "make deploy: $(RELEASE)/template-$(ARCH).yaml is missing: RELEASE names a release directory (make dist writes dist/)" >&2; exit 2; })
+
+sam-build: deploy-checks
 	sam build --build-dir $(SAM_BUILD_DIR) --parameter-overrides $(SAM_OVERRIDES)
 
-deploy: sam-build
-	sam deploy --template-file $(SAM_BUILD_DIR)/template.yaml --stack-name $(STACK) --parameter-overrides $(SAM_OVERRIDES)
+# RELEASE=dir deploys a release (make dist's dist/, or a downloaded one): its template and zips,
+# with the same checks and parameters, and no build (no Rust toolchain).
+deploy: $(if $(RELEASE),deploy-checks,sam-build)
+	sam deploy --template-file $(if $(RELEASE),$(RELEASE)/template-$(ARCH).yaml,$(SAM_BUILD_DIR)/template.yaml) --stack-name $(STACK) --parameter-overrides $(SAM_OVERRIDES)
 
 # The SAM path offline, up to the AWS call: template assertions, `sam validate` with language
 # extensions, and `sam build` with cargo lambda replaced by a recorder (scripts/template_test.sh);
@@ -211,6 +218,7 @@ template-test: venv-infra $(INFRA_DEPS)
 # stands in for). Jobs go through the deployed functions: a runtime executor of ours
 # (tests/rehearsal/host_executor) runs each function's bootstrap, the host build, as a process.
 rehearse: venv-infra localstack-install $(REHEARSAL_EXECUTOR) build-for-tests $(INFRA_DEPS)
+	$(VENV)/bin/python scripts/dist.py --host-debug --out target/dist-debug
 	$(VENV)/bin/python tests/rehearsal/rehearse.py
 
 $(REHEARSAL_EXECUTOR): tests/rehearsal/host_executor/pyproject.toml tests/rehearsal/host_executor/sqs_waiter_host_executor.py | localstack-install
@@ -245,6 +253,19 @@ bench-quick: venv ddb-local
 	cargo build --release -p enqueue -p poller -p sqs-waiter
 	$(BENCH_BUILD)
 	$(BENCH) all --quick --release
+
+.PHONY: dist
+# A release in dist/ (docs/deploy.md "From a release"): both functions' zips and the CLI for
+# arm64 and x86_64, a SAM template per architecture, the changelog's section, SHA256SUMS.
+dist: venv
+	$(VENV)/bin/python scripts/dist.py
+
+.PHONY: fixtures
+# This release's stored items of every kind (tests/fixtures/{version}/items.json), written by the
+# real functions on moto: once per release; the fixtures test reads every release's set.
+fixtures: venv
+	cargo build -p enqueue -p poller
+	E2E_BACKEND=moto cargo test -p e2e --test manage write_this_releases_fixtures -- --ignored --nocapture
 
 .PHONY: soak
 # The long versions of the fault tests: many more simulation seeds and a bigger faulty run.

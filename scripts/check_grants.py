@@ -34,6 +34,10 @@ def problems(entries, queues, makes_aliases, deployed_aliases=None):
     own = queue_aliases(queues, makes_aliases)
     ids = {}
     for entry in entries:
+        if entry != entry.strip() or not entry:
+            out.append(f"CrossAccountGrants: '{entry}' is empty or has spaces around it (a comma too many?): "
+                       "each entry is ALIAS=PRINCIPAL, nothing else")
+            continue
         alias, sep, principal = entry.partition("=")
         if not sep or "=" in principal:
             out.append(f"CrossAccountGrants: '{entry}' is not ALIAS=PRINCIPAL (for example "

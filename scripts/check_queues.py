@@ -92,11 +92,14 @@ def grant_problems(queues, adopted, overrides, current):
     """CrossAccountGrants as this deploy gives it (else as the stack has it), checked against the
     aliases the stack makes and, for a queue's own, the ones it has now; then every grant on
     the enqueue function of the deployment checked to name an alias."""
-    grants = split(overrides.get("CrossAccountGrants", (current or {}).get("CrossAccountGrants", "")))
+    given = overrides.get("CrossAccountGrants", (current or {}).get("CrossAccountGrants", ""))
+    # Empty entries kept: CloudFormation keeps them too, and each would be a grant of nothing.
+    grants = given.split(",") if given.strip() else []
     makes = overrides.get("QueueAliases", (current or {}).get("QueueAliases", "true")) == "true"
     deployed = None
     if current is not None:
-        had = current.get("QueueAliases", "true") == "true" if current else False
+        # A stack without the parameter was deployed before the aliases existed: it has none.
+        had = current.get("QueueAliases") == "true"
         deployed = check_grants.queue_aliases(split(current.get("QueueNames", "")), had)
     found = check_grants.problems(grants, queues, makes, deployed)
     if not found:
@@ -136,6 +139,9 @@ def main(argv):
         args.table_key = overrides.get("TableKmsKeyArn", (current or {}).get("TableKmsKeyArn", args.table_key))
         args.scope = overrides.get("TableScope", (current or {}).get("TableScope", "prefix"))
     found = problems(queues, adopted)
+    if not found:
+        # Before the budget, which expands the loops: a bad entry (or queue name) would break them.
+        found = grant_problems(queues, adopted, overrides if args.params is not None else {}, current)
     if args.scope == "stack" and args.prefix != "sqs-waiter-":
         found.append(f"TablePrefix ({args.prefix}) is given with TableScope=stack, whose tables are {args.stack}.{{queue}}: "
                      "leave TablePrefix out (docs/tables.md \"Table scope\")")
@@ -143,7 +149,6 @@ def main(argv):
         found = iam_budget.problems(queues, adopted, args.prefix, region=args.region, kms_keys=split(args.kms_keys),
                                     table_key=args.table_key, scope=args.scope, stack=args.stack,
                                     values={**(current or {}), **overrides} if args.params is not None else None)
-    found += grant_problems(queues, adopted, overrides if args.params is not None else {}, current)
     if args.params is not None:
         found += check_params.problems(check_params.effective(overrides, current, iam_budget.load_template()))
         found += check_params.lowered(overrides, current)

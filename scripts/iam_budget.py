@@ -13,6 +13,7 @@ environment and the stack's resources, as AWS will.
 Quota: https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html
 """
 
+import fnmatch
 import json
 import re
 from pathlib import Path
@@ -300,8 +301,9 @@ def resource_count(queues, adopted=(), values=None, template=None):
 def enqueue_grants(queues, adopted=(), values=None, template=None):
     """({alias name}, [(where, ARN, who)]): the aliases of the enqueue function this deployment
     makes, and every grant of lambda:InvokeFunction that reaches the function: each
-    AWS::Lambda::Permission on it (resource policies) and each IAM statement whose resource
-    could name it. The function's ARN is `arn:aws:lambda:REGION:ACCOUNT:function:EnqueueFunction`."""
+    AWS::Lambda::Permission on it (resource policies) and each Allow statement of any policy
+    document whose actions and resources match it, wildcards, NotAction and NotResource
+    included. The function's ARN is `arn:aws:lambda:REGION:ACCOUNT:function:EnqueueFunction`."""
     template = template or load_template()
     region = PARTITIONS["aws"]
     names = parameter_values(template, queues, adopted, {"AWS::Partition": "aws", "AWS::Region": region,
@@ -326,20 +328,38 @@ def enqueue_grants(queues, adopted=(), values=None, template=None):
             if target in (ENQUEUE, function_arn) or target.startswith(function_arn + ":"):
                 grants.append((logical, target, resolve(props.get("Principal"))))
             continue
-        documents = [p["PolicyDocument"] for p in props.get("Policies", [])] if r["Type"] == "AWS::IAM::Role" else (
-            [props["PolicyDocument"]] if r["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy") else [])
-        for document in documents:
-            for statement in resolve(document).get("Statement", []):
-                actions = statement.get("Action", [])
-                actions = [actions] if isinstance(actions, str) else actions
-                if statement.get("Effect") != "Allow" or not any(a in ("*", "lambda:*", "lambda:InvokeFunction")
-                                                                  for a in actions):
+        for document in policy_documents(resolve(props)):
+            statements = document.get("Statement", [])
+            for statement in [statements] if isinstance(statements, dict) else statements:
+                if statement.get("Effect") != "Allow":
                     continue
-                targets = statement.get("Resource", [])
-                for target in [targets] if isinstance(targets, str) else targets:
-                    if target == "*" or target.startswith(function_arn):
+                # NotAction and NotResource allow what they do not name: counted as reaching it.
+                actions = listed(statement.get("Action", [])) if "NotAction" not in statement else ["*"]
+                if not any(fnmatch.fnmatchcase("lambda:invokefunction", str(a).lower()) for a in actions):
+                    continue
+                targets = listed(statement.get("Resource", [])) if "NotResource" not in statement else ["*"]
+                for target in map(str, targets):
+                    if any(fnmatch.fnmatchcase(arn, target) for arn in (function_arn, function_arn + ":ALIAS")):
                         grants.append((logical, target, logical))
     return set(aliases.values()), grants
+
+
+def listed(value):
+    return [value] if isinstance(value, (str, dict)) else list(value)
+
+
+def policy_documents(obj):
+    """Every policy document (a map with `Statement`) anywhere in a resource's properties:
+    IAM roles, policies, users and groups alike, and SAM's inline `Policies`."""
+    if isinstance(obj, dict):
+        if "Statement" in obj:
+            yield obj
+            return
+        for v in obj.values():
+            yield from policy_documents(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from policy_documents(v)
 
 
 def grant_problems(queues, adopted=(), values=None, template=None):

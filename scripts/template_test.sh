@@ -36,6 +36,12 @@ grep -q -- "--template-file .aws-sam/build/template.yaml" <<<"$deploy" || fail "
 for want in "'QueueNames=\"orders,billing.fifo\"'" "'AdoptedQueueNames=\"\"'" "Architecture=x86_64" "Shards=8"; do
   grep -q -- "$want" <<<"$build" || fail "'$want' missing from: $build"
 done
+echo "template-test: make deploy RELEASE=dir deploys the release's template, without sam build"
+release=$(make -s -n deploy QUEUES=orders,billing.fifo ARCH=x86_64 STACK=dev PARAMS="Shards=8" RELEASE=target/dist-debug)
+! grep -qE '^sam build ' <<<"$release" || fail "RELEASE still builds: $release"
+grep -q -- "--template-file target/dist-debug/template-x86_64.yaml" <<<"$release" || fail "RELEASE's template not deployed: $release"
+[ "$(grep -E '^sam deploy ' <<<"$release" | sed 's/.*--parameter-overrides //')" = "${deploy#*--parameter-overrides }" ] \
+  || fail "RELEASE's overrides differ from a build's: $release"
 if out=$(make -s deploy 2>&1); then fail "make deploy without QUEUES succeeded"; fi
 grep -q "QUEUES is required" <<<"$out" || fail "make deploy without QUEUES said: $out"
 if out=$(make -s deploy QUEUES=orders ARCH=sparc 2>&1); then fail "ARCH=sparc accepted"; fi
@@ -95,6 +101,16 @@ open(sys.argv[1], "w").write(out)
 PY
 sam validate --language-extensions --region us-east-1 -t "$work/template.yaml" \
   || fail "sam validate --language-extensions"
+
+echo "template-test: a release's templates (scripts/dist.py), through cfn-lint and sam validate"
+python scripts/dist.py --templates-only --out "$work/release"
+for arch in arm64 x86_64; do
+  t="$work/release/template-$arch.yaml"
+  grep -q "CodeUri: sqs-waiter-.*-enqueue-$arch.zip" "$t" || fail "$t: enqueue's code is not its zip"
+  ! grep -q "BuildMethod" "$t" || fail "$t: still built by sam build"
+  cfn-lint "$t" || fail "cfn-lint $t"
+  sam validate --language-extensions --region us-east-1 -t "$t" >/dev/null || fail "sam validate $t"
+done
 
 echo "template-test: sam build (cargo-lambda recorder) for arm64 and x86_64"
 mkdir -p "$work/bin"

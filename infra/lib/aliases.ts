@@ -100,13 +100,22 @@ export class EnqueueAliases extends Construct {
  * `lambda:InvokeFunction` on exactly these aliases' ARNs (`function:NAME:ALIAS`), never on
  * `function:NAME` or `function:NAME:*` (which `grantInvoke` writes, aws-cdk #20177). A principal
  * of this stack's account gets an IAM statement; another account's (an `AccountPrincipal`, an
- * `ArnPrincipal`, an imported role) a statement of each alias's resource policy, as
- * `AddPermission` with `Qualifier` writes: an alias's own `grantInvoke` does both.
+ * `ArnPrincipal`, a role imported with `mutable: false`) a statement of each alias's resource
+ * policy, as `AddPermission` with `Qualifier` writes: an alias's own `grantInvoke` does both.
+ * Anyone (`AnyPrincipal`, an organization) and services are refused: that policy would let them
+ * all invoke the alias, a service on anyone's behalf.
  */
 export function grantInvokeOn(grantee: iam.IGrantable, aliases: lambda.Alias[]): iam.Grant {
   const [first, ...rest] = aliases;
   if (first === undefined) {
     throw new Error("SqsWaiter: a grant needs at least one queue (leave queues out for every queue)");
+  }
+  const json = grantee.grantPrincipal.policyFragment.principalJson;
+  if ([json.AWS ?? []].flat().includes("*") || json.Service || json.Federated) {
+    throw new Error(
+      `SqsWaiter: ${grantee.grantPrincipal} may not be granted an alias: grant a role or an account ` +
+        "(a Role, an AccountPrincipal, an ArnPrincipal), never anyone or a service (docs/security.md)",
+    );
   }
   return rest.reduce((grant, alias) => grant.combine(alias.grantInvoke(grantee)), first.grantInvoke(grantee));
 }

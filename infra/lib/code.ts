@@ -2,6 +2,23 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as lambda from "aws-cdk-lib/aws-lambda";
+import { VERSION } from "./version.ts";
+
+/**
+ * A release package's zip of `binary` for `architecture` (`make dist` packs them into the CDK
+ * package's `assets/`), or undefined when the package has none: the construct then builds from
+ * source.
+ */
+export function releaseCode(binary: string, architecture: lambda.Architecture, assets = releaseAssets()): lambda.Code | undefined {
+  const arch = architecture.name === lambda.Architecture.X86_64.name ? "x86_64" : "arm64";
+  const zip = path.join(assets, `sqs-waiter-${VERSION}-${binary}-${arch}.zip`);
+  return fs.existsSync(zip) ? lambda.Code.fromAsset(zip) : undefined;
+}
+
+/** Where a release package keeps its zips: `assets/` beside the compiled `lib/`. */
+export function releaseAssets(): string {
+  return path.join(import.meta.dirname, "..", "assets");
+}
 
 /**
  * The functions' code from `cargo lambda build --release --lambda-dir DIR`, which writes

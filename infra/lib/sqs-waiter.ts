@@ -26,6 +26,7 @@ import { createAlarms } from "./alarms.ts";
 import { EnqueueAliases, grantInvokeOn, literalName, warnWideGrant } from "./aliases.ts";
 import { placeAllowList } from "./allow-list.ts";
 import { grantQueueAccess, grantTableKey, INDEX_NAME } from "./grants.ts";
+import { releaseCode } from "./code.ts";
 import { inRange } from "./ranges.ts";
 import { VERSION } from "./version.ts";
 
@@ -386,13 +387,15 @@ export class SqsWaiter extends Construct {
       systemLogLevelV2: lambda.SystemLogLevel.WARN,
     };
 
-    // Code given (built by CI, or by `make build`) is used as is; otherwise cargo-lambda-cdk's
-    // RustFunction builds the binary with cargo lambda at synth, for the chosen architecture.
+    // Code given (CI, `make build`), else a release package's zips (`make dist`), else cargo-lambda-cdk's
+    // RustFunction builds the binary at synth, for the chosen architecture.
     const manifestPath = props.manifestPath ?? path.join(import.meta.dirname, "..", "..", "Cargo.toml");
-    const rustFunction = (id: string, binaryName: string, code: lambda.Code | undefined, options: lambda.FunctionOptions) =>
-      code
+    const rustFunction = (id: string, binaryName: string, given: lambda.Code | undefined, options: lambda.FunctionOptions) => {
+      const code = given ?? releaseCode(binaryName, common.architecture);
+      return code
         ? new lambda.Function(this, id, { ...common, ...options, code })
         : new RustFunction(this, id, { ...common, ...options, manifestPath, binaryName, runtime: "provided.al2023" });
+    };
 
     const enqueueRole = this.functionRole("EnqueueRole", "enqueue");
     this.enqueueFunction = rustFunction("Enqueue", "enqueue", props.enqueueCode, {
@@ -448,8 +451,7 @@ export class SqsWaiter extends Construct {
     guardManagedPolicies(this, [enqueueRole.role, pollerRole.role], props.managedPolicyQuota ?? MANAGED_POLICIES_PER_ROLE.default);
     this.enqueueFunction.node.addDependency(enqueueRole.role);
     this.pollerFunction.node.addDependency(pollerRole.role);
-    // The poller is updated before enqueue, and a rollback reverts enqueue first: an old poller
-    // never reads the item kinds a new enqueue writes (docs/upgrades.md).
+    // The poller is updated before enqueue (a rollback reverts enqueue first): docs/upgrades.md.
     this.enqueueFunction.node.addDependency(this.pollerFunction);
     new CfnOutput(this, "Version", { value: VERSION, description: "The sqs-waiter release (docs/upgrades.md)." });
 
@@ -530,10 +532,7 @@ export class SqsWaiter extends Construct {
     });
   }
 
-  /**
-   * Every right on every queue: invoke the unqualified enqueue function (and, as `grantInvoke`
-   * writes, every alias). Warns at synth: grant callers `grantSend`, `grantView` or `grantOperate`.
-   */
+  /** Every right on every queue (the unqualified function, and `:*`): warns at synth (docs/security.md). */
   grantEnqueue(grantee: iam.IGrantable): iam.Grant {
     warnWideGrant(this);
     return this.enqueueFunction.grantInvoke(grantee);

@@ -131,4 +131,10 @@ test("another account's principal gets the alias's resource policy, never the fu
     const policies = JSON.stringify(template.findResources("AWS::IAM::Policy"));
     assert.ok(!policies.includes("210987654321"), policies);
   }
+  // Anyone and services are refused: the alias's policy would let them all invoke it.
+  const stack = new ExampleStack(newApp(), "Example", { enqueueCode: fakeCode(), pollerCode: fakeCode() });
+  for (const principal of [new iam.AnyPrincipal(), new iam.ServicePrincipal("sqs.amazonaws.com"), new iam.OrganizationPrincipal("o-abcdefghij")]) {
+    assert.throws(() => stack.waiter.grantView(principal), /may not be granted an alias/);
+  }
+  assert.equal(Object.keys(Template.fromStack(stack).findResources("AWS::Lambda::Permission")).filter((k) => k.includes("view")).length, 0);
 });

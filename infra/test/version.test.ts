@@ -1,8 +1,11 @@
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
 import { Template } from "aws-cdk-lib/assertions";
+import * as lambda from "aws-cdk-lib/aws-lambda";
+import { releaseCode } from "../lib/code.ts";
 import { ExampleStack } from "../lib/example-stack.ts";
 import { VERSION } from "../lib/version.ts";
 import { fakeCode, newApp } from "./helpers.ts";
@@ -31,4 +34,15 @@ test("enqueue waits for the poller, so an update reaches the poller first", () =
   assert.ok(enqueue && poller, Object.keys(functions).join(", "));
   assert.ok(functions[enqueue].DependsOn?.includes(poller), JSON.stringify(functions[enqueue].DependsOn));
   assert.ok(!functions[poller].DependsOn?.includes(enqueue));
+});
+
+test("a release package's zips are the code, found by version and architecture; without them, none", () => {
+  const assets = fs.mkdtempSync(path.join(os.tmpdir(), "sqs-waiter-assets-"));
+  assert.equal(releaseCode("enqueue", lambda.Architecture.ARM_64, assets), undefined);
+  const zip = path.join(assets, `sqs-waiter-${VERSION}-enqueue-arm64.zip`);
+  fs.writeFileSync(zip, "zip");
+  const code = releaseCode("enqueue", lambda.Architecture.ARM_64, assets);
+  assert.ok(code instanceof lambda.AssetCode && code.path === zip, String(code));
+  assert.equal(releaseCode("enqueue", lambda.Architecture.X86_64, assets), undefined, "another architecture's");
+  assert.equal(releaseCode("poller", lambda.Architecture.ARM_64, assets), undefined);
 });

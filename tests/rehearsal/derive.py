@@ -42,22 +42,29 @@ def inline_queue_list(obj, lists):
     return {k: inline_queue_list(v, lists) for k, v in obj.items()}
 
 
-def derived_template(queues, adopted=(), groups=1, grants=()):
-    """template.yaml with its Fn::ForEach expanded for these queues (and adopted queues, whose
-    tables exist), this PollerGroups and these CrossAccountGrants, and the code in S3."""
+def derived_template(queues, adopted=(), groups=1, grants=(), source=None):
+    """template.yaml (or `source`, a release's template from `make dist`) with its Fn::ForEach
+    expanded for these queues (and adopted queues, whose tables exist), this PollerGroups and
+    these CrossAccountGrants, and the code in S3: each binary's `{binary}.zip`, or the release's
+    zip under its own name."""
     # A CommaDelimitedList given "" is [""]: the loops' resources then carry a false condition.
     lists = {"QueueNames": list(queues) or [""], "AdoptedQueueNames": list(adopted) or [""],
              "CrossAccountGrants": list(grants) or [""]}
-    template = json.loads(json.dumps(cfn_yaml.loads((ROOT / "template.yaml").read_text())))
+    template = json.loads(json.dumps(cfn_yaml.loads(Path(source or ROOT / "template.yaml").read_text())))
     # Loud when the template changes under the rehearsal, rather than rehearsing less.
     if template.get("Transform") != ["AWS::LanguageExtensions", "AWS::Serverless-2016-10-31"]:
         sys.exit("rehearse: template.yaml's Transform changed; update tests/rehearsal/derive.py")
-    if template["Globals"]["Function"].get("CodeUri") != ".":
-        sys.exit("rehearse: template.yaml's CodeUri changed; update tests/rehearsal/derive.py")
     template["Transform"] = ["AWS::Serverless-2016-10-31"]
-    del template["Globals"]["Function"]["CodeUri"]
+    if source is None:
+        if template["Globals"]["Function"].get("CodeUri") != ".":
+            sys.exit("rehearse: template.yaml's CodeUri changed; update tests/rehearsal/derive.py")
+        del template["Globals"]["Function"]["CodeUri"]
     for binary in BINARIES:
         function = template["Resources"][f"{binary.capitalize()}Function"]
+        if source is not None:
+            # The release's zip, uploaded under its own name (tests/rehearsal/from_dist.py).
+            function["Properties"]["CodeUri"] = f"s3://{BUCKET}/{function['Properties']['CodeUri']}"
+            continue
         if function["Metadata"]["BuildProperties"]["Binary"] != binary:
             sys.exit(f"rehearse: {binary.capitalize()}Function no longer builds {binary}; update tests/rehearsal/derive.py")
         function["Properties"]["CodeUri"] = f"s3://{BUCKET}/{binary}.zip"

@@ -39,6 +39,7 @@ import options
 from own_localstack import LocalStack
 from derive import BINARIES, BUCKET, REGION, derived_template, stripped_bootstrap, zipped_dir
 from aliases import CROSS_ACCOUNT_GRANT, cross_account_grant, through_aliases
+import from_dist
 from roundtrip import Deliveries, RoundTrip, schedule_ref
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,11 +102,11 @@ class Rehearsal:
                 stripped_bootstrap(binary, Path(tmp) / "bootstrap")
                 self.s3.put_object(Bucket=BUCKET, Key=f"{binary}.zip", Body=zipped_dir(tmp))
 
-    def template(self, queues, adopted=(), groups=1, grants=()):
+    def template(self, queues, adopted=(), groups=1, grants=(), source=None):
         """The derived template for CreateStack and UpdateStack, from S3 (TemplateURL), as
         `make deploy` sends it (samconfig's resolve_s3): inline, CloudFormation takes at most
         51,200 bytes, which a stack of two queues with its autoscaling resources passes."""
-        body = derived_template(queues, adopted, groups, grants)
+        body = derived_template(queues, adopted, groups, grants, source)
         key = f"templates/{len(self.templates)}.json"
         self.templates.append(key)
         self.s3.put_object(Bucket=BUCKET, Key=key, Body=body.encode())
@@ -146,10 +147,10 @@ class Rehearsal:
     groups = {}
     extra = {}
 
-    def create(self, stack, queues, prefix, expect="CREATE_COMPLETE", adopted=(), groups=1, extra=None):
+    def create(self, stack, queues, prefix, expect="CREATE_COMPLETE", adopted=(), groups=1, extra=None, source=None):
         started = time.monotonic()
         self.groups[stack], self.extra[stack] = groups, extra
-        self.cfn.create_stack(StackName=stack, **self.template(queues, adopted, groups),
+        self.cfn.create_stack(StackName=stack, **self.template(queues, adopted, groups, source=source),
                               Parameters=self.params(queues, prefix, adopted, groups, extra), Capabilities=self.CAPS)
         status = self.wait(stack, expect)
         check(status == expect, f"{stack}: create ends {expect} (got {status}, {time.monotonic() - started:.0f} s)")
@@ -546,6 +547,9 @@ def main():
         if r.create("sqs-waiter-retry", [], "taken-", adopted=["fresh"]):
             r.check_stack("sqs-waiter-retry", [], "taken-", adopted=["fresh"])
             r.deliver(rt, "sqs-waiter-retry", "fresh")
+
+        # 6. A release from `make dist`, deployed without cargo on the PATH.
+        from_dist.deploy_release(r, rt, check, ARCH, STORED_DELAY_S)
 
         print(f"rehearsal: {deliveries.delivered} of {deliveries.expected} jobs delivered through the deployed functions", flush=True)
         check(deliveries.expected > 0 and deliveries.delivered == deliveries.expected,

@@ -5,6 +5,7 @@ pub mod baseline;
 pub mod bench;
 pub mod dynamo_local;
 pub mod emulator;
+pub mod fixtures;
 pub mod herd;
 pub mod iam_calls;
 pub mod mem_table;

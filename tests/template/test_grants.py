@@ -3,7 +3,9 @@ enqueue function through the alias's resource policy, and every grant on the fun
 alias ARN (scripts/iam_budget.py `grant_problems`; scripts/check_grants.py). The template is
 expanded and resolved as AWS would. Run by scripts/template_test.sh."""
 
+import contextlib
 import copy
+import io
 import os
 import sys
 import unittest
@@ -41,8 +43,13 @@ class CrossAccountGrants(unittest.TestCase):
             "PolicyName": "self", "PolicyDocument": {"Statement": [{
                 "Effect": "Allow", "Action": "lambda:InvokeFunction",
                 "Resource": {"Fn::Sub": "${EnqueueFunction.Arn}:*"}}]}})
+        # Wildcards reach it too: lambda:Invoke* on function:* in a policy of its own.
+        wide["Resources"]["Wild"] = {"Type": "AWS::IAM::ManagedPolicy", "Properties": {"PolicyDocument": {
+            "Statement": {"Effect": "Allow", "Action": ["lambda:Invoke*"],
+                          "Resource": {"Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:*"}}}}}
         found = sorted(iam_budget.grant_problems(["orders"], (), {"CrossAccountGrants": "operate=210987654321"}, wide))
-        self.assertEqual(len(found), 2, found)
+        self.assertEqual(len(found), 3, found)
+        self.assertIn("Wild grants lambda:InvokeFunction on arn:aws:lambda:", found[2])
         self.assertIn("EnqueueGrantoperate210987654321 grants lambda:InvokeFunction on the enqueue function,", found[0])
         self.assertIn("EnqueueRole grants lambda:InvokeFunction on the enqueue function:*", found[1])
         # The template as it is grants only aliases.
@@ -68,6 +75,20 @@ class CrossAccountGrants(unittest.TestCase):
         self.assertIn("is named twice", refused(["view=210987654321", "view=210987654321"])[0])
         self.assertIn("make one resource id", refused([f"view={ROLE}-eu", f"view={ROLE}_eu"])[-1])
         self.assertIn("QueueAliases is false", refused(["orders--send=210987654321"], makes=False)[0])
+        # A comma too many is an empty entry, which CloudFormation would try to grant.
+        found = check_queues.grant_problems(["orders"], [], {"CrossAccountGrants": "view=210987654321,"}, None)
+        self.assertEqual(len(found), 1, found)
+        self.assertIn("is empty", found[0])
+
+    def test_make_deploy_names_a_duplicate_entry_instead_of_failing_on_the_loop(self):
+        # The budget expands the grants' loop, where a duplicate id is an error: the grant check
+        # runs first and names the entry.
+        out = io.StringIO()
+        with contextlib.redirect_stderr(out):
+            code = check_queues.main(["check_queues.py", "orders", "--params",
+                                      "CrossAccountGrants=view=210987654321,view=210987654321"])
+        self.assertEqual(code, 2, out.getvalue())
+        self.assertIn("'view=210987654321' is named twice", out.getvalue())
 
     def test_a_queues_own_alias_is_granted_only_once_the_stack_has_it(self):
         overrides = {"CrossAccountGrants": "orders--send=210987654321"}
@@ -76,8 +97,12 @@ class CrossAccountGrants(unittest.TestCase):
             found = check_queues.grant_problems(["orders"], [], {**overrides, "QueueAliases": "true"}, current)
             self.assertEqual(len(found), 1, (current, found))
             self.assertIn("deploy the queue first, then its grant", found[0])
+        # A stack deployed before QueueAliases existed has no queue aliases yet: refused too.
+        self.assertIn("deploy the queue first",
+                      check_queues.grant_problems(["orders"], [], overrides, {"QueueNames": "orders"})[0])
         # The stack has the queue's aliases: granted. Unknown current stack: not checked.
-        self.assertEqual(check_queues.grant_problems(["orders"], [], overrides, {"QueueNames": "orders"}), [])
+        has = {"QueueNames": "orders", "QueueAliases": "true"}
+        self.assertEqual(check_queues.grant_problems(["orders"], [], overrides, has), [])
         self.assertEqual(check_queues.grant_problems(["orders"], [], overrides, None), [])
         # The class aliases are in the same template and the grant waits for them.
         self.assertEqual(check_queues.grant_problems(["orders"], [], {"CrossAccountGrants": "send=210987654321"}, {}),

@@ -10,7 +10,6 @@
 //!   `{queue key}--{class}` for one queue (`alias_key`: `orders--send`, `jobs-fifo--view`).
 //! - Any other qualifier (a version, `$LATEST`, an alias the stack did not make): nothing.
 
-use serde_json::Value;
 use sqs_waiter_contract::ErrorType;
 
 use crate::config::{Config, QueueName};
@@ -115,22 +114,23 @@ impl Rights {
         }
     }
 
-    /// For an alias of one queue, the `queue` a request or a batch's job `named` as given,
-    /// checked before its fields are parsed: any other queue is refused as outside the alias,
-    /// whether the stack serves it or not, so a refusal tells nothing of the stack's queues.
-    /// No queue given passes for the actions that may name none (the parse answers the rest).
-    pub fn check_named_queue(&self, action: &str, named: Option<&Value>) -> Result<(), AccessDenied> {
+    /// For an alias of one queue, the queue a request or a batch's job names as given
+    /// (`wire::queue_as_given`: `None` none, `Err` unreadably), checked before its fields are
+    /// parsed: any other queue is refused as outside the alias, whether the stack serves it or
+    /// not, so a refusal tells nothing of the stack's queues. No queue passes for the actions
+    /// that may name none (the parse answers the rest).
+    pub fn check_named_queue(&self, action: &str, named: Option<Result<String, ()>>) -> Result<(), AccessDenied> {
         let Some(only) = self.only_queue() else {
             return Ok(());
         };
         match named {
-            Some(Value::String(q)) if q == only.as_str() => Ok(()),
+            Some(Ok(q)) if q == only.as_str() => Ok(()),
             None if QUEUELESS.contains(&action) => Ok(()),
             None => self.check(action, None),
             Some(other) => Err(AccessDenied {
                 alias: self.alias().unwrap_or_default().to_owned(),
                 action: action.to_owned(),
-                queue: Some(other.as_str().map_or_else(|| other.to_string(), str::to_owned)),
+                queue: other.ok(),
                 why: format!("it serves queue {only} only"),
             }),
         }

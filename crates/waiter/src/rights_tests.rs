@@ -243,10 +243,15 @@ async fn the_function_refuses_what_its_alias_does_not_allow_in_each_job_of_a_bat
 async fn a_queues_alias_is_refused_any_other_queue_alike_served_or_not() {
     let (w, store, queue, _) = test_waiter("orders,billing.fifo", &[]);
     for other in ["billing.fifo", "no-such-queue"] {
+        let url = format!("https://sqs.eu-west-1.amazonaws.com/123456789012/{other}");
         for request in [
             json!({"queue": other, "job_id": "x", "message_body": "x", "delay_seconds": 3600}),
+            json!({"Queue": other, "JobId": "x", "MessageBody": "x", "DelaySeconds": 3600}),
+            json!({"QueueUrl": url, "MessageBody": "x", "DelaySeconds": 3600}),
             json!({"action": "get", "queue": other, "job_id": "x"}),
+            json!({"action": "get", "queue_url": url, "job_id": "x"}),
             json!({"action": "preview", "queue": other, "job_id": "x"}),
+            json!({"action": "preview", "Queue": other, "job_id": "x"}),
         ] {
             let e = as_alias(&w, "orders--send", request.clone())
                 .await
@@ -258,12 +263,23 @@ async fn a_queues_alias_is_refused_any_other_queue_alike_served_or_not() {
             {"queue": "orders", "job_id": "a", "message_body": "a", "delay_seconds": 3600},
             {"queue": other, "job_id": "b", "message_body": "b", "delay_seconds": 3600},
             {"queue": 7, "job_id": "c", "message_body": "c", "delay_seconds": 3600},
+            {"Queue": other, "job_id": "d", "message_body": "d", "delay_seconds": 3600},
+            {"QueueUrl": url, "job_id": "e", "message_body": "e", "delay_seconds": 3600},
         ]});
         let r = as_alias(&w, "orders--send", batch).await.expect("a batch reply");
         assert_eq!(r["results"][0]["status"], "scheduled", "{r}");
-        for i in [1, 2] {
+        for i in 1..=4 {
             assert_eq!(r["results"][i]["error"]["type"], "AccessDenied", "{r}");
         }
+    }
+    // Its own queue under any of its names is served.
+    for request in [
+        json!({"action": "get", "queue_url": "https://sqs.eu-west-1.amazonaws.com/1/orders", "job_id": "a"}),
+        json!({"action": "get", "Queue": "orders", "job_id": "a"}),
+        json!({"QueueUrl": "https://sqs.eu-west-1.amazonaws.com/1/orders/", "JobId": "a", "MessageBody": "a", "DelaySeconds": 3600}),
+    ] {
+        let got = as_alias(&w, "orders--send", request.clone()).await.expect("served");
+        assert_eq!(got["status"], "scheduled", "{request}: {got}");
     }
     // The class aliases of every queue still get the parse's answer for a queue not served.
     let e = as_alias(

@@ -13,7 +13,7 @@ use chrono::{TimeDelta, Utc};
 use e2e::emulator::scan_all;
 use e2e::rig::{assert_all_scheduled, make_all_due, setup};
 use serde_json::json;
-use waiter::aws::codec::{A_ITEM_FORMAT, A_JOB_ID, ITEM_FORMAT};
+use waiter::aws::codec::{A_ITEM_FORMAT, A_JOB_ID, A_PERFORM_AT, ITEM_FORMAT};
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -56,7 +56,7 @@ async fn items_of_a_later_format_are_left_untouched_counted_and_hold_their_fifo_
         &s.enqueue_ok(json!({"jobs": [job("orders", "a", None), job("orders", "b", None)]}))
             .await,
     );
-    // f1 before f2 in group g (due in job_id order at one time), h1 alone in group h.
+    // f1 before f2 in group g, h1 alone in group h.
     assert_all_scheduled(
         &s.enqueue_ok(
             json!({"jobs": [job("billing.fifo", "f1", Some("g")), job("billing.fifo", "f2", Some("g")),
@@ -65,9 +65,19 @@ async fn items_of_a_later_format_are_left_untouched_counted_and_hold_their_fifo_
         .await,
     );
     let ddb = s.emu.dynamodb.clone();
-    let due = Utc::now() - TimeDelta::seconds(1);
-    for table in ["waiter-orders", "waiter-billing.fifo"] {
-        make_all_due(&ddb, table, due).await;
+    let due = Utc::now() - TimeDelta::seconds(3);
+    make_all_due(&ddb, "waiter-orders", due).await;
+    // A group's order is its jobs' times: one time for two would leave it to the index.
+    for (i, id) in ["f1", "f2", "h1"].into_iter().enumerate() {
+        let mut item = item_of(&ddb, "waiter-billing.fifo", id).await.expect("stored");
+        let at = due + TimeDelta::seconds(i as i64);
+        item.insert(A_PERFORM_AT.into(), AttributeValue::N(waiter::time::format_epoch(at)));
+        ddb.put_item()
+            .table_name("waiter-billing.fifo")
+            .set_item(Some(item))
+            .send()
+            .await
+            .expect("PutItem");
     }
     let b = as_later_release(&ddb, "waiter-orders", "b").await;
     let f1 = as_later_release(&ddb, "waiter-billing.fifo", "f1").await;
@@ -130,4 +140,263 @@ async fn items_of_a_later_format_are_left_untouched_counted_and_hold_their_fifo_
     let fifo = s.emu.receive_for(&url, Duration::from_secs(3), usize::MAX).await;
     let order: Vec<_> = fifo.iter().filter_map(|r| r.message.body()).collect();
     assert_eq!(order, ["f1", "f2"]);
+}
+
+/// The queues and settings the fixtures are written and read with: the rate ledger
+/// (`WAITER_MAX_RATE`), history with bodies, two shards (the shard-count meta item).
+const FIXTURE_QUEUES: &[&str] = &["orders", "billing.fifo", "held"];
+const FIXTURE_SETTINGS: &[(&str, &str)] = &[
+    ("WAITER_SHARDS", "2"),
+    ("WAITER_DIRECT_MAX_DELAY", "0"),
+    ("WAITER_MAX_RATE", "50"),
+    ("WAITER_HISTORY_BODY", "true"),
+];
+/// Far enough that a set stays ahead of every run of the check.
+const FAR: &str = "2099-01-01T00:00:00Z";
+
+/// Writes this release's items of every kind (tests/fixtures/{version}/items.json) through the
+/// real functions: `make fixtures`. Job ids say what the check expects of each: `due-*` are due
+/// by the time any check runs (ten minutes after writing) and arrive once; `future-*` wait; the
+/// rest are named for their kind.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "writes tests/fixtures/{version}: run by `make fixtures`"]
+async fn write_this_releases_fixtures() {
+    let mut s = setup(FIXTURE_QUEUES, FIXTURE_SETTINGS).await;
+    let now = Utc::now();
+    let at = |s: i64| (now + TimeDelta::seconds(s)).to_rfc3339();
+    let attrs = json!({"kind": {"data_type": "String", "string_value": "invoice"}});
+    let big = "fixture ".repeat(20_000);
+    let jobs = json!({"jobs": [
+        {"queue": "orders", "job_id": "future-plain", "message_body": "future-plain", "perform_at": FAR},
+        {"queue": "orders", "job_id": "future-attrs", "message_body": "future-attrs", "perform_at": FAR,
+         "message_attributes": attrs, "priority": 10, "weight": 3, "expires_at": "2099-06-01T00:00:00Z"},
+        {"queue": "orders", "job_id": "future-deflated", "message_body": big, "perform_at": FAR},
+        {"queue": "orders", "job_id": "future-windows", "message_body": "future-windows", "perform_at": FAR,
+         "windows": [{"from": "09:00", "to": "17:00"}], "time_zone": "Europe/Berlin"},
+        {"queue": "orders", "job_id": "series-every", "message_body": "series-every", "delay_seconds": 600,
+         "repeat": {"every_s": 3600}},
+        {"queue": "orders", "job_id": "series-cron", "message_body": "series-cron", "time_zone": "Europe/Berlin",
+         "repeat": {"cron": "*/10 * * * *"}},
+        {"queue": "orders", "job_id": "series-expression", "message_body": "series-expression",
+         "repeat": {"expression": "rate(5 minutes)", "catch_up": "skip"}},
+        {"queue": "orders", "job_id": "due-plain", "message_body": "due-plain", "delay_seconds": 600},
+        {"queue": "orders", "job_id": "due-attrs", "message_body": "due-attrs", "delay_seconds": 600,
+         "message_attributes": attrs, "priority": 5},
+        {"queue": "orders", "job_id": "due-deflated", "message_body": big, "delay_seconds": 600},
+        {"queue": "orders", "job_id": "expired", "message_body": "expired", "delay_seconds": 600,
+         "expires_at": at(660)},
+        {"queue": "orders", "job_id": "paused-job", "message_body": "paused-job", "delay_seconds": 600},
+        {"queue": "orders", "job_id": "cancelled", "message_body": "cancelled", "delay_seconds": 600},
+        {"queue": "orders", "job_id": "sent", "message_body": "sent", "delay_seconds": 1},
+        {"queue": "orders", "job_id": "retry-chain", "message_body": "retry-chain", "delay_seconds": 1},
+        {"queue": "orders", "job_id": "parked-chain", "message_body": "parked-chain", "delay_seconds": 1},
+        {"queue": "billing.fifo", "job_id": "due-fifo-1", "message_body": "due-fifo-1", "delay_seconds": 600,
+         "message_group_id": "g"},
+        {"queue": "billing.fifo", "job_id": "due-fifo-2", "message_body": "due-fifo-2", "delay_seconds": 601,
+         "message_group_id": "g"},
+        {"queue": "held", "job_id": "held-job", "message_body": "held-job", "delay_seconds": 600},
+    ]});
+    assert_all_scheduled(&s.enqueue_ok(jobs).await);
+    for (request, status) in [
+        (
+            json!({"action": "pause", "queue": "orders", "job_id": "paused-job"}),
+            "paused",
+        ),
+        (
+            json!({"action": "cancel", "queue": "orders", "job_id": "cancelled"}),
+            "cancelled",
+        ),
+        (json!({"action": "pause", "queue": "held"}), "paused"),
+        // A pause that ended: its record stays on the queue's pause item.
+        (json!({"action": "pause", "queue": "billing.fifo"}), "paused"),
+        (json!({"action": "resume", "queue": "billing.fifo"}), "resumed"),
+    ] {
+        assert_eq!(s.enqueue_ok(request.clone()).await["status"], status, "{request}");
+    }
+    // sent, retry-chain and parked-chain go out (history records, leases, the rate ledger);
+    // then a consumer retries one and exhausts the other's attempts.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let run = s.poll().await;
+    // The three, and the occurrence of the series that started now.
+    assert_eq!(
+        run["dispatched"]
+            .as_u64()
+            .zip(run["occurrences"].as_u64())
+            .map(|(d, o)| d - o),
+        Some(3),
+        "{run}"
+    );
+    let retry = |id: &str, max_attempts: u32| {
+        json!({"action": "retry", "queue": "orders", "job_id": id, "attempt": 1, "message_body": id,
+               "backoff": {"base_s": 600, "jitter": false}, "max_attempts": max_attempts, "error": "fixture"})
+    };
+    assert_eq!(s.enqueue_ok(retry("retry-chain", 10)).await["status"], "scheduled");
+    assert_eq!(s.enqueue_ok(retry("parked-chain", 1)).await["status"], "parked");
+    let ddb = s.emu.dynamodb.clone();
+    let mut tables = std::collections::BTreeMap::new();
+    for queue in FIXTURE_QUEUES {
+        tables.insert(queue.to_string(), scan_all(&ddb, &format!("waiter-{queue}")).await);
+    }
+    let path = e2e::fixtures::write_set(&e2e::fixtures::FixtureSet {
+        release: waiter::VERSION.to_owned(),
+        item_format: ITEM_FORMAT,
+        tables,
+    });
+    println!("wrote {}", path.display());
+}
+
+/// Every release's fixtures (tests/fixtures/*/items.json), loaded into the emulator and run over
+/// by today's functions: `get` reads every job and record, `list` every stored job; the jobs
+/// due arrive once, never before their time, a FIFO group in order, a retried job as its
+/// attempt; the series go on; nothing waiting, paused, parked or expired is sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn todays_functions_read_and_run_every_releases_items() {
+    let sets = e2e::fixtures::all_sets();
+    assert!(
+        sets.iter().any(|s| s.release == waiter::VERSION),
+        "tests/fixtures has no set of {}: make fixtures",
+        waiter::VERSION
+    );
+    for set in sets {
+        assert!(
+            set.item_format <= ITEM_FORMAT,
+            "{}: item_format {} is newer than this code's",
+            set.release,
+            set.item_format
+        );
+        check_fixture_set(&set).await;
+    }
+}
+
+async fn check_fixture_set(set: &e2e::fixtures::FixtureSet) {
+    let release = &set.release;
+    let mut s = setup(FIXTURE_QUEUES, FIXTURE_SETTINGS).await;
+    let ddb = s.emu.dynamodb.clone();
+    let mut jobs = Vec::new();
+    for (queue, items) in &set.tables {
+        for item in items {
+            ddb.put_item()
+                .table_name(format!("waiter-{queue}"))
+                .set_item(Some(item.clone()))
+                .send()
+                .await
+                .expect("PutItem");
+            let (Some(AttributeValue::S(scheduler)), Some(AttributeValue::S(id))) =
+                (item.get("scheduler"), item.get(A_JOB_ID))
+            else {
+                panic!("{release}: an item without keys");
+            };
+            // Jobs and records live in the shards and the parked partition; the rest are the
+            // queue's own items (leases, meta, pause, rate ledger).
+            let tail = scheduler.rsplit('#').next().unwrap_or_default();
+            if scheduler.matches('#').count() == 1 && (tail == "parked" || tail.parse::<u32>().is_ok()) {
+                jobs.push((queue.clone(), id.clone(), tail == "parked"));
+            }
+        }
+    }
+    let before = Utc::now();
+    for (queue, id, _) in &jobs {
+        let got = s
+            .enqueue_ok(json!({"action": "get", "queue": queue, "job_id": id}))
+            .await;
+        assert_ne!(got["status"], "not_found", "{release}: get {queue}/{id}: {got}");
+    }
+    let listed = s
+        .enqueue_ok(json!({"action": "list", "queue": "orders", "limit": 100}))
+        .await;
+    let listed: Vec<_> = listed["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .filter_map(|j| j["job_id"].as_str())
+        .collect();
+    for id in [
+        "future-plain",
+        "future-attrs",
+        "future-deflated",
+        "future-windows",
+        "series-every",
+        "retry-chain",
+        "paused-job",
+    ] {
+        assert!(listed.contains(&id), "{release}: list shows {id}: {listed:?}");
+    }
+    let parked = s.enqueue_ok(json!({"action": "list_parked", "queue": "orders"})).await;
+    assert!(parked.to_string().contains("parked-chain"), "{release}: {parked}");
+
+    let run = s.poll().await;
+    assert_eq!(
+        (run["unreadable"].clone(), run.get("errors")),
+        (json!(0), None),
+        "{release}: {run}"
+    );
+    let mut got = Vec::new();
+    for (i, _) in FIXTURE_QUEUES.iter().enumerate() {
+        let url = s.urls[i].clone();
+        got.extend(
+            s.emu
+                .receive_for(&url, Duration::from_secs(3), usize::MAX)
+                .await
+                .into_iter()
+                .map(|r| (i, r)),
+        );
+    }
+    let bodies: Vec<(usize, String)> = got
+        .iter()
+        .map(|(i, r)| (*i, r.message.body().unwrap_or_default().chars().take(40).collect()))
+        .collect();
+    let sent = |name: &str| bodies.iter().filter(|(_, b)| b.starts_with(name)).count();
+    for once in ["due-plain", "due-attrs", "retry-chain", "due-fifo-1", "due-fifo-2"] {
+        assert_eq!(sent(once), 1, "{release}: {once} arrives once: {bodies:?}");
+    }
+    assert_eq!(
+        sent("fixture "),
+        1,
+        "{release}: due-deflated arrives once, inflated: {bodies:?}"
+    );
+    for never in [
+        "future-",
+        "expired",
+        "paused-job",
+        "held-job",
+        "parked-chain",
+        "cancelled",
+        "sent",
+    ] {
+        assert_eq!(sent(never), 0, "{release}: {never} is not sent: {bodies:?}");
+    }
+    let fifo: Vec<_> = bodies
+        .iter()
+        .filter(|(i, _)| *i == 1)
+        .map(|(_, b)| b.as_str())
+        .collect();
+    assert_eq!(fifo, ["due-fifo-1", "due-fifo-2"], "{release}: group g in order");
+    let retried = got
+        .iter()
+        .find(|(_, r)| r.message.body() == Some("retry-chain"))
+        .expect("retry-chain");
+    let attempt = retried
+        .1
+        .message
+        .message_attributes()
+        .and_then(|a| a.get("waiter.attempt"))
+        .and_then(|a| a.string_value());
+    assert_eq!(
+        attempt,
+        Some("2"),
+        "{release}: the retried job arrives as its attempt 2"
+    );
+    // Series go on: each is still stored, its next occurrence after this run.
+    for id in ["series-every", "series-cron", "series-expression"] {
+        let got = s
+            .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": id}))
+            .await;
+        assert_eq!(got["status"], "scheduled", "{release}: {id}: {got}");
+        let next = e2e::rig::parse_time(got["perform_at"].as_str().expect("perform_at"));
+        assert!(next > before, "{release}: {id} moves on: {got}");
+    }
+    let expired = s
+        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "expired"}))
+        .await;
+    assert_eq!(expired["status"], "expired", "{release}: {expired}");
 }

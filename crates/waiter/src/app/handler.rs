@@ -8,6 +8,7 @@ use tokio::sync::Semaphore;
 use crate::job::Job;
 use crate::ports::{Clock, JobStore, MessageQueue, PauseGate};
 use crate::routing::{aligned_send_instant, route, Route};
+use crate::wire::normalise::queue_as_given;
 use crate::wire::reply::error_result;
 use crate::wire::request::{parse_request, Request};
 
@@ -64,7 +65,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         // given, and again as parsed; a batch's jobs each on their own.
         let action = event.get("action").and_then(Value::as_str).unwrap_or("enqueue");
         rights.check_action(action)?;
-        let named = |at: &Value| rights.check_named_queue(action, at.get("queue"));
+        let named = |at: &Value| rights.check_named_queue(action, queue_as_given(at));
         let given_jobs = event.get("jobs").and_then(Value::as_array);
         if given_jobs.is_none() {
             named(event)?;

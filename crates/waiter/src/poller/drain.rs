@@ -488,7 +488,9 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                 }
             }
         }
-        self.pending.make_contiguous().sort_by_key(|p| p.send_at);
+        self.pending
+            .make_contiguous()
+            .sort_by(|a, b| a.send_order().cmp(&b.send_order()));
         Ok(())
     }
 

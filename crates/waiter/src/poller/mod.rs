@@ -218,6 +218,16 @@ pub struct Planned {
     pub overdue_s: f64,
 }
 
+impl Planned {
+    /// The order sends start in: by the instant to send, then by the job's own time and id. A
+    /// FIFO group's overdue jobs all send now, and their re-read answers in no order
+    /// (BatchGetItem keeps none; DynamoDB Local gave a group reversed), so their own times keep the
+    /// group in order.
+    pub fn send_order(&self) -> (DateTime<Utc>, DateTime<Utc>, &str) {
+        (self.send_at, self.job.job.perform_at, &self.job.job.job_id)
+    }
+}
+
 /// Each message moved to a booked second gets the delay that lands it there when sent at
 /// `sent_at` (the booking was made a call earlier, maybe across a second's boundary). A moved
 /// job's second is after the one it is due in, so its start is never early.

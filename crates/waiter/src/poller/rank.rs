@@ -181,7 +181,9 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 self.found_no_room();
             }
         }
-        self.pending.make_contiguous().sort_by_key(|p| p.send_at);
+        self.pending
+            .make_contiguous()
+            .sort_by(|a, b| a.send_order().cmp(&b.send_order()));
         Ok(())
     }
 

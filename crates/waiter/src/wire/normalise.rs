@@ -180,13 +180,40 @@ fn queue_by_url(object: &mut Map<String, Value>, given: &mut Given) -> Result<()
             format!("must be a string, got {}", kind(&url)),
         ));
     };
-    if !(url.starts_with("https://") || url.starts_with("http://")) {
+    let Some(name) = queue_of_url(&url) else {
         return Err(InvalidRequest::new(field, "must be an SQS queue URL (https://...)"));
-    }
-    let name = url.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
+    };
     object.insert(QUEUE.to_owned(), Value::String(name.to_owned()));
     given.fields.insert(QUEUE, field);
     Ok(())
+}
+
+/// The queue an SQS queue URL names: its last path segment.
+fn queue_of_url(url: &str) -> Option<&str> {
+    (url.starts_with("https://") || url.starts_with("http://"))
+        .then(|| url.trim_end_matches('/').rsplit('/').next().unwrap_or_default())
+}
+
+/// The queue a request (or a batch's job) names, read as `normalise` reads it, before anything
+/// else of it is: under `queue`, `queue_url` or their aliases. `None` when it names none;
+/// `Some(Err(()))` when it names one unreadably (twice, not a string, not a URL), which the
+/// parse refuses.
+pub(crate) fn queue_as_given(request: &Value) -> Option<Result<String, ()>> {
+    let object = request.as_object()?;
+    let names = ALIASES
+        .iter()
+        .filter(|(ours, _)| *ours == QUEUE || *ours == QUEUE_URL)
+        .flat_map(|(ours, alias)| [(*ours, *ours), (*ours, *alias)]);
+    let mut given = names.filter_map(|(ours, name)| object.get(name).map(|v| (ours, v)));
+    let (ours, value) = given.next()?;
+    if given.next().is_some() {
+        return Some(Err(()));
+    }
+    match value {
+        Value::String(q) if ours == QUEUE => Some(Ok(q.clone())),
+        Value::String(url) => Some(queue_of_url(url).map(str::to_owned).ok_or(())),
+        _ => Some(Err(())),
+    }
 }
 
 /// RFC 3339 (or epoch seconds in a string), or epoch seconds as a JSON number read from its

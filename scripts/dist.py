@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""A release as files a user deploys without a Rust toolchain (issue 74): `make dist`.
+
+    dist.py [--archs arm64,x86_64] [--host-debug | --templates-only] [--out dist]
+
+Writes to OUT (version V from Cargo.toml):
+- sqs-waiter-V-{enqueue,poller}-ARCH.zip: each function's `bootstrap`;
+- sqs-waiter-V-linux-ARCH.tar.gz: the `sqs-waiter` CLI;
+- template-ARCH.yaml: template.yaml with each function's code the zips beside it and its
+  architecture fixed, for `sam deploy -t` (no `sam build`);
+- sqs-waiter-infra-V.tgz: the CDK construct (`npm pack`), compiled, with the zips in assets/,
+  which it deploys when the app gives no code (it builds from source without them);
+- CHANGELOG-V.md: the release's section of CHANGELOG.md;
+- SHA256SUMS over all of them.
+
+The bootstraps and the CLI come from `cargo lambda build --release` for each architecture. With
+--host-debug (what `make test` uses) they are this machine's debug builds in target/debug,
+stripped, for its own architecture only: the same packaging, without two cross builds.
+Fails, naming the file, when template.yaml's Version output, infra/package.json or
+infra/lib/version.ts is not V, or CHANGELOG.md has no section for V.
+"""
+
+import argparse
+import hashlib
+import io
+import json
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FUNCTIONS = ("enqueue", "poller")
+CLI = "sqs-waiter"
+ARCHS = ("arm64", "x86_64")
+# Zip and tar entries get this time, so a release built twice from one commit is the same bytes.
+FIXED_TIME = (2020, 1, 1, 0, 0, 0)
+
+
+def version():
+    cargo = (ROOT / "Cargo.toml").read_text()
+    found = re.search(r'\[workspace\.package\]\s*\nversion = "([^"]+)"', cargo)
+    if not found:
+        sys.exit("dist: Cargo.toml has no [workspace.package] version")
+    return found.group(1)
+
+
+def check_versions(v):
+    """Every place that names the release says V."""
+    problems = []
+    template = (ROOT / "template.yaml").read_text()
+    if not re.search(r'\n  Version:\n(    .*\n)*?    Value: "' + re.escape(v) + '"\n', template):
+        problems.append(f"template.yaml: Outputs.Version is not \"{v}\"")
+    if f'"version": "{v}"' not in (ROOT / "infra/package.json").read_text():
+        problems.append(f"infra/package.json: version is not {v}")
+    if f'export const VERSION = "{v}";' not in (ROOT / "infra/lib/version.ts").read_text():
+        problems.append(f"infra/lib/version.ts: VERSION is not {v}")
+    if changelog_section(v) is None:
+        problems.append(f"CHANGELOG.md: no section \"## [{v}]\"")
+    return problems
+
+
+def changelog_section(v):
+    text = (ROOT / "CHANGELOG.md").read_text()
+    found = re.search(r"^## \[" + re.escape(v) + r"\].*?(?=^## \[|\Z)", text, re.M | re.S)
+    return found.group(0).rstrip() + "\n" if found else None
+
+
+def host_arch():
+    return {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}[platform.machine().lower()]
+
+
+def built_binaries(arch, host_debug):
+    """{binary: path} for the functions and the CLI of `arch`."""
+    if host_debug:
+        out = {}
+        for name in (*FUNCTIONS, CLI):
+            built = ROOT / "target/debug" / name
+            if not built.is_file():
+                sys.exit(f"dist: {built} is missing: cargo build -p enqueue -p poller -p sqs-waiter first")
+            stripped = Path(tempfile.mkdtemp(prefix="dist-")) / name
+            subprocess.run(["strip", "--strip-debug", "-o", str(stripped), str(built)], check=True)
+            out[name] = stripped
+        return out
+    lambda_dir = ROOT / f"target/lambda-{arch}"
+    flag = "--arm64" if arch == "arm64" else "--x86-64"
+    subprocess.run(["cargo", "lambda", "build", "--release", flag, "--lambda-dir", str(lambda_dir),
+                    "-p", "enqueue", "-p", "poller", "-p", "sqs-waiter"], cwd=ROOT, check=True)
+    return {name: lambda_dir / name / "bootstrap" for name in (*FUNCTIONS, CLI)}
+
+
+def zip_bootstrap(binary, dest):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        info = zipfile.ZipInfo("bootstrap", date_time=FIXED_TIME)
+        info.external_attr = 0o100755 << 16
+        info.compress_type = zipfile.ZIP_DEFLATED
+        z.writestr(info, binary.read_bytes())
+    dest.write_bytes(buf.getvalue())
+
+
+def tar_cli(binary, dest):
+    with tarfile.open(dest, "w:gz") as t:
+        info = tarfile.TarInfo(CLI)
+        data = binary.read_bytes()
+        info.size, info.mode, info.mtime = len(data), 0o755, time.mktime(FIXED_TIME + (0, 0, -1))
+        t.addfile(info, io.BytesIO(data))
+
+
+def release_template(v, arch):
+    """template.yaml with the zips as code and `arch` fixed: no `sam build`, no cargo."""
+    text = (ROOT / "template.yaml").read_text()
+    text, n = re.subn(r"\n    CodeUri: \.\n", "\n", text)
+    if n != 1:
+        sys.exit("dist: template.yaml's Globals CodeUri changed; update scripts/dist.py")
+    for name in FUNCTIONS:
+        built = (f"    Metadata:\n      BuildMethod: rust-cargolambda\n      BuildProperties:\n"
+                 f"        Binary: {name}\n    Properties:\n")
+        if built not in text:
+            sys.exit(f"dist: template.yaml no longer builds {name} with cargo lambda; update scripts/dist.py")
+        text = text.replace(built, f"    Properties:\n      CodeUri: sqs-waiter-{v}-{name}-{arch}.zip\n")
+    fixed = "  Architecture:\n    Type: String\n    Default: arm64\n    AllowedValues: [arm64, x86_64]\n"
+    if fixed not in text:
+        sys.exit("dist: template.yaml's Architecture parameter changed; update scripts/dist.py")
+    text = text.replace(fixed, f"  Architecture:\n    Type: String\n    Default: {arch}\n"
+                               f"    AllowedValues: [{arch}]\n    Description: The architecture of this release's zips.\n")
+    return f"# sqs-waiter {v} for {arch}: deploy with `sam deploy -t` (docs/deploy.md \"From a release\").\n" + text
+
+
+def cdk_package(v, out, zips):
+    """The CDK construct as an npm package (`npm pack`): compiled to JavaScript with its types,
+    and the release's zips in `assets/`, which the construct uses before building from source."""
+    infra = ROOT / "infra"
+    tsc = infra / "node_modules/.bin/tsc"
+    if not tsc.is_file():
+        sys.exit("dist: infra/node_modules is missing: cd infra && npm ci")
+    with tempfile.TemporaryDirectory(prefix="dist-cdk-") as stage:
+        stage = Path(stage)
+        subprocess.run([str(tsc), "-p", "tsconfig.build.json", "--outDir", str(stage / "lib")], cwd=infra, check=True)
+        (stage / "assets").mkdir()
+        for z in zips:
+            shutil.copy(z, stage / "assets" / z.name)
+        manifest = json.loads((infra / "package.json").read_text())
+        for dev_only in ("scripts", "devDependencies"):
+            manifest.pop(dev_only, None)
+        manifest.update({"main": "lib/sqs-waiter.js", "types": "lib/sqs-waiter.d.ts", "files": ["lib", "assets"]})
+        (stage / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        packed = subprocess.run(["npm", "pack", "--silent", "--pack-destination", str(out.resolve())], cwd=stage,
+                                check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    return out / packed
+
+
+def sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(prog="dist.py", description=__doc__.strip().splitlines()[0])
+    parser.add_argument("--archs", default=",".join(ARCHS))
+    parser.add_argument("--host-debug", action="store_true")
+    parser.add_argument("--out", default=str(ROOT / "dist"))
+    parser.add_argument("--templates-only", action="store_true", help="only the SAM templates (no build)")
+    args = parser.parse_args(argv[1:])
+    v = version()
+    problems = check_versions(v)
+    if problems:
+        for p in problems:
+            print(f"dist: {p}", file=sys.stderr)
+        return 2
+    archs = [host_arch()] if args.host_debug else [a for a in args.archs.split(",") if a]
+    if any(a not in ARCHS for a in archs):
+        sys.exit(f"dist: --archs takes {', '.join(ARCHS)}, not {args.archs}")
+    out = Path(args.out)
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    started = time.monotonic()
+    if args.templates_only:
+        for arch in archs:
+            (out / f"template-{arch}.yaml").write_text(release_template(v, arch))
+        return 0
+    for arch in archs:
+        binaries = built_binaries(arch, args.host_debug)
+        for name in FUNCTIONS:
+            zip_bootstrap(binaries[name], out / f"sqs-waiter-{v}-{name}-{arch}.zip")
+        tar_cli(binaries[CLI], out / f"sqs-waiter-{v}-linux-{arch}.tar.gz")
+        (out / f"template-{arch}.yaml").write_text(release_template(v, arch))
+    cdk_package(v, out, sorted(out.glob("*.zip")))
+    (out / f"CHANGELOG-{v}.md").write_text(changelog_section(v))
+    files = sorted(p for p in out.iterdir() if p.name != "SHA256SUMS")
+    (out / "SHA256SUMS").write_text("".join(f"{sha256(p)}  {p.name}\n" for p in files))
+    for p in files:
+        print(f"dist: {p.name} {p.stat().st_size:,} bytes")
+    print(f"dist: sqs-waiter {v} in {out} ({time.monotonic() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
