@@ -257,7 +257,7 @@ bench-quick: venv ddb-local
 .PHONY: dist
 # A release in dist/ (docs/deploy.md "From a release"): both functions' zips and the CLI for
 # arm64 and x86_64, a SAM template per architecture, the changelog's section, SHA256SUMS.
-dist: venv
+dist: venv $(INFRA_DEPS)
 	$(VENV)/bin/python scripts/dist.py
 
 .PHONY: fixtures
