@@ -6,16 +6,15 @@ import json
 import uuid
 
 
-def through_aliases(rt, stack, res, enqueue, queue, check):
-    """The stack's class aliases and the queue's own (issue 73): LocalStack hands the
-    function the alias the caller named, and the function allows a producer's alias of the
-    queue its jobs there, and refuses it an operator's action."""
-    aliases = sorted(r["LogicalResourceId"] for r in res.values() if r["ResourceType"] == "AWS::Lambda::Alias")
-    check({"EnqueuesendAlias", "EnqueueviewAlias", "EnqueueoperateAlias"} <= set(aliases),
-          f"{stack}: the class aliases ({aliases})")
-    # A created queue has aliases of its own; an adopted one's producers take `send`.
-    own = "EnqueueSend" + "".join(c for c in queue if c.isalnum()) in aliases
-    producer = f"{enqueue}:{queue.replace('.', '-')}--send" if own else f"{enqueue}:send"
+def through_aliases(rt, stack, enqueue, queue, check):
+    """The stack's class aliases and the queue's own (issue 73), SAM's or the CDK's: LocalStack
+    hands the function the alias the caller named, and the function allows a producer's alias
+    of the queue its jobs there, and refuses it an operator's action."""
+    aliases = sorted(a["Name"] for a in rt.lam.list_aliases(FunctionName=enqueue)["Aliases"])
+    check({"send", "view", "operate"} <= set(aliases), f"{stack}: the class aliases ({aliases})")
+    # A created queue has aliases of its own; an adopted one's producers (SAM) take `send`.
+    own = f"{queue.replace('.', '-')}--send"
+    producer = f"{enqueue}:{own}" if own in aliases else f"{enqueue}:send"
     # An id of its own each time: a stack is rehearsed more than once (a cancelled id's
     # record makes a second enqueue of it a duplicate).
     job_id = f"through-alias-{uuid.uuid4().hex[:8]}"

@@ -367,7 +367,7 @@ class Rehearsal:
         schedule, enqueue = self.schedule(stack, res), self.physical(res, "EnqueueFunction")
         if schedule and check(enqueue, f"{stack}: an enqueue function to run"):
             rt.round_trip(stack, enqueue, schedule, queue, STORED_DELAY_S)
-            through_aliases(rt, stack, res, enqueue, queue, check)
+            through_aliases(rt, stack, enqueue, queue, check)
 
     def deliver_held(self, rt, stack, queue, held):
         """Jobs stored before the stack changed, delivered by the stack's next poller run (late,
@@ -446,6 +446,7 @@ def main():
             enqueue, schedule = cdk_stack.functions_and_schedule(r)
             if check(enqueue and schedule, f"cdk: {cdk_stack.STACK} has an enqueue function and a schedule"):
                 rt.round_trip(cdk_stack.STACK, enqueue, schedule, "orders", STORED_DELAY_S)
+                through_aliases(rt, cdk_stack.STACK, enqueue, "orders", check)
 
         for q in ("orders", "billing", "refunds", "fresh"):
             rt.ensure_queue(q)
