@@ -4,6 +4,7 @@
 mod fakes;
 mod faults;
 mod fixtures;
+mod mem_index;
 mod mem_leases;
 mod mem_store;
 
