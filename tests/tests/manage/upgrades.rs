@@ -108,6 +108,12 @@ async fn items_of_a_later_format_are_left_untouched_counted_and_hold_their_fifo_
         json!({"action": "cancel", "queue": "orders", "job_id": "b"}),
         json!({"action": "reschedule", "queue": "orders", "job_id": "b", "delay_seconds": 60}),
         json!({"queue": "orders", "job_id": "b", "message_body": "again", "delay_seconds": 3600}),
+        json!({"queue": "orders", "job_id": "b", "message_body": "again", "delay_seconds": 3600, "on_duplicate": "replace"}),
+        json!({"action": "trigger", "queue": "orders", "job_id": "b"}),
+        json!({"action": "pause", "queue": "orders", "job_id": "b"}),
+        json!({"action": "preview", "queue": "orders", "job_id": "b"}),
+        json!({"action": "replay", "queue": "orders", "job_id": "b"}),
+        json!({"action": "retry", "queue": "orders", "job_id": "b", "attempt": 1, "message_body": "b"}),
     ] {
         let e = s.enqueue.invoke(&request).await.expect_err("refused");
         assert_eq!(e.error_type, "DependencyFailure", "{request}: {e:?}");
@@ -156,7 +162,8 @@ const FAR: &str = "2099-01-01T00:00:00Z";
 
 /// Writes this release's items of every kind (tests/fixtures/{version}/items.json) through the
 /// real functions: `make fixtures`. Job ids say what the check expects of each: `due-*` are due
-/// by the time any check runs (ten minutes after writing) and arrive once; `future-*` wait; the
+/// by the time any check runs (eleven minutes after writing: `expired` must have passed its
+/// `expires_at`) and arrive once; `future-*` wait; the
 /// rest are named for their kind.
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "writes tests/fixtures/{version}: run by `make fixtures`"]
@@ -188,6 +195,8 @@ async fn write_this_releases_fixtures() {
         {"queue": "orders", "job_id": "paused-job", "message_body": "paused-job", "delay_seconds": 600},
         {"queue": "orders", "job_id": "cancelled", "message_body": "cancelled", "delay_seconds": 600},
         {"queue": "orders", "job_id": "sent", "message_body": "sent", "delay_seconds": 1},
+        {"queue": "orders", "job_id": "expired-record", "message_body": "expired-record", "delay_seconds": 1,
+         "expires_at": at(2)},
         {"queue": "orders", "job_id": "retry-chain", "message_body": "retry-chain", "delay_seconds": 1},
         {"queue": "orders", "job_id": "parked-chain", "message_body": "parked-chain", "delay_seconds": 1},
         {"queue": "billing.fifo", "job_id": "due-fifo-1", "message_body": "due-fifo-1", "delay_seconds": 600,
@@ -213,10 +222,12 @@ async fn write_this_releases_fixtures() {
     ] {
         assert_eq!(s.enqueue_ok(request.clone()).await["status"], status, "{request}");
     }
-    // sent, retry-chain and parked-chain go out (history records, leases, the rate ledger);
-    // then a consumer retries one and exhausts the other's attempts.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // sent, retry-chain and parked-chain go out, expired-record expires (history records of
+    // both kinds, leases, the rate ledger); then a consumer retries one and exhausts the other's
+    // attempts.
+    tokio::time::sleep(Duration::from_secs(3)).await;
     let run = s.poll().await;
+    assert_eq!(run["expired"], 1, "{run}");
     // The three, and the occurrence of the series that started now.
     assert_eq!(
         run["dispatched"]
@@ -395,8 +406,18 @@ async fn check_fixture_set(set: &e2e::fixtures::FixtureSet) {
         let next = e2e::rig::parse_time(got["perform_at"].as_str().expect("perform_at"));
         assert!(next > before, "{release}: {id} moves on: {got}");
     }
-    let expired = s
-        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "expired"}))
+    for id in ["expired", "expired-record"] {
+        let expired = s
+            .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": id}))
+            .await;
+        assert_eq!(expired["status"], "expired", "{release}: {expired}");
+    }
+    let preview = s
+        .enqueue_ok(json!({"action": "preview", "queue": "orders", "job_id": "series-cron", "count": 2}))
         .await;
-    assert_eq!(expired["status"], "expired", "{release}: {expired}");
+    assert_eq!(
+        preview["occurrences"].as_array().map(Vec::len),
+        Some(2),
+        "{release}: {preview}"
+    );
 }

@@ -233,6 +233,38 @@ async fn a_fifo_group_whose_message_failed_sends_nothing_later_in_that_run() {
     assert_eq!(bodies(&queue), ["body-other", "body-a", "body-b", "body-c"], "{s:?}");
 }
 
+/// Issue 74: a job of a later release's format (as an old poller meets it in a stack update's
+/// minutes) is not sent, removed or changed, is counted, and holds its FIFO group: the group's
+/// later job waits, another group's goes. Once readable, the group goes in order.
+#[tokio::test(start_paused = true)]
+async fn a_job_of_a_later_format_is_left_counted_and_holds_its_fifo_group() {
+    let (d, store, queue, clock) = dispatcher(&[("WAITER_SHARDS", "1"), ("WAITER_LOOKAHEAD", "60")]);
+    let now = clock.now();
+    for (i, id) in ["a", "b"].into_iter().enumerate() {
+        store.insert(stored("billing.fifo", id, now - TimeDelta::seconds(5 - i as i64), 1));
+    }
+    let mut other = stored("billing.fifo", "other", now - TimeDelta::seconds(4), 1);
+    other.job.message_group_id = Some("h".into());
+    store.insert(other);
+    let queue_name = crate::config::QueueName::parse("billing.fifo").expect("a queue name");
+    let a = store.get(&queue_name, Partition::Shard(0), "a").expect("stored");
+    assert!(store.set_unreadable(&queue_name, &a.key(), true));
+    let s = d.run(now + TimeDelta::seconds(60)).await;
+    let bodies = |q: &FakeQueue| q.sent().iter().map(|m| m.message.body.clone()).collect::<Vec<_>>();
+    assert_eq!(bodies(&queue), ["body-other"], "{s:?}");
+    assert_eq!(s.unreadable, 1, "{s:?}");
+    assert_eq!(
+        store.get(&queue_name, Partition::Shard(0), "a"),
+        Some(a.clone()),
+        "a untouched"
+    );
+    assert_eq!(store.len(), 2, "a and b wait");
+    store.set_unreadable(&queue_name, &a.key(), false);
+    let s = d.run(clock.now() + TimeDelta::seconds(60)).await;
+    assert_eq!(bodies(&queue), ["body-other", "body-a", "body-b"], "{s:?}");
+    assert_eq!(s.unreadable, 0);
+}
+
 /// Defect 8 of issue 23, across shards: jobs were sharded by id, so a group's messages sat in
 /// several partitions, worked by runs in parallel, and a failure in one could not hold back
 /// the group's later messages in another. A FIFO queue now has one shard.

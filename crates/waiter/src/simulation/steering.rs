@@ -40,6 +40,11 @@ pub(super) struct Steering {
     /// were made.
     pub(super) rights_draws: Option<rand::rngs::StdRng>,
     pub(super) refused: usize,
+    /// The schedule of runs that meet items of a later release's format (`mixed.rs`), how many
+    /// such items were met, and when the last run ended.
+    pub(super) later_format_draws: Option<rand::rngs::StdRng>,
+    pub(super) later_format: usize,
+    pub(super) last_run_end: Option<DateTime<Utc>>,
 }
 
 fn close<K: PartialEq>(intervals: &mut [Pause<K>], key: &K, at: DateTime<Utc>) {

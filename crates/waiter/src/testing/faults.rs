@@ -208,6 +208,14 @@ impl<S: JobStore> Jobs for FaultyStore<S> {
         faulty!(self.faults, "BatchGetItem", self.inner.read_any(q, keys).await)
     }
 
+    async fn read_to_send(
+        &self,
+        q: &QueueName,
+        keys: &[JobKey],
+    ) -> Result<(Vec<StoredJob>, Vec<Unreadable>), PortError> {
+        faulty!(self.faults, "BatchGetItem", self.inner.read_to_send(q, keys).await)
+    }
+
     async fn record(&self, h: &History) -> Result<(), PortError> {
         faulty!(self.faults, "PutItem", self.inner.record(h).await)
     }

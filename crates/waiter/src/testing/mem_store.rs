@@ -37,6 +37,10 @@ pub struct MemState {
     pub paused_queues: HashMap<QueueName, DateTime<Utc>>,
     /// Each queue's last pauses that ended, from and to (kept on its pause item).
     pub resumed_queues: HashMap<QueueName, Vec<EndedPause>>,
+    /// Items a later release wrote in a format this code does not read (docs/upgrades.md): the
+    /// index shows them; a read by key refuses them (`read_any`) or hands them back as
+    /// `Unreadable` (`read_to_send`), as `DynamoStore` does.
+    pub unreadable: std::collections::BTreeSet<Key>,
     /// What the due index shows: `items` as it was `index_lag` ago (a GSI is eventually
     /// consistent), fed by `index_log`.
     pub(super) index: BTreeMap<Key, StoredJob>,
@@ -201,6 +205,35 @@ impl MemStore {
         self.state.lock().unwrap().write(k, Some(job), self.index_lag);
     }
 
+    /// Makes the job at `key` one of a later release's format (`unreadable`), or readable
+    /// again (the functions were updated); whether a job is there.
+    pub fn set_unreadable(&self, queue: &QueueName, key: &JobKey, unreadable: bool) -> bool {
+        let k = mem_key(queue, &key.partition, &key.job_id);
+        let mut s = self.state.lock().unwrap();
+        let there = s.items.contains_key(&k);
+        match unreadable && there {
+            true => s.unreadable.insert(k),
+            false => s.unreadable.remove(&k),
+        };
+        there
+    }
+
+    /// Refuses a read by key of an item of a later format, as `DynamoStore::read_any` does.
+    fn refuse_unreadable(s: &MemState, k: &Key) -> Result<(), PortError> {
+        match s.unreadable.contains(k) && s.items.contains_key(k) {
+            true => Err(PortError::Transient {
+                operation: "BatchGetItem",
+                source: format!(
+                    "job {}: {}",
+                    k.2,
+                    crate::aws::codec::newer_reason(crate::aws::codec::ITEM_FORMAT + 1)
+                )
+                .into(),
+            }),
+            false => Ok(()),
+        }
+    }
+
     /// Removes the job at `key` if it is this edition; whether it did.
     fn remove_edition(&self, queue: &QueueName, key: &JobKey, edition: Edition) -> bool {
         let k = mem_key(queue, &key.partition, &key.job_id);
@@ -222,6 +255,8 @@ impl Jobs for MemStore {
     async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError> {
         let k = mem_key(&job.job.queue, &job.partition, &job.job.job_id);
         let mut s = self.state.lock().unwrap();
+        // The condition fails on it, and the read of what is there refuses it.
+        MemStore::refuse_unreadable(&s, &k)?;
         if let Some(existing) = s.items.get(&k) {
             return Ok(PutOutcome::Duplicate(Box::new(existing.clone())));
         }
@@ -256,6 +291,9 @@ impl Jobs for MemStore {
     async fn read_any(&self, queue: &QueueName, keys: &[JobKey]) -> Result<Vec<Found>, PortError> {
         self.maybe_hang().await;
         let s = self.state.lock().unwrap();
+        for k in keys {
+            MemStore::refuse_unreadable(&s, &mem_key(queue, &k.partition, &k.job_id))?;
+        }
         Ok(keys
             .iter()
             .filter_map(|k| {
@@ -267,6 +305,31 @@ impl Jobs for MemStore {
                     .or_else(|| s.history.get(&k).cloned().map(Found::History))
             })
             .collect())
+    }
+
+    async fn read_to_send(
+        &self,
+        queue: &QueueName,
+        keys: &[JobKey],
+    ) -> Result<(Vec<StoredJob>, Vec<Unreadable>), PortError> {
+        let (later, readable): (Vec<JobKey>, Vec<JobKey>) = {
+            let s = self.state.lock().unwrap();
+            keys.iter().cloned().partition(|k| {
+                let k = mem_key(queue, &k.partition, &k.job_id);
+                s.unreadable.contains(&k) && s.items.contains_key(&k)
+            })
+        };
+        let unreadable = later
+            .into_iter()
+            .map(|key| Unreadable {
+                group: self
+                    .get(queue, key.partition.clone(), &key.job_id)
+                    .and_then(|j| j.job.message_group_id),
+                key,
+                newer_format: Some(crate::aws::codec::ITEM_FORMAT + 1),
+            })
+            .collect();
+        Ok((self.read(queue, &readable).await?, unreadable))
     }
 
     async fn put_over(&self, job: &StoredJob, record: &History) -> Result<bool, PortError> {
