@@ -263,7 +263,7 @@ dist: venv $(INFRA_DEPS)
 .PHONY: fixtures
 # This release's stored items of every kind (tests/fixtures/{version}/items.json), written by the
 # real functions on moto: once per release; the fixtures test reads every release's set.
-fixtures: venv
+fixtures: venv ddb-local
 	cargo build -p enqueue -p poller
 	E2E_BACKEND=moto cargo test -p e2e --test manage write_this_releases_fixtures -- --ignored --nocapture
 

@@ -63,6 +63,16 @@ impl Rig {
         make_all_due(&self.table_client().await, table, due).await
     }
 
+    /// The proxy in front of the tables: their own on DynamoDB Local (moto runs no PartiQL),
+    /// else the emulator's. Panics if the rig was built without one.
+    pub fn table_proxy(&self) -> &FaultProxy {
+        self.tables
+            .as_ref()
+            .and_then(|(_, p)| p.as_ref())
+            .or(self.proxy.as_ref())
+            .expect("a proxy")
+    }
+
     /// The fault proxy; panics if the rig was built without one.
     pub fn proxy(&self) -> &FaultProxy {
         self.proxy.as_ref().expect("the rig was built with a fault proxy")

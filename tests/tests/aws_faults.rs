@@ -415,14 +415,8 @@ async fn removals_answered(code: &str, times: usize) -> (e2e::rig::Rig, Function
     (rig, poller, run)
 }
 
-/// The proxy in front of the tables: their own on DynamoDB Local (moto runs no PartiQL), else
-/// the emulator's.
 fn table_proxy(rig: &e2e::rig::Rig) -> &FaultProxy {
-    rig.tables
-        .as_ref()
-        .and_then(|(_, p)| p.as_ref())
-        .or(rig.proxy.as_ref())
-        .expect("a proxy")
+    rig.table_proxy()
 }
 
 async fn stored_jobs(rig: &e2e::rig::Rig) -> usize {

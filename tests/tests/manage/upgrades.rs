@@ -150,7 +150,7 @@ async fn items_of_a_later_format_are_left_untouched_counted_and_hold_their_fifo_
 
 /// The queues and settings the fixtures are written and read with: the rate ledger
 /// (`WAITER_MAX_RATE`), history with bodies, two shards (the shard-count meta item).
-const FIXTURE_QUEUES: &[&str] = &["orders", "billing.fifo", "held"];
+const FIXTURE_QUEUES: &[&str] = &["orders", "billing.fifo", "held", "debts"];
 const FIXTURE_SETTINGS: &[(&str, &str)] = &[
     ("WAITER_SHARDS", "2"),
     ("WAITER_DIRECT_MAX_DELAY", "0"),
@@ -245,15 +245,54 @@ async fn write_this_releases_fixtures() {
     assert_eq!(s.enqueue_ok(retry("parked-chain", 1)).await["status"], "parked");
     let ddb = s.emu.dynamodb.clone();
     let mut tables = std::collections::BTreeMap::new();
-    for queue in FIXTURE_QUEUES {
+    for queue in FIXTURE_QUEUES.iter().filter(|q| **q != "debts") {
         tables.insert(queue.to_string(), scan_all(&ddb, &format!("waiter-{queue}")).await);
     }
+    tables.insert("debts".to_owned(), lease_debts().await);
     let path = e2e::fixtures::write_set(&e2e::fixtures::FixtureSet {
         release: waiter::VERSION.to_owned(),
         item_format: ITEM_FORMAT,
         tables,
     });
     println!("wrote {}", path.display());
+}
+
+/// A lease handed on with debts: a run whose removals were refused (`ValidationError`) after
+/// SQS took `owed-1` and `owed-2`. Written on DynamoDB Local, whose PartiQL the removals use.
+async fn lease_debts() -> Vec<std::collections::HashMap<String, AttributeValue>> {
+    let rig = e2e::rig::Rig::builder(&["debts"])
+        .table_prefix("waiter-")
+        .proxy(7, 0.0)
+        .for_partiql()
+        .settings(&[
+            ("WAITER_SHARDS", "1"),
+            ("WAITER_DIRECT_MAX_DELAY", "0"),
+            ("WAITER_LOOKAHEAD", "60"),
+        ])
+        .start()
+        .await;
+    let mut enqueue = e2e::Function::start("enqueue", &rig.env).await;
+    for id in ["owed-1", "owed-2"] {
+        enqueue
+            .invoke_ok(&json!({"queue": "debts", "message_body": id, "delay_seconds": 1, "job_id": id}))
+            .await;
+    }
+    rig.table_proxy().force(
+        "BatchExecuteStatement",
+        e2e::proxy::Forced::StatementErrors {
+            code: "ValidationError".into(),
+            remaining: 1,
+        },
+    );
+    let mut poller = e2e::Function::start("poller", &rig.env).await;
+    let refused = poller.invoke(&json!({})).await;
+    assert!(refused.is_err(), "the run's removals were refused: {refused:?}");
+    let items = scan_all(&rig.table_client().await, "waiter-debts").await;
+    assert!(
+        items.iter().any(|i| i.contains_key("lease_debts")),
+        "a lease with debts: {items:?}"
+    );
+    items
 }
 
 /// Every release's fixtures (tests/fixtures/*/items.json), loaded into the emulator and run over
@@ -373,6 +412,7 @@ async fn check_fixture_set(set: &e2e::fixtures::FixtureSet) {
         "parked-chain",
         "cancelled",
         "sent",
+        "owed-",
     ] {
         assert_eq!(sent(never), 0, "{release}: {never} is not sent: {bodies:?}");
     }
@@ -405,6 +445,13 @@ async fn check_fixture_set(set: &e2e::fixtures::FixtureSet) {
         assert_eq!(got["status"], "scheduled", "{release}: {id}: {got}");
         let next = e2e::rig::parse_time(got["perform_at"].as_str().expect("perform_at"));
         assert!(next > before, "{release}: {id} moves on: {got}");
+    }
+    // The lease's debts are settled: what SQS took is removed and recorded, not sent again.
+    for id in ["owed-1", "owed-2"] {
+        let owed = s
+            .enqueue_ok(json!({"action": "get", "queue": "debts", "job_id": id}))
+            .await;
+        assert_eq!(owed["status"], "dispatched", "{release}: {owed}");
     }
     for id in ["expired", "expired-record"] {
         let expired = s
