@@ -21,6 +21,8 @@ infra/lib/version.ts is not V, or CHANGELOG.md has no section for V.
 """
 
 import argparse
+import calendar
+import gzip
 import hashlib
 import io
 import json
@@ -106,10 +108,12 @@ def zip_bootstrap(binary, dest):
 
 
 def tar_cli(binary, dest):
-    with tarfile.open(dest, "w:gz") as t:
+    # gzip's header carries a time too: 0, so the same binary packs to the same bytes.
+    with open(dest, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, \
+            tarfile.open(fileobj=gz, mode="w") as t:
         info = tarfile.TarInfo(CLI)
         data = binary.read_bytes()
-        info.size, info.mode, info.mtime = len(data), 0o755, time.mktime(FIXED_TIME + (0, 0, -1))
+        info.size, info.mode, info.mtime = len(data), 0o755, calendar.timegm(FIXED_TIME + (0, 0, 0))
         t.addfile(info, io.BytesIO(data))
 
 
@@ -143,6 +147,9 @@ def cdk_package(v, out, zips):
     with tempfile.TemporaryDirectory(prefix="dist-cdk-") as stage:
         stage = Path(stage)
         subprocess.run([str(tsc), "-p", "tsconfig.build.json", "--outDir", str(stage / "lib")], cwd=infra, check=True)
+        # The data the modules read when they load (ranges, the dashboard), which tsc does not copy.
+        for data in (infra / "lib").glob("*.json"):
+            shutil.copy(data, stage / "lib" / data.name)
         (stage / "assets").mkdir()
         for z in zips:
             shutil.copy(z, stage / "assets" / z.name)

@@ -1,7 +1,9 @@
-"""A release from `make dist` (issue 74), deployed on LocalStack as a user without a Rust
-toolchain deploys it: no cargo on the PATH, nothing read from target/, only dist/. Its files are
-checked against SHA256SUMS, its CLI names its version, and 30 stored jobs go through its
-functions. `make rehearse` packages the release with `scripts/dist.py --host-debug` (this
+"""A release from `make dist` (issue 74), deployed on LocalStack from its files alone: no cargo
+on the PATH, nothing read but the release directory. Its files are checked against SHA256SUMS,
+its CLI names its version, its CDK package loads and finds its zips, and 30 stored jobs go
+through the functions its template deploys. The template goes through the rehearsal's own loop
+expansion and SAM transform (derive.py), as every rehearsed stack does: `sam deploy -t` itself
+is not run here. `make rehearse` packages the release with `scripts/dist.py --host-debug` (this
 machine's architecture, debug builds) into target/dist-debug; REHEARSE_DIST=dist rehearses the
 one `make dist` wrote."""
 
@@ -46,6 +48,7 @@ def deploy_release(r, rt, check, arch, stored_delay_s):
             t.extractall(tmp, filter="data")
         out = subprocess.run([str(Path(tmp) / "sqs-waiter"), "--version"], capture_output=True, text=True)
         check(out.returncode == 0 and version in out.stdout, f"release: its CLI says {version} ({out.stdout.strip()})")
+    cdk_package(dist, listed, version, arch, check)
     for name in listed:
         if name.endswith(f"-{arch}.zip"):
             r.s3.put_object(Bucket=BUCKET, Key=name, Body=(dist / name).read_bytes())
@@ -70,3 +73,25 @@ def deploy_release(r, rt, check, arch, stored_delay_s):
                 for j, x in zip(jobs, results) if "perform_at" in x}
     rt.hand_over_and_receive(f"release {version}", schedule, "release", expected, len(expected))
     r.delete(STACK)
+
+
+def cdk_package(dist, listed, version, arch, check):
+    """The CDK package, installed as an app would: its modules load, and it finds its own zip."""
+    package = next((dist / name for name in listed if name.startswith("sqs-waiter-infra-")), None)
+    if not check(package is not None, "release: it holds the CDK package"):
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(package) as t:
+            t.extractall(tmp, filter="data")
+        root = Path(tmp) / "package"
+        # Its dependencies (aws-cdk-lib, constructs) as the app's installed ones.
+        (root / "node_modules").symlink_to(ROOT / "infra/node_modules")
+        architecture = "X86_64" if arch == "x86_64" else "ARM_64"
+        script = ("import { releaseCode } from './lib/code.js'; import { SqsWaiter } from './lib/sqs-waiter.js';"
+                  "import * as lambda from 'aws-cdk-lib/aws-lambda';"
+                  f"const code = releaseCode('enqueue', lambda.Architecture.{architecture});"
+                  "console.log(typeof SqsWaiter, code ? code.path : 'none');")
+        out = subprocess.run(["node", "--input-type=module", "-e", script], cwd=root, capture_output=True, text=True)
+        check(out.returncode == 0 and out.stdout.strip().startswith("function ")
+              and out.stdout.strip().endswith(f"sqs-waiter-{version}-enqueue-{arch}.zip"),
+              f"release: the CDK package loads and deploys its own zip ({out.stdout.strip()} {out.stderr.strip()[-300:]})")

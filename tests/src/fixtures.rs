@@ -17,7 +17,31 @@ pub type Item = HashMap<String, AttributeValue>;
 pub struct FixtureSet {
     pub release: String,
     pub item_format: u64,
+    /// When the set was written (epoch seconds).
+    pub written_at: i64,
     pub tables: BTreeMap<String, Vec<Item>>,
+}
+
+impl FixtureSet {
+    /// `item` as old as it was when written: each `purge_at` (history records' TTL, at any
+    /// depth, as in a lease's debts) moved on by the set's age, so a record read years later is
+    /// as live as it was. The rest keeps its times: jobs due then are overdue now.
+    pub fn aged(&self, item: &Item) -> Item {
+        let age = chrono::Utc::now().timestamp() - self.written_at;
+        item.iter().map(|(k, v)| (k.clone(), aged_value(k, v, age))).collect()
+    }
+}
+
+fn aged_value(name: &str, v: &AttributeValue, age: i64) -> AttributeValue {
+    match v {
+        AttributeValue::N(n) if name == "purge_at" => match n.parse::<f64>() {
+            Ok(t) => AttributeValue::N(format!("{}", t as i64 + age)),
+            Err(_) => v.clone(),
+        },
+        AttributeValue::M(m) => AttributeValue::M(m.iter().map(|(k, v)| (k.clone(), aged_value(k, v, age))).collect()),
+        AttributeValue::L(l) => AttributeValue::L(l.iter().map(|v| aged_value(name, v, age)).collect()),
+        _ => v.clone(),
+    }
 }
 
 pub fn fixtures_dir() -> PathBuf {
@@ -51,6 +75,7 @@ pub fn read_set(path: &std::path::Path) -> FixtureSet {
     FixtureSet {
         release: doc["release"].as_str().expect("release").to_owned(),
         item_format: doc["item_format"].as_u64().expect("item_format"),
+        written_at: doc["written_at"].as_i64().expect("written_at"),
         tables,
     }
 }
@@ -68,7 +93,8 @@ pub fn write_set(set: &FixtureSet) -> PathBuf {
             (queue.clone(), Value::Array(items))
         })
         .collect();
-    let doc = json!({"release": set.release, "item_format": set.item_format, "tables": tables});
+    let doc =
+        json!({"release": set.release, "item_format": set.item_format, "written_at": set.written_at, "tables": tables});
     let path = dir.join("items.json");
     std::fs::write(&path, serde_json::to_string_pretty(&doc).expect("json") + "\n").expect("write the fixtures");
     path

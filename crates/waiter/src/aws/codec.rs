@@ -37,7 +37,7 @@ pub use body::{body_of, A_MESSAGE_BODY_DEFLATE};
 use body::{put_body, take_body};
 use chain::{decode_chain, decode_windows, encode_chain, encode_windows};
 pub use chain::{A_ATTEMPT, A_NAMES_ITSELF};
-pub(crate) use debts::{decode_debts, encode_debts};
+pub(crate) use debts::{debts_newer_format, decode_debts, encode_debts};
 pub use format::{group_as_given, newer_format, newer_reason, A_ITEM_FORMAT, ITEM_FORMAT};
 pub(crate) use ledger::{decode_rate, encode_rate};
 pub use pause::A_ENDED_PAUSES;

@@ -124,3 +124,18 @@ pub(crate) fn decode_debts(queue: &QueueName, item: &Item) -> Result<Vec<Retired
         })
         .collect()
 }
+
+/// The format a lease item needs when a later release wrote it or one of its debts' records;
+/// `None` when this release reads them all. Settling those debts is that release's.
+pub(crate) fn debts_newer_format(item: &Item) -> Option<u64> {
+    newer_format(item).or_else(|| match item.get(A_LEASE_DEBTS) {
+        Some(AttributeValue::L(debts)) => debts.iter().find_map(|debt| match debt {
+            AttributeValue::M(m) => newer_format(m).or_else(|| match m.get(A_DEBT_RECORD) {
+                Some(AttributeValue::M(record)) => newer_format(record),
+                _ => None,
+            }),
+            _ => None,
+        }),
+        _ => None,
+    })
+}

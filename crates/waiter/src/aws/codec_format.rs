@@ -50,6 +50,7 @@ pub fn group_as_given(item: &Item) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::aws::codec::debts_newer_format;
     use crate::aws::codec::{decode, decode_any, encode};
     use crate::config::QueueName;
     use crate::testing::stored;
@@ -78,5 +79,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_lease_whose_debts_hold_a_record_of_a_later_format_needs_that_format() {
+        let record = |format: Option<u64>| {
+            let mut r = Item::new();
+            if let Some(f) = format {
+                r.insert(A_ITEM_FORMAT.into(), AttributeValue::N(f.to_string()));
+            }
+            AttributeValue::M(Item::from([("record".to_owned(), AttributeValue::M(r))]))
+        };
+        let lease = |debts: Vec<AttributeValue>| Item::from([("lease_debts".to_owned(), AttributeValue::L(debts))]);
+        assert_eq!(
+            debts_newer_format(&lease(vec![record(None), record(Some(ITEM_FORMAT))])),
+            None
+        );
+        assert_eq!(
+            debts_newer_format(&lease(vec![record(None), record(Some(ITEM_FORMAT + 1))])),
+            Some(ITEM_FORMAT + 1)
+        );
+        let mut marked = lease(vec![]);
+        marked.insert(A_ITEM_FORMAT.into(), AttributeValue::N((ITEM_FORMAT + 1).to_string()));
+        assert_eq!(debts_newer_format(&marked), Some(ITEM_FORMAT + 1));
     }
 }

@@ -1,7 +1,7 @@
 //! One partition run: the event loop that reads, sends and removes at once, and the settling of
 //! each answer.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use futures::future::BoxFuture;
@@ -54,9 +54,10 @@ pub(super) struct PartitionRun<'a, S, Q, C> {
     pub(super) left_behind: bool,
     /// The queue was found paused before a send: nothing more is started.
     pub(super) paused: bool,
-    /// FIFO groups with a message that failed and stays stored: their later messages wait for
-    /// a later run, so that SQS never holds a group's later message before its earlier one.
-    pub(super) blocked_groups: HashSet<String>,
+    /// FIFO groups with a message that failed and stays stored (or that this release cannot
+    /// read: `true`, which waits for an update and leaves the run drained): their later
+    /// messages wait, so that SQS never holds a group's later message before its earlier one.
+    pub(super) blocked_groups: HashMap<String, bool>,
     /// Under `WAITER_MAX_RATE`: where this run's better-ranked jobs were moved to.
     pub(super) floors: crate::rate::Floors,
     /// Ranked: a job found no room up to the horizon, so no later one will this run.
@@ -540,7 +541,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                     self.summary.failed += 1;
                     self.left_behind = true;
                     if let (true, Some(group)) = (queue.is_fifo(), &p.job.job.message_group_id) {
-                        self.blocked_groups.insert(group.clone());
+                        self.blocked_groups.insert(group.clone(), false);
                     }
                 }
             }

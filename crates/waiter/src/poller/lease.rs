@@ -1,7 +1,7 @@
 //! A partition's lease: taken before a run works the partition, released after it, and kept
 //! when the run could not settle what it sent.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use tracing::{debug, info, warn};
@@ -111,7 +111,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> Dispatcher<S, Q, C> {
             uncertain: false,
             left_behind: false,
             paused: false,
-            blocked_groups: HashSet::new(),
+            blocked_groups: HashMap::new(),
             floors: crate::rate::Floors::default(),
             announced: false,
             gathered: false,

@@ -253,6 +253,9 @@ async fn a_job_of_a_later_format_is_left_counted_and_holds_its_fifo_group() {
     let bodies = |q: &FakeQueue| q.sent().iter().map(|m| m.message.body.clone()).collect::<Vec<_>>();
     assert_eq!(bodies(&queue), ["body-other"], "{s:?}");
     assert_eq!(s.unreadable, 1, "{s:?}");
+    // It and its group wait for an update, not a run: the run drained (a run that cannot keeps
+    // a lease it took over, and `cancel` answering `dispatching`, for as long as they wait).
+    assert!(s.drained, "{s:?}");
     assert_eq!(
         store.get(&queue_name, Partition::Shard(0), "a"),
         Some(a.clone()),

@@ -26,7 +26,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
         let fifo = queue.is_fifo();
         let blocked: Vec<bool> = batch
             .iter()
-            .map(|p| fifo && group_of(p).is_some_and(|g| self.blocked_groups.contains(g)))
+            .map(|p| fifo && group_of(p).is_some_and(|g| self.blocked_groups.contains_key(g)))
             .collect();
         let arrival_of = |p: &Planned| {
             let delay = delay_at(&p.job, fifo, now);
@@ -64,11 +64,14 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                 continue;
             }
             // Held in this batch: an earlier entry of its group was left for a later run.
-            let group_held = fifo && group_of(&p).is_some_and(|g| self.blocked_groups.contains(g));
+            let group_held = fifo && group_of(&p).is_some_and(|g| self.blocked_groups.contains_key(g));
             if blocked || group_held {
                 unused.extend(booking.and_then(|(b, _)| b.second()).map(held));
                 debug!(queue = %queue, job_id = %p.job.job.job_id, "an earlier message of its group waits: left for a later run");
-                self.left_behind = true;
+                // Behind an item this release cannot read, it waits for an update, not a run:
+                // the run still drains, and a lease it took over is not kept for it.
+                let untouched = group_of(&p).and_then(|g| self.blocked_groups.get(g)) == Some(&true);
+                self.left_behind |= !untouched;
                 continue;
             }
             let (mut delay, mut arrival) = arrival_of(&p);
@@ -193,7 +196,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
     /// critical job books nothing, so it would otherwise go first).
     pub(super) fn hold_group_of(&mut self, p: &Planned) {
         if let Some(g) = group_of(p).filter(|_| self.queue.is_fifo()) {
-            self.blocked_groups.insert(g.clone());
+            self.blocked_groups.insert(g.clone(), false);
         }
     }
 }

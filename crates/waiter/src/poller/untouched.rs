@@ -13,12 +13,14 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
             if !self.seen.insert(item.key.job_id.clone()) {
                 continue;
             }
+            // Not `left_behind`: it waits for an update, not for a run, and a run that cannot
+            // drain keeps a lease it took over (and with it `cancel`'s `dispatching`) for good.
             self.summary.unreadable += 1;
-            self.left_behind = true;
             if self.queue.is_fifo() {
                 match item.group {
                     Some(group) => {
-                        self.blocked_groups.insert(group);
+                        // A group already held for a failure stays held as one.
+                        self.blocked_groups.entry(group).or_insert(true);
                     }
                     // No group to hold: nothing more of this partition starts this run, so that
                     // no group's later message passes it.

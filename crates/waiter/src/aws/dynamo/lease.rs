@@ -51,6 +51,15 @@ impl Leases for DynamoStore {
         match update(lease.horizon).await {
             Ok(out) => {
                 let old = out.attributes.unwrap_or_default();
+                if let Some(format) = debts_newer_format(&old) {
+                    // A later release handed this lease on: settling its debts is that
+                    // release's. This run leaves the partition and the debts as they are, and the
+                    // lease lapses back to it once the functions are updated.
+                    return Err(PortError::Transient {
+                        operation: "UpdateItem",
+                        source: format!("the lease of {queue}#{shard}: {}", newer_reason(format)).into(),
+                    });
+                }
                 let debts = decode_debts(queue, &old).unwrap_or_else(|reason| {
                     // The next run re-reads and re-sends what its index shows, as after a crash.
                     error!(queue = %queue, shard, reason, "unreadable lease debts ignored");
