@@ -24,17 +24,39 @@ async fn item_of(ddb: &aws_sdk_dynamodb::Client, table: &str, job_id: &str) -> O
         .find(|i| i.get(A_JOB_ID) == Some(&AttributeValue::S(job_id.to_owned())))
 }
 
+async fn put(ddb: &aws_sdk_dynamodb::Client, table: &str, item: Item) {
+    ddb.put_item()
+        .table_name(table)
+        .set_item(Some(item))
+        .send()
+        .await
+        .expect("PutItem");
+}
+
+/// Marks each record in a lease's debts as of `format` (a later release's), or as this
+/// release's (`None`).
+fn set_debt_records_format(lease: &mut Item, format: Option<u64>) {
+    let Some(AttributeValue::L(debts)) = lease.get_mut("lease_debts") else {
+        return;
+    };
+    for debt in debts.iter_mut() {
+        if let AttributeValue::M(d) = debt {
+            if let Some(AttributeValue::M(record)) = d.get_mut("record") {
+                match format {
+                    Some(f) => record.insert(A_ITEM_FORMAT.into(), AttributeValue::N(f.to_string())),
+                    None => record.remove(A_ITEM_FORMAT),
+                };
+            }
+        }
+    }
+}
+
 /// Rewrites a stored job as a later release would write a kind this one does not know.
 async fn as_later_release(ddb: &aws_sdk_dynamodb::Client, table: &str, job_id: &str) -> Item {
     let mut item = item_of(ddb, table, job_id).await.expect("stored");
     item.insert(A_ITEM_FORMAT.into(), AttributeValue::N((ITEM_FORMAT + 1).to_string()));
     item.insert("a_later_field".into(), AttributeValue::S("meaning unknown here".into()));
-    ddb.put_item()
-        .table_name(table)
-        .set_item(Some(item.clone()))
-        .send()
-        .await
-        .expect("PutItem");
+    put(ddb, table, item.clone()).await;
     item
 }
 
@@ -72,12 +94,7 @@ async fn items_of_a_later_format_are_left_untouched_counted_and_hold_their_fifo_
         let mut item = item_of(&ddb, "waiter-billing.fifo", id).await.expect("stored");
         let at = due + TimeDelta::seconds(i as i64);
         item.insert(A_PERFORM_AT.into(), AttributeValue::N(waiter::time::format_epoch(at)));
-        ddb.put_item()
-            .table_name("waiter-billing.fifo")
-            .set_item(Some(item))
-            .send()
-            .await
-            .expect("PutItem");
+        put(&ddb, "waiter-billing.fifo", item).await;
     }
     let b = as_later_release(&ddb, "waiter-orders", "b").await;
     let f1 = as_later_release(&ddb, "waiter-billing.fifo", "f1").await;
@@ -129,12 +146,7 @@ async fn items_of_a_later_format_are_left_untouched_counted_and_hold_their_fifo_
     for (table, id) in [("waiter-orders", "b"), ("waiter-billing.fifo", "f1")] {
         let mut item = item_of(&ddb, table, id).await.expect("stored");
         item.remove(A_ITEM_FORMAT);
-        ddb.put_item()
-            .table_name(table)
-            .set_item(Some(item))
-            .send()
-            .await
-            .expect("PutItem");
+        put(&ddb, table, item).await;
     }
     let run = s.poll().await;
     assert_eq!(
@@ -153,22 +165,11 @@ async fn items_of_a_later_format_are_left_untouched_counted_and_hold_their_fifo_
     let set = e2e::fixtures::all_sets().pop().expect("this release's fixtures");
     let mut lease = None;
     for mut item in set.tables["debts"].iter().map(|i| set.aged(i)) {
-        if let Some(AttributeValue::L(debts)) = item.get_mut("lease_debts") {
-            for debt in debts.iter_mut() {
-                if let AttributeValue::M(d) = debt {
-                    if let Some(AttributeValue::M(record)) = d.get_mut("record") {
-                        record.insert(A_ITEM_FORMAT.into(), AttributeValue::N((ITEM_FORMAT + 1).to_string()));
-                    }
-                }
-            }
+        if item.contains_key("lease_debts") {
+            set_debt_records_format(&mut item, Some(ITEM_FORMAT + 1));
             lease = Some(item.clone());
         }
-        ddb.put_item()
-            .table_name("waiter-debts")
-            .set_item(Some(item))
-            .send()
-            .await
-            .expect("PutItem");
+        put(&ddb, "waiter-debts", item).await;
     }
     let lease = lease.expect("the fixtures hold a lease with debts");
     let run = s.poll().await;
@@ -184,23 +185,10 @@ async fn items_of_a_later_format_are_left_untouched_counted_and_hold_their_fifo_
     let now = item_of(&ddb, "waiter-debts", "lease").await.expect("the lease");
     assert_eq!(now.get("lease_debts"), lease.get("lease_debts"), "its debts untouched");
     let mut readable = now.clone();
-    if let Some(AttributeValue::L(debts)) = readable.get_mut("lease_debts") {
-        for debt in debts.iter_mut() {
-            if let AttributeValue::M(d) = debt {
-                if let Some(AttributeValue::M(record)) = d.get_mut("record") {
-                    record.remove(A_ITEM_FORMAT);
-                }
-            }
-        }
-    }
+    set_debt_records_format(&mut readable, None);
     // Lapsed, as the newer poller's own would be by then.
     readable.insert("lease_until".into(), AttributeValue::N("1".into()));
-    ddb.put_item()
-        .table_name("waiter-debts")
-        .set_item(Some(readable))
-        .send()
-        .await
-        .expect("PutItem");
+    put(&ddb, "waiter-debts", readable).await;
     let run = s.poll().await;
     assert!(run.get("errors").is_none(), "{run}");
     assert!(
@@ -396,12 +384,7 @@ async fn check_fixture_set(set: &e2e::fixtures::FixtureSet) {
     let mut jobs = Vec::new();
     for (queue, items) in &set.tables {
         for item in items.iter().map(|i| set.aged(i)) {
-            ddb.put_item()
-                .table_name(format!("waiter-{queue}"))
-                .set_item(Some(item.clone()))
-                .send()
-                .await
-                .expect("PutItem");
+            put(&ddb, &format!("waiter-{queue}"), item.clone()).await;
             let (Some(AttributeValue::S(scheduler)), Some(AttributeValue::S(id))) =
                 (item.get("scheduler"), item.get(A_JOB_ID))
             else {
@@ -517,27 +500,21 @@ async fn check_fixture_set(set: &e2e::fixtures::FixtureSet) {
         let next = e2e::rig::parse_time(got["perform_at"].as_str().expect("perform_at"));
         assert!(next > before, "{release}: {id} moves on: {got}");
     }
-    // The lease's debts are settled: what SQS took is removed and recorded, not sent again.
-    for id in ["owed-1", "owed-2"] {
-        let owed = s
-            .enqueue_ok(json!({"action": "get", "queue": "debts", "job_id": id}))
+    // What each left behind: the lease's debts settled (removed and recorded, not sent again),
+    // the deflated body that arrived due-deflated's (the future one still stored), the expired
+    // dropped and recorded.
+    for (queue, id, status) in [
+        ("debts", "owed-1", "dispatched"),
+        ("debts", "owed-2", "dispatched"),
+        ("orders", "future-deflated", "scheduled"),
+        ("orders", "due-deflated", "dispatched"),
+        ("orders", "expired", "expired"),
+        ("orders", "expired-record", "expired"),
+    ] {
+        let got = s
+            .enqueue_ok(json!({"action": "get", "queue": queue, "job_id": id}))
             .await;
-        assert_eq!(owed["status"], "dispatched", "{release}: {owed}");
-    }
-    // The deflated body that arrived was due-deflated's: the future one is still stored.
-    let deflated = s
-        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "future-deflated"}))
-        .await;
-    assert_eq!(deflated["status"], "scheduled", "{release}: {deflated}");
-    let deflated = s
-        .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "due-deflated"}))
-        .await;
-    assert_eq!(deflated["status"], "dispatched", "{release}: {deflated}");
-    for id in ["expired", "expired-record"] {
-        let expired = s
-            .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": id}))
-            .await;
-        assert_eq!(expired["status"], "expired", "{release}: {expired}");
+        assert_eq!(got["status"], status, "{release}: {queue}/{id}: {got}");
     }
     let preview = s
         .enqueue_ok(json!({"action": "preview", "queue": "orders", "job_id": "series-cron", "count": 2}))
