@@ -78,15 +78,16 @@ def host_arch():
     return {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}[platform.machine().lower()]
 
 
-def built_binaries(arch, host_debug):
-    """{binary: path} for the functions and the CLI of `arch`."""
+def built_binaries(arch, host_debug, scratch):
+    """{binary: path} for the functions and the CLI of `arch` (host builds stripped into
+    `scratch`)."""
     if host_debug:
         out = {}
         for name in (*FUNCTIONS, CLI):
             built = ROOT / "target/debug" / name
             if not built.is_file():
                 sys.exit(f"dist: {built} is missing: cargo build -p enqueue -p poller -p sqs-waiter first")
-            stripped = Path(tempfile.mkdtemp(prefix="dist-")) / name
+            stripped = Path(scratch) / name
             subprocess.run(["strip", "--strip-debug", "-o", str(stripped), str(built)], check=True)
             out[name] = stripped
         return out
@@ -192,10 +193,11 @@ def main(argv):
             (out / f"template-{arch}.yaml").write_text(release_template(v, arch))
         return 0
     for arch in archs:
-        binaries = built_binaries(arch, args.host_debug)
-        for name in FUNCTIONS:
-            zip_bootstrap(binaries[name], out / f"sqs-waiter-{v}-{name}-{arch}.zip")
-        tar_cli(binaries[CLI], out / f"sqs-waiter-{v}-linux-{arch}.tar.gz")
+        with tempfile.TemporaryDirectory(prefix="dist-") as scratch:
+            binaries = built_binaries(arch, args.host_debug, scratch)
+            for name in FUNCTIONS:
+                zip_bootstrap(binaries[name], out / f"sqs-waiter-{v}-{name}-{arch}.zip")
+            tar_cli(binaries[CLI], out / f"sqs-waiter-{v}-linux-{arch}.tar.gz")
         (out / f"template-{arch}.yaml").write_text(release_template(v, arch))
     cdk_package(v, out, sorted(out.glob("*.zip")))
     (out / f"CHANGELOG-{v}.md").write_text(changelog_section(v))
