@@ -234,6 +234,14 @@ def parameter_values(template, queues, adopted, given):
     return names
 
 
+def expanded(template, names):
+    """The deployment's conditions, and its resources with every loop expanded, for these
+    parameter values (`parameter_values`)."""
+    conditions = conditions_for(template.get("Conditions", {}), names)
+    resources = expand_loops(template["Resources"], {k: names[k] for k in LOOPED}, template.get("Mappings"), names)
+    return conditions, resources
+
+
 def table_names(queues, prefix="sqs-waiter-", scope="prefix", stack=LONGEST_STACK):
     """The tables of these queues: {TablePrefix}{q}, or with TableScope=stack {stack}.{q}."""
     return [f"{stack}.{q}" if scope == "stack" else prefix + q for q in queues]
@@ -249,10 +257,8 @@ def role_policies(queues, adopted=(), prefix="sqs-waiter-", partition="aws", reg
         "AWS::Partition": partition, "AWS::Region": region, "AWS::AccountId": ACCOUNT, "TablePrefix": prefix,
         "QueueKmsKeyArns": list(kms_keys) or [""], "TableKmsKeyArn": table_key, "TableScope": scope,
         "AWS::StackName": stack})
-    lists = {k: names[k] for k in LOOPED}
-    conditions = conditions_for(template.get("Conditions", {}), names)
+    conditions, resources = expanded(template, names)
     resolve = Resolver(names, conditions)
-    resources = expand_loops(template["Resources"], lists, template.get("Mappings"), names)
     out = {}
     for role in ROLES:
         docs = [(p["PolicyName"], p["PolicyDocument"]) for p in resources[role]["Properties"].get("Policies", [])]
@@ -285,9 +291,7 @@ def resource_count(queues, adopted=(), values=None, template=None):
     template = template or load_template()
     # The lists are the ones given, not a stack's current ones among `values`.
     names = parameter_values(template, queues, adopted, {k: v for k, v in (values or {}).items() if k not in LISTS})
-    lists = {k: names[k] for k in LOOPED}
-    conditions = conditions_for(template.get("Conditions", {}), names)
-    resources = expand_loops(template["Resources"], lists, template.get("Mappings"), names)
+    conditions, resources = expanded(template, names)
     count = 0
     for r in resources.values():
         if r.get("Condition") and not conditions[r["Condition"]]:
@@ -308,8 +312,7 @@ def enqueue_grants(queues, adopted=(), values=None, template=None):
     region = PARTITIONS["aws"]
     names = parameter_values(template, queues, adopted, {"AWS::Partition": "aws", "AWS::Region": region,
                                                          "AWS::AccountId": ACCOUNT, **(values or {})})
-    conditions = conditions_for(template.get("Conditions", {}), names)
-    resources = expand_loops(template["Resources"], {k: names[k] for k in LOOPED}, template.get("Mappings"), names)
+    conditions, resources = expanded(template, names)
     live = {k: r for k, r in resources.items() if not r.get("Condition") or conditions[r["Condition"]]}
     function_arn = f"arn:aws:lambda:{region}:{ACCOUNT}:function:{ENQUEUE}"
     getatt = lambda logical, attribute: (  # noqa: E731

@@ -403,7 +403,7 @@ async fn removals_answered(code: &str, times: usize) -> (e2e::rig::Rig, Function
             .invoke_ok(&json!({"queue": "orders", "message_body": id, "delay_seconds": 1, "job_id": id}))
             .await;
     }
-    table_proxy(&rig).force(
+    rig.table_proxy().force(
         "BatchExecuteStatement",
         Forced::StatementErrors {
             code: code.to_owned(),
@@ -413,10 +413,6 @@ async fn removals_answered(code: &str, times: usize) -> (e2e::rig::Rig, Function
     let mut poller = Function::start("poller", &rig.env).await;
     let run = poller.invoke(&json!({})).await;
     (rig, poller, run)
-}
-
-fn table_proxy(rig: &e2e::rig::Rig) -> &FaultProxy {
-    rig.table_proxy()
 }
 
 async fn stored_jobs(rig: &e2e::rig::Rig) -> usize {
@@ -436,7 +432,7 @@ async fn throttled_removal_statements_are_sent_again_in_the_same_run() {
     let (rig, _poller, run) = removals_answered("ThrottlingError", 1).await;
     let summary = run.expect("the run recovers within itself");
     assert_eq!(summary["dispatched"], 2, "{summary}");
-    let proxy = table_proxy(&rig);
+    let proxy = rig.table_proxy();
     assert_eq!(
         proxy.calls("BatchExecuteStatement"),
         2,
@@ -457,7 +453,7 @@ async fn refused_removal_statements_hand_the_lease_on_and_the_next_run_removes_w
     let e = run.expect_err("its only partition failed");
     assert_eq!(e.error_type, "PollerFailed", "{e:?}");
     assert!(e.error_message.contains("BatchExecuteStatement"), "{e:?}");
-    let proxy = table_proxy(&rig);
+    let proxy = rig.table_proxy();
     assert_eq!(proxy.calls("BatchExecuteStatement"), 1, "not sent again in the run");
     assert_eq!(stored_jobs(&rig).await, 2, "still stored after the refusal");
     let next = poller.invoke(&json!({})).await.expect("the next run");

@@ -71,12 +71,7 @@ impl Rights {
     /// Whether `action` on `queue` (`None`: an action on no queue) is allowed; the refusal
     /// names the alias, the action and the queue.
     pub fn check(&self, action: &str, queue: Option<&QueueName>) -> Result<(), AccessDenied> {
-        let denied = |why: String| AccessDenied {
-            alias: self.alias().unwrap_or_default().to_owned(),
-            action: action.to_owned(),
-            queue: queue.map(|q| q.as_str().to_owned()),
-            why,
-        };
+        let denied = |why: String| self.denied(action, queue.map(|q| q.as_str().to_owned()), why);
         match self {
             Rights::Full => Ok(()),
             Rights::None { qualifier } => Err(denied(format!(
@@ -127,12 +122,17 @@ impl Rights {
             Some(Ok(q)) if q == only.as_str() => Ok(()),
             None if QUEUELESS.contains(&action) => Ok(()),
             None => self.check(action, None),
-            Some(other) => Err(AccessDenied {
-                alias: self.alias().unwrap_or_default().to_owned(),
-                action: action.to_owned(),
-                queue: other.ok(),
-                why: format!("it serves queue {only} only"),
-            }),
+            Some(other) => Err(self.denied(action, other.ok(), format!("it serves queue {only} only"))),
+        }
+    }
+
+    /// The refusal of `action` on `queue` through this invocation's alias, and why.
+    fn denied(&self, action: &str, queue: Option<String>, why: String) -> AccessDenied {
+        AccessDenied {
+            alias: self.alias().unwrap_or_default().to_owned(),
+            action: action.to_owned(),
+            queue,
+            why,
         }
     }
 
