@@ -254,6 +254,35 @@ bench-quick: venv ddb-local
 	$(BENCH_BUILD)
 	$(BENCH) all --quick --release
 
+.PHONY: schema clients clients-python clients-typescript clients-types
+# schema/contract.schema.json from crates/contract's types (the unit tests fail while it differs).
+schema:
+	cargo run --quiet -p sqs-waiter-schema
+
+# The Python and TypeScript clients' types from the committed schema.
+clients-types: $(CLIENTS_TS_DEV)
+	$(PYTHON) clients/python/generate.py
+	cd clients/typescript && npm run --silent generate
+
+# Both clients as a new user gets them, into target/clients/: the wheel (`uv build`) installed
+# into a clean venv, the tarball (`npm pack`) into a clean npm project; then their checks (types
+# against the schema, mypy --strict / tsc --strict, unit tests). tests/tests/clients.rs drives
+# the installed packages against the function on the emulator.
+CLIENTS := target/clients
+clients: clients-python clients-typescript
+
+clients-python: venv
+	$(PYTHON) clients/python/generate.py --check
+	rm -rf $(CLIENTS)/python-dist $(CLIENTS)/python-env
+	$(VENV)/bin/uv build --quiet --wheel --out-dir $(CLIENTS)/python-dist clients/python
+	$(VENV)/bin/uv venv --quiet --python $(PYTHON) $(CLIENTS)/python-env
+	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(CLIENTS)/python-env/bin/python \
+	  -c clients/python/constraints.txt $(CLIENTS)/python-dist/*.whl
+	test -d $(CLIENTS)/python-dev || $(VENV)/bin/uv venv --quiet --python $(PYTHON) $(CLIENTS)/python-dev
+	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(CLIENTS)/python-dev/bin/python -r clients/python/requirements-dev.txt
+	cd clients/python && ../../$(CLIENTS)/python-dev/bin/mypy
+	cd clients/python/tests && ../../../$(CLIENTS)/python-env/bin/python -m unittest discover -p 'test_*.py'
+
 .PHONY: dist
 # A release in dist/ (docs/deploy.md "From a release"): both functions' zips and the CLI for
 # arm64 and x86_64, a SAM template per architecture, the changelog's section, SHA256SUMS.

@@ -65,6 +65,7 @@ action!(crate::retry::Retry, "retry", JobReply);
 
 /// Up to 1000 jobs in one request; each succeeds or fails on its own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct EnqueueMany {
     /// The jobs of this page, in order.
@@ -73,6 +74,7 @@ pub struct EnqueueMany {
 
 /// A job as stored, or what history knows of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Get {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
@@ -82,6 +84,7 @@ pub struct Get {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 /// Cancels a stored job: it never reaches SQS unless a poller is handing it over now.
 pub struct Cancel {
@@ -94,6 +97,7 @@ pub struct Cancel {
 /// Schedules a copy of a job that has left the table (dispatched, cancelled or expired), from
 /// what history kept of its message (`WAITER_HISTORY_BODY=true`), under a new id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Replay {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
@@ -126,6 +130,7 @@ impl Replay {
 
 /// Moves a stored job and may change what it carries. A field left `None` keeps its value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Reschedule {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
@@ -216,6 +221,7 @@ fn present<'de, T: Deserialize<'de>, D: Deserializer<'de>>(d: D) -> Result<Optio
 
 /// Which partition `list` and `cancel_many` read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ListStatus {
     #[default]
@@ -237,6 +243,7 @@ impl ListStatus {
 
 /// One page of a queue's jobs in `perform_at` order. Every filter is optional.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct List {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
@@ -276,6 +283,7 @@ impl List {
 
 /// Cancels the jobs named, or one page of a selection (`prefix`, `from`, `to`; at least one).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CancelMany {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
@@ -305,6 +313,7 @@ pub struct CancelMany {
 
 /// One page of the jobs SQS rejected permanently.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ListParked {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
@@ -319,6 +328,7 @@ pub struct ListParked {
 
 /// Moves one parked job back, due now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Redrive {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
@@ -329,6 +339,7 @@ pub struct Redrive {
 
 /// Moves the parked jobs named back, due now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RedriveMany {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
@@ -339,6 +350,7 @@ pub struct RedriveMany {
 
 /// Moves one page of the parked partition back; call again with the reply's cursor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RedriveAll {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
@@ -369,6 +381,7 @@ impl RedriveAll {
 /// `all: true`, and `limit` and `cursor` only with `all`. [`Redrive`], [`RedriveMany`] and
 /// [`RedriveAll`] each write one form of it, with a typed reply.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RedriveRequest {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
@@ -392,6 +405,7 @@ pub struct RedriveRequest {
 
 /// Counts of what a queue holds, with a due-time histogram.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Stats {
     /// The queue, one of the deployment's `WAITER_QUEUES`.

@@ -2,6 +2,7 @@ use serde::{Deserialize, Serialize};
 
 /// The `errorType` of a failed invocation, and the `error.type` of a failed job in a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum ErrorType {
     /// The request broke a rule; the message starts with the field (`delay_seconds: must not be
     /// negative`). Nothing was stored or sent.
@@ -73,6 +74,7 @@ impl std::fmt::Display for ErrorType {
 
 /// One job of a batch that failed: `{"status": "error", "error": {...}}` in `results`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Failure {
     #[serde(rename = "type")]
     /// The error's `errorType`.

@@ -26,6 +26,7 @@ use crate::Repeat;
 /// );
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Job {
     /// A queue name from the deployment's `WAITER_QUEUES`.
@@ -211,6 +212,7 @@ pub(crate) fn whole_seconds_up(d: Duration) -> u64 {
 
 /// An SQS message attribute, in the function's snake_case form.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct MessageAttribute {
     /// `String`, `Number` or `Binary`, optionally with a custom suffix (`String.json`).
@@ -255,6 +257,7 @@ impl MessageAttribute {
 
 /// A local-time span, `HH:MM` to `HH:MM` (exclusive; wraps past midnight when `to < from`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Window {
     /// Only jobs due at or after this instant.

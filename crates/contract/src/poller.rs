@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 /// The poller accepts any other event too (an EventBridge scheduled event, `{}`) and then works
 /// every partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PollerGroup {
     /// This run's group, from 0 to `groups - 1`.
     pub group: u32,

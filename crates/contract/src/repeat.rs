@@ -32,6 +32,7 @@ pub const MAX_COUNT: u64 = 1_000_000;
 /// );
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Repeat {
     /// Five fields (minute, hour, day of month, month, day of week) read in the job's
@@ -58,6 +59,7 @@ pub struct Repeat {
 
 /// What a series does with occurrences found more than 60 s after their instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum CatchUp {
     /// Sends none of them.

@@ -12,6 +12,7 @@ use crate::job::{MessageAttribute, Window};
 
 /// Where a job stands, as one reply tells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum JobStatus {
     /// Went straight to SQS (`message_id`, `delay_seconds`).
@@ -80,6 +81,7 @@ impl std::fmt::Display for JobStatus {
 
 /// The reply about one job, for every action that names one (and each job of `list`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct JobReply {
     /// Where the job stands.
     pub status: JobStatus,
@@ -192,6 +194,7 @@ pub struct JobReply {
 
 /// SQS's code and message for a parked job.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ParkedError {
     /// SQS's error code.
     pub code: String,
@@ -201,6 +204,7 @@ pub struct ParkedError {
 
 /// One result per job or id, in request order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BatchReply {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// The queue, one of the deployment's `WAITER_QUEUES`.
@@ -211,6 +215,7 @@ pub struct BatchReply {
 
 /// A job's result in a batch: its reply, or why it failed (others are not affected).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum BatchResult {
     /// The job's reply.
@@ -226,6 +231,7 @@ pub enum BatchResult {
 
 /// The `"status": "error"` of a failed batch entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum FailedStatus {
     /// The job failed; see `error`.
@@ -251,6 +257,7 @@ impl BatchReply {
 
 /// One page of `list`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ListReply {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
@@ -262,6 +269,7 @@ pub struct ListReply {
 
 /// One page of `list_parked`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ParkedReply {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
@@ -274,6 +282,7 @@ pub struct ParkedReply {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 /// What one `cancel_many` request did.
 pub struct CancelManyReply {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
@@ -293,6 +302,7 @@ pub struct CancelManyReply {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 /// One page of `redrive` with `all: true`.
 pub struct RedriveAllReply {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
@@ -307,6 +317,7 @@ pub struct RedriveAllReply {
 
 /// What a queue holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StatsReply {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
     pub queue: String,
@@ -342,6 +353,7 @@ pub struct StatsReply {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 /// Jobs due in one span of a `stats` histogram.
 pub struct Bucket {
     /// Only jobs due at or after this instant.

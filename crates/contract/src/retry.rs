@@ -43,6 +43,7 @@ pub const ATTEMPTS_EXHAUSTED: &str = "attempts_exhausted";
 /// when `attempt` reached `max_attempts`, the job is parked. Idempotent per (`job_id`,
 /// `attempt`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Retry {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
@@ -81,6 +82,7 @@ pub struct Retry {
 /// Exponential backoff: attempt n+1 is due `min(max_s, base_s × factor^(n−1))` seconds after the
 /// `retry` of attempt n; with `jitter`, a uniform draw from the upper half of that.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Backoff {
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -8,6 +8,7 @@ use crate::reply::JobStatus;
 
 /// What `enqueue` does when a job with the same `job_id` is stored (debounce).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum OnDuplicate {
     /// Nothing is changed; the reply shows the stored job with `duplicate: true`.
@@ -33,6 +34,7 @@ impl OnDuplicate {
 /// Pauses a queue, or with `job_id` one stored job or series: nothing of it is handed to SQS
 /// until `resume`. A paused job keeps its times.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Pause {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
@@ -63,6 +65,7 @@ impl Pause {
 /// Ends a pause of a queue, or with `job_id` of one job or series: what fell due meanwhile is
 /// sent as any overdue job is (series by their `catch_up`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Resume {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
@@ -93,6 +96,7 @@ impl Resume {
 /// The reply of `pause` and `resume`: `paused`, `resumed`, `not_found` (no such stored job) or
 /// `dispatching` (a poller is handing the job to SQS now; nothing was changed).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PauseReply {
     /// What the call did.
     pub status: JobStatus,
@@ -111,11 +115,13 @@ pub struct PauseReply {
 
 /// The queues the function serves (its `WAITER_QUEUES`), with their pause state.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Queues {}
 
 /// The reply of `queues`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct QueuesReply {
     /// In the order of `WAITER_QUEUES`.
     pub queues: Vec<QueueInfo>,
@@ -123,6 +129,7 @@ pub struct QueuesReply {
 
 /// One queue the function serves.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct QueueInfo {
     /// The queue's name.
     pub queue: String,
@@ -140,6 +147,7 @@ pub struct QueueInfo {
 /// and `count` untouched. Replies `sent` with `message_id`, `not_found`, `dispatching` (a poller
 /// holds the job or its shard: it sends it), or `paused` (resume first).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Trigger {
     /// The queue, one of the deployment's `WAITER_QUEUES`.
@@ -153,6 +161,7 @@ crate::actions::action!(Trigger, "trigger", crate::JobReply);
 /// The next occurrences of a schedule (`repeat`, read in `time_zone`, from `from`), or of a
 /// stored series (`queue` and `job_id`, from its next occurrence), before windows.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Preview {
     /// A schedule as `enqueue` takes it.
@@ -177,6 +186,7 @@ pub struct Preview {
 
 /// The reply of `preview`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PreviewReply {
     /// In time order.
     pub occurrences: Vec<PreviewOccurrence>,
@@ -187,6 +197,7 @@ pub struct PreviewReply {
 
 /// One occurrence of a preview.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PreviewOccurrence {
     /// The instant, UTC.
     pub at: DateTime<Utc>,
