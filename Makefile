@@ -260,6 +260,11 @@ schema:
 	cargo run --quiet -p sqs-waiter-schema
 
 # The Python and TypeScript clients' types from the committed schema.
+CLIENTS_TS_DEV := clients/typescript/node_modules/.package-lock.json
+$(CLIENTS_TS_DEV): clients/typescript/package.json clients/typescript/package-lock.json
+	cd clients/typescript && npm ci --no-audit --no-fund
+	touch $@
+
 clients-types: $(CLIENTS_TS_DEV)
 	$(PYTHON) clients/python/generate.py
 	cd clients/typescript && npm run --silent generate
@@ -282,6 +287,20 @@ clients-python: venv
 	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(CLIENTS)/python-dev/bin/python -r clients/python/requirements-dev.txt
 	cd clients/python && ../../$(CLIENTS)/python-dev/bin/mypy
 	cd clients/python/tests && ../../../$(CLIENTS)/python-env/bin/python -m unittest discover -p 'test_*.py'
+
+# The clean project installs the tarball as a user would, with what the e2e script and the
+# READMEs' snippets import (the SQS client, and tsc for the snippets' strict check).
+TS_USER := $(CLIENTS)/typescript-user
+clients-typescript: $(CLIENTS_TS_DEV)
+	cd clients/typescript && npm run --silent check-types
+	cd clients/typescript && npm run --silent typecheck
+	rm -rf $(CLIENTS)/typescript-dist $(TS_USER)
+	mkdir -p $(CLIENTS)/typescript-dist $(TS_USER)
+	cd clients/typescript && npm pack --silent --pack-destination ../../$(CLIENTS)/typescript-dist > /dev/null
+	cd clients/typescript && npm test
+	echo '{"name": "sqs-waiter-user", "private": true, "type": "module"}' > $(TS_USER)/package.json
+	cd $(TS_USER) && npm install --silent --no-audit --no-fund ../typescript-dist/sqs-waiter-client-*.tgz \
+	  @aws-sdk/client-sqs@3.1175.0 typescript@5.9.3 @types/node@22.20.5
 
 .PHONY: dist
 # A release in dist/ (docs/deploy.md "From a release"): both functions' zips and the CLI for
