@@ -23,6 +23,8 @@ help:
 	@echo "make bench  precision figures (target/bench/); make bench-quick for a short run"
 	@echo "make dist   a release in dist/: zips, CLI binaries, SAM templates, SHA256SUMS (docs/deploy.md)"
 	@echo "make fixtures  this release's stored items of every kind, for the upgrade tests (docs/upgrades.md)"
+	@echo "make schema  schema/contract.schema.json from crates/contract (the unit tests fail while it differs); make clients-types  the clients' types from it"
+	@echo "make clients  both clients built and installed as a user gets them (target/clients/), with their checks and unit tests"
 	@echo "make soak   long fault runs: 5000 simulation seeds, 250 000 cases per property test, 5000 jobs through the fault proxy"
 
 venv: $(VENV)/.installed
@@ -137,6 +139,7 @@ lint-build:
 	@test -n "$$RUSTC_WORKSPACE_WRAPPER" || { echo "lint-build: run it through make test or make check" >&2; exit 2; }
 	cargo fmt --all -- --check
 	python3 scripts/check_intersections.py
+	python3 clients/python/generate.py --check
 	$(BUILD_FOR_TESTS)
 
 # The quick loop for contributors: the checks that need no emulator (docs/contributing.md).
@@ -158,6 +161,7 @@ SUBMAKE := $(MAKE) --no-print-directory
 test:
 	$(PHASE) --reset
 	$(PHASE) install $(SUBMAKE) test-installs
+	$(PHASE) clients $(SUBMAKE) clients
 	$(PHASE) build $(SUBMAKE) lint-build
 	rm -rf target/iam-calls target/e2e-turns.tsv
 	bash scripts/test_both_backends.sh

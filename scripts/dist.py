@@ -16,8 +16,9 @@ Writes to OUT (version V from Cargo.toml):
 The bootstraps and the CLI come from `cargo lambda build --release` for each architecture. With
 --host-debug (what `make test` uses) they are this machine's debug builds in target/debug,
 stripped, for its own architecture only: the same packaging, without two cross builds.
-Fails, naming the file, when template.yaml's Version output, infra/package.json or
-infra/lib/version.ts is not V, or CHANGELOG.md has no section for V.
+Fails, naming the file, when template.yaml's Version output, infra/package.json,
+infra/lib/version.ts or a client's package (clients/) is not V, or CHANGELOG.md has no section
+for V.
 """
 
 import argparse
@@ -63,6 +64,10 @@ def check_versions(v):
         problems.append(f"infra/package.json: version is not {v}")
     if f'export const VERSION = "{v}";' not in (ROOT / "infra/lib/version.ts").read_text():
         problems.append(f"infra/lib/version.ts: VERSION is not {v}")
+    if f'\nversion = "{v}"\n' not in (ROOT / "clients/python/pyproject.toml").read_text():
+        problems.append(f"clients/python/pyproject.toml: version is not {v}")
+    if f'"version": "{v}"' not in (ROOT / "clients/typescript/package.json").read_text():
+        problems.append(f"clients/typescript/package.json: version is not {v}")
     if changelog_section(v) is None:
         problems.append(f"CHANGELOG.md: no section \"## [{v}]\"")
     return problems
