@@ -330,6 +330,36 @@ mod tests {
         assert_eq!(ids, want, "every job once, in order");
     }
 
+    /// README.md's Rust snippet is this crate's first example (without its hidden lines), which
+    /// the doc tests compile.
+    #[test]
+    fn the_readme_shows_the_compiled_example() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap_or_else(|e| panic!("{p}: {e}"));
+        let lib = read("crates/client/src/lib.rs");
+        let example: String = lib
+            .split("//! ```no_run\n")
+            .nth(1)
+            .and_then(|rest| rest.split("//! ```\n").next())
+            .expect("the crate's first example")
+            .lines()
+            .map(|l| l.strip_prefix("//! ").unwrap_or(l.trim_start_matches("//!")))
+            .filter(|l| !(l.starts_with("# ") || *l == "#"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let readme = read("README.md");
+        let section = readme
+            .split("### From Rust, Python or TypeScript")
+            .nth(1)
+            .expect("README's section on the clients");
+        let snippet = section
+            .split("```rust\n")
+            .nth(1)
+            .and_then(|rest| rest.split("```\n").next())
+            .expect("its Rust snippet");
+        assert_eq!(snippet, example, "README.md's Rust snippet differs from crates/client's first example");
+    }
+
     #[test]
     fn a_job_over_the_budget_goes_alone() {
         let mut list = jobs(3, 10);
