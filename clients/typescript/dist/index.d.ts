@@ -1,4 +1,0 @@
-export * from "./contract.js";
-export * from "./errors.js";
-export * from "./received.js";
-export * from "./client.js";
