@@ -187,6 +187,8 @@ class AgainstTheFunction(unittest.TestCase):
         for i, code in enumerate(blocks):
             with self.subTest(snippet=i):
                 exec(compile(code, f"<README snippet {i}>", "exec"), {"__name__": f"snippet{i}"})
+        # The consumer's snippet handed its message back: attempt 2 of charge-7 is scheduled.
+        self.assertEqual(self.client.get(QUEUE, "charge-7").get("attempt"), 2)
         receive(self.sqs, self.url, 10, timeout_s=2)
 
 

@@ -10,7 +10,13 @@ import unittest
 from pathlib import Path
 from typing import Any, Callable
 
-from botocore.exceptions import ClientError, EndpointConnectionError
+from botocore.exceptions import (
+    ClientError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    PartialCredentialsError,
+    ReadTimeoutError,
+)
 
 import sqs_waiter
 from sqs_waiter import Client, contract
@@ -151,6 +157,9 @@ class Errors(unittest.TestCase):
             (client_error("ResourceNotFoundException"), False),
             (client_error("AccessDeniedException"), False),
             (EndpointConnectionError(endpoint_url="http://127.0.0.1:1"), True),
+            (ReadTimeoutError(endpoint_url="http://127.0.0.1:1"), True),
+            (NoCredentialsError(), False),
+            (PartialCredentialsError(provider="env", cred_var="AWS_SECRET_ACCESS_KEY"), False),
         ]
         for error, retryable in cases:
             with self.subTest(error=str(error)):
@@ -166,6 +175,16 @@ class Errors(unittest.TestCase):
         self.assertEqual(first, JOB_REPLY)
         assert isinstance(second, sqs_waiter.Throttled)
         self.assertTrue(second.retryable)
+        # A type this client does not know keeps the function's word on retrying.
+        newer = {"status": "error", "error": {"type": "Overloaded", "message": "later", "retryable": True}}
+        (only,) = Client("f", FakeLambda({"payload": {"results": [newer]}})).enqueue_many([{"queue": "q", "message_body": "a"}])
+        assert isinstance(only, sqs_waiter.UnknownFunctionError)
+        self.assertTrue(only.retryable)
+
+    def test_a_requests_own_action_field_cannot_change_the_action(self) -> None:
+        fake = FakeLambda()
+        Client("f", fake).call("get", {"queue": "q", "job_id": "j", "action": "cancel"})
+        self.assertEqual(fake.sent[0]["action"], "get")
 
 
 class Splitting(unittest.TestCase):
@@ -218,6 +237,16 @@ class Received(unittest.TestCase):
         attributes = r.get("message_attributes", {})
         self.assertEqual(attributes["raw"].get("binary_value"), "AAE=")
         self.assertEqual(attributes["kind"].get("string_value"), "invoice")
+
+    def test_the_attempt_is_read_as_the_rust_client_reads_it(self) -> None:
+        cases = {"3": 3, " 3 ": 3, "+3": 3, "2.5": 1, "0": 1, "-2": 1, "1_0": 1, "\uff14": 1, "4294967295": 4294967295,
+                 "4294967296": 1, "": 1, "x": 1}
+        for value, want in cases.items():
+            with self.subTest(value=value):
+                attributes: dict[str, contract.MessageAttribute] = {
+                    contract.ATTEMPT_ATTRIBUTE: {"data_type": "Number", "string_value": value}}
+                self.assertEqual(sqs_waiter.attempt_of(attributes), want)
+        self.assertEqual(sqs_waiter.attempt_of({}), 1)
 
     def test_a_lambda_record_names_its_queue_and_a_copy_its_own_id(self) -> None:
         r = sqs_waiter.retry_of(self.RECORD, job_id="o-8")

@@ -13,8 +13,20 @@ const outPath = join(here, "..", "src", "contract.ts");
 const schema = JSON.parse(readFileSync(schemaPath, "utf8"));
 const extra = schema["x-sqs-waiter"];
 
+// A description beside a $ref makes json-schema-to-typescript declare the referenced type again
+// under a new name (JobReply1): the field's own words stay in the schema, not in the types.
+function withoutRefDescriptions(value) {
+  if (Array.isArray(value)) return value.map(withoutRefDescriptions);
+  if (typeof value !== "object" || value === null) return value;
+  const out = {};
+  for (const [k, v] of Object.entries(value)) {
+    if (!(k === "description" && "$ref" in value)) out[k] = withoutRefDescriptions(v);
+  }
+  return out;
+}
+
 // The definitions alone: a root with no fields of its own, dropped from the output.
-const root = { title: "Root", type: "object", additionalProperties: false, $defs: schema.$defs };
+const root = { title: "Root", type: "object", additionalProperties: false, $defs: withoutRefDescriptions(schema.$defs) };
 let types = await compile(root, "Root", {
   bannerComment: "",
   unreachableDefinitions: true,

@@ -86,7 +86,7 @@ export class Client {
   /** Sends `request` as `action` and resolves to the reply's JSON: the methods below are this
    * with their types. */
   async call(action: string, request: object): Promise<unknown> {
-    const payload = new TextEncoder().encode(JSON.stringify({ action, ...request }));
+    const payload = new TextEncoder().encode(JSON.stringify({ ...request, action }));
     let out;
     try {
       out = await this.lambda.send(new InvokeCommand({ FunctionName: this.functionName, Payload: payload }));
@@ -222,7 +222,7 @@ export class Client {
 
 function resultsOf(reply: BatchReply): Results {
   return reply.results.map((r) =>
-    r.status === "error" && "error" in r ? errorOf(r.error.type, r.error.message) : (r as JobReply),
+    r.status === "error" && "error" in r ? errorOf(r.error.type, r.error.message, r.error.retryable) : (r as JobReply),
   );
 }
 
@@ -239,12 +239,18 @@ function invokeError(functionName: string, e: unknown): SqsWaiterError {
   if (carried) return carried;
   const status = error.$metadata?.httpStatusCode;
   const code = status === undefined ? undefined : error.name;
-  const retryable = code === undefined ? isTransient(error.name) : InvokeError.RETRYABLE_CODES.has(code);
+  const retryable = code === undefined ? isTransient(error) : InvokeError.RETRYABLE_CODES.has(code);
   return new InvokeError(functionName, error.message ?? String(e), code, retryable, e);
 }
 
-/** No answer came: a timeout or a dropped connection may go on the next try; a bad parameter or
- * missing credentials will not. */
-function isTransient(name: string | undefined): boolean {
-  return !["CredentialsProviderError", "TypeError", "ValidationException"].includes(name ?? "");
+/** Node's network errors, after which the same call may succeed. */
+const TRANSIENT_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EAI_AGAIN", "ENOTFOUND"]);
+
+/** No answer came: a timeout or a dropped connection may go on the next try; a bad parameter,
+ * no region or no credentials will not. */
+function isTransient(error: { name?: string; code?: unknown }): boolean {
+  return (
+    ["TimeoutError", "RequestTimeout", "AbortError"].includes(error.name ?? "") ||
+    (typeof error.code === "string" && TRANSIENT_CODES.has(error.code))
+  );
 }

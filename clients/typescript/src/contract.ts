@@ -8,38 +8,12 @@ export type BatchResult =
   | JobReply
   | {
       error: Failure;
-      /**
-       * Always `"error"`.
-       */
-      status: "error";
+      status: FailedStatus;
     };
 /**
  * What a series does with occurrences found more than 60 s after their instant.
  */
 export type CatchUp = "skip" | "one" | "all";
-/**
- * Which partition `list` and `cancel_many` read.
- */
-export type ListStatus = "scheduled" | "parked";
-/**
- * What `enqueue` does when a job with the same `job_id` is stored (debounce).
- */
-export type OnDuplicate = "keep" | "replace" | "extend";
-/**
- * The `errorType` of a failed invocation, and the `error.type` of a failed job in a batch.
- */
-export type ErrorType =
-  | "InvalidRequest"
-  | "Throttled"
-  | "DependencyFailure"
-  | "ResourceNotFound"
-  | "Rejected"
-  | "InternalError"
-  | "AccessDenied";
-/**
- * The `"status": "error"` of a failed batch entry.
- */
-export type FailedStatus = "error";
 /**
  * Where a job stands, as one reply tells it.
  */
@@ -57,8 +31,30 @@ export type JobStatus =
   | "conflict"
   | "not_replayable"
   | "paused"
-  | "resumed"
-  | "unknown";
+  | "resumed";
+/**
+ * The `errorType` of a failed invocation, and the `error.type` of a failed job in a batch.
+ */
+export type ErrorType =
+  | "InvalidRequest"
+  | "Throttled"
+  | "DependencyFailure"
+  | "ResourceNotFound"
+  | "Rejected"
+  | "InternalError"
+  | "AccessDenied";
+/**
+ * The `"status": "error"` of a failed batch entry.
+ */
+export type FailedStatus = "error";
+/**
+ * Which partition `list` and `cancel_many` read.
+ */
+export type ListStatus = "scheduled" | "parked";
+/**
+ * What `enqueue` does when a job with the same `job_id` is stored (debounce).
+ */
+export type OnDuplicate = "keep" | "replace" | "extend";
 
 /**
  * Exponential backoff: attempt n+1 is due `min(max_s, base_s × factor^(n−1))` seconds after the
@@ -97,7 +93,7 @@ export interface BatchReply {
   results: BatchResult[];
 }
 /**
- * The job's reply.
+ * The reply about one job, for every action that names one (and each job of `list`).
  */
 export interface JobReply {
   /**
@@ -223,25 +219,7 @@ export interface JobReply {
    * History: when a poller handed the job to SQS.
    */
   sent_at?: string | null;
-  /**
-   * Where the job stands.
-   */
-  status:
-    | "sent"
-    | "scheduled"
-    | "parked"
-    | "dispatched"
-    | "cancelled"
-    | "expired"
-    | "not_found"
-    | "dispatching"
-    | "rescheduled"
-    | "finished"
-    | "conflict"
-    | "not_replayable"
-    | "paused"
-    | "resumed"
-    | "unknown";
+  status: JobStatus;
   /**
    * The IANA zone of `windows`; `UTC` when absent.
    */
@@ -339,7 +317,7 @@ export interface Window {
   to: string;
 }
 /**
- * Why it failed.
+ * One job of a batch that failed: `{"status": "error", "error": {...}}` in `results`.
  */
 export interface Failure {
   /**
@@ -350,17 +328,7 @@ export interface Failure {
    * Whether the same request may succeed if sent again.
    */
   retryable: boolean;
-  /**
-   * The error's `errorType`.
-   */
-  type:
-    | "InvalidRequest"
-    | "Throttled"
-    | "DependencyFailure"
-    | "ResourceNotFound"
-    | "Rejected"
-    | "InternalError"
-    | "AccessDenied";
+  type: ErrorType;
 }
 /**
  * Jobs due in one span of a `stats` histogram.
@@ -407,7 +375,7 @@ export interface CancelMany {
   /**
    * The ids, 1 to `MAX_JOBS_PER_REQUEST` of them.
    */
-  job_ids?: string[] | null;
+  job_ids?: string[];
   /**
    * The most items one page holds (1 to `MAX_PAGE_LIMIT`).
    */
@@ -475,7 +443,7 @@ export interface Job {
   /**
    * Whole seconds from now; give this or `perform_at`, or neither for now.
    */
-  delay_seconds?: number | null;
+  delay_seconds?: number;
   /**
    * A job found after this instant is dropped, not sent.
    */
@@ -511,7 +479,7 @@ export interface Job {
   /**
    * When the job is due.
    */
-  perform_at?: string | null;
+  perform_at?: string;
   /**
    * 0 to 1000, default 100; lower takes the rate budget first, 0 is critical (see DESIGN).
    */
@@ -549,30 +517,6 @@ export interface Job {
   windows?: Window[] | null;
 }
 /**
- * One job of a batch that failed: `{"status": "error", "error": {...}}` in `results`.
- */
-export interface Failure1 {
-  /**
-   * The error message, naming the field and the rule for `InvalidRequest`.
-   */
-  message: string;
-  /**
-   * Whether the same request may succeed if sent again.
-   */
-  retryable: boolean;
-  /**
-   * The error's `errorType`.
-   */
-  type:
-    | "InvalidRequest"
-    | "Throttled"
-    | "DependencyFailure"
-    | "ResourceNotFound"
-    | "Rejected"
-    | "InternalError"
-    | "AccessDenied";
-}
-/**
  * A job as stored, or what history knows of it.
  */
 export interface Get {
@@ -584,173 +528,6 @@ export interface Get {
    * The queue, one of the deployment's `WAITER_QUEUES`.
    */
   queue: string;
-}
-/**
- * The reply about one job, for every action that names one (and each job of `list`).
- */
-export interface JobReply1 {
-  /**
-   * `retry`: the attempt scheduled (for `conflict` and `cancelled`, the job's latest). `get`,
-   * `list`, history: the attempt of a retried job (its messages' `waiter.attempt`), when past 1.
-   */
-  attempt?: number | null;
-  /**
-   * Parked because its attempts ran out: how many were made.
-   */
-  attempts?: number | null;
-  /**
-   * History: when the job was cancelled.
-   */
-  cancelled_at?: string | null;
-  /**
-   * The `DelaySeconds` a direct send used.
-   */
-  delay_seconds?: number | null;
-  /**
-   * `true` when the job existed already and nothing was changed.
-   */
-  duplicate?: boolean | null;
-  /**
-   * When the job was stored.
-   */
-  enqueued_at?: string | null;
-  /**
-   * Why SQS rejected a parked job.
-   */
-  error?: ParkedError | null;
-  /**
-   * History: when the job was found expired and dropped.
-   */
-  expired_at?: string | null;
-  /**
-   * A job found after this instant is dropped, not sent.
-   */
-  expires_at?: string | null;
-  /**
-   * The job's id, its idempotency key.
-   */
-  job_id: string;
-  /**
-   * A poller run that crashed may have delivered this job at this instant already; the
-   * stored job is its delivery at the next opening of its windows. `cancel` and
-   * `reschedule` act on that later delivery only.
-   */
-  maybe_delivered_at?: string | null;
-  /**
-   * SQS message attributes, sent with the message unaltered.
-   */
-  message_attributes?: {
-    [k: string]: MessageAttribute | undefined;
-  } | null;
-  /**
-   * The message body, passed to SQS unaltered.
-   */
-  message_body?: string | null;
-  /**
-   * The FIFO deduplication id.
-   */
-  message_deduplication_id?: string | null;
-  /**
-   * The FIFO message group.
-   */
-  message_group_id?: string | null;
-  /**
-   * SQS's id of the message (`sent`, `dispatched`).
-   */
-  message_id?: string | null;
-  /**
-   * A series: the occurrences sent so far.
-   */
-  occurrences?: number | null;
-  /**
-   * When SQS rejected the job and it was parked.
-   */
-  parked_at?: string | null;
-  /**
-   * `true` on a paused job (get, list): nothing of it is sent until `resume`.
-   */
-  paused?: boolean | null;
-  /**
-   * Since when a paused job is paused.
-   */
-  paused_at?: string | null;
-  /**
-   * When the job is due.
-   */
-  perform_at?: string | null;
-  /**
-   * `perform_at` as epoch seconds.
-   */
-  perform_at_epoch?: number | null;
-  /**
-   * A stored or parked job's priority (0 to 1000, lower first).
-   */
-  priority?: number | null;
-  /**
-   * The queue, one of the deployment's `WAITER_QUEUES`.
-   */
-  queue: string;
-  /**
-   * Why the job was parked without a send: `attempts_exhausted`.
-   */
-  reason?: string | null;
-  /**
-   * A series: how it repeats (get, list, enqueue).
-   */
-  repeat?: Repeat | null;
-  /**
-   * `enqueue` with `on_duplicate` `replace` or `extend`: `true` when a stored job took this
-   * call's message or time, `false` when a new job was stored (none was, or its message had
-   * left for SQS already).
-   */
-  replaced?: boolean | null;
-  /**
-   * `replay`: the job this one is a copy of.
-   */
-  replay_of?: string | null;
-  /**
-   * History: when a poller handed the job to SQS.
-   */
-  sent_at?: string | null;
-  /**
-   * Where the job stands.
-   */
-  status:
-    | "sent"
-    | "scheduled"
-    | "parked"
-    | "dispatched"
-    | "cancelled"
-    | "expired"
-    | "not_found"
-    | "dispatching"
-    | "rescheduled"
-    | "finished"
-    | "conflict"
-    | "not_replayable"
-    | "paused"
-    | "resumed"
-    | "unknown";
-  /**
-   * The IANA zone of `windows`; `UTC` when absent.
-   */
-  time_zone?: string | null;
-  /**
-   * The X-Ray trace header the job's messages carry as `AWSTraceHeader` (get, list).
-   */
-  trace_header?: string | null;
-  /**
-   * One more on every change; `if_version` of `reschedule` checks it.
-   */
-  version?: number | null;
-  /**
-   * A stored or parked job's weight against the rate budget (1 to 100).
-   */
-  weight?: number | null;
-  /**
-   * Local-time windows the job may arrive in.
-   */
-  windows?: Window[] | null;
 }
 /**
  * One page of a queue's jobs in `perform_at` order. Every filter is optional.
@@ -817,7 +594,7 @@ export interface ListReply {
   /**
    * The jobs of this page, in order.
    */
-  jobs: JobReply1[];
+  jobs: JobReply[];
   /**
    * The queue, one of the deployment's `WAITER_QUEUES`.
    */
@@ -838,7 +615,7 @@ export interface ParkedReply {
   /**
    * The jobs of this page, in order.
    */
-  jobs: JobReply1[];
+  jobs: JobReply[];
   /**
    * The queue, one of the deployment's `WAITER_QUEUES`.
    */
@@ -875,25 +652,7 @@ export interface PauseReply {
    * The queue, one of the deployment's `WAITER_QUEUES`.
    */
   queue: string;
-  /**
-   * What the call did.
-   */
-  status:
-    | "sent"
-    | "scheduled"
-    | "parked"
-    | "dispatched"
-    | "cancelled"
-    | "expired"
-    | "not_found"
-    | "dispatching"
-    | "rescheduled"
-    | "finished"
-    | "conflict"
-    | "not_replayable"
-    | "paused"
-    | "resumed"
-    | "unknown";
+  status: JobStatus;
   /**
    * A job's version after the change.
    */
@@ -1070,7 +829,7 @@ export interface RedriveRequest {
   /**
    * A page of the whole parked partition.
    */
-  all?: boolean | null;
+  all?: boolean;
   /**
    * Where the next page starts, with `all`.
    */
@@ -1082,7 +841,7 @@ export interface RedriveRequest {
   /**
    * The ids, 1 to `MAX_JOBS_PER_REQUEST` of them.
    */
-  job_ids?: string[] | null;
+  job_ids?: string[];
   /**
    * The most items one page holds (1 to `MAX_PAGE_LIMIT`), with `all`.
    */
@@ -1100,7 +859,7 @@ export interface Replay {
   /**
    * Whole seconds from now; give this or `perform_at`, or neither for now.
    */
-  delay_seconds?: number | null;
+  delay_seconds?: number;
   /**
    * The id of the job to copy.
    */
@@ -1112,7 +871,7 @@ export interface Replay {
   /**
    * When the copy is due.
    */
-  perform_at?: string | null;
+  perform_at?: string;
   /**
    * The queue, one of the deployment's `WAITER_QUEUES`.
    */
@@ -1125,9 +884,9 @@ export interface Reschedule {
   /**
    * Whole seconds from now; give this or `perform_at`.
    */
-  delay_seconds?: number | null;
+  delay_seconds?: number;
   /**
-   * `Some(None)` removes the expiry.
+   * `null` removes the expiry.
    */
   expires_at?: string | null;
   /**
@@ -1139,7 +898,7 @@ export interface Reschedule {
    */
   job_id: string;
   /**
-   * SQS message attributes, sent with the message unaltered.
+   * SQS message attributes, sent with the message unaltered; `null` or `{}` removes them.
    */
   message_attributes?: {
     [k: string]: MessageAttribute | undefined;
@@ -1151,7 +910,7 @@ export interface Reschedule {
   /**
    * When the job is due.
    */
-  perform_at?: string | null;
+  perform_at?: string;
   /**
    * A new priority (0 to 1000); kept when absent.
    */
@@ -1179,7 +938,7 @@ export interface Reschedule {
    */
   weight?: number | null;
   /**
-   * `Some(None)` removes the windows.
+   * `null` removes the windows.
    */
   windows?: Window[] | null;
 }

@@ -137,9 +137,12 @@ function isErrorType(name: string): name is ErrorType {
   return Object.hasOwn(BY_ERROR_TYPE, name);
 }
 
-/** The error of `errorType` with `message`. */
-export function errorOf(errorType: string, message: string): SqsWaiterError {
-  return isErrorType(errorType) ? new BY_ERROR_TYPE[errorType](message) : new UnknownFunctionError(errorType, message);
+/** The error of `errorType` with `message`; `retryable`, where the function said it (a batch
+ * entry's), stands over the type's own, for a type this client may not know. */
+export function errorOf(errorType: string, message: string, retryable?: boolean): SqsWaiterError {
+  const error = isErrorType(errorType) ? new BY_ERROR_TYPE[errorType](message) : new UnknownFunctionError(errorType, message);
+  if (retryable !== undefined) Object.defineProperty(error, "retryable", { value: retryable });
+  return error;
 }
 
 /** The error a reply carries: `marked` is Lambda's FunctionError (set when the function failed),

@@ -59,11 +59,15 @@ export function attributesOf(message: SqsMessage): Record<string, MessageAttribu
   return out;
 }
 
-/** `waiter.attempt`, or 1 for a message without one (a first delivery). */
+/** The largest attempt the Rust client reads (u32). */
+const MAX_ATTEMPT = 2 ** 32 - 1;
+
+/** `waiter.attempt`, or 1 for a message without a readable one (a first delivery): ASCII digits
+ * with an optional `+`, as the Rust client reads it. */
 export function attemptOf(attributes: Record<string, MessageAttribute>): number {
   const value = attributes[ATTRIBUTES.attempt]?.string_value?.trim() ?? "";
-  const attempt = /^\d+$/.test(value) ? Number(value) : 1;
-  return attempt >= 1 ? attempt : 1;
+  const attempt = /^\+?[0-9]+$/.test(value) ? Number(value) : 1;
+  return attempt >= 1 && attempt <= MAX_ATTEMPT ? attempt : 1;
 }
 
 function queueOf(message: SqsMessage, queue: string | undefined): string {

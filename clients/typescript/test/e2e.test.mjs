@@ -187,5 +187,7 @@ test("the READMEs' snippets compile under tsc --strict and run", async () => {
   );
   execFileSync(join(process.cwd(), "node_modules", ".bin", "tsc"), ["-p", dir], { stdio: "inherit" });
   for (let i = 0; i < blocks.length; i++) await import(join(dir, `snippet${i}.js`));
+  // The consumer's snippet handed its message back: attempt 2 of charge-7 is scheduled.
+  assert.equal((await client.get(QUEUE, "charge-7")).attempt, 2);
   await receive(10, 2_000);
 });

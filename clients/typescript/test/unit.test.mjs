@@ -8,6 +8,7 @@ import {
   ATTRIBUTES,
   Client,
   ERROR_TYPES,
+  attemptOf,
   InvalidRequest,
   InvokeError,
   LIMITS,
@@ -142,7 +143,9 @@ test("Lambda's own failures are retryable when transient, with the SDK's error a
     [sdkError("ServiceException", 500), true],
     [sdkError("ResourceNotFoundException", 404), false],
     [sdkError("AccessDeniedException", 403), false],
-    [Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { name: "Error" }), true],
+    [Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" }), true],
+    [Object.assign(new Error("socket hang up"), { name: "TimeoutError" }), true],
+    [new Error("Region is missing"), false],
     [Object.assign(new Error("Could not load credentials"), { name: "CredentialsProviderError" }), false],
   ];
   for (const [error, retryable] of cases) {
@@ -165,6 +168,24 @@ test("a batch's failed entries are errors in place", async () => {
   ]);
   assert.deepEqual(first, JOB_REPLY);
   assert.ok(second instanceof Throttled && second.retryable);
+  // A type this client does not know keeps the function's word on retrying.
+  const newer = { status: "error", error: { type: "Overloaded", message: "later", retryable: true } };
+  const [only] = await client(new FakeLambda({ payload: { results: [newer] } })).enqueueMany([{ queue: "q", message_body: "a" }]);
+  assert.ok(only instanceof UnknownFunctionError && only.retryable);
+});
+
+test("a request's own action field cannot change the action", async () => {
+  const fake = new FakeLambda();
+  await client(fake).call("get", { queue: "q", job_id: "j", action: "cancel" });
+  assert.equal(fake.sent[0].action, "get");
+});
+
+test("the attempt is read as the Rust client reads it", () => {
+  const cases = { 3: 3, " 3 ": 3, "+3": 3, 2.5: 1, 0: 1, "-2": 1, "1_0": 1, "\uff14": 1, 4294967295: 4294967295, 4294967296: 1, "": 1, x: 1 };
+  for (const [value, want] of Object.entries(cases)) {
+    assert.equal(attemptOf({ [ATTRIBUTES.attempt]: { data_type: "Number", string_value: value } }), want, JSON.stringify(value));
+  }
+  assert.equal(attemptOf({}), 1);
 });
 
 const jobs = (n, body) => Array.from({ length: n }, (_, i) => ({ queue: "orders", message_body: "x".repeat(body), job_id: `job-${i}` }));

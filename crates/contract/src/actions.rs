@@ -152,12 +152,18 @@ pub struct Reschedule {
     pub message_body: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// SQS message attributes, sent with the message unaltered.
+    #[cfg_attr(
+        feature = "schema",
+        schemars(description = "SQS message attributes, sent with the message unaltered; `null` or `{}` removes them.")
+    )]
     pub message_attributes: Option<BTreeMap<String, MessageAttribute>>,
     /// `Some(None)` removes the expiry.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(description = "`null` removes the expiry."))]
     pub expires_at: Option<Option<DateTime<Utc>>>,
     /// `Some(None)` removes the windows.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(description = "`null` removes the windows."))]
     pub windows: Option<Option<Vec<Window>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// The IANA zone of `windows`; `UTC` when absent.

@@ -73,5 +73,14 @@ pub const MAX_INVOKE_PAYLOAD_BYTES: usize = 6 * 1024 * 1024;
 /// request gives none.
 pub const DEFAULT_PAGE_LIMIT: usize = 100;
 
+/// The request fields for which `null` is refused (`InvalidRequest`) rather than read as absent,
+/// with what they must be: a `null` `perform_at` would silently mean "now".
+pub const NEVER_NULL: [(&str, &str); 4] = [
+    ("delay_seconds", "an integer"),
+    ("perform_at", "an RFC 3339 string or epoch seconds"),
+    ("job_ids", "an array"),
+    ("all", "true or false"),
+];
+
 /// The largest `limit` of one page of `list`, `list_parked`, `cancel_many` or `redrive` (`all`).
 pub const MAX_PAGE_LIMIT: usize = 1000;

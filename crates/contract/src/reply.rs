@@ -45,8 +45,10 @@ pub enum JobStatus {
     Paused,
     /// `resume`: the queue or job is no longer paused.
     Resumed,
-    /// A status this contract does not know (a newer function).
+    /// A status this contract does not know (a newer function). Never on the wire, so not in
+    /// the schema.
     #[serde(other)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
     Unknown,
 }
 

@@ -66,6 +66,10 @@ pub fn schema() -> Value {
             .collect::<Map<String, Value>>(),
     );
     plain_descriptions(&mut defs);
+    let requests = forms.iter().filter_map(|f| f["request"].as_str()).chain(["RedriveRequest"]);
+    for name in requests.map(str::to_owned).collect::<Vec<_>>() {
+        never_null(&mut defs[name.as_str()]);
+    }
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "sqs-waiter enqueue contract",
@@ -88,6 +92,20 @@ pub fn schema() -> Value {
         },
         "$defs": defs,
     })
+}
+
+/// A request's fields that the function refuses as `null` ([`c::NEVER_NULL`]) lose the `null`
+/// that schemars gives every `Option` (serde reads `null` there as absent; the function does not).
+fn never_null(request: &mut Value) {
+    let Some(properties) = request.get_mut("properties").and_then(Value::as_object_mut) else { return };
+    for (field, _) in c::NEVER_NULL {
+        let Some(Value::Array(types)) = properties.get_mut(field).and_then(|p| p.get_mut("type")) else { continue };
+        types.retain(|t| t != "null");
+        if let [only] = types.as_slice() {
+            let only = only.clone();
+            properties[field]["type"] = only;
+        }
+    }
 }
 
 /// Rust's doc syntax out of every `description`: code examples (Rust, not the wire) and the
@@ -180,6 +198,17 @@ mod tests {
         let job = &defs["Job"];
         assert_eq!(job["required"], json!(["queue", "message_body"]));
         assert_eq!(job["additionalProperties"], json!(false));
+        // `null` where the function refuses it is not in the schema; where it means "remove", it is.
+        assert_eq!(job["properties"]["delay_seconds"]["type"], json!("integer"));
+        assert_eq!(job["properties"]["perform_at"]["type"], json!("string"));
+        assert_eq!(job["properties"]["job_id"]["type"], json!(["string", "null"]));
+        assert_eq!(defs["RedriveRequest"]["properties"]["all"]["type"], json!("boolean"));
+        assert_eq!(defs["CancelMany"]["properties"]["job_ids"]["type"], json!("array"));
+        assert_eq!(defs["Reschedule"]["properties"]["expires_at"]["type"], json!(["string", "null"]));
+        // Replies keep theirs: a last page's cursor is `null`.
+        assert_eq!(defs["ListReply"]["properties"]["cursor"]["type"], json!(["string", "null"]));
+        let statuses: Vec<&Value> = defs["JobStatus"]["oneOf"].as_array().expect("statuses").iter().collect();
+        assert!(statuses.iter().all(|s| s["const"] != "unknown"), "unknown is never on the wire");
         let retryable: Vec<&str> = s["x-sqs-waiter"]["error_types"]
             .as_array()
             .expect("error types")

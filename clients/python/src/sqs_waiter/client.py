@@ -71,7 +71,7 @@ class Client:
     def call(self, action: str, request: Mapping[str, object]) -> Any:
         """Sends `request` as `action` and returns the reply's JSON: the methods below are this
         with their types."""
-        payload = json.dumps({"action": action, **request}, separators=(",", ":")).encode()
+        payload = json.dumps({**request, "action": action}, separators=(",", ":")).encode()
         try:
             out = self._lambda.invoke(FunctionName=self.function_name, Payload=payload)
         except Exception as e:  # botocore's errors, without importing botocore for them
@@ -235,6 +235,11 @@ def _invoke_error(function_name: str, e: Exception) -> SqsWaiterError:
         if parsed is not None:
             return parsed
         return InvokeError(function_name, str(e), code=code, retryable=code in InvokeError.RETRYABLE_CODES)
-    # No answer: a timeout, a dropped connection, no endpoint. A bad parameter is not transient.
-    transient = type(e).__name__ not in {"ParamValidationError", "NoRegionError", "NoCredentialsError"}
+    # No answer: a timeout or a dropped connection may go on the next try (botocore's
+    # ConnectionError and HTTPClientError, and Python's own); a bad parameter, no region or no
+    # credentials will not.
+    transient = any(k.__name__ in _TRANSIENT for k in type(e).__mro__)
     return InvokeError(function_name, str(e), code=None, retryable=transient)
+
+
+_TRANSIENT = frozenset({"ConnectionError", "HTTPClientError", "TimeoutError"})

@@ -78,7 +78,7 @@ BatchResultVariant1 = TypedDict(
 )
 
 # Where a job stands, as one reply tells it.
-JobStatus = Literal["sent", "scheduled", "parked", "dispatched", "cancelled", "expired", "not_found", "dispatching", "rescheduled", "finished", "conflict", "not_replayable", "paused", "resumed", "unknown"]
+JobStatus = Literal["sent", "scheduled", "parked", "dispatched", "cancelled", "expired", "not_found", "dispatching", "rescheduled", "finished", "conflict", "not_replayable", "paused", "resumed"]
 
 # An SQS message attribute, in the function's snake_case form.
 MessageAttribute = TypedDict(
@@ -206,7 +206,7 @@ CancelMany = TypedDict(
     {
         "cursor": NotRequired[str | None],
         "from": NotRequired[str | None],
-        "job_ids": NotRequired[list[str] | None],
+        "job_ids": NotRequired[list[str]],
         "limit": NotRequired[int | None],
         "prefix": NotRequired[str | None],
         "queue": str,
@@ -235,7 +235,7 @@ OnDuplicate = Literal["keep", "replace", "extend"]
 Job = TypedDict(
     "Job",
     {
-        "delay_seconds": NotRequired[int | None],
+        "delay_seconds": NotRequired[int],
         "expires_at": NotRequired[str | None],
         "job_id": NotRequired[str | None],
         "message_attributes": NotRequired[dict[str, MessageAttribute]],
@@ -243,7 +243,7 @@ Job = TypedDict(
         "message_deduplication_id": NotRequired[str | None],
         "message_group_id": NotRequired[str | None],
         "on_duplicate": NotRequired[OnDuplicate | None],
-        "perform_at": NotRequired[str | None],
+        "perform_at": NotRequired[str],
         "priority": NotRequired[int | None],
         "queue": str,
         "repeat": NotRequired[Repeat | None],
@@ -441,10 +441,10 @@ RedriveMany = TypedDict(
 RedriveRequest = TypedDict(
     "RedriveRequest",
     {
-        "all": NotRequired[bool | None],
+        "all": NotRequired[bool],
         "cursor": NotRequired[str | None],
         "job_id": NotRequired[str | None],
-        "job_ids": NotRequired[list[str] | None],
+        "job_ids": NotRequired[list[str]],
         "limit": NotRequired[int | None],
         "queue": str,
     },
@@ -454,10 +454,10 @@ RedriveRequest = TypedDict(
 Replay = TypedDict(
     "Replay",
     {
-        "delay_seconds": NotRequired[int | None],
+        "delay_seconds": NotRequired[int],
         "job_id": str,
         "new_job_id": NotRequired[str | None],
-        "perform_at": NotRequired[str | None],
+        "perform_at": NotRequired[str],
         "queue": str,
     },
 )
@@ -466,13 +466,13 @@ Replay = TypedDict(
 Reschedule = TypedDict(
     "Reschedule",
     {
-        "delay_seconds": NotRequired[int | None],
+        "delay_seconds": NotRequired[int],
         "expires_at": NotRequired[str | None],
         "if_version": NotRequired[int | None],
         "job_id": str,
         "message_attributes": NotRequired[dict[str, MessageAttribute] | None],
         "message_body": NotRequired[str | None],
-        "perform_at": NotRequired[str | None],
+        "perform_at": NotRequired[str],
         "priority": NotRequired[int | None],
         "queue": str,
         "repeat": NotRequired[Repeat | None],

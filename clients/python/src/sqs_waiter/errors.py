@@ -130,9 +130,13 @@ def from_payload(marked: str | None, payload: Any) -> SqsWaiterError | None:
 
 
 def from_failure(failure: Any) -> SqsWaiterError:
-    """The error of one failed job in a batch: `{"type", "message", "retryable"}`."""
+    """The error of one failed job in a batch: `{"type", "message", "retryable"}`; the entry's own
+    `retryable` stands (it is the function's word, for a type this client may not know)."""
     if not isinstance(failure, dict):
         return DecodeError(f"a failed batch entry without its error: {failure!r}")
     name, message = str(failure.get("type")), str(failure.get("message", ""))
     cls = BY_ERROR_TYPE.get(name)
-    return cls(message) if cls else UnknownFunctionError(name, message)
+    error = cls(message) if cls else UnknownFunctionError(name, message)
+    if isinstance(failure.get("retryable"), bool):
+        error.retryable = failure["retryable"]
+    return error

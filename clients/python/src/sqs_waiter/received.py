@@ -9,6 +9,7 @@ Two shapes come in: a record of a Lambda SQS event (`body`, `messageAttributes` 
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,14 +50,18 @@ def _string(attributes: Mapping[str, c.MessageAttribute], name: str) -> str | No
     return attribute.get("string_value") if attribute else None
 
 
+#: An attempt as the Rust client reads one: ASCII digits with an optional `+`, at most u32's.
+_ATTEMPT = re.compile(r"\+?[0-9]+")
+_MAX_ATTEMPT = 2**32 - 1
+
+
 def attempt_of(attributes: Mapping[str, c.MessageAttribute]) -> int:
-    """`waiter.attempt`, or 1 for a message without one (a first delivery)."""
-    value = _string(attributes, c.ATTEMPT_ATTRIBUTE)
-    try:
-        attempt = int(str(value).strip())
-    except ValueError:
+    """`waiter.attempt`, or 1 for a message without a readable one (a first delivery)."""
+    value = (_string(attributes, c.ATTEMPT_ATTRIBUTE) or "").strip()
+    if not _ATTEMPT.fullmatch(value):
         return 1
-    return attempt if attempt >= 1 else 1
+    attempt = int(value)
+    return attempt if 1 <= attempt <= _MAX_ATTEMPT else 1
 
 
 def queue_of(message: Message, queue: str | None) -> str:

@@ -41,13 +41,9 @@ const ATTRIBUTES: &str = "message_attributes";
 /// (it would silently mean "now") and means "none" for the others.
 const TIMES: &[&str] = &["perform_at", "expires_at", "from", "to"];
 
-/// Fields for which `null` is refused rather than read as absent, with what they must be.
-const NOT_NULL: &[(&str, &str)] = &[
-    ("delay_seconds", "an integer"),
-    ("perform_at", "an RFC 3339 string or epoch seconds"),
-    ("job_ids", "an array"),
-    ("all", "true or false"),
-];
+/// Fields for which `null` is refused rather than read as absent, with what they must be (the
+/// contract's list, which its schema follows).
+const NOT_NULL: [(&str, &str); 4] = sqs_waiter_contract::NEVER_NULL;
 
 /// The names fields were given under, so that a refusal names the field as the caller wrote it.
 #[derive(Debug, Default)]
@@ -108,7 +104,7 @@ pub(crate) fn normalise(mut object: Map<String, Value>) -> Result<(Map<String, V
         })?;
     }
     queue_by_url(&mut object, &mut given)?;
-    for (field, what) in NOT_NULL {
+    for (field, what) in &NOT_NULL {
         if object.get(*field).is_some_and(Value::is_null) {
             return Err(InvalidRequest::new(
                 given.name(field),
