@@ -283,7 +283,7 @@ clients: clients-python clients-typescript
 clients-python: venv
 	$(PYTHON) clients/python/generate.py --check
 	rm -rf $(CLIENTS)/python-dist $(CLIENTS)/python-env
-	$(VENV)/bin/uv build --quiet --wheel --out-dir $(CLIENTS)/python-dist clients/python
+	$(VENV)/bin/uv build --quiet --out-dir $(CLIENTS)/python-dist clients/python
 	$(VENV)/bin/uv venv --quiet --python $(PYTHON) $(CLIENTS)/python-env
 	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(CLIENTS)/python-env/bin/python \
 	  -c clients/python/constraints.txt $(CLIENTS)/python-dist/*.whl
