@@ -357,7 +357,10 @@ mod tests {
             .nth(1)
             .and_then(|rest| rest.split("```\n").next())
             .expect("its Rust snippet");
-        assert_eq!(snippet, example, "README.md's Rust snippet differs from crates/client's first example");
+        assert_eq!(
+            snippet, example,
+            "README.md's Rust snippet differs from crates/client's first example"
+        );
     }
 
     #[test]

@@ -154,7 +154,9 @@ pub struct Reschedule {
     /// SQS message attributes, sent with the message unaltered.
     #[cfg_attr(
         feature = "schema",
-        schemars(description = "SQS message attributes, sent with the message unaltered; `null` or `{}` removes them.")
+        schemars(
+            description = "SQS message attributes, sent with the message unaltered; `null` or `{}` removes them."
+        )
     )]
     pub message_attributes: Option<BTreeMap<String, MessageAttribute>>,
     /// `Some(None)` removes the expiry.

@@ -66,7 +66,10 @@ pub fn schema() -> Value {
             .collect::<Map<String, Value>>(),
     );
     plain_descriptions(&mut defs);
-    let requests = forms.iter().filter_map(|f| f["request"].as_str()).chain(["RedriveRequest"]);
+    let requests = forms
+        .iter()
+        .filter_map(|f| f["request"].as_str())
+        .chain(["RedriveRequest"]);
     for name in requests.map(str::to_owned).collect::<Vec<_>>() {
         never_null(&mut defs[name.as_str()]);
     }
@@ -97,9 +100,13 @@ pub fn schema() -> Value {
 /// A request's fields that the function refuses as `null` ([`c::NEVER_NULL`]) lose the `null`
 /// that schemars gives every `Option` (serde reads `null` there as absent; the function does not).
 fn never_null(request: &mut Value) {
-    let Some(properties) = request.get_mut("properties").and_then(Value::as_object_mut) else { return };
+    let Some(properties) = request.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
     for (field, _) in c::NEVER_NULL {
-        let Some(Value::Array(types)) = properties.get_mut(field).and_then(|p| p.get_mut("type")) else { continue };
+        let Some(Value::Array(types)) = properties.get_mut(field).and_then(|p| p.get_mut("type")) else {
+            continue;
+        };
         types.retain(|t| t != "null");
         if let [only] = types.as_slice() {
             let only = only.clone();
@@ -204,11 +211,24 @@ mod tests {
         assert_eq!(job["properties"]["job_id"]["type"], json!(["string", "null"]));
         assert_eq!(defs["RedriveRequest"]["properties"]["all"]["type"], json!("boolean"));
         assert_eq!(defs["CancelMany"]["properties"]["job_ids"]["type"], json!("array"));
-        assert_eq!(defs["Reschedule"]["properties"]["expires_at"]["type"], json!(["string", "null"]));
+        assert_eq!(
+            defs["Reschedule"]["properties"]["expires_at"]["type"],
+            json!(["string", "null"])
+        );
         // Replies keep theirs: a last page's cursor is `null`.
-        assert_eq!(defs["ListReply"]["properties"]["cursor"]["type"], json!(["string", "null"]));
-        let statuses: Vec<&Value> = defs["JobStatus"]["oneOf"].as_array().expect("statuses").iter().collect();
-        assert!(statuses.iter().all(|s| s["const"] != "unknown"), "unknown is never on the wire");
+        assert_eq!(
+            defs["ListReply"]["properties"]["cursor"]["type"],
+            json!(["string", "null"])
+        );
+        let statuses: Vec<&Value> = defs["JobStatus"]["oneOf"]
+            .as_array()
+            .expect("statuses")
+            .iter()
+            .collect();
+        assert!(
+            statuses.iter().all(|s| s["const"] != "unknown"),
+            "unknown is never on the wire"
+        );
         let retryable: Vec<&str> = s["x-sqs-waiter"]["error_types"]
             .as_array()
             .expect("error types")
