@@ -73,6 +73,9 @@ pub const MAX_INVOKE_PAYLOAD_BYTES: usize = 6 * 1024 * 1024;
 /// request gives none.
 pub const DEFAULT_PAGE_LIMIT: usize = 100;
 
+/// The largest `limit` of one page of `list`, `list_parked`, `cancel_many` or `redrive` (`all`).
+pub const MAX_PAGE_LIMIT: usize = 1000;
+
 /// The request fields for which `null` is refused (`InvalidRequest`) rather than read as absent,
 /// with what they must be: a `null` `perform_at` would silently mean "now".
 pub const NEVER_NULL: [(&str, &str); 4] = [
@@ -81,6 +84,3 @@ pub const NEVER_NULL: [(&str, &str); 4] = [
     ("job_ids", "an array"),
     ("all", "true or false"),
 ];
-
-/// The largest `limit` of one page of `list`, `list_parked`, `cancel_many` or `redrive` (`all`).
-pub const MAX_PAGE_LIMIT: usize = 1000;

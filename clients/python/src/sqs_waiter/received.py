@@ -32,7 +32,7 @@ def attributes_of(message: Message) -> dict[str, c.MessageAttribute]:
     raw = _pick(message, "messageAttributes", "MessageAttributes") or {}
     out: dict[str, c.MessageAttribute] = {}
     for name, value in raw.items():
-        attribute: c.MessageAttribute = {"data_type": str(_pick(value, "dataType", "DataType"))}
+        attribute: c.MessageAttribute = {"data_type": str(_pick(value, "dataType", "DataType") or "String")}
         string = _pick(value, "stringValue", "StringValue")
         binary = _pick(value, "binaryValue", "BinaryValue")
         if string is not None:
