@@ -4,7 +4,7 @@
 // consumer's retry that arrives as attempt 2, a replay, and the READMEs' snippets, compiled with
 // the project's own tsc --strict and run.
 //
-// Environment: SQS_WAITER_FUNCTION, SQS_WAITER_QUEUE_URL, SQS_WAITER_REPO, AWS_ENDPOINT_URL_LAMBDA,
+// Environment: SQS_WAITER_FUNCTION, SQS_WAITER_QUEUE_URL, SQS_WAITER_REPO, AWS_ENDPOINT_URL (the function),
 // AWS_ENDPOINT_URL_SQS and the region and dummy credentials.
 import { test } from "node:test";
 import assert from "node:assert/strict";
