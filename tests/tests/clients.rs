@@ -29,22 +29,21 @@ async fn serve() -> (Emulator, Watch, String) {
     (emu, watch, url)
 }
 
-/// What a script needs to reach the function and the queue, and nothing of the caller's.
+/// What a script needs to reach the function and the queue, and nothing of the caller's: the
+/// CLI's environment (the function, its endpoint, dummy credentials), with SQS on the emulator, in
+/// its region.
 fn script_env(emu: &Emulator, watch: &Watch, url: &str) -> Vec<(&'static str, String)> {
-    vec![
+    let mut env = watch.cli_env();
+    env.extend([
         ("PATH", std::env::var("PATH").unwrap_or_default()),
         ("HOME", std::env::var("HOME").unwrap_or_default()),
-        ("SQS_WAITER_FUNCTION", watch.function_name.clone()),
         ("SQS_WAITER_QUEUE_URL", url.into()),
         ("SQS_WAITER_REPO", workspace_root().display().to_string()),
-        ("AWS_ENDPOINT_URL_LAMBDA", watch.endpoint.clone()),
         ("AWS_ENDPOINT_URL_SQS", emu.endpoint.clone()),
         ("AWS_REGION", emu.region.clone()),
         ("AWS_DEFAULT_REGION", emu.region.clone()),
-        ("AWS_ACCESS_KEY_ID", "test".into()),
-        ("AWS_SECRET_ACCESS_KEY", "test".into()),
-        ("AWS_EC2_METADATA_DISABLED", "true".into()),
-    ]
+    ]);
+    env
 }
 
 fn installed(path: &str) -> PathBuf {

@@ -2,7 +2,7 @@
 and runs this with the installed wheel): every action, an InvalidRequest naming its field, a
 consumer's retry that arrives as attempt 2, a replay, and the READMEs' snippets.
 
-Environment: SQS_WAITER_FUNCTION, SQS_WAITER_QUEUE_URL, SQS_WAITER_REPO, AWS_ENDPOINT_URL_LAMBDA,
+Environment: SQS_WAITER_FUNCTION, SQS_WAITER_QUEUE_URL, SQS_WAITER_REPO, AWS_ENDPOINT_URL (the function),
 AWS_ENDPOINT_URL_SQS and the region and dummy credentials.
 """
 
