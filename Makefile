@@ -163,7 +163,7 @@ test:
 	$(PHASE) install $(SUBMAKE) test-installs
 	$(PHASE) clients $(SUBMAKE) clients
 	$(PHASE) build $(SUBMAKE) lint-build
-	rm -rf target/iam-calls target/e2e-turns.tsv
+	rm -rf target/iam-calls target/e2e-turns.tsv target/e2e-retries.log
 	bash scripts/test_both_backends.sh
 	$(PHASE) iam-check $(SUBMAKE) iam-check
 	$(PHASE) --report
@@ -194,14 +194,22 @@ SAM_OVERRIDES = 'QueueNames="$(QUEUES)"' 'AdoptedQueueNames="$(ADOPT)"' Architec
 SAM_BUILD_DIR ?= .aws-sam/build
 # A parameter's value in PARAMS (`$(call sam_param,TablePrefix)`), for the checks before SAM.
 sam_param = $(patsubst $(1)=%,%,$(filter $(1)=%,$(PARAMS)))
+# The template deployed: the release's (RELEASE=dir), else the checkout's. The checks read it,
+# not the checkout's, so a release is checked against what it deploys.
+DEPLOY_TEMPLATE = $(if $(RELEASE),$(RELEASE)/template-$(ARCH).yaml,template.yaml)
+# SAM CLI reads samconfig.toml beside the template it is given (for `sam deploy
+# --template-file .aws-sam/build/template.yaml`, in .aws-sam/build/), not in the working
+# directory: both forms name the file. A release carries its own (scripts/dist.py).
+SAM_CONFIG = $(abspath $(if $(RELEASE),$(RELEASE)/samconfig.toml,samconfig.toml))
 deploy-checks: venv-infra
 	@test -n "$(QUEUES)$(ADOPT)" || { echo "make deploy: QUEUES is required, e.g. make deploy QUEUES=orders,billing [ADOPT=q1,q2] [ARCH=arm64|x86_64] [STACK=name]" >&2; exit 2; }
-	@$(VENV)/bin/python scripts/check_queues.py "$(QUEUES)" "$(ADOPT)" \
+	@case "$(ARCH)" in arm64|x86_64) ;; *) echo "make deploy: ARCH must be arm64 or x86_64, not '$(ARCH)'" >&2; exit 2;; esac
+	$(if $(RELEASE),@test -f "$(RELEASE)/template-$(ARCH).yaml" || { echo "make deploy: $(RELEASE)/template-$(ARCH).yaml is missing: RELEASE names a release directory (make dist writes dist/)" >&2; exit 2; })
+	$(if $(RELEASE),@test -f "$(RELEASE)/samconfig.toml" || { echo "make deploy: $(RELEASE)/samconfig.toml is missing (a release made before releases carried one): deploy it with the flags of docs/deploy.md \"From a release\"" >&2; exit 2; })
+	@$(VENV)/bin/python scripts/check_queues.py "$(QUEUES)" "$(ADOPT)" --template "$(DEPLOY_TEMPLATE)" \
 	  $(if $(filter TablePrefix=%,$(PARAMS)),--prefix "$(call sam_param,TablePrefix)") \
 	  $(if $(filter QueueKmsKeyArns=%,$(PARAMS)),--kms-keys "$(call sam_param,QueueKmsKeyArns)") \
 	  --stack "$(STACK)" --params '$(subst ','"'"',$(PARAMS))'
-	@case "$(ARCH)" in arm64|x86_64) ;; *) echo "make deploy: ARCH must be arm64 or x86_64, not '$(ARCH)'" >&2; exit 2;; esac
-	$(if $(RELEASE),@test -f "$(RELEASE)/template-$(ARCH).yaml" || { echo "make deploy: $(RELEASE)/template-$(ARCH).yaml is missing: RELEASE names a release directory (make dist writes dist/)" >&2; exit 2; })
 
 sam-build: deploy-checks
 	sam build --build-dir $(SAM_BUILD_DIR) --parameter-overrides $(SAM_OVERRIDES)
@@ -209,7 +217,7 @@ sam-build: deploy-checks
 # RELEASE=dir deploys a release (make dist's dist/, or a downloaded one): its template and zips,
 # with the same checks and parameters, and no build (no Rust toolchain).
 deploy: $(if $(RELEASE),deploy-checks,sam-build)
-	sam deploy --template-file $(if $(RELEASE),$(RELEASE)/template-$(ARCH).yaml,$(SAM_BUILD_DIR)/template.yaml) --stack-name $(STACK) --parameter-overrides $(SAM_OVERRIDES)
+	sam deploy --template-file $(if $(RELEASE),$(RELEASE)/template-$(ARCH).yaml,$(SAM_BUILD_DIR)/template.yaml) --config-file $(SAM_CONFIG) --stack-name $(STACK) --parameter-overrides $(SAM_OVERRIDES)
 
 # The SAM path offline, up to the AWS call: template assertions, `sam validate` with language
 # extensions, and `sam build` with cargo lambda replaced by a recorder (scripts/template_test.sh);
@@ -291,6 +299,15 @@ clients-python: venv
 	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(CLIENTS)/python-dev/bin/python -r clients/python/requirements-dev.txt
 	cd clients/python && ../../$(CLIENTS)/python-dev/bin/mypy
 	cd clients/python/tests && ../../../$(CLIENTS)/python-env/bin/python -m unittest discover -p 'test_*.py'
+	@# README's install from source, as a user types it: pip fetches the build backend (uv_build)
+	@# from the registry, so its range must be one the registry serves (issue 81).
+	rm -rf $(CLIENTS)/python-pip
+	$(PYTHON) -m venv $(CLIENTS)/python-pip
+	$(CLIENTS)/python-pip/bin/pip install --quiet --disable-pip-version-check ./clients/python
+	$(CLIENTS)/python-pip/bin/python -c "import importlib.metadata as m, sqs_waiter; \
+	  assert any(f.name == 'LICENSE' for f in m.files('sqs-waiter')), 'the installed sqs-waiter carries no LICENSE'"
+	for f in $(CLIENTS)/python-dist/*; do case $$f in *.whl) $(PYTHON) -m zipfile -l $$f;; *) tar tzf $$f;; esac | grep -q LICENSE \
+	  || { echo "$$f carries no LICENSE" >&2; exit 1; }; done
 
 # `npm pack` builds first (prepack: tsc, strict), so a type error stops it. The clean project
 # installs the tarball as a user would, with what the e2e script and the
@@ -305,6 +322,13 @@ clients-typescript: $(CLIENTS_TS_DEV)
 	echo '{"name": "sqs-waiter-user", "private": true, "type": "module"}' > $(TS_USER)/package.json
 	cd $(TS_USER) && npm install --silent --no-audit --no-fund ../typescript-dist/sqs-waiter-client-*.tgz \
 	  @aws-sdk/client-sqs@3.1175.0 typescript@5.9.3 @types/node@22.20.5
+	tar tzf $(CLIENTS)/typescript-dist/sqs-waiter-client-*.tgz | grep -qx package/LICENSE \
+	  || { echo "the TypeScript package carries no LICENSE" >&2; exit 1; }
+	@# engines: at least what the SDK it resolves declares (issue 81).
+	node -e 'const own = require("./$(TS_USER)/node_modules/@sqs-waiter/client/package.json").engines.node, \
+	  sdk = require("./$(TS_USER)/node_modules/@aws-sdk/client-lambda/package.json").engines.node, \
+	  major = (r) => Number(r.match(/[0-9]+/)[0]); \
+	  if (major(own) < major(sdk)) { console.error(`engines.node $${own} is below @aws-sdk/client-lambda'"'"'s $${sdk}`); process.exit(1); }'
 
 .PHONY: dist
 # A release in dist/ (docs/deploy.md "From a release"): both functions' zips and the CLI for

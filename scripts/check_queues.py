@@ -28,6 +28,7 @@ Exit status 0 when the lists deploy, 2 with one line per problem otherwise.
 """
 
 import argparse
+from pathlib import Path
 import os
 import re
 import sys
@@ -122,7 +123,12 @@ def main(argv):
     parser.add_argument("--table-key", default="", help="TableKmsKeyArn")
     parser.add_argument("--params", default=None, help="PARAMS, as make passes them to SAM")
     parser.add_argument("--stack", default="sqs-waiter", help="the stack's name, for its current parameters")
+    parser.add_argument("--template", default=None,
+                        help="the template deployed (a release's, for make deploy RELEASE=); default template.yaml")
     args = parser.parse_args(argv[1:])
+    if args.template:
+        # Every check below reads the template through iam_budget.load_template().
+        iam_budget.TEMPLATE_PATH = Path(args.template).resolve()
     args.scope = "prefix"
     queues, adopted = split(args.queues), split(args.adopted)
     current = {}

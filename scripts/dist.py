@@ -8,6 +8,7 @@ Writes to OUT (version V from Cargo.toml):
 - sqs-waiter-V-linux-ARCH.tar.gz: the `sqs-waiter` CLI;
 - template-ARCH.yaml: template.yaml with each function's code the zips beside it and its
   architecture fixed, for `sam deploy -t` (no `sam build`);
+- samconfig.toml: the checkout's, which SAM CLI reads beside the template it is given;
 - sqs-waiter-infra-V.tgz: the CDK construct (`npm pack`), compiled, with the zips in assets/,
   which it deploys when the app gives no code (it builds from source without them);
 - CHANGELOG-V.md: the release's section of CHANGELOG.md;
@@ -143,6 +144,15 @@ def release_template(v, arch):
     return f"# sqs-waiter {v} for {arch}: deploy with `sam deploy -t` (docs/deploy.md \"From a release\").\n" + text
 
 
+def release_samconfig(v):
+    """The checkout's samconfig.toml, beside the release's templates: SAM CLI reads the one in
+    the directory of the template it is given, so `sam deploy -t DIR/template-ARCH.yaml` and
+    `make deploy RELEASE=DIR` get language extensions, the capabilities, resolve_s3 and the
+    change-set prompt from it (issue 81)."""
+    return (f"# sqs-waiter {v}: SAM CLI's settings for `sam deploy -t template-ARCH.yaml` in this directory.\n"
+            + (ROOT / "samconfig.toml").read_text())
+
+
 def cdk_package(v, out, zips):
     """The CDK construct as an npm package (`npm pack`): compiled to JavaScript with its types,
     and the release's zips in `assets/`, which the construct uses before building from source."""
@@ -156,17 +166,40 @@ def cdk_package(v, out, zips):
         # The data the modules read when they load (ranges, the dashboard), which tsc does not copy.
         for data in (infra / "lib").glob("*.json"):
             shutil.copy(data, stage / "lib" / data.name)
+        shutil.copy(ROOT / "LICENSE", stage / "LICENSE")
         (stage / "assets").mkdir()
         for z in zips:
             shutil.copy(z, stage / "assets" / z.name)
         manifest = json.loads((infra / "package.json").read_text())
         for dev_only in ("scripts", "devDependencies"):
             manifest.pop(dev_only, None)
+        manifest.pop("private", None)
+        manifest["license"] = "Apache-2.0"
+        manifest.update(package_dependencies(manifest.pop("dependencies")))
         manifest.update({"main": "lib/sqs-waiter.js", "types": "lib/sqs-waiter.d.ts", "files": ["lib", "assets"]})
         (stage / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
         packed = subprocess.run(["npm", "pack", "--silent", "--pack-destination", str(out.resolve())], cwd=stage,
                                 check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
     return out / packed
+
+
+def package_dependencies(deps):
+    """The CDK package's dependencies as an app installs it (issue 81): aws-cdk-lib and
+    constructs are the app's own (peers, so the app never gets a second, nested copy);
+    cargo-lambda-cdk is needed only to build from source, which a release with its zips never
+    does (an optional peer, loaded on first use); cdk-nag is the example app's, not the
+    construct's."""
+    missing = {"aws-cdk-lib", "constructs", "cargo-lambda-cdk"} - set(deps)
+    if missing:
+        sys.exit(f"dist: infra/package.json no longer depends on {', '.join(sorted(missing))}; update scripts/dist.py")
+    return {
+        "peerDependencies": {
+            "aws-cdk-lib": f"^{deps['aws-cdk-lib']}",
+            "constructs": f"^{deps['constructs'].split('.')[0]}.0.0",
+            "cargo-lambda-cdk": f">={deps['cargo-lambda-cdk']}",
+        },
+        "peerDependenciesMeta": {"cargo-lambda-cdk": {"optional": True}},
+    }
 
 
 def sha256(path):
@@ -196,6 +229,7 @@ def main(argv):
     if args.templates_only:
         for arch in archs:
             (out / f"template-{arch}.yaml").write_text(release_template(v, arch))
+        (out / "samconfig.toml").write_text(release_samconfig(v))
         return 0
     for arch in archs:
         with tempfile.TemporaryDirectory(prefix="dist-") as scratch:
@@ -204,6 +238,7 @@ def main(argv):
                 zip_bootstrap(binaries[name], out / f"sqs-waiter-{v}-{name}-{arch}.zip")
             tar_cli(binaries[CLI], out / f"sqs-waiter-{v}-linux-{arch}.tar.gz")
         (out / f"template-{arch}.yaml").write_text(release_template(v, arch))
+    (out / "samconfig.toml").write_text(release_samconfig(v))
     cdk_package(v, out, sorted(out.glob("*.zip")))
     (out / f"CHANGELOG-{v}.md").write_text(changelog_section(v))
     files = sorted(p for p in out.iterdir() if p.name != "SHA256SUMS")

@@ -42,6 +42,20 @@ release=$(make -s -n deploy QUEUES=orders,billing.fifo ARCH=x86_64 STACK=dev PAR
 grep -q -- "--template-file target/dist-debug/template-x86_64.yaml" <<<"$release" || fail "RELEASE's template not deployed: $release"
 [ "$(grep -E '^sam deploy ' <<<"$release" | sed 's/.*--parameter-overrides //')" = "${deploy#*--parameter-overrides }" ] \
   || fail "RELEASE's overrides differ from a build's: $release"
+# SAM CLI reads samconfig.toml beside the template it is given: both forms name theirs (issue 81).
+grep -q -- "--config-file $PWD/samconfig.toml " <<<"$deploy" || fail "make deploy from source does not read samconfig.toml: $deploy"
+grep -q -- "--config-file $PWD/target/dist-debug/samconfig.toml " <<<"$release" || fail "make deploy RELEASE= does not read the release's samconfig.toml: $release"
+# make deploy RELEASE= checks the release's template, not the checkout's: a release whose
+# defaults the checks refuse (PollerTimeout below FifoHold + 5) is refused, though the
+# checkout's template.yaml would pass.
+python scripts/dist.py --templates-only --out "$work/odd-release"
+sed -i '/^  FifoHold:$/,/Default:/s/Default: 0/Default: 60/; /^  PollerTimeout:$/,/Default:/s/Default: 70/Default: 30/' "$work/odd-release/template-x86_64.yaml"
+if out=$(make -s deploy QUEUES=orders ARCH=x86_64 STACK=no-such-stack RELEASE="$work/odd-release" 2>&1); then
+  fail "make deploy RELEASE= with a release the checks refuse succeeded"
+fi
+grep -q "PollerTimeout (30) must be at least FifoHold + 5 (65)" <<<"$out" || fail "make deploy RELEASE= did not check the release's template: $out"
+if out=$(make -s deploy QUEUES=orders ARCH=x86_64 RELEASE="$work" 2>&1); then fail "make deploy RELEASE=<not a release> succeeded"; fi
+grep -q "template-x86_64.yaml is missing" <<<"$out" || fail "make deploy RELEASE=<not a release> said: $out"
 if out=$(make -s deploy 2>&1); then fail "make deploy without QUEUES succeeded"; fi
 grep -q "QUEUES is required" <<<"$out" || fail "make deploy without QUEUES said: $out"
 if out=$(make -s deploy QUEUES=orders ARCH=sparc 2>&1); then fail "ARCH=sparc accepted"; fi

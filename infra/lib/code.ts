@@ -1,4 +1,5 @@
 import * as fs from "node:fs";
+import { createRequire } from "node:module";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as lambda from "aws-cdk-lib/aws-lambda";
@@ -40,4 +41,20 @@ export function functionCode(lambdaDir: string, allowMissing: boolean): { enqueu
     return lambda.Code.fromAsset(placeholder);
   };
   return { enqueue: code("enqueue"), poller: code("poller") };
+}
+
+/**
+ * cargo-lambda-cdk, loaded only when the construct builds from source (no code given, no
+ * release zips). It is an optional peer dependency of the package: an app that deploys a
+ * release's zips never installs it (issue 81).
+ */
+export function cargoLambdaCdk(): typeof import("cargo-lambda-cdk") {
+  try {
+    return createRequire(import.meta.url)("cargo-lambda-cdk") as typeof import("cargo-lambda-cdk");
+  } catch (e) {
+    throw new Error(
+      "SqsWaiter: no code was given and this package has no release zips, so it builds from source with " +
+        `cargo-lambda-cdk, which is not installed (npm install cargo-lambda-cdk): ${(e as Error).message}`,
+    );
+  }
 }

@@ -11,7 +11,6 @@ import * as sns from "aws-cdk-lib/aws-sns";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { RustFunction } from "cargo-lambda-cdk";
 import { Construct } from "constructs";
 import {
   checkPollerTimeout,
@@ -26,7 +25,7 @@ import { createAlarms } from "./alarms.ts";
 import { EnqueueAliases, grantInvokeOn, literalName, warnWideGrant } from "./aliases.ts";
 import { placeAllowList } from "./allow-list.ts";
 import { grantQueueAccess, grantTableKey, INDEX_NAME } from "./grants.ts";
-import { releaseCode } from "./code.ts";
+import { cargoLambdaCdk, releaseCode } from "./code.ts";
 import { inRange } from "./ranges.ts";
 import { VERSION } from "./version.ts";
 
@@ -394,7 +393,7 @@ export class SqsWaiter extends Construct {
       const code = given ?? releaseCode(binaryName, common.architecture);
       return code
         ? new lambda.Function(this, id, { ...common, ...options, code })
-        : new RustFunction(this, id, { ...common, ...options, manifestPath, binaryName, runtime: "provided.al2023" });
+        : new (cargoLambdaCdk().RustFunction)(this, id, { ...common, ...options, manifestPath, binaryName, runtime: "provided.al2023" });
     };
 
     const enqueueRole = this.functionRole("EnqueueRole", "enqueue");
@@ -596,3 +595,4 @@ export class SqsWaiter extends Construct {
     return { role, logGroup };
   }
 }
+

@@ -42,7 +42,6 @@ def synth(tmp, arch, direct_max_delay):
 
 def deploy(r, ls, check, arch, direct_max_delay):
     """Synthesizes and deploys the example stack; returns True when it is up."""
-    region = "us-east-1"
     with tempfile.TemporaryDirectory(prefix="sqs-waiter-cdk-") as tmp:
         try:
             out = synth(tmp, arch, direct_max_delay)
@@ -50,24 +49,36 @@ def deploy(r, ls, check, arch, direct_max_delay):
             check(False, f"cdk: {e}")
             return False
         check(True, f"cdk: synth of {STACK} with the host's bootstraps ({arch}, directMaxDelay {direct_max_delay})")
-        bucket = f"cdk-{QUALIFIER}-assets-{ACCOUNT}-{region}"
+        return publish_and_create(r, ls, check, out, STACK)
+
+
+def publish_and_create(r, ls, check, out, stack):
+    """What `cdk deploy` does with `cdk synth`'s output (cdk.out): the file assets zipped into
+    the bootstrap bucket under the keys the asset manifest names, the bootstrap version
+    parameter `cdk bootstrap` would leave, and the template created through CloudFormation.
+    Returns True when the stack is up."""
+    region = "us-east-1"
+    bucket = f"cdk-{QUALIFIER}-assets-{ACCOUNT}-{region}"
+    try:
         r.s3.create_bucket(Bucket=bucket)
-        manifest = json.loads((out / f"{STACK}.assets.json").read_text())
-        for asset in manifest["files"].values():
-            source = out / asset["source"]["path"]
-            for dest in asset["destinations"].values():
-                name = dest["bucketName"].replace("${AWS::AccountId}", ACCOUNT).replace("${AWS::Region}", region)
-                body = zipped_dir(source) if asset["source"].get("packaging") == "zip" else source.read_bytes()
-                r.s3.put_object(Bucket=name, Key=dest["objectKey"], Body=body)
-        ls.client("ssm").put_parameter(Name=f"/cdk-bootstrap/{QUALIFIER}/version", Value="30", Type="String", Overwrite=True)
-        template = (out / f"{STACK}.template.json").read_text()
-    r.cfn.create_stack(StackName=STACK, TemplateBody=template, Capabilities=r.CAPS)
-    status = r.wait(STACK, "CREATE_COMPLETE")
-    return check(status == "CREATE_COMPLETE", f"cdk: {STACK} deployed through CloudFormation (got {status})")
+    except r.s3.exceptions.BucketAlreadyOwnedByYou:
+        pass  # the bootstrap bucket of an earlier app in this account
+    manifest = json.loads((out / f"{stack}.assets.json").read_text())
+    for asset in manifest["files"].values():
+        source = out / asset["source"]["path"]
+        for dest in asset["destinations"].values():
+            name = dest["bucketName"].replace("${AWS::AccountId}", ACCOUNT).replace("${AWS::Region}", region)
+            body = zipped_dir(source) if asset["source"].get("packaging") == "zip" else source.read_bytes()
+            r.s3.put_object(Bucket=name, Key=dest["objectKey"], Body=body)
+    ls.client("ssm").put_parameter(Name=f"/cdk-bootstrap/{QUALIFIER}/version", Value="30", Type="String", Overwrite=True)
+    template = (out / f"{stack}.template.json").read_text()
+    r.cfn.create_stack(StackName=stack, TemplateBody=template, Capabilities=r.CAPS)
+    status = r.wait(stack, "CREATE_COMPLETE")
+    return check(status == "CREATE_COMPLETE", f"cdk: {stack} deployed through CloudFormation (got {status})")
 
 
-def functions_and_schedule(r):
-    res = r.resources(STACK)
+def functions_and_schedule(r, stack=STACK):
+    res = r.resources(stack)
     by_type = {}
     for logical, summary in res.items():
         by_type.setdefault(summary["ResourceType"], []).append((logical, summary["PhysicalResourceId"]))

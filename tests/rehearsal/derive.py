@@ -47,14 +47,7 @@ def derived_template(queues, adopted=(), groups=1, grants=(), source=None):
     expanded for these queues (and adopted queues, whose tables exist), this PollerGroups and
     these CrossAccountGrants, and the code in S3: each binary's `{binary}.zip`, or the release's
     zip under its own name."""
-    # A CommaDelimitedList given "" is [""]: the loops' resources then carry a false condition.
-    lists = {"QueueNames": list(queues) or [""], "AdoptedQueueNames": list(adopted) or [""],
-             "CrossAccountGrants": list(grants) or [""]}
-    template = json.loads(json.dumps(cfn_yaml.loads(Path(source or ROOT / "template.yaml").read_text())))
-    # Loud when the template changes under the rehearsal, rather than rehearsing less.
-    if template.get("Transform") != ["AWS::LanguageExtensions", "AWS::Serverless-2016-10-31"]:
-        sys.exit("rehearse: template.yaml's Transform changed; update tests/rehearsal/derive.py")
-    template["Transform"] = ["AWS::Serverless-2016-10-31"]
+    template = load_template(Path(source or ROOT / "template.yaml").read_text())
     if source is None:
         if template["Globals"]["Function"].get("CodeUri") != ".":
             sys.exit("rehearse: template.yaml's CodeUri changed; update tests/rehearsal/derive.py")
@@ -68,12 +61,33 @@ def derived_template(queues, adopted=(), groups=1, grants=(), source=None):
         if function["Metadata"]["BuildProperties"]["Binary"] != binary:
             sys.exit(f"rehearse: {binary.capitalize()}Function no longer builds {binary}; update tests/rehearsal/derive.py")
         function["Properties"]["CodeUri"] = f"s3://{BUCKET}/{binary}.zip"
-    if not any(key.startswith("Fn::ForEach::") for key in template["Resources"]):
-        sys.exit("rehearse: template.yaml has no Fn::ForEach left; update tests/rehearsal/derive.py")
     try:
-        resources = expand_loops(template["Resources"], lists, template.get("Mappings"), {"PollerGroups": str(groups)})
+        return json.dumps(transformed(template, queues, adopted, groups, grants), separators=(",", ":"))
     except ValueError as e:
         sys.exit(f"rehearse: {e}")
+
+
+def load_template(text):
+    """A template (YAML or JSON, with CloudFormation's short forms) as plain JSON data."""
+    return json.loads(json.dumps(cfn_yaml.loads(text)))
+
+
+def transformed(template, queues, adopted=(), groups=1, grants=()):
+    """What AWS's CloudFormation makes of the template's two transforms (AWS::LanguageExtensions,
+    then AWS::Serverless-2016-10-31) for these parameter values: the loops expanded per AWS's
+    documented semantics, the joins of the queue lists inlined, the SAM transform applied by
+    aws-sam-translator. The code (CodeUri) is left as the template gives it. Raises ValueError
+    when the template is not one the rehearsal can expand."""
+    # A CommaDelimitedList given "" is [""]: the loops' resources then carry a false condition.
+    lists = {"QueueNames": list(queues) or [""], "AdoptedQueueNames": list(adopted) or [""],
+             "CrossAccountGrants": list(grants) or [""]}
+    # Loud when the template changes under the rehearsal, rather than rehearsing less.
+    if template.get("Transform") != ["AWS::LanguageExtensions", "AWS::Serverless-2016-10-31"]:
+        raise ValueError("template.yaml's Transform changed; update tests/rehearsal/derive.py")
+    template = dict(template, Transform=["AWS::Serverless-2016-10-31"])
+    if not any(key.startswith("Fn::ForEach::") for key in template["Resources"]):
+        raise ValueError("template.yaml has no Fn::ForEach left; update tests/rehearsal/derive.py")
+    resources = expand_loops(template["Resources"], lists, template.get("Mappings"), {"PollerGroups": str(groups)})
     template["Resources"] = inline_queue_list(resources, lists)
     template["Globals"] = inline_queue_list(template["Globals"], lists)
     template["Conditions"] = inline_queue_list(template["Conditions"], lists)
@@ -82,10 +96,9 @@ def derived_template(queues, adopted=(), groups=1, grants=(), source=None):
     params = {"QueueNames": ",".join(queues), "AdoptedQueueNames": ",".join(adopted),
               "CrossAccountGrants": ",".join(grants),
               "AWS::Region": REGION, "AWS::AccountId": "000000000000", "AWS::Partition": "aws"}
-    template = sam_transform(template, params, NoManagedPolicies())
-    # Compact, as CloudFormation counts a template's bytes (the rehearsal sends it through S3,
-    # as `make deploy` does: inline, CreateStack takes at most 51,200).
-    return json.dumps(template, separators=(",", ":"))
+    # Compact when dumped, as CloudFormation counts a template's bytes (the rehearsal sends it
+    # through S3, as `make deploy` does: inline, CreateStack takes at most 51,200).
+    return sam_transform(template, params, NoManagedPolicies())
 
 
 class NoManagedPolicies:

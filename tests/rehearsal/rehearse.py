@@ -30,11 +30,15 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
+import as_typed
+import cdk_app
 import cdk_stack
 import midway
+from cfn_proxy import CfnProxy
 import options
 from own_localstack import LocalStack
 from derive import BINARIES, BUCKET, REGION, derived_template, stripped_bootstrap, zipped_dir
@@ -426,6 +430,20 @@ class Rehearsal:
         check(status == "DELETE_COMPLETE", f"{stack}: delete ends DELETE_COMPLETE (got {status}, {time.monotonic() - started:.0f} s)")
 
 
+def as_typed_steps(r, ls, proxy, rt):
+    try:
+        typed = as_typed.AsTyped(r, rt, ls, proxy, check, ARCH, STORED_DELAY_S)
+        typed.from_source()
+        dist, version = from_dist.check_release(check, ARCH)
+        if dist:
+            zips = as_typed.release_bootstraps(dist, version, ARCH)
+            typed.release_by_make(dist, version, zips)
+            typed.release_plain(dist, zips)
+            cdk_app.deploy_app(r, ls, rt, check, dist, ARCH, STORED_DELAY_S)
+    except Exception as e:  # noqa: BLE001 (a failed step is a failed check, not a lost thread)
+        check(False, f"as typed: the steps stopped: {e!r}")
+
+
 def main():
     os.environ.setdefault("AWS_DEFAULT_REGION", REGION)  # the SAM translator's pseudo parameters
     logging.getLogger("samtranslator").setLevel(logging.ERROR)
@@ -436,6 +454,8 @@ def main():
         ls.wait_ready()
         print(f"LocalStack ready on {ls.endpoint} in {time.monotonic() - started:.0f} s", flush=True)
         r = Rehearsal(ls)
+        # AWS's side of the transforms for the commands run as typed (cfn_proxy.py).
+        proxy = CfnProxy(ls.endpoint, r.s3, r.cfn)
         r.upload_code()
         deliveries = Deliveries(check)
         rt = RoundTrip(ls, deliveries)
@@ -450,6 +470,16 @@ def main():
 
         for q in ("orders", "billing", "refunds", "fresh"):
             rt.ensure_queue(q)
+
+        # 6. The commands README gives a user, as typed (issue 81), in a thread of their own
+        #    beside steps 1 to 5 (their stacks, queues and tables are their own; both mostly
+        #    wait on LocalStack's CloudFormation): from source, then a release from `make dist`
+        #    without cargo on the PATH, by `make deploy RELEASE=` and by the plain `sam deploy -t`
+        #    line, and a CDK app that installs the release's package.
+        typed_deliveries = Deliveries(check)
+        typed = threading.Thread(target=as_typed_steps, name="as-typed",
+                                 args=(r, ls, proxy, RoundTrip(ls, typed_deliveries)))
+        typed.start()
 
         # 1. Two stacks side by side, each delivering jobs through its own functions; prod runs
         #    two poller groups, each schedule its own half of the partitions, and encrypts its
@@ -549,13 +579,20 @@ def main():
             r.check_stack("sqs-waiter-retry", [], "taken-", adopted=["fresh"])
             r.deliver(rt, "sqs-waiter-retry", "fresh")
 
-        # 6. A release from `make dist`, deployed without cargo on the PATH.
-        from_dist.deploy_release(r, rt, check, ARCH, STORED_DELAY_S)
+        # 6. (Beside steps 1 to 5, since it mostly waits on CloudFormation.)
+        typed.join()
+        check(not proxy.errors, f"the CloudFormation proxy expanded every change set (errors: {proxy.errors})")
+        deliveries.expected += typed_deliveries.expected
+        deliveries.delivered += typed_deliveries.delivered
 
         print(f"rehearsal: {deliveries.delivered} of {deliveries.expected} jobs delivered through the deployed functions", flush=True)
         check(deliveries.expected > 0 and deliveries.delivered == deliveries.expected,
               "every job sent through the deployed functions delivered, on time and never early")
     finally:
+        # The as-typed steps end before their LocalStack does, whichever way main ended.
+        for t in threading.enumerate():
+            if t.name == "as-typed":
+                t.join()
         ls.stop()
         if failures:
             print(f"LocalStack log kept: {ls.log_path}")

@@ -20,6 +20,35 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::{workspace_root, Env};
 
+/// How many times in all [`Function::invoke_as_client`] sends a request that keeps getting a
+/// retryable answer (the Rust client's default retry budget is the same order).
+pub const CLIENT_ATTEMPTS: u32 = 5;
+
+/// Whether the contract marks this `errorType` retryable (`ErrorType::is_retryable`).
+pub fn is_retryable(error_type: &str) -> bool {
+    sqs_waiter_client::ErrorType::parse(error_type).is_some_and(|t| t.is_retryable())
+}
+
+/// One line per retry in `target/e2e-retries.log` (`.ci/run` prints how many): which
+/// function, which answer, which attempt.
+fn count_retry(function_log: &std::path::Path, error: &LambdaError, attempt: u32) {
+    use std::io::Write;
+    let line = format!(
+        "{}\t{}\tattempt {attempt}\t{}\n",
+        function_log.file_name().and_then(|n| n.to_str()).unwrap_or("?"),
+        error.error_type,
+        error.error_message.chars().take(200).collect::<String>()
+    );
+    eprintln!("e2e: retrying a retryable answer: {line}");
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(workspace_root().join("target/e2e-retries.log"))
+    {
+        let _ = f.write_all(line.as_bytes());
+    }
+}
+
 /// A function error as the runtime reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct LambdaError {
@@ -158,10 +187,29 @@ impl Function {
         .await
     }
 
-    /// Invokes with a 60-second function timeout; a failed invocation panics with the
-    /// function's log.
+    /// Invokes as a client does (issue 81): an answer the contract marks retryable
+    /// (`Throttled`, `DependencyFailure`: a slow emulator on a busy machine, say) is retried up
+    /// to [`CLIENT_ATTEMPTS`] times in all, with backoff, and each retry is counted in
+    /// `target/e2e-retries.log`. Any other answer is returned as it came.
+    pub async fn invoke_as_client(&mut self, payload: &Value) -> Reply {
+        let mut attempt = 1;
+        loop {
+            let reply = self.invoke(payload).await;
+            match &reply {
+                Err(e) if attempt < CLIENT_ATTEMPTS && is_retryable(&e.error_type) => {
+                    count_retry(&self.log_path, e, attempt);
+                    tokio::time::sleep(Duration::from_millis(200 << attempt)).await;
+                    attempt += 1;
+                }
+                _ => return reply,
+            }
+        }
+    }
+
+    /// Invokes as a client does ([`Function::invoke_as_client`]); a failed invocation panics
+    /// with the function's log.
     pub async fn invoke_ok(&mut self, payload: &Value) -> Value {
-        match self.invoke(payload).await {
+        match self.invoke_as_client(payload).await {
             Ok(v) => v,
             Err(e) => panic!(
                 "{payload} failed: {e:?}\nlog ({}):\n{}",

@@ -113,7 +113,7 @@ async fn an_operator_manages_jobs_in_the_browser() {
     client.enqueue(&big).await.expect("enqueue");
     let env = emu.function_env(&[("WAITER_QUEUES", "orders"), ("WAITER_TABLE_PREFIX", "waiter-")]);
     let mut poller = Function::start_binary(binary_path("poller", Profile::Debug), "poller", &env).await;
-    let run = poller.invoke(&json!({})).await.expect("poller");
+    let run = poller.invoke_as_client(&json!({})).await.expect("poller");
     assert_eq!(run["parked"], 1, "{run}");
 
     let served = console(&watch, &[]).await;

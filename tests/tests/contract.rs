@@ -364,7 +364,8 @@ async fn every_index_projection_serves_the_poller_list_stats_and_cancel_many() {
         ]);
         let mut enqueue = Function::start("enqueue", &env).await;
         let mut poller = Function::start("poller", &env).await;
-        let mut call = async |request: serde_json::Value| enqueue.invoke(&request).await.expect("enqueue answers");
+        let mut call =
+            async |request: serde_json::Value| enqueue.invoke_as_client(&request).await.expect("enqueue answers");
         for (id, delay) in [("later-1", 3600), ("later-2", 7200)] {
             let r = call(
                 json!({"queue": queue, "job_id": id, "message_body": format!("body of {id}"),
@@ -398,7 +399,7 @@ async fn every_index_projection_serves_the_poller_list_stats_and_cancel_many() {
         assert_eq!(r["status"], "scheduled", "{kind:?}: {r}");
         let mut got = Vec::new();
         for _ in 0..10 {
-            poller.invoke(&json!({})).await.expect("poller answers");
+            poller.invoke_as_client(&json!({})).await.expect("poller answers");
             got.extend(emu.receive_for(&url, Duration::from_secs(1), 1).await);
             if !got.is_empty() {
                 break;

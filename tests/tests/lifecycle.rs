@@ -233,7 +233,7 @@ async fn concurrent_pollers(k: usize, n: usize, grouped: bool) -> usize {
         let jobs: Vec<Value> = (chunk * 100..((chunk + 1) * 100).min(n))
             .map(|i| json!({"queue": "orders", "message_body": format!("m{i}"), "job_id": format!("j{i}"), "perform_at": perform_at}))
             .collect();
-        let r = enqueue.invoke(&json!({"jobs": jobs})).await.expect("enqueue");
+        let r = enqueue.invoke_as_client(&json!({"jobs": jobs})).await.expect("enqueue");
         let refused: Vec<&Value> = r["results"]
             .as_array()
             .unwrap()
