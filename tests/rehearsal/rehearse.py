@@ -430,18 +430,14 @@ class Rehearsal:
         check(status == "DELETE_COMPLETE", f"{stack}: delete ends DELETE_COMPLETE (got {status}, {time.monotonic() - started:.0f} s)")
 
 
-def as_typed_steps(r, ls, proxy, rt):
-    try:
-        typed = as_typed.AsTyped(r, rt, ls, proxy, check, ARCH, STORED_DELAY_S)
-        typed.from_source()
-        dist, version = from_dist.check_release(check, ARCH)
-        if dist:
-            zips = as_typed.release_bootstraps(dist, version, ARCH)
-            typed.release_by_make(dist, version, zips)
-            typed.release_plain(dist, zips)
-            cdk_app.deploy_app(r, ls, rt, check, dist, ARCH, STORED_DELAY_S)
-    except Exception as e:  # noqa: BLE001 (a failed step is a failed check, not a lost thread)
-        check(False, f"as typed: the steps stopped: {e!r}")
+def as_typed_steps(steps):
+    """Runs each step ((name, a function of no arguments)) in order; an exception is a failed
+    check."""
+    for name, step in steps:
+        try:
+            step()
+        except Exception as e:  # noqa: BLE001 (a failed step is a failed check, not a lost thread)
+            check(False, f"as typed: {name} stopped: {e!r}")
 
 
 def main():
@@ -476,10 +472,23 @@ def main():
         #    wait on LocalStack's CloudFormation): from source, then a release from `make dist`
         #    without cargo on the PATH, by `make deploy RELEASE=` and by the plain `sam deploy -t`
         #    line, and a CDK app that installs the release's package.
-        typed_deliveries = Deliveries(check)
-        typed = threading.Thread(target=as_typed_steps, name="as-typed",
-                                 args=(r, ls, proxy, RoundTrip(ls, typed_deliveries)))
-        typed.start()
+        #    Two threads: the source build and `make deploy RELEASE=`; the plain line and the
+        #    CDK app.
+        dist, version = from_dist.check_release(check, ARCH)
+        typed_deliveries = [Deliveries(check), Deliveries(check)]
+        lanes = [[], []]
+        source = as_typed.AsTyped(r, RoundTrip(ls, typed_deliveries[0]), ls, proxy, check, ARCH, STORED_DELAY_S)
+        lanes[0].append(("make deploy from source", source.from_source))
+        if dist:
+            zips = as_typed.release_bootstraps(dist, version, ARCH)
+            plain_rt = RoundTrip(ls, typed_deliveries[1])
+            plain = as_typed.AsTyped(r, plain_rt, ls, proxy, check, ARCH, STORED_DELAY_S)
+            lanes[0].append(("make deploy RELEASE=", lambda: source.release_by_make(dist, version, zips)))
+            lanes[1].append(("README's sam deploy line", lambda: plain.release_plain(dist, zips)))
+            lanes[1].append(("the CDK app", lambda: cdk_app.deploy_app(r, ls, plain_rt, check, dist, ARCH, STORED_DELAY_S)))
+        typed = [threading.Thread(target=as_typed_steps, name="as-typed", args=(lane,)) for lane in lanes]
+        for t in typed:
+            t.start()
 
         # 1. Two stacks side by side, each delivering jobs through its own functions; prod runs
         #    two poller groups, each schedule its own half of the partitions, and encrypts its
@@ -580,10 +589,12 @@ def main():
             r.deliver(rt, "sqs-waiter-retry", "fresh")
 
         # 6. (Beside steps 1 to 5, since it mostly waits on CloudFormation.)
-        typed.join()
+        for t in typed:
+            t.join()
         check(not proxy.errors, f"the CloudFormation proxy expanded every change set (errors: {proxy.errors})")
-        deliveries.expected += typed_deliveries.expected
-        deliveries.delivered += typed_deliveries.delivered
+        for d in typed_deliveries:
+            deliveries.expected += d.expected
+            deliveries.delivered += d.delivered
 
         print(f"rehearsal: {deliveries.delivered} of {deliveries.expected} jobs delivered through the deployed functions", flush=True)
         check(deliveries.expected > 0 and deliveries.delivered == deliveries.expected,
