@@ -306,7 +306,7 @@ clients-python: venv
 	$(CLIENTS)/python-pip/bin/pip install --quiet --disable-pip-version-check ./clients/python
 	$(CLIENTS)/python-pip/bin/python -c "import importlib.metadata as m, sqs_waiter; \
 	  assert any(f.name == 'LICENSE' for f in m.files('sqs-waiter')), 'the installed sqs-waiter carries no LICENSE'"
-	for f in $(CLIENTS)/python-dist/*; do case $$f in *.whl) $(PYTHON) -m zipfile -l $$f;; *) tar tzf $$f;; esac | grep -q LICENSE \
+	for f in $(CLIENTS)/python-dist/*; do case $$f in *.whl) $(PYTHON) -m zipfile -l $$f;; *) tar tzf $$f;;  esac | grep LICENSE > /dev/null \
 	  || { echo "$$f carries no LICENSE" >&2; exit 1; }; done
 
 # `npm pack` builds first (prepack: tsc, strict), so a type error stops it. The clean project
@@ -322,13 +322,10 @@ clients-typescript: $(CLIENTS_TS_DEV)
 	echo '{"name": "sqs-waiter-user", "private": true, "type": "module"}' > $(TS_USER)/package.json
 	cd $(TS_USER) && npm install --silent --no-audit --no-fund ../typescript-dist/sqs-waiter-client-*.tgz \
 	  @aws-sdk/client-sqs@3.1175.0 typescript@5.9.3 @types/node@22.20.5
-	tar tzf $(CLIENTS)/typescript-dist/sqs-waiter-client-*.tgz | grep -qx package/LICENSE \
+	tar tzf $(CLIENTS)/typescript-dist/sqs-waiter-client-*.tgz | grep -x package/LICENSE > /dev/null \
 	  || { echo "the TypeScript package carries no LICENSE" >&2; exit 1; }
 	@# engines: at least what the SDK it resolves declares (issue 81).
-	node -e 'const own = require("./$(TS_USER)/node_modules/@sqs-waiter/client/package.json").engines.node, \
-	  sdk = require("./$(TS_USER)/node_modules/@aws-sdk/client-lambda/package.json").engines.node, \
-	  major = (r) => Number(r.match(/[0-9]+/)[0]); \
-	  if (major(own) < major(sdk)) { console.error(`engines.node $${own} is below @aws-sdk/client-lambda'"'"'s $${sdk}`); process.exit(1); }'
+	node -e 'const [own, sdk] = ["@sqs-waiter/client", "@aws-sdk/client-lambda"].map((p) => require(`./$(TS_USER)/node_modules/$${p}/package.json`).engines.node); const major = (r) => Number(r.match(/[0-9]+/)[0]); if (major(own) < major(sdk)) { console.error(`engines.node $${own} is below @aws-sdk/client-lambda'"'"'s $${sdk}`); process.exit(1); }'
 
 .PHONY: dist
 # A release in dist/ (docs/deploy.md "From a release"): both functions' zips and the CLI for

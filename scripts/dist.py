@@ -196,7 +196,7 @@ def package_dependencies(deps):
         "peerDependencies": {
             "aws-cdk-lib": f"^{deps['aws-cdk-lib']}",
             "constructs": f"^{deps['constructs'].split('.')[0]}.0.0",
-            "cargo-lambda-cdk": f">={deps['cargo-lambda-cdk']}",
+            "cargo-lambda-cdk": deps["cargo-lambda-cdk"],
         },
         "peerDependenciesMeta": {"cargo-lambda-cdk": {"optional": True}},
     }

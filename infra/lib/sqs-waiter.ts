@@ -450,7 +450,8 @@ export class SqsWaiter extends Construct {
     guardManagedPolicies(this, [enqueueRole.role, pollerRole.role], props.managedPolicyQuota ?? MANAGED_POLICIES_PER_ROLE.default);
     this.enqueueFunction.node.addDependency(enqueueRole.role);
     this.pollerFunction.node.addDependency(pollerRole.role);
-    // The poller is updated before enqueue (a rollback reverts enqueue first): docs/upgrades.md.
+    // The poller is updated before enqueue: a narrower window, not a guarantee (a rollback follows
+    // the old template's order; enqueue runs poller code in-process). The format mark is that.
     this.enqueueFunction.node.addDependency(this.pollerFunction);
     new CfnOutput(this, "Version", { value: VERSION, description: "The sqs-waiter release (docs/upgrades.md)." });
 
@@ -595,4 +596,3 @@ export class SqsWaiter extends Construct {
     return { role, logGroup };
   }
 }
-

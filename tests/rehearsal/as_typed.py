@@ -35,6 +35,8 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
 import uuid
 import zipfile
 from pathlib import Path
@@ -52,9 +54,10 @@ ANSWERS = "y\n" * 4
 REAL_CARGO = shutil.which("cargo")
 
 
-def user_env(ls, proxy, path_first=()):
-    """A user's shell with credentials for the account (LocalStack's) and its endpoint."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MAKE", "MFLAGS"))}
+def user_env(base, ls, proxy, path_first=()):
+    """A user's shell (from `base`, the rehearsal's environment as it was before its threads
+    started) with credentials for the account (LocalStack's) and its endpoint."""
+    env = {k: v for k, v in base.items() if not k.startswith(("AWS_", "MAKE", "MFLAGS"))}
     env.update(AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_REGION=REGION, AWS_DEFAULT_REGION=REGION,
                AWS_ENDPOINT_URL=ls.endpoint, AWS_ENDPOINT_URL_CLOUDFORMATION=proxy.url, SAM_CLI_TELEMETRY="0",
                PATH=os.pathsep.join([*map(str, path_first), str(ROOT / ".venv/bin"), env.get("PATH", "")]))
@@ -82,9 +85,12 @@ def readme_sam_deploy():
 
 
 class AsTyped:
-    def __init__(self, r, rt, ls, proxy, check, arch, stored_delay_s):
+    def __init__(self, r, rt, ls, proxy, check, arch, stored_delay_s, env):
         self.r, self.rt, self.ls, self.proxy, self.check = r, rt, ls, proxy, check
-        self.arch, self.stored_delay_s = arch, stored_delay_s
+        self.arch, self.stored_delay_s, self.env = arch, stored_delay_s, env
+
+    def shell(self, path_first=()):
+        return user_env(self.env, self.ls, self.proxy, path_first)
 
     def deployed(self, stack, command, rc, out, want_params, code):
         """What the user looks at after `sam deploy`: its exit and last words, the change set it
@@ -93,6 +99,9 @@ class AsTyped:
         tail = out.strip()[-1500:]
         ok = self.check(rc == 0 and f"Successfully created/updated stack - {stack}" in out,
                         f"as typed: `{command}` deploys {stack} (exit {rc}; {tail if rc else 'ok'})")
+        # Only samconfig.toml's confirm_changeset asks this: the proof that SAM CLI read it.
+        self.check("Deploy this changeset?" in out,
+                   f"as typed: {stack}: SAM CLI read samconfig.toml (it asked to confirm the change set)")
         sets = [c for c in self.proxy.changesets if c["stack"] == stack]
         if not self.check(sets, f"as typed: {stack}: SAM CLI created a change set"):
             return None
@@ -160,11 +169,14 @@ class AsTyped:
             self.r.ddb.delete_table(TableName=t)
 
     def release_by_make(self, dist, version, zips):
+        """`make deploy RELEASE=`, from the checkout, with any cargo a tripwire."""
         stack, queue = "sqs-waiter-typed-release", "typed-release"
         command = (f"make deploy QUEUES={queue} RELEASE={shlex.quote(str(dist))} ARCH={self.arch} STACK={stack} "
                    f'PARAMS="DirectMaxDelay=0 TablePrefix=typed-"')
-        env = user_env(self.ls, self.proxy)
-        rc, out = typed(command, ROOT, env)
+        with tempfile.TemporaryDirectory(prefix="sqs-waiter-no-cargo-") as tmp:
+            env = self.shell([cargo_tripwire(Path(tmp))])
+            rc, out = typed(command, ROOT, env)
+            self.no_cargo(tmp, command)
         outputs = self.deployed(stack, command, rc, out,
                                 {"QueueNames": queue, "AdoptedQueueNames": "", "Architecture": self.arch,
                                  "DirectMaxDelay": "0", "TablePrefix": "typed-"},
@@ -175,6 +187,10 @@ class AsTyped:
             self.jobs_through(stack, outputs, queue, stored=True)
         self.deleted(stack, [f"typed-{queue}"], ROOT, env)
 
+    def no_cargo(self, tmp, command):
+        called = (Path(tmp) / "cargo.log").read_text() if (Path(tmp) / "cargo.log").exists() else ""
+        self.check(not called, f"as typed: `{command}` runs no cargo (a release needs no Rust toolchain; got {called.strip()})")
+
     def release_plain(self, dist, zips):
         """README's plain line, from a directory with nothing but the release in `dist/`."""
         stack, queue = "sqs-waiter-typed-plain", "typed-plain"
@@ -183,8 +199,9 @@ class AsTyped:
             .replace("QueueNames=orders", f"QueueNames={queue}")
         with tempfile.TemporaryDirectory(prefix="sqs-waiter-user-") as home:
             shutil.copytree(dist, Path(home) / "dist")
-            env = user_env(self.ls, self.proxy)
+            env = self.shell([cargo_tripwire(Path(home) / "tripwire")])
             rc, out = typed(command, home, env)
+            self.no_cargo(Path(home) / "tripwire", command)
             outputs = self.deployed(stack, command, rc, out, {"QueueNames": queue},
                                     {"EnqueueFunction": zips["enqueue"], "PollerFunction": zips["poller"]})
             if outputs is not None:
@@ -198,22 +215,43 @@ class AsTyped:
         with tempfile.TemporaryDirectory(prefix="sqs-waiter-cargo-") as tmp:
             record = Path(tmp) / "cargo.log"
             shim = Path(tmp) / "bin"
-            bootstraps = cargo_stand_in(shim, record)
-            env = dict(user_env(self.ls, self.proxy, [shim]), CARGO_RECORD=str(record))
+            bootstraps = cargo_stand_in(shim, record, self.env)
+            # The build's scratch directories are this step's own, not the checkout's
+            # .aws-sam/build and target/lambda/, which other steps of `make test` write (the
+            # template test's recorder): SAM CLI keeps an explicit CARGO_TARGET_DIR.
+            env = dict(self.shell([shim]), CARGO_RECORD=str(record), CARGO_TARGET_DIR=str(Path(tmp) / "target"),
+                       SAM_BUILD_DIR=str(Path(tmp) / "build"))
             rc, out = typed(command, ROOT, env)
             built = record.read_text() if record.exists() else ""
             for binary in ("enqueue", "poller"):
                 self.check(re.search(rf"^cargo lambda build .*--release.*--bin {binary}( |$)", built, re.M),
                            f"as typed: sam build asked cargo lambda for a release build of {binary} ({built.strip()})")
             outputs = self.deployed(stack, command, rc, out,
-                                    {"QueueNames": queue, "Architecture": self.arch, "DirectMaxDelay": "0"},
+                                    {"QueueNames": queue, "AdoptedQueueNames": "", "Architecture": self.arch,
+                                     "DirectMaxDelay": "0", "TablePrefix": "typed-"},
                                     {"EnqueueFunction": bootstraps["enqueue"], "PollerFunction": bootstraps["poller"]})
             if outputs is not None:
+                self.check(outputs.get("Version") == source_version(),
+                           f"as typed: {stack} outputs Version {source_version()} (got {outputs.get('Version')})")
                 self.jobs_through(stack, outputs, queue, stored=True)
             self.deleted(stack, [f"typed-{queue}"], ROOT, env)
 
 
-def cargo_stand_in(bin_dir, record):
+def source_version():
+    return re.search(r'\[workspace\.package\]\s*\nversion = "([^"]+)"', (ROOT / "Cargo.toml").read_text()).group(1)
+
+
+def cargo_tripwire(bin_dir):
+    """A `cargo` first on the PATH that records any call and fails: a release's deploy must
+    never reach it. Returns its directory."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    script = bin_dir / "cargo"
+    script.write_text(f'#!/usr/bin/env bash\necho "cargo $*" >> {shlex.quote(str(bin_dir / "cargo.log"))}\nexit 101\n')
+    script.chmod(0o755)
+    return bin_dir
+
+
+def cargo_stand_in(bin_dir, record, env):
     """A `cargo` for `sam build`'s `cargo lambda build --release … --bin NAME`: it records the
     command and writes this machine's debug build of NAME (stripped) where cargo-lambda writes
     its output. Returns {binary: the bootstrap's bytes}."""
@@ -221,7 +259,8 @@ def cargo_stand_in(bin_dir, record):
     out = {}
     for binary in ("enqueue", "poller"):
         stripped = bin_dir / f"{binary}.bootstrap"
-        subprocess.run(["strip", "--strip-debug", "-o", str(stripped), str(ROOT / "target/debug" / binary)], check=True)
+        subprocess.run(["strip", "--strip-debug", "-o", str(stripped), str(ROOT / "target/debug" / binary)],
+                       check=True, env=env)
         out[binary] = stripped.read_bytes()
     script = bin_dir / "cargo"
     script.write_text(f"""#!/usr/bin/env bash
@@ -250,3 +289,59 @@ def unzipped_bootstrap(data):
 def release_bootstraps(dist, version, arch):
     """{binary: the bootstrap in the release's zip}."""
     return {b: unzipped_bootstrap((dist / f"sqs-waiter-{version}-{b}-{arch}.zip").read_bytes()) for b in ("enqueue", "poller")}
+
+
+MANAGED_STACK = "aws-sam-cli-managed-default"
+
+
+def wait_for_managed_stack(cfn, check, timeout_s=600):
+    """Until SAM CLI's managed bucket stack (which the first `resolve_s3` deploy creates) is
+    complete: a second deploy that finds it still being created gives up."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            status = cfn.describe_stacks(StackName=MANAGED_STACK)["Stacks"][0]["StackStatus"]
+        except cfn.exceptions.ClientError:
+            status = "none yet"
+        if status == "CREATE_COMPLETE" or status == "UPDATE_COMPLETE":
+            return True
+        if status.endswith(("FAILED", "ROLLBACK_COMPLETE")):
+            break
+        time.sleep(1)
+    return check(False, f"as typed: SAM CLI's {MANAGED_STACK} stack is created (got {status})")
+
+
+def start_lanes(r, ls, proxy, check, arch, stored_delay_s, dist, version):
+    """Step 6 of the rehearsal, in two threads beside its other steps (their stacks, queues and
+    tables are their own; both mostly wait on LocalStack's CloudFormation): the source build,
+    then `make deploy RELEASE=`; the CDK app from the release's tarball, then README's plain
+    `sam deploy` line once the first deploy has made SAM CLI's managed stack. Returns the
+    threads and the Deliveries of each (to add up once they are joined)."""
+    import cdk_app  # noqa: PLC0415 (cdk_app imports cdk_stack, which imports this module's neighbours)
+    from roundtrip import Deliveries, RoundTrip
+
+    env = dict(os.environ)  # before the threads: nothing reads os.environ while midway changes it
+    deliveries = [Deliveries(check), Deliveries(check)]
+    rts = [RoundTrip(ls, d) for d in deliveries]
+    first = AsTyped(r, rts[0], ls, proxy, check, arch, stored_delay_s, env)
+    second = AsTyped(r, rts[1], ls, proxy, check, arch, stored_delay_s, env)
+    lanes = [[("make deploy from source", first.from_source)], []]
+    if dist:
+        zips = release_bootstraps(dist, version, arch)
+        lanes[0].append(("make deploy RELEASE=", lambda: first.release_by_make(dist, version, zips)))
+        lanes[1].append(("the CDK app", lambda: cdk_app.deploy_app(r, ls, rts[1], check, dist, arch, stored_delay_s, env)))
+        lanes[1].append(("README's sam deploy line", lambda: wait_for_managed_stack(r.cfn, check)
+                         and second.release_plain(dist, zips)))
+    threads = [threading.Thread(target=run_steps, name="as-typed", args=(lane, check)) for lane in lanes]
+    for t in threads:
+        t.start()
+    return threads, deliveries
+
+
+def run_steps(steps, check):
+    """Each step ((name, a function of no arguments)) in order; an exception is a failed check."""
+    for name, step in steps:
+        try:
+            step()
+        except Exception as e:  # noqa: BLE001 (a failed step is a failed check, not a lost thread)
+            check(False, f"as typed: {name} stopped: {e!r}")

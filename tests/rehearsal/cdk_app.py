@@ -46,7 +46,7 @@ def readme_npm_install():
     return found.group(1).split("#")[0].strip()
 
 
-def deploy_app(r, ls, rt, check, dist, arch, stored_delay_s):
+def deploy_app(r, ls, rt, check, dist, arch, stored_delay_s, env):
     with tempfile.TemporaryDirectory(prefix="sqs-waiter-cdk-app-") as home:
         home = Path(home)
         # The user's directory: the release beside the app.
@@ -56,11 +56,20 @@ def deploy_app(r, ls, rt, check, dist, arch, stored_delay_s):
         (home / "app.mjs").write_text(APP % {"stack": STACK, "queue": QUEUE, "arch": "X86_64" if arch == "x86_64" else "ARM_64"})
         command = readme_npm_install()
         print(f"     $ {command}", flush=True)
-        run = subprocess.run(["bash", "-c", command + " --no-audit --no-fund --silent"], cwd=home,
+        run = subprocess.run(["bash", "-c", command + " --no-audit --no-fund --silent"], cwd=home, env=env,
                              capture_output=True, text=True, timeout=600)
         if not check(run.returncode == 0, f"cdk app: `{command}` (exit {run.returncode}: {run.stderr.strip()[-800:]})"):
             return
         modules = home / "node_modules"
+        # What the package asks of the app: peers only (npm would dedupe ordinary dependencies at
+        # the app's versions, so the tree alone proves nothing).
+        manifest = json.loads((modules / "sqs-waiter-infra/package.json").read_text())
+        peers = manifest.get("peerDependencies", {})
+        check(not manifest.get("dependencies") and {"aws-cdk-lib", "constructs"} <= set(peers)
+              and manifest.get("peerDependenciesMeta", {}).get("cargo-lambda-cdk", {}).get("optional") is True
+              and "cdk-nag" not in peers,
+              f"cdk app: the package's aws-cdk-lib and constructs are peers, cargo-lambda-cdk an optional one, "
+              f"and it depends on nothing (got dependencies {manifest.get('dependencies')}, peers {peers})")
         nested = sorted(str(p.relative_to(modules)) for p in (modules / "sqs-waiter-infra").rglob("node_modules/*")
                         if p.is_dir() and p.parent.name == "node_modules")
         check(not nested, f"cdk app: the package brings no copy of its own of anything, aws-cdk-lib and constructs "
@@ -68,7 +77,8 @@ def deploy_app(r, ls, rt, check, dist, arch, stored_delay_s):
         for unused in ("cargo-lambda-cdk", "cdk-nag"):
             check(not (modules / unused).exists(), f"cdk app: installing the package does not pull in {unused}")
         print("     $ npx cdk synth --quiet", flush=True)
-        run = subprocess.run(["npx", "cdk", "synth", "--quiet"], cwd=home, capture_output=True, text=True, timeout=600)
+        run = subprocess.run(["npx", "cdk", "synth", "--quiet"], cwd=home, env=env, capture_output=True, text=True,
+                             timeout=600)
         if not check(run.returncode == 0, f"cdk app: `npx cdk synth` (exit {run.returncode}: {run.stderr.strip()[-1500:]})"):
             return
         out = home / "cdk.out"

@@ -73,7 +73,9 @@ class LocalStack:
         self.log.close()
 
     def client(self, service):
-        return boto3.client(
+        # A session of its own: boto3's default session is not safe to create clients from in
+        # two threads at once (the rehearsal's as-typed steps run beside its other steps).
+        return boto3.session.Session().client(
             service, endpoint_url=self.endpoint, region_name=REGION,
             aws_access_key_id="test", aws_secret_access_key="test",
             config=Config(retries={"max_attempts": 2}),

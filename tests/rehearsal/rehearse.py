@@ -14,12 +14,10 @@ What LocalStack cannot do here is replaced, and only that (docs/deploy.md says w
 - its EventBridge Scheduler never fires: the rehearsal invokes the schedule's target with the
   schedule's input;
 - its SAM transform does not upload code: CodeUri points at the zipped bootstraps in its S3;
-- its `Fn::ForEach` refuses `&{}` in logical ids and, inside a loop body, turns every string
-  `Fn::Sub` into a plain string (so `arn:${AWS::Partition}:...` reaches IAM unresolved), and
-  its engine recurses without end when it updates a stack that carries the SAM transform: the
-  rehearsal expands the loops itself (derive.py), per AWS's documented semantics, for each deploy's queue
-  lists, and applies the SAM transform with aws-sam-translator (the library behind AWS's own
-  transform); LocalStack's CloudFormation gets the plain template and does everything after.
+- its `Fn::ForEach` refuses `&{}` in logical ids and turns a loop body's `Fn::Sub` strings into
+  plain strings, and its engine recurses when it updates a stack with the SAM transform: the
+  loops are expanded and the SAM transform applied as AWS does (derive.py), here for steps 0-5
+  and at CreateChangeSet (cfn_proxy.py) for the commands of step 6, run as typed (as_typed.py).
 
 Exit status 0 when every check holds; otherwise each failed check is printed.
 """
@@ -35,7 +33,6 @@ import time
 from pathlib import Path
 
 import as_typed
-import cdk_app
 import cdk_stack
 import midway
 from cfn_proxy import CfnProxy
@@ -48,9 +45,8 @@ from roundtrip import Deliveries, RoundTrip, schedule_ref
 
 ROOT = Path(__file__).resolve().parents[2]
 STACK_TIMEOUT_S = 300
-# The functions run on this host (tests/rehearsal/host_executor), so the stacks are deployed
-# for its architecture (also the example CDK app's `architecture` context), with the binaries
-# `make test` builds once for every test.
+# The functions run on this host (tests/rehearsal/host_executor): the stacks are deployed for
+# its architecture (also the CDK apps'), with the binaries `make test` builds once.
 ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}[os.uname().machine]
 # Jobs due in more than DIRECT_MAX_DELAY seconds are stored (the deployed default is 900): the
 # rehearsal stores jobs a few seconds ahead and has the poller hand them over.
@@ -430,28 +426,18 @@ class Rehearsal:
         check(status == "DELETE_COMPLETE", f"{stack}: delete ends DELETE_COMPLETE (got {status}, {time.monotonic() - started:.0f} s)")
 
 
-def as_typed_steps(steps):
-    """Runs each step ((name, a function of no arguments)) in order; an exception is a failed
-    check."""
-    for name, step in steps:
-        try:
-            step()
-        except Exception as e:  # noqa: BLE001 (a failed step is a failed check, not a lost thread)
-            check(False, f"as typed: {name} stopped: {e!r}")
-
-
 def main():
     os.environ.setdefault("AWS_DEFAULT_REGION", REGION)  # the SAM translator's pseudo parameters
     logging.getLogger("samtranslator").setLevel(logging.ERROR)
     began = time.monotonic()
     ls = LocalStack()
+    proxy = None
     try:
         started = time.monotonic()
         ls.wait_ready()
         print(f"LocalStack ready on {ls.endpoint} in {time.monotonic() - started:.0f} s", flush=True)
         r = Rehearsal(ls)
-        # AWS's side of the transforms for the commands run as typed (cfn_proxy.py).
-        proxy = CfnProxy(ls.endpoint, r.s3, r.cfn)
+        proxy = CfnProxy(ls.endpoint, r.s3, r.cfn)  # AWS's side of the transforms, for step 6
         r.upload_code()
         deliveries = Deliveries(check)
         rt = RoundTrip(ls, deliveries)
@@ -467,28 +453,14 @@ def main():
         for q in ("orders", "billing", "refunds", "fresh"):
             rt.ensure_queue(q)
 
-        # 6. The commands README gives a user, as typed (issue 81), in a thread of their own
-        #    beside steps 1 to 5 (their stacks, queues and tables are their own; both mostly
-        #    wait on LocalStack's CloudFormation): from source, then a release from `make dist`
-        #    without cargo on the PATH, by `make deploy RELEASE=` and by the plain `sam deploy -t`
-        #    line, and a CDK app that installs the release's package.
-        #    Two threads: the source build and `make deploy RELEASE=`; the plain line and the
-        #    CDK app.
-        dist, version = from_dist.check_release(check, ARCH)
-        typed_deliveries = [Deliveries(check), Deliveries(check)]
-        lanes = [[], []]
-        source = as_typed.AsTyped(r, RoundTrip(ls, typed_deliveries[0]), ls, proxy, check, ARCH, STORED_DELAY_S)
-        lanes[0].append(("make deploy from source", source.from_source))
-        if dist:
-            zips = as_typed.release_bootstraps(dist, version, ARCH)
-            plain_rt = RoundTrip(ls, typed_deliveries[1])
-            plain = as_typed.AsTyped(r, plain_rt, ls, proxy, check, ARCH, STORED_DELAY_S)
-            lanes[0].append(("make deploy RELEASE=", lambda: source.release_by_make(dist, version, zips)))
-            lanes[1].append(("README's sam deploy line", lambda: plain.release_plain(dist, zips)))
-            lanes[1].append(("the CDK app", lambda: cdk_app.deploy_app(r, ls, plain_rt, check, dist, ARCH, STORED_DELAY_S)))
-        typed = [threading.Thread(target=as_typed_steps, name="as-typed", args=(lane,)) for lane in lanes]
-        for t in typed:
-            t.start()
+        # 6. The commands README gives a user, as typed (issue 81), in two threads beside steps
+        #    1 to 5 (as_typed.start_lanes), the release's ones without cargo on the PATH.
+        try:
+            dist, version = from_dist.check_release(check, ARCH)
+        except Exception as e:  # noqa: BLE001 (a broken release is a failed check; steps 1 to 5 go on)
+            dist, version = None, None
+            check(False, f"release: its files could not be read: {e!r}")
+        typed, typed_deliveries = as_typed.start_lanes(r, ls, proxy, check, ARCH, STORED_DELAY_S, dist, version)
 
         # 1. Two stacks side by side, each delivering jobs through its own functions; prod runs
         #    two poller groups, each schedule its own half of the partitions, and encrypts its
@@ -588,8 +560,7 @@ def main():
             r.check_stack("sqs-waiter-retry", [], "taken-", adopted=["fresh"])
             r.deliver(rt, "sqs-waiter-retry", "fresh")
 
-        # 6. (Beside steps 1 to 5, since it mostly waits on CloudFormation.)
-        for t in typed:
+        for t in typed:  # 6, beside steps 1 to 5
             t.join()
         check(not proxy.errors, f"the CloudFormation proxy expanded every change set (errors: {proxy.errors})")
         for d in typed_deliveries:
@@ -604,6 +575,8 @@ def main():
         for t in threading.enumerate():
             if t.name == "as-typed":
                 t.join()
+        if proxy:
+            proxy.stop()
         ls.stop()
         if failures:
             print(f"LocalStack log kept: {ls.log_path}")

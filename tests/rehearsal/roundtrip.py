@@ -51,6 +51,9 @@ class RoundTrip:
         self.sched = ls.client("scheduler")
         self.deliveries = deliveries
         self.check = deliveries.check
+        # The environment as it was made: the rehearsal's threads never read os.environ while
+        # another changes it (midway.aws_at).
+        self.env = dict(os.environ)
 
     def ensure_queue(self, name):
         return self.sqs.create_queue(QueueName=name)["QueueUrl"]
@@ -71,7 +74,7 @@ class RoundTrip:
         return reply
 
     def enqueue_cli(self, function, queue, body, delay_s):
-        env = dict(os.environ, AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test",
+        env = dict(self.env, AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test",
                    AWS_ENDPOINT_URL=self.ls.endpoint)
         env.pop("AWS_PROFILE", None)
         run = subprocess.run([str(CLI), "--function", function, "--region", "us-east-1", "--json",

@@ -293,3 +293,28 @@ async fn a_queues_alias_is_refused_any_other_queue_alike_served_or_not() {
     assert_eq!(store.len(), 1, "only orders' `a`, stored once");
     assert!(queue.sent().is_empty(), "nothing sent");
 }
+
+/// Issue 82, defect 14: `queues` through a queue's alias reads that queue alone. Another
+/// queue's missing table once failed the call, and its error named that table.
+#[tokio::test(start_paused = true)]
+async fn queues_through_a_queues_alias_reads_that_queue_only() {
+    let (w, store, _, _) = test_waiter("orders,billing.fifo", &[]);
+    let orders = QueueName::parse("orders").expect("a name");
+    store.state.lock().unwrap().missing_tables.insert(orders);
+    let q = as_alias(&w, "billing-fifo--view", json!({"action": "queues"}))
+        .await
+        .expect("billing.fifo's viewer reads its own queue, whatever orders' table");
+    assert_eq!(q["queues"].as_array().map(Vec::len), Some(1), "{q}");
+    assert_eq!(q["queues"][0]["queue"], "billing.fifo", "{q}");
+    // Unqualified (an operator, every queue), the missing table still fails the call.
+    let e = w
+        .handle(&json!({"action": "queues"}))
+        .await
+        .expect_err("orders' table is missing");
+    assert!(e.to_string().contains("sqs-waiter-orders"), "{e}");
+    // And a viewer of every queue meets it too: the class alias sees every queue.
+    let e = as_alias(&w, "view", json!({"action": "queues"}))
+        .await
+        .expect_err("every queue read");
+    assert_eq!(e.error_type(), "ResourceNotFound", "{e}");
+}

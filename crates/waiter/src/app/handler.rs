@@ -152,13 +152,11 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 .map(Reply::from),
             Request::Pause(t) => self.bounded(cut, "pause", self.pause(t)).await.map(Reply::Pause),
             Request::Resume(t) => self.bounded(cut, "resume", self.resume(t)).await.map(Reply::Pause),
-            // A queue's alias sees its own queue only.
-            Request::Queues => self.bounded(cut, "queues", self.queues()).await.map(|mut r| {
-                if let Some(only) = rights.only_queue() {
-                    r.queues.retain(|q| q.queue == only.as_str());
-                }
-                Reply::Queues(r)
-            }),
+            // A queue's alias sees, and reads, its own queue only.
+            Request::Queues => self
+                .bounded(cut, "queues", self.queues(rights.only_queue()))
+                .await
+                .map(Reply::Queues),
             Request::Preview(q) => self.bounded(cut, "preview", self.preview(q)).await.map(Reply::Preview),
             Request::Trigger { queue, job_id } => self
                 .bounded(cut, "trigger", self.trigger(&queue, &job_id, cut))

@@ -192,8 +192,12 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         })
     }
 
-    pub(super) async fn queues(&self) -> Result<QueuesReply, HandlerError> {
-        let queues = try_join_all(self.config.queues.iter().map(|q: &QueueName| async move {
+    /// The queues the function serves, or only `only` (a queue's alias, which sees its own
+    /// queue alone): the other queues' tables are not read, so none of their failures, nor
+    /// their names, reach a caller who may not see them (issue 82, defect 14).
+    pub(super) async fn queues(&self, only: Option<&QueueName>) -> Result<QueuesReply, HandlerError> {
+        let served = self.config.queues.iter().filter(|q| only.is_none_or(|o| o == *q));
+        let queues = try_join_all(served.map(|q: &QueueName| async move {
             let paused_at = self.store.queue_paused(q).await?;
             Ok::<_, PortError>(QueueInfo {
                 queue: q.as_str().to_owned(),

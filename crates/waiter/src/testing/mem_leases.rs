@@ -192,6 +192,12 @@ impl Pauses for MemStore {
             tokio::time::sleep(d).await;
         }
         let s = self.state.lock().unwrap();
+        if s.missing_tables.contains(queue) {
+            return Err(PortError::NotFound {
+                resource: format!("table sqs-waiter-{queue}"),
+                source: None,
+            });
+        }
         Ok(QueuePause {
             paused_at: s.paused_queues.get(queue).copied(),
             ended: s.resumed_queues.get(queue).cloned().unwrap_or_default(),

@@ -41,6 +41,9 @@ pub struct MemState {
     /// index shows them; a read by key refuses them (`read_any`) or hands them back as
     /// `Unreadable` (`read_to_send`), as `DynamoStore` does.
     pub unreadable: std::collections::BTreeSet<Key>,
+    /// Queues whose table is missing: reading their pause answers `NotFound` naming the table,
+    /// as a deployment whose table was deleted does.
+    pub missing_tables: std::collections::BTreeSet<QueueName>,
     /// What the due index shows: `items` as it was `index_lag` ago (a GSI is eventually
     /// consistent), fed by `index_log`.
     pub(super) index: BTreeMap<Key, StoredJob>,
