@@ -74,6 +74,13 @@ def check_versions(v):
     return problems
 
 
+def unreleased(text):
+    """Whether CHANGELOG.md's text has an `[Unreleased]` section with entries: changes made since
+    the last version, which a release of that version would carry under its number."""
+    found = re.search(r"^## \[Unreleased\][^\n]*\n(.*?)(?=^## \[|\Z)", text, re.M | re.S)
+    return bool(found and found.group(1).strip())
+
+
 def changelog_section(v):
     text = (ROOT / "CHANGELOG.md").read_text()
     found = re.search(r"^## \[" + re.escape(v) + r"\].*?(?=^## \[|\Z)", text, re.M | re.S)
@@ -218,6 +225,13 @@ def main(argv):
     if problems:
         for p in problems:
             print(f"dist: {p}", file=sys.stderr)
+        return 2
+    # A release is of one version's code: changes under [Unreleased] need a version of their
+    # own first (bump it, and move them under it). The rehearsal's packs of this machine's
+    # builds (--host-debug) and the templates alone are not releases (issue 82, defect 5).
+    if not (args.host_debug or args.templates_only) and unreleased((ROOT / "CHANGELOG.md").read_text()):
+        print(f"dist: CHANGELOG.md has entries under [Unreleased]: a release labelled {v} would carry them; "
+              "bump the version and move them under its section first (docs/upgrades.md, Versions)", file=sys.stderr)
         return 2
     archs = [host_arch()] if args.host_debug else [a for a in args.archs.split(",") if a]
     if any(a not in ARCHS for a in archs):

@@ -328,7 +328,11 @@ def enqueue_grants(queues, adopted=(), values=None, template=None):
         props = r.get("Properties", {})
         if r["Type"] == "AWS::Lambda::Permission":
             target = str(resolve(props.get("FunctionName")))
-            if target in (ENQUEUE, function_arn) or target.startswith(function_arn + ":"):
+            # FunctionName takes the name or the ARN, each with a qualifier (`NAME:ALIAS`): the
+            # name's forms count as the ARN's (issue 82, defect 17).
+            if target == ENQUEUE or target.startswith(ENQUEUE + ":"):
+                target = function_arn + target[len(ENQUEUE):]
+            if target == function_arn or target.startswith(function_arn + ":"):
                 grants.append((logical, target, resolve(props.get("Principal"))))
             continue
         for document in policy_documents(resolve(props)):
@@ -341,8 +345,12 @@ def enqueue_grants(queues, adopted=(), values=None, template=None):
                 if not any(fnmatch.fnmatchcase("lambda:invokefunction", str(a).lower()) for a in actions):
                     continue
                 targets = listed(statement.get("Resource", [])) if "NotResource" not in statement else ["*"]
+                # A pattern reaches the function when it matches the function, any qualifier
+                # (`:ALIAS`, none of its aliases), or one of its aliases' ARNs: `…:o*` reaches
+                # `operate` (issue 82, defect 17).
+                reached = (function_arn, function_arn + ":ALIAS", *(f"{function_arn}:{a}" for a in aliases.values()))
                 for target in map(str, targets):
-                    if any(fnmatch.fnmatchcase(arn, target) for arn in (function_arn, function_arn + ":ALIAS")):
+                    if any(fnmatch.fnmatchcase(arn, target) for arn in reached):
                         grants.append((logical, target, logical))
     return set(aliases.values()), grants
 

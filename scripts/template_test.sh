@@ -22,6 +22,7 @@ python tests/template/test_template.py
 python tests/template/test_options.py
 python tests/template/test_scope.py
 python tests/template/test_grants.py
+python tests/template/test_dist.py
 echo "template-test: the rehearsal's CloudFormation proxy reads a change set's parameters as AWS does"
 python tests/rehearsal/test_cfn_proxy.py
 echo "template-test: the IAM call check's own tests (SAM and CDK statements, IAM matching)"

@@ -56,6 +56,30 @@ class CrossAccountGrants(unittest.TestCase):
         self.assertEqual(iam_budget.grant_problems(["orders"], (), {"CrossAccountGrants": "operate=210987654321"},
                                                    template), [])
 
+    def test_a_pattern_that_reaches_an_alias_and_a_permission_by_name_and_qualifier_are_reported(self):
+        """Issue 82, defect 17: `…:EnqueueFunction:o*` reaches `operate` though it matches neither
+        the function nor a made-up qualifier; a Permission's FunctionName `NAME:QUALIFIER` is the
+        function's, by name."""
+        template = iam_budget.load_template()
+        wide = copy.deepcopy(template)
+        wide["Resources"]["EnqueueRole"]["Properties"]["Policies"].append({
+            "PolicyName": "o-star", "PolicyDocument": {"Statement": [{
+                "Effect": "Allow", "Action": "lambda:InvokeFunction",
+                "Resource": {"Fn::Sub": "${EnqueueFunction.Arn}:o*"}}]}})
+        wide["Resources"]["ByName"] = {"Type": "AWS::Lambda::Permission", "Properties": {
+            "Action": "lambda:InvokeFunction", "Principal": "210987654321",
+            "FunctionName": {"Fn::Sub": "${EnqueueFunction}:$LATEST"}}}
+        found = sorted(iam_budget.grant_problems(["orders"], (), {}, wide))
+        self.assertEqual(len(found), 2, found)
+        self.assertIn("ByName grants lambda:InvokeFunction on the enqueue function:$LATEST", found[0])
+        self.assertIn("EnqueueRole grants lambda:InvokeFunction on the enqueue function:o*", found[1])
+        # The same permission on an alias, by name, is a grant of that alias: no problem.
+        wide["Resources"]["EnqueueRole"]["Properties"]["Policies"].pop()
+        wide["Resources"]["ByName"]["Properties"]["FunctionName"] = {"Fn::Sub": "${EnqueueFunction}:send"}
+        aliases, grants = iam_budget.enqueue_grants(["orders"], (), {}, wide)
+        self.assertIn(("ByName", f"{FUNCTION}:send", "210987654321"), grants)
+        self.assertEqual(iam_budget.grant_problems(["orders"], (), {}, wide), [])
+
     def test_make_deploy_refuses_an_entry_it_cannot_deploy_naming_it_and_the_rule(self):
         def refused(entries, queues=("orders",), makes=True, deployed=None):
             return check_grants.problems(entries, list(queues), makes, deployed)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import typing
 import unittest
 from pathlib import Path
@@ -210,6 +211,18 @@ class Splitting(unittest.TestCase):
         self.assertEqual(len(Client("f", fake).enqueue_many(self.jobs(2500, 10))), 2500)
         self.assertEqual([len(s["jobs"]) for s in fake.sent], [1000, 1000, 500])
 
+    def test_a_failed_request_is_the_error_of_each_of_its_jobs_and_the_others_keep_their_results(self) -> None:
+        """Issue 82, defect 9: a later request's failure once dropped the earlier requests'
+        results, although their jobs were stored."""
+        failed = {"payload": {"errorType": "Throttled", "errorMessage": "slow down"}, "function_error": "Unhandled"}
+        fake = FakeLambda(batch(1000), failed, batch(500))
+        results = Client("f", fake).enqueue_many(self.jobs(2500, 10))
+        self.assertEqual(len(results), 2500)
+        self.assertEqual([len(s["jobs"]) for s in fake.sent], [1000, 1000, 500])
+        self.assertTrue(all(r == JOB_REPLY for r in results[:1000] + results[2000:]))
+        errors = results[1000:2000]
+        self.assertTrue(all(isinstance(e, sqs_waiter.Throttled) and e.retryable for e in errors), errors[:1])
+
 
 class Received(unittest.TestCase):
     RECEIVED = {
@@ -274,3 +287,14 @@ class Received(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Packaging(unittest.TestCase):
+    def test_the_boto3_floor_receives_a_fifo_messages_group(self) -> None:
+        """README's FIFO consumer passes MessageSystemAttributeNames, which botocore's SQS model
+        has from 1.34.101 on (1.34.100's has not: measured on both wheels), so the floor is at
+        least that (issue 82, defect 11)."""
+        text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+        found = re.search(r'"boto3>=([0-9.]+)"', text)
+        assert found is not None, "pyproject.toml names no boto3 floor"
+        self.assertGreaterEqual(tuple(int(p) for p in found.group(1).split(".")), (1, 34, 101))

@@ -114,11 +114,22 @@ export class Client {
   }
 
   /** Schedules `jobs`, in as many requests as the contract's limits need: one result per job, in
-   * order, its reply or the error of that job alone. */
+   * order, its reply or its error. */
   async enqueueMany(jobs: readonly Job[]): Promise<Results> {
+    // A request that fails whole is the error of each of its jobs, and the later requests are
+    // still sent: the results of the jobs stored before it are never lost (resend exactly the
+    // jobs whose result is a retryable error, with their job ids).
     const results: Results = [];
     for (const chunk of split(jobs)) {
-      results.push(...resultsOf((await this.call("enqueue", { jobs: chunk })) as BatchReply));
+      let reply: BatchReply;
+      try {
+        reply = (await this.call("enqueue", { jobs: chunk })) as BatchReply;
+      } catch (e) {
+        if (!(e instanceof SqsWaiterError)) throw e;
+        results.push(...chunk.map(() => e));
+        continue;
+      }
+      results.push(...resultsOf(reply));
     }
     return results;
   }
@@ -163,8 +174,12 @@ export class Client {
     return resultsOf((await this.call("redrive", { queue, job_ids: jobIds })) as BatchReply);
   }
 
-  async redriveAll(queue: string, page: { limit?: number; cursor?: string } = {}): Promise<RedriveAllReply> {
-    const request: RedriveAll = { queue, all: true, ...page };
+  /** One page of the queue's parked jobs redriven; pass the reply's `cursor` back as it came
+   * (a reply whose `cursor` is `null` was the last page). */
+  async redriveAll(queue: string, page: { limit?: number; cursor?: string | null } = {}): Promise<RedriveAllReply> {
+    const request: RedriveAll = { queue, all: true };
+    if (page.limit !== undefined) request.limit = page.limit;
+    if (typeof page.cursor === "string") request.cursor = page.cursor;
     return (await this.call("redrive", request)) as RedriveAllReply;
   }
 

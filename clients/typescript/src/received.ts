@@ -8,7 +8,7 @@ export interface LambdaSqsRecord {
   body: string;
   attributes?: { MessageGroupId?: string | undefined } | undefined;
   messageAttributes?:
-    | Record<string, { dataType: string; stringValue?: string | undefined; binaryValue?: string | undefined }>
+    | Record<string, { dataType?: string | undefined; stringValue?: string | undefined; binaryValue?: string | undefined }>
     | undefined;
   eventSourceARN?: string | undefined;
 }
@@ -43,7 +43,8 @@ export function attributesOf(message: SqsMessage): Record<string, MessageAttribu
   const out: Record<string, MessageAttribute> = {};
   if (isRecord(message)) {
     for (const [name, v] of Object.entries(message.messageAttributes ?? {})) {
-      const a: MessageAttribute = { data_type: v.dataType };
+      // A missing data type reads as String, as in the Python client and for a received message.
+      const a: MessageAttribute = { data_type: v.dataType ?? "String" };
       if (v.stringValue !== undefined) a.string_value = v.stringValue;
       if (v.binaryValue !== undefined) a.binary_value = v.binaryValue;
       out[name] = a;

@@ -207,6 +207,31 @@ test("requests split by count and by bytes, in order", async () => {
   assert.deepEqual(fake.sent.map((s) => s.jobs.length), [1000, 1000, 500]);
 });
 
+test("a failed request is the error of each of its jobs and the others keep their results (issue 82, defect 9)", async () => {
+  const failed = { payload: { errorType: "Throttled", errorMessage: "slow down" }, functionError: "Unhandled" };
+  const fake = new FakeLambda(batch(1000), failed, batch(500));
+  const results = await client(fake).enqueueMany(jobs(2500, 10));
+  assert.equal(results.length, 2500);
+  assert.deepEqual(fake.sent.map((s) => s.jobs.length), [1000, 1000, 500]);
+  assert.ok([...results.slice(0, 1000), ...results.slice(2000)].every((r) => r === JOB_REPLY || r.status === "scheduled"));
+  assert.ok(results.slice(1000, 2000).every((e) => e instanceof Throttled && e.retryable));
+});
+
+test("redriveAll takes the reply's cursor as it came, null included (issue 82, defect 10)", async () => {
+  const fake = new FakeLambda({ payload: { redriven: 0, cursor: null } }, { payload: { redriven: 0, cursor: null } });
+  await client(fake).redriveAll("q", { limit: 5, cursor: "c-1" });
+  await client(fake).redriveAll("q", { cursor: null });
+  assert.deepEqual(fake.sent, [
+    { action: "redrive", queue: "q", all: true, limit: 5, cursor: "c-1" },
+    { action: "redrive", queue: "q", all: true },
+  ]);
+});
+
+test("a Lambda record's attribute without a data type reads as String (issue 82, defect 10)", () => {
+  const r = retryOf({ ...RECORD, messageAttributes: { ...RECORD.messageAttributes, kind: { stringValue: "x" } } }, {});
+  assert.deepEqual(r.message_attributes.kind, { data_type: "String", string_value: "x" });
+});
+
 const RECEIVED = {
   MessageId: "m-1",
   Body: '{"order":7}',

@@ -94,10 +94,17 @@ class Client:
 
     def enqueue_many(self, jobs: Sequence[c.Job]) -> Results:
         """Schedules `jobs`, in as many requests as the contract's limits need; one result per job,
-        in order: its reply, or the error of that job alone (not raised)."""
+        in order: its reply, or its error (not raised). A request that fails whole (the invoke,
+        or an error of the function) is the error of each of its jobs, and the later requests
+        are still sent, so the results of the jobs stored before it are never lost: resend
+        exactly the jobs whose result is a retryable error, with their `job_id`s."""
         results: Results = []
         for chunk in split(jobs):
-            reply = cast(c.BatchReply, self.call("enqueue", {"jobs": list(chunk)}))
+            try:
+                reply = cast(c.BatchReply, self.call("enqueue", {"jobs": list(chunk)}))
+            except SqsWaiterError as e:
+                results.extend([e] * len(chunk))
+                continue
             results.extend(_results(reply))
         return results
 
