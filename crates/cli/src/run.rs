@@ -7,14 +7,16 @@ use aws_config::{BehaviorVersion, Region};
 use clap::CommandFactory;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
-use sqs_waiter_client::{
-    BatchReply, BatchResult, CancelMany, CancelManyReply, CatchUp, Client, Error, Job, JobReply, List, ListParked,
-    ListReply, ParkedReply, Pause, PauseReply, Preview, RedriveAll, RedriveAllReply, RedriveMany, Repeat, Replay,
-    Reschedule, Resume, Stats, MAX_JOBS_PER_REQUEST, MAX_PAGE_LIMIT,
-};
+use sqs_waiter_client::{Client, Error, Job, JobReply, Pause, PauseReply, Preview, Replay, Reschedule, Resume, Stats};
 
 use crate::args::{Cli, Command, OnDuplicateArg};
 use crate::render;
+
+// The commands with more to them than one call and its reply, one file each.
+mod cancel_many;
+mod enqueue;
+mod list;
+mod redrive;
 
 /// How a command ended: 0 done, 1 refused or not done.
 pub enum Ended {
@@ -197,35 +199,6 @@ fn progress(len: Option<u64>, what: &'static str) -> ProgressBar {
     bar
 }
 
-/// Pages through a listing until `limit` jobs or its end: the jobs, and the cursor to go on from
-/// (`None` when the listing ended).
-async fn collect<F, Fut>(limit: u64, mut page: F) -> Result<(Vec<JobReply>, Option<String>), Error>
-where
-    F: FnMut(usize, Option<String>) -> Fut,
-    Fut: std::future::Future<Output = Result<(Vec<JobReply>, Option<String>), Error>>,
-{
-    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    let (mut jobs, mut cursor) = (Vec::new(), None);
-    loop {
-        let (more, next) = page((limit - jobs.len()).min(MAX_PAGE_LIMIT), cursor.take()).await?;
-        jobs.extend(more);
-        cursor = next;
-        if cursor.is_none() || jobs.len() >= limit {
-            return Ok((jobs, cursor));
-        }
-    }
-}
-
-/// A listing's reply as JSON, or its jobs as a table.
-fn print_jobs<R: Serialize>(cli: &Cli, reply: &R, jobs: impl FnOnce(&R) -> (&[JobReply], bool)) {
-    if cli.json {
-        print_json(reply);
-    } else {
-        let (jobs, more) = jobs(reply);
-        print_text(&render::jobs(jobs, more));
-    }
-}
-
 async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
     match &cli.command {
         Command::Enqueue {
@@ -243,7 +216,7 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
         } => {
             let mut job = Job::new(queue, body);
             job.on_duplicate = on_duplicate.map(OnDuplicateArg::into_contract);
-            (job.repeat, job.time_zone, job.schedule) = repeat_of(repetition);
+            (job.repeat, job.time_zone, job.schedule) = enqueue::repeat_of(repetition);
             job.trace_header = trace_header.clone();
             (job.priority, job.weight) = (rank.priority, rank.weight);
             (job.delay_seconds, job.perform_at) = (w.delay, w.at);
@@ -300,38 +273,6 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
             let reply = client.replay(&request).await?;
             Ok(job_reply(cli, &reply, render::outcome))
         }
-        Command::List {
-            queue,
-            selection,
-            limit,
-        } => {
-            let base = List {
-                from: selection.from,
-                to: selection.to,
-                prefix: selection.prefix.clone(),
-                status: Some(selection.status.into()),
-                ..List::queue(queue)
-            };
-            let (jobs, cursor) = collect(*limit, |limit, cursor| {
-                let request = List {
-                    limit: Some(limit),
-                    cursor,
-                    ..base.clone()
-                };
-                async move { client.list(&request).await.map(|p| (p.jobs, p.cursor)) }
-            })
-            .await?;
-            print_jobs(
-                cli,
-                &ListReply {
-                    queue: queue.clone(),
-                    jobs,
-                    cursor,
-                },
-                |r| (&r.jobs, r.cursor.is_some()),
-            );
-            Ok(Ended::Done)
-        }
         Command::Stats {
             queue,
             buckets,
@@ -365,6 +306,11 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
             };
             Ok(pause_reply(cli, &client.resume(&request).await?))
         }
+        Command::List {
+            queue,
+            selection,
+            limit,
+        } => list::list(cli, client, queue, selection, *limit).await,
         Command::Trigger { queue, id } => {
             let reply = client.trigger(queue, id).await?;
             Ok(job_reply(cli, &reply, render::outcome))
@@ -378,128 +324,14 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
             }
             Ok(Ended::Done)
         }
-        Command::Parked { queue, limit } => {
-            let (jobs, cursor) = collect(*limit, |limit, cursor| {
-                let request = ListParked {
-                    queue: queue.clone(),
-                    limit: Some(limit),
-                    cursor,
-                };
-                async move { client.parked(&request).await.map(|p| (p.jobs, p.cursor)) }
-            })
-            .await?;
-            print_jobs(
-                cli,
-                &ParkedReply {
-                    queue: queue.clone(),
-                    count: jobs.len(),
-                    jobs,
-                    cursor,
-                },
-                |r| (&r.jobs, r.cursor.is_some()),
-            );
-            Ok(Ended::Done)
-        }
-        Command::Redrive { queue, ids, all } if *all => redrive_all(cli, client, queue).await,
+        Command::Parked { queue, limit } => list::parked(cli, client, queue, *limit).await,
+        Command::Redrive { queue, ids, all } if *all => redrive::all(cli, client, queue).await,
         Command::Redrive { queue, ids, .. } if ids.len() == 1 => {
             let reply = client.redrive(queue, &ids[0]).await?;
             Ok(job_reply(cli, &reply, render::outcome))
         }
-        Command::Redrive { queue, ids, .. } => {
-            let mut all = BatchReply {
-                queue: Some(queue.clone()),
-                results: Vec::with_capacity(ids.len()),
-            };
-            for chunk in ids.chunks(MAX_JOBS_PER_REQUEST) {
-                let request = RedriveMany {
-                    queue: queue.clone(),
-                    job_ids: chunk.to_vec(),
-                };
-                all.results.extend(client.call(&request).await?.results);
-            }
-            let mut not_done = Vec::new();
-            let mut lines = Vec::new();
-            for r in &all.results {
-                match r {
-                    BatchResult::Done(reply) => match render::not_done(reply) {
-                        Some(why) => not_done.push(why),
-                        None => lines.push(render::outcome(reply)),
-                    },
-                    BatchResult::Failed { error, .. } => not_done.push(error.message.clone()),
-                }
-            }
-            if cli.json {
-                print_json(&all);
-            } else {
-                print_text(&lines.join("\n"));
-            }
-            Ok(match not_done.len() {
-                0 => Ended::Done,
-                n => Ended::NotDone(format!(
-                    "{n} of {} not redriven; first: {}",
-                    all.results.len(),
-                    not_done[0]
-                )),
-            })
-        }
-        Command::CancelMany { queue, ids, selection } => {
-            let mut total = CancelManyReply {
-                queue: queue.clone(),
-                cancelled: 0,
-                maybe_delivered: 0,
-                dispatching: 0,
-                not_found: 0,
-                cursor: None,
-            };
-            let add = |total: &mut CancelManyReply, r: CancelManyReply| {
-                total.cancelled += r.cancelled;
-                total.maybe_delivered += r.maybe_delivered;
-                total.dispatching += r.dispatching;
-                total.not_found += r.not_found;
-            };
-            if ids.is_empty() {
-                let bar = progress(None, "cancelling");
-                let mut request = CancelMany {
-                    queue: queue.clone(),
-                    from: selection.from,
-                    to: selection.to,
-                    prefix: selection.prefix.clone(),
-                    status: Some(selection.status.into()),
-                    limit: Some(MAX_PAGE_LIMIT),
-                    ..CancelMany::default()
-                };
-                loop {
-                    let page = client.cancel_many(&request).await?;
-                    bar.inc(page.cancelled + page.dispatching + page.not_found);
-                    request.cursor = page.cursor.clone();
-                    add(&mut total, page);
-                    if request.cursor.is_none() {
-                        break;
-                    }
-                }
-                bar.finish_and_clear();
-            } else {
-                let bar = progress(Some(ids.len() as u64), "cancelling");
-                for chunk in ids.chunks(MAX_JOBS_PER_REQUEST) {
-                    let page = client
-                        .cancel_many(&CancelMany {
-                            queue: queue.clone(),
-                            job_ids: Some(chunk.to_vec()),
-                            ..CancelMany::default()
-                        })
-                        .await?;
-                    bar.inc(chunk.len() as u64);
-                    add(&mut total, page);
-                }
-                bar.finish_and_clear();
-            }
-            if cli.json {
-                print_json(&total);
-            } else {
-                print_text(&render::cancel_many(&total));
-            }
-            Ok(Ended::Done)
-        }
+        Command::Redrive { queue, ids, .. } => redrive::many(cli, client, queue, ids).await,
+        Command::CancelMany { queue, ids, selection } => cancel_many::run(cli, client, queue, ids, selection).await,
         Command::Preview { queue, id, n, .. } => {
             let request = Preview {
                 queue: queue.clone(),
@@ -525,70 +357,4 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
         // Handled in `run` before a client call.
         Command::Completions { .. } | Command::Console { .. } => Ok(Ended::Done),
     }
-}
-
-/// Every parked job back, page by page, with a bar sized by `stats`' parked count.
-async fn redrive_all(cli: &Cli, client: &Client, queue: &str) -> Result<Ended, Error> {
-    let parked = client
-        .stats(&Stats {
-            queue: queue.into(),
-            buckets: Some(1),
-            bucket_s: None,
-        })
-        .await?
-        .parked;
-    let bar = progress(Some(parked), "redriving");
-    let mut total = RedriveAllReply {
-        queue: queue.into(),
-        redriven: 0,
-        duplicates: 0,
-        cursor: None,
-    };
-    let mut cursor = None;
-    loop {
-        let page = client
-            .redrive_all(&RedriveAll {
-                limit: Some(MAX_PAGE_LIMIT),
-                ..RedriveAll::page(queue, cursor)
-            })
-            .await?;
-        bar.inc(page.redriven + page.duplicates);
-        total.redriven += page.redriven;
-        total.duplicates += page.duplicates;
-        cursor = page.cursor;
-        if cursor.is_none() {
-            break;
-        }
-    }
-    bar.finish_and_clear();
-    if cli.json {
-        print_json(&total);
-    } else {
-        print_text(&render::redrive_all(&total));
-    }
-    Ok(Ended::Done)
-}
-
-/// The `repeat` of `--cron` / `--every` / `--schedule` and their options, with the zone (clap
-/// refuses the options without one of them), or a one-off job's `schedule` (`at(...)`): the
-/// function tells which `--schedule` is and refuses a one-off job's `--until` or `--count`.
-fn repeat_of(r: &crate::args::Repetition) -> (Option<Repeat>, Option<String>, Option<String>) {
-    // clap took only skip, one or all.
-    let policy = r.catch_up.as_deref().and_then(CatchUp::parse);
-    let (mut repeat, at) = match (&r.cron, r.every, &r.schedule) {
-        (Some(expr), _, _) => (Repeat::cron(expr.clone()), None),
-        (None, Some(s), _) => (
-            Repeat {
-                every_s: Some(s),
-                ..Repeat::default()
-            },
-            None,
-        ),
-        (None, None, Some(at)) if at.starts_with("at(") => (Repeat::default(), Some(at.clone())),
-        (None, None, Some(expr)) => (Repeat::expression(expr.clone()), None),
-        (None, None, None) => return (None, None, None),
-    };
-    (repeat.until, repeat.count, repeat.catch_up) = (r.until, r.count, policy);
-    let series = repeat != Repeat::default();
-    (series.then_some(repeat), r.tz.clone(), at)
 }
