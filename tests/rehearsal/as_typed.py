@@ -64,11 +64,18 @@ def user_env(base, ls, proxy, path_first=()):
     return env
 
 
+# The user's commands (SAM CLI, make's checks, npm, cdk synth) run at a lower CPU priority than
+# LocalStack and the deployed functions: they run beside steps 1 to 5, whose round trips time
+# each job's arrival, and on 2 cores with one kept busy they starved a poller run of its
+# partition's time (a loaded `.ci/run`, measured). The command itself is unchanged.
+NICE = ["nice", "-n", "10"]
+
+
 def typed(command, cwd, env):
     """`command` as a user types it into a shell in `cwd`, each prompt answered `y`."""
     print(f"     $ {command}", flush=True)
     try:
-        run = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, input=ANSWERS, capture_output=True,
+        run = subprocess.run([*NICE, "bash", "-c", command], cwd=cwd, env=env, input=ANSWERS, capture_output=True,
                              text=True, timeout=COMMAND_TIMEOUT_S)
     except subprocess.TimeoutExpired as e:
         return 124, f"timed out after {COMMAND_TIMEOUT_S} s: {e.stdout or ''} {e.stderr or ''}"

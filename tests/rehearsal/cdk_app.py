@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from cdk_stack import publish_and_create, functions_and_schedule
+from as_typed import NICE
 from derive import ROOT
 
 STACK = "MyWaiterApp"
@@ -56,7 +57,7 @@ def deploy_app(r, ls, rt, check, dist, arch, stored_delay_s, env):
         (home / "app.mjs").write_text(APP % {"stack": STACK, "queue": QUEUE, "arch": "X86_64" if arch == "x86_64" else "ARM_64"})
         command = readme_npm_install()
         print(f"     $ {command}", flush=True)
-        run = subprocess.run(["bash", "-c", command + " --no-audit --no-fund --silent"], cwd=home, env=env,
+        run = subprocess.run([*NICE, "bash", "-c", command + " --no-audit --no-fund --silent"], cwd=home, env=env,
                              capture_output=True, text=True, timeout=600)
         if not check(run.returncode == 0, f"cdk app: `{command}` (exit {run.returncode}: {run.stderr.strip()[-800:]})"):
             return
@@ -77,7 +78,7 @@ def deploy_app(r, ls, rt, check, dist, arch, stored_delay_s, env):
         for unused in ("cargo-lambda-cdk", "cdk-nag"):
             check(not (modules / unused).exists(), f"cdk app: installing the package does not pull in {unused}")
         print("     $ npx cdk synth --quiet", flush=True)
-        run = subprocess.run(["npx", "cdk", "synth", "--quiet"], cwd=home, env=env, capture_output=True, text=True,
+        run = subprocess.run([*NICE, "npx", "cdk", "synth", "--quiet"], cwd=home, env=env, capture_output=True, text=True,
                              timeout=600)
         if not check(run.returncode == 0, f"cdk app: `npx cdk synth` (exit {run.returncode}: {run.stderr.strip()[-1500:]})"):
             return
