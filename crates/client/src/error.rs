@@ -175,7 +175,8 @@ impl Error {
             Some(ErrorType::Rejected) => Self::Rejected { message },
             Some(ErrorType::InternalError) => Self::Internal { message },
             Some(ErrorType::AccessDenied) => Self::AccessDenied { message },
-            None => Self::Function { error_type, message },
+            // `parse` never answers `Unknown` (not in `ALL`).
+            Some(ErrorType::Unknown) | None => Self::Function { error_type, message },
         })
     }
 }

@@ -22,6 +22,11 @@ pub enum ErrorType {
     /// (docs/security.md); the message names the alias, the action and the queue. Nothing was
     /// stored or sent.
     AccessDenied,
+    /// A type this contract does not know, in a newer function's batch reply (`Failure`): its
+    /// `retryable` says what to do. Never sent by this function, so not in `ALL` or the schema.
+    #[serde(other)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    Unknown,
 }
 
 impl ErrorType {
@@ -46,6 +51,7 @@ impl ErrorType {
             Self::Rejected => "Rejected",
             Self::InternalError => "InternalError",
             Self::AccessDenied => "AccessDenied",
+            Self::Unknown => "Unknown",
         }
     }
 

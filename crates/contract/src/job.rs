@@ -211,9 +211,12 @@ pub(crate) fn whole_seconds_up(d: Duration) -> u64 {
 }
 
 /// An SQS message attribute, in the function's snake_case form.
+// Not `deny_unknown_fields`: replies carry it, and an older client reads a newer function's
+// replies; the function refuses a request's unknown fields itself (wire::decode).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
+// The schema is the request's rule: no field it does not name.
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
 pub struct MessageAttribute {
     /// `String`, `Number` or `Binary`, optionally with a custom suffix (`String.json`).
     pub data_type: String,
@@ -256,9 +259,12 @@ impl MessageAttribute {
 }
 
 /// A local-time span, `HH:MM` to `HH:MM` (exclusive; wraps past midnight when `to < from`).
+// Not `deny_unknown_fields`: replies carry it, and an older client reads a newer function's
+// replies; the function refuses a request's unknown fields itself (wire::decode).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
+// The schema is the request's rule: no field it does not name.
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
 pub struct Window {
     /// Only jobs due at or after this instant.
     pub from: String,

@@ -31,9 +31,13 @@ pub const MAX_COUNT: u64 = 1_000_000;
 ///     })
 /// );
 /// ```
+// Not `deny_unknown_fields`: a reply carries it (`JobReply.repeat`), and a client built against
+// this contract reads a newer function's replies. The function refuses a request's unknown
+// fields itself (crates/waiter wire::decode).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
+// The schema is the request's rule: no field it does not name.
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
 pub struct Repeat {
     /// Five fields (minute, hour, day of month, month, day of week) read in the job's
     /// `time_zone`.
@@ -69,6 +73,11 @@ pub enum CatchUp {
     One,
     /// Sends each (at most 1000 per series per run).
     All,
+    /// A policy this contract does not know, in a newer function's reply. Never on the wire
+    /// (the function refuses it in a request), so not in the schema.
+    #[serde(other)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    Unknown,
 }
 
 impl CatchUp {
@@ -85,6 +94,7 @@ impl CatchUp {
             Self::Skip => "skip",
             Self::One => "one",
             Self::All => "all",
+            Self::Unknown => "unknown",
         }
     }
 }

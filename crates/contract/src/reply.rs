@@ -413,4 +413,35 @@ mod tests {
         assert!(!failure.retryable);
         assert_eq!(results[2].as_ref().unwrap().status, JobStatus::Unknown);
     }
+
+    /// Issue 82 (8): a newer function's reply, with a field this contract does not know in
+    /// each type a reply holds, a `catch_up` and a batch error type it does not know, is read
+    /// (for `enqueue_many` after the jobs were stored: an error here would have a caller resend).
+    #[test]
+    fn a_newer_functions_replies_read_whatever_they_add() {
+        let job = json!({"status": "scheduled", "job_id": "a", "queue": "q", "perform_at": "2026-12-01T09:00:00Z",
+            "message_attributes": {"k": {"data_type": "String", "string_value": "v", "later": 1}},
+            "windows": [{"from": "09:00", "to": "17:00", "weekdays": ["MON"]}],
+            "time_zone": "Europe/Berlin",
+            "repeat": {"every_s": 60, "jitter_s": 5, "catch_up": "spread"}});
+        let reply: JobReply = serde_json::from_value(job.clone()).unwrap();
+        let repeat = reply.repeat.expect("repeat");
+        assert_eq!(
+            (repeat.every_s, repeat.catch_up),
+            (Some(60), Some(crate::CatchUp::Unknown))
+        );
+        assert_eq!(reply.windows.map(|w| w.len()), Some(1));
+        let batch: BatchReply = serde_json::from_value(json!({"results": [job,
+            {"status": "error", "error": {"type": "QuotaExceeded", "message": "later", "retryable": true}}]}))
+        .unwrap();
+        let results = batch.into_results();
+        assert!(results[0].is_ok());
+        let failure = results[1].as_ref().unwrap_err();
+        assert_eq!(
+            (failure.error_type, failure.retryable),
+            (crate::ErrorType::Unknown, true)
+        );
+        let list: ListReply = serde_json::from_value(json!({"queue": "q", "jobs": [results[0].as_ref().unwrap()], "cursor": null})).unwrap();
+        assert_eq!(list.jobs.len(), 1);
+    }
 }

@@ -238,6 +238,11 @@ pub fn due(
 ) -> Due {
     let within = |t: Option<DateTime<Utc>>| t.filter(|t| until.is_none_or(|u| *t <= u));
     let Pass { now, on_time_from } = pass;
+    // `Unknown` is never stored (the function refuses it in a request): read as the default.
+    let catch_up = match catch_up {
+        CatchUp::Unknown => CatchUp::One,
+        known => known,
+    };
     let missed = |t: &DateTime<Utc>| *t < on_time_from;
     let mut send = Vec::new();
     let mut skipped = 0u64;
@@ -253,7 +258,7 @@ pub fn due(
                     at = within(rule.after(t));
                 }
             }
-            CatchUp::One | CatchUp::Skip => {
+            CatchUp::One | CatchUp::Skip | CatchUp::Unknown => {
                 let mut t = at;
                 while let Some(x) = t.filter(missed) {
                     skipped += 1;

@@ -44,7 +44,13 @@ impl<'a, T: DeserializeOwned> Decoded<'a, T> {
 pub(crate) fn decode<T: DeserializeOwned>(object: Map<String, Value>) -> Result<(T, Given), InvalidRequest> {
     let (object, given) = normalise(object)?;
     let value = Value::Object(object);
-    let request = serde_path_to_error::deserialize(&value).map_err(|e| {
+    // The contract's types that replies carry too (`repeat`, a message attribute, a window)
+    // read unknown fields leniently, for older clients; a request is refused for one all the
+    // same, named as serde's own refusal names one.
+    let mut ignored: Vec<Vec<Owned>> = Vec::new();
+    let mut track = |path: serde_ignored::Path<'_>| ignored.push(owned(&path));
+    let tracked = serde_ignored::Deserializer::new(&value, &mut track);
+    let request = serde_path_to_error::deserialize(tracked).map_err(|e| {
         let segments: Vec<Segment<'_>> = e
             .path()
             .iter()
@@ -56,7 +62,45 @@ pub(crate) fn decode<T: DeserializeOwned>(object: Map<String, Value>) -> Result<
             .collect();
         reword(&given, &segments, at(&value, &segments), &e.inner().to_string())
     })?;
+    if let Some(path) = ignored.first() {
+        let segments: Vec<Segment<'_>> = path
+            .iter()
+            .map(|s| match s {
+                Owned::Key(k) => Segment::Key(k),
+                Owned::Index(i) => Segment::Index(*i),
+            })
+            .collect();
+        let name = match segments.last() {
+            Some(Segment::Key(k)) => *k,
+            _ => "",
+        };
+        return Err(reword(&given, &segments, None, &format!("unknown field `{name}`")));
+    }
     Ok((request, given))
+}
+
+/// A step of the path to a field serde ignored, kept past the callback.
+enum Owned {
+    Key(String),
+    Index(usize),
+}
+
+fn owned(path: &serde_ignored::Path<'_>) -> Vec<Owned> {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => Vec::new(),
+        Path::Seq { parent, index } => {
+            let mut p = owned(parent);
+            p.push(Owned::Index(*index));
+            p
+        }
+        Path::Map { parent, key } => {
+            let mut p = owned(parent);
+            p.push(Owned::Key(key.clone()));
+            p
+        }
+        Path::Some { parent } | Path::NewtypeStruct { parent } | Path::NewtypeVariant { parent } => owned(parent),
+    }
 }
 
 /// The value at a path into the request, if there is one.
@@ -217,6 +261,11 @@ mod tests {
                 "windows[0].weekday",
                 "is not a known field",
             ),
+            (
+                json!({"queue": "q", "message_body": "x", "repeat": {"every_s": 60, "jitter_s": 5}}),
+                "repeat.jitter_s",
+                "is not a known field",
+            ),
         ] {
             let e = refusal::<Job>(request.clone());
             assert_eq!((e.field.as_str(), e.rule.as_str()), (field, rule), "{request}");
@@ -233,6 +282,36 @@ mod tests {
         );
         let e = refusal::<Stats>(json!({"queue": "q", "buckets": 5_000_000_000u64}));
         assert_eq!(e.field, "buckets");
+    }
+
+    /// The types replies share read unknown fields for older clients; requests are refused
+    /// for them all the same, inside a batch too.
+    #[test]
+    fn a_request_is_refused_for_a_field_that_the_lenient_reply_types_would_ignore() {
+        let Value::Object(o) = json!({"jobs": [
+            {"queue": "q", "message_body": "x"},
+            {"queue": "q", "message_body": "x", "repeat": {"cron": "* * * * *", "later": true}},
+        ]}) else {
+            unreachable!("a test object")
+        };
+        let e = decode::<sqs_waiter_contract::EnqueueMany>(o).unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.rule.as_str()),
+            ("jobs[1].repeat.later", "is not a known field")
+        );
+        // A `catch_up` this contract does not know reads as `Unknown` (for replies), and a
+        // request naming one is refused by the repeat rules (wire::repeat_rules).
+        let (job, _) = decode::<Job>(
+            json!({"queue": "q", "message_body": "x", "repeat": {"every_s": 60, "catch_up": "later"}})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            job.repeat.and_then(|r| r.catch_up),
+            Some(sqs_waiter_contract::CatchUp::Unknown)
+        );
     }
 
     #[test]

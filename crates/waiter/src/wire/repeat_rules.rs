@@ -3,7 +3,7 @@
 //! `repeat.expression`, `schedule`, ...) and the rule it broke.
 
 use chrono::{DateTime, Utc};
-use sqs_waiter_contract::{Repeat, MAX_COUNT, MAX_EVERY_S, MIN_EVERY_S};
+use sqs_waiter_contract::{CatchUp, Repeat, MAX_COUNT, MAX_EVERY_S, MIN_EVERY_S};
 
 use super::normalise::Given;
 use crate::error::InvalidRequest;
@@ -45,6 +45,13 @@ pub(crate) fn check_repeat(
             ))
         }
     };
+    // Read leniently for replies (`Unknown`), refused here as serde refused it before.
+    if r.catch_up == Some(CatchUp::Unknown) {
+        return Err(InvalidRequest::new(
+            sub("catch_up"),
+            r#"must be one of "skip", "one", "all""#,
+        ));
+    }
     if let Some(c) = r.count {
         if !(1..=MAX_COUNT).contains(&c) {
             return Err(InvalidRequest::new(

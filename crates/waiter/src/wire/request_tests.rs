@@ -372,3 +372,15 @@ fn eventbridge_at_is_read_in_its_zone_and_its_expressions_repeat() {
     assert_eq!(shown.expression.as_deref(), Some("cron(0 9 ? * MON-FRI *)"));
     assert_eq!((shown.cron, shown.every_s), (None, None));
 }
+
+/// `catch_up` reads a name it does not know as `Unknown` (an older client reads a newer
+/// function's replies); in a request it is refused with the rule serde gave before.
+#[test]
+fn a_catch_up_this_release_does_not_know_is_refused_naming_the_policies() {
+    let e = job(json!({"queue": "orders", "message_body": "x", "repeat": {"every_s": 60, "catch_up": "later"}}))
+        .unwrap_err();
+    assert_eq!(
+        (e.field.as_str(), e.rule.as_str()),
+        ("repeat.catch_up", r#"must be one of "skip", "one", "all""#)
+    );
+}
