@@ -277,6 +277,7 @@ fn decode_attributes(item: &Item) -> Result<Attributes, String> {
 
 /// What `View::Keys` reads: the table's and the index's keys, and what orders due jobs under
 /// a rate budget (`INDEX_INCLUDED_ATTRIBUTES`).
+/// The keys come first (`decode_index_entry` reads them alone).
 pub const ATTRIBUTES_OF_KEYS: &[&str] = &[A_SCHEDULER, A_JOB_ID, A_PERFORM_AT, A_PRIORITY, A_WEIGHT];
 
 /// The non-key attributes the due index of a table the stacks create projects (`INCLUDE`):
@@ -416,6 +417,18 @@ pub fn decode_view(queue: &QueueName, mut item: Item, view: View) -> Result<Stor
         maybe_delivered_at: take_t(item, A_MAYBE_DELIVERED_AT)?,
         paused_at: take_t(item, A_PAUSED_AT)?,
     })
+}
+
+/// An entry of a due-index page (`View::Keys`). One whose ranking attributes this release
+/// cannot read (a later release widened `weight` or `priority`, say) is still answered by its
+/// keys, ranked by the defaults: the consistent re-read then checks its format and leaves it
+/// untouched, counted, its FIFO group held (issue 82). Only damaged keys skip it.
+pub fn decode_index_entry(queue: &QueueName, item: Item) -> Result<StoredJob, String> {
+    let keys: Item = ATTRIBUTES_OF_KEYS[..3]
+        .iter()
+        .filter_map(|name| item.get(*name).map(|v| ((*name).to_owned(), v.clone())))
+        .collect();
+    decode_view(queue, item, View::Keys).or_else(|_| decode_view(queue, keys, View::Keys))
 }
 
 /// History record to item: the job's key, `purge_at` for DynamoDB's TTL, and the message only

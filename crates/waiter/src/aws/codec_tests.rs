@@ -266,6 +266,39 @@ fn the_keys_view_is_what_the_narrow_index_holds() {
     assert_eq!(ATTRIBUTES_OF_KEYS, expected.as_slice());
 }
 
+/// Issue 82 (1): an index entry whose `weight` or `priority` this release cannot read (a later
+/// release widened it) is answered by its keys, for the consistent re-read to judge; one whose
+/// keys are damaged is skipped.
+#[test]
+fn an_index_entry_with_ranking_this_release_cannot_read_is_answered_by_its_keys() {
+    let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+    let job = stored("orders", "wide", at, 4);
+    let q = job.job.queue.clone();
+    let entry = |extra: &[(&str, &str)]| {
+        let mut i: Item = encode(&job)
+            .into_iter()
+            .filter(|(k, _)| ATTRIBUTES_OF_KEYS.contains(&k.as_str()))
+            .collect();
+        for (k, v) in extra {
+            i.insert((*k).to_owned(), AttributeValue::N((*v).to_owned()));
+        }
+        i
+    };
+    for wide in [[(A_WEIGHT, "70000")], [(A_PRIORITY, "1001")]] {
+        let item = entry(&wide);
+        assert!(decode_view(&q, item.clone(), View::Keys).is_err(), "{wide:?}");
+        let read = decode_index_entry(&q, item).unwrap();
+        assert_eq!((read.key(), read.job.perform_at), (job.key(), at), "{wide:?}");
+        assert_eq!(
+            (read.job.priority, read.job.weight),
+            (DEFAULT_PRIORITY, DEFAULT_WEIGHT)
+        );
+    }
+    let mut damaged = entry(&[]);
+    damaged.insert(A_PERFORM_AT.into(), AttributeValue::S("soon".into()));
+    assert!(decode_index_entry(&q, damaged).is_err());
+}
+
 #[test]
 fn a_series_round_trips_with_its_rule_end_policy_count_and_held_occurrence() {
     use crate::repeat::{CatchUp, Cron, Every, Expression, Series};

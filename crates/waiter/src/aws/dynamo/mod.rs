@@ -390,7 +390,7 @@ impl DueIndex for DynamoStore {
                     .items
                     .unwrap_or_default()
                     .into_iter()
-                    .filter_map(|item| match decode_view(queue, item, View::Keys) {
+                    .filter_map(|item| match decode_index_entry(queue, item) {
                         Ok(j) => Some(j),
                         Err(reason) => {
                             error!(queue = %queue, partition = ?partition, reason, "unreadable item skipped");
@@ -444,7 +444,7 @@ impl DueIndex for DynamoStore {
             .unwrap_or_default()
             .into_iter()
             .next()
-            .and_then(|item| decode_view(queue, item, View::Keys).ok()))
+            .and_then(|item| decode_index_entry(queue, item).ok()))
     }
 
     async fn shard_counts(&self, queue: &QueueName, current: u32) -> Result<Vec<u32>, PortError> {
