@@ -35,11 +35,19 @@ impl Leases for DynamoStore {
                 // Debts stay on the item until it is released or handed on again, so that an
                 // SDK retry of this call (whose first attempt was applied) still reads them.
                 .update_expression("SET #owner = :owner, #until = :until, #horizon = :horizon, #started = :now")
-                .condition_expression("attribute_not_exists(#until) OR #until < :now OR #owner = :owner")
+                // A lease a later release marked (`item_format`: its debts hold a record of its
+                // format) is not written at all: taking it over would move its times and lock
+                // that release out (issue 82).
+                .condition_expression(
+                    "(attribute_not_exists(#until) OR #until < :now OR #owner = :owner) \
+                     AND (attribute_not_exists(#format) OR #format <= :format)",
+                )
                 .expression_attribute_names("#owner", A_LEASE_OWNER)
                 .expression_attribute_names("#until", A_LEASE_UNTIL)
                 .expression_attribute_names("#horizon", A_LEASE_HORIZON)
                 .expression_attribute_names("#started", A_LEASE_STARTED)
+                .expression_attribute_names("#format", A_ITEM_FORMAT)
+                .expression_attribute_values(":format", AttributeValue::N(ITEM_FORMAT.to_string()))
                 .expression_attribute_values(":owner", AttributeValue::S(lease.owner.clone()))
                 .expression_attribute_values(":until", n(lease.until))
                 .expression_attribute_values(":horizon", n(horizon))
@@ -52,13 +60,10 @@ impl Leases for DynamoStore {
             Ok(out) => {
                 let old = out.attributes.unwrap_or_default();
                 if let Some(format) = debts_newer_format(&old) {
-                    // A later release handed this lease on: settling its debts is that
-                    // release's. This run leaves the partition and the debts as they are, and the
-                    // lease lapses back to it once the functions are updated.
-                    return Err(PortError::Transient {
-                        operation: "UpdateItem",
-                        source: format!("the lease of {queue}#{shard}: {}", newer_reason(format)).into(),
-                    });
+                    // A record of a later format in debts that the lease item does not mark
+                    // (the condition above keeps out every marked one): settling them is that
+                    // release's. This run leaves the partition and the debts as they are.
+                    return Err(later_release(queue, shard, format));
                 }
                 let debts = decode_debts(queue, &old).unwrap_or_else(|reason| {
                     // The next run re-reads and re-sends what its index shows, as after a crash.
@@ -96,13 +101,18 @@ impl Leases for DynamoStore {
                 })
             }
             Err(e) if is_condition_failed(&e) => {
-                let held = match e.into_service_error() {
+                let old = match e.into_service_error() {
                     aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c) => {
-                        c.item.as_ref().and_then(decode_lease)
+                        c.item
                     }
                     _ => None,
                 };
-                Ok(LeaseOutcome::Held(held))
+                if let Some(format) = old.as_ref().and_then(debts_newer_format) {
+                    // Marked by a later release, held or not: nothing was written, and the
+                    // partition waits for the functions to be updated.
+                    return Err(later_release(queue, shard, format));
+                }
+                Ok(LeaseOutcome::Held(old.as_ref().and_then(decode_lease)))
             }
             Err(e) => Err(classify("UpdateItem", &self.resource(queue), e)),
         }
@@ -202,5 +212,13 @@ impl Leases for DynamoStore {
         };
         let (horizon, until) = (time(A_LEASE_HORIZON), time(A_LEASE_UNTIL));
         Ok(horizon.is_some_and(|h| h >= perform_at) && until.is_some_and(|u| u >= since))
+    }
+}
+
+/// A lease that a later release handed on: retryable, naming the format and the release.
+fn later_release(queue: &QueueName, shard: u32, format: u64) -> PortError {
+    PortError::Transient {
+        operation: "UpdateItem",
+        source: format!("the lease of {queue}#{shard}: {}", newer_reason(format)).into(),
     }
 }
