@@ -9,6 +9,8 @@ use serde_json::{json, Value};
 
 #[path = "manage/expressions.rs"]
 mod expressions;
+#[path = "manage/format_writes.rs"]
+mod format_writes;
 #[path = "manage/pause.rs"]
 mod pause;
 #[path = "manage/rights.rs"]

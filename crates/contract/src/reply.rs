@@ -441,7 +441,9 @@ mod tests {
             (failure.error_type, failure.retryable),
             (crate::ErrorType::Unknown, true)
         );
-        let list: ListReply = serde_json::from_value(json!({"queue": "q", "jobs": [results[0].as_ref().unwrap()], "cursor": null})).unwrap();
+        let list: ListReply =
+            serde_json::from_value(json!({"queue": "q", "jobs": [results[0].as_ref().unwrap()], "cursor": null}))
+                .unwrap();
         assert_eq!(list.jobs.len(), 1);
     }
 }

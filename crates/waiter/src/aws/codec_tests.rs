@@ -289,10 +289,7 @@ fn an_index_entry_with_ranking_this_release_cannot_read_is_answered_by_its_keys(
         assert!(decode_view(&q, item.clone(), View::Keys).is_err(), "{wide:?}");
         let read = decode_index_entry(&q, item).unwrap();
         assert_eq!((read.key(), read.job.perform_at), (job.key(), at), "{wide:?}");
-        assert_eq!(
-            (read.job.priority, read.job.weight),
-            (DEFAULT_PRIORITY, DEFAULT_WEIGHT)
-        );
+        assert_eq!((read.job.priority, read.job.weight), (DEFAULT_PRIORITY, DEFAULT_WEIGHT));
     }
     let mut damaged = entry(&[]);
     damaged.insert(A_PERFORM_AT.into(), AttributeValue::S("soon".into()));

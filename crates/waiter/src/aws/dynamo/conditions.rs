@@ -40,12 +40,19 @@ pub(super) fn lease_does_not_cover(
 /// The condition that the stored item is still this edition of a job: the same life
 /// (`enqueued_at`) and the same version. Items written before versions existed read as version
 /// 1, and items written before `enqueued_at` was stored match any life.
+///
+/// And of a format this release reads (issue 82): a write of an item read a moment ago never
+/// lands on one a later release wrote since, whatever that release did to `version`. A whole
+/// item written back drops what this release does not know; a later release whose attribute
+/// must outlive an earlier one's rewrite raises the format on the items that carry it
+/// (docs/upgrades.md "Item formats"), and this condition is what makes that rule hold.
 pub(super) fn same_edition(edition: Edition) -> &'static str {
     if edition.version == 1 {
         "attribute_exists(perform_at) AND (attribute_not_exists(#e) OR #e = :e) \
-         AND (attribute_not_exists(#v) OR #v = :v)"
+         AND (attribute_not_exists(#v) OR #v = :v) AND (attribute_not_exists(#f) OR #f <= :f)"
     } else {
-        "attribute_exists(perform_at) AND (attribute_not_exists(#e) OR #e = :e) AND #v = :v"
+        "attribute_exists(perform_at) AND (attribute_not_exists(#e) OR #e = :e) AND #v = :v \
+         AND (attribute_not_exists(#f) OR #f <= :f)"
     }
 }
 
@@ -64,6 +71,8 @@ macro_rules! if_same_edition {
             .condition_expression($condition)
             .expression_attribute_names("#v", A_VERSION)
             .expression_attribute_names("#e", A_ENQUEUED_AT)
+            .expression_attribute_names("#f", A_ITEM_FORMAT)
+            .expression_attribute_values(":f", AttributeValue::N(ITEM_FORMAT.to_string()))
             .expression_attribute_values(":v", AttributeValue::N($edition.version.to_string()))
             .expression_attribute_values(":e", n($edition.enqueued_at))
     };

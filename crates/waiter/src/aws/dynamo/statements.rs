@@ -94,6 +94,12 @@ fn push_edition_condition(text: &mut String, edition: Edition) -> [AttributeValu
         push_quoted(text, A_VERSION);
         text.push_str(" = ?");
     }
+    // Of a format this release reads, as `same_edition` (issue 82).
+    text.push_str(" AND (");
+    push_quoted(text, A_ITEM_FORMAT);
+    text.push_str(" IS MISSING OR ");
+    push_quoted(text, A_ITEM_FORMAT);
+    text.push_str(&format!(" <= {ITEM_FORMAT})"));
     [n(edition.enqueued_at), AttributeValue::N(edition.version.to_string())]
 }
 

@@ -85,7 +85,7 @@ fn a_removal_is_a_delete_on_the_keys_and_the_edition() {
     assert_eq!(
         s.statement,
         "DELETE FROM \"t.orders\" WHERE \"scheduler\" = ? AND \"job_id\" = ? AND \"perform_at\" IS NOT MISSING \
-         AND (\"enqueued_at\" IS MISSING OR \"enqueued_at\" = ?) AND (\"version\" IS MISSING OR \"version\" = ?)"
+         AND (\"enqueued_at\" IS MISSING OR \"enqueued_at\" = ?) AND (\"version\" IS MISSING OR \"version\" = ?) AND (\"item_format\" IS MISSING OR \"item_format\" <= 1)"
     );
     let keys = key(&q, &job.key());
     let p = s.parameters.expect("parameters");
@@ -96,7 +96,12 @@ fn a_removal_is_a_delete_on_the_keys_and_the_edition() {
     // A later edition must carry its version: a missing one no longer matches.
     job.version = 2;
     let s = removal_statement(&q, "t.orders", &retired(&job, None), None).expect("statement");
-    assert!(s.statement.ends_with("AND \"version\" = ?"), "{}", s.statement);
+    assert!(
+        s.statement
+            .ends_with("AND \"version\" = ? AND (\"item_format\" IS MISSING OR \"item_format\" <= 1)"),
+        "{}",
+        s.statement
+    );
     assert_eq!(s.parameters.expect("parameters")[3], AttributeValue::N("2".into()));
 }
 
@@ -136,7 +141,7 @@ fn a_removal_with_a_record_turns_the_item_into_it_and_removes_every_other_attrib
         assert!(
             text.ends_with(
                 "WHERE \"scheduler\" = ? AND \"job_id\" = ? AND \"perform_at\" IS NOT MISSING \
-                 AND (\"enqueued_at\" IS MISSING OR \"enqueued_at\" = ?) AND \"version\" = ?"
+                 AND (\"enqueued_at\" IS MISSING OR \"enqueued_at\" = ?) AND \"version\" = ? AND (\"item_format\" IS MISSING OR \"item_format\" <= 1)"
             ),
             "{text}"
         );
@@ -166,7 +171,7 @@ fn a_series_move_sets_its_next_occurrence_and_version_and_keeps_the_rest() {
         "UPDATE \"t\" SET \"occurrences\" = ? SET \"perform_at\" = ? SET \"version\" = ? REMOVE \"repeat_held\" \
          REMOVE \"maybe_delivered_at\" WHERE \"scheduler\" = ? \
          AND \"job_id\" = ? AND \"perform_at\" IS NOT MISSING AND (\"enqueued_at\" IS MISSING OR \"enqueued_at\" = ?) \
-         AND \"version\" = ?"
+         AND \"version\" = ? AND (\"item_format\" IS MISSING OR \"item_format\" <= 1)"
     );
     let p = s.parameters.expect("parameters");
     assert_eq!(p[0], AttributeValue::N("5".into()));
