@@ -280,6 +280,10 @@ pub fn stats(s: &StatsReply, width: usize) -> String {
     if s.paused_jobs > 0 {
         out.push_str(&format!("paused jobs {}\n", s.paused_jobs));
     }
+    if let Some(formats) = &s.formats {
+        let each: Vec<String> = formats.iter().map(|(f, n)| format!("{f}: {n}")).collect();
+        out.push_str(&format!("item formats  {}\n", each.join(", ")));
+    }
     if s.overdue > 0 {
         let line = format!("overdue    {}   oldest {} overdue", s.overdue, span(s.oldest_overdue_s));
         out.push_str(&format!("{}\n", style(line).red().bold()));

@@ -277,12 +277,14 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
             queue,
             buckets,
             bucket_s,
+            formats,
         } => {
             let reply = client
                 .stats(&Stats {
                     queue: queue.clone(),
                     buckets: Some(*buckets),
                     bucket_s: Some(*bucket_s),
+                    formats: formats.then_some(true),
                 })
                 .await?;
             if cli.json {

@@ -193,3 +193,13 @@ fn list_and_get_show_a_series_repetition() {
     );
     assert!(!render::jobs(&jobs[2..], false).contains("REPEATS"));
 }
+
+/// `stats --formats`: the queue's items by item format, before a rollback (issue 82).
+#[test]
+fn stats_with_formats_names_each_format_and_its_items() {
+    console::set_colors_enabled(false);
+    let mut s = stats();
+    assert!(!render::stats(&s, 80).contains("item formats"), "only when asked");
+    s.formats = Some([("1".to_owned(), 10_400), ("2".to_owned(), 12)].into());
+    assert!(render::stats(&s, 80).contains("item formats  1: 10400, 2: 12"));
+}

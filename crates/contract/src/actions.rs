@@ -424,6 +424,11 @@ pub struct Stats {
     /// 1 to 2,592,000, 3600 when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bucket_s: Option<u64>,
+    /// Also count every item of the queue by its item format (`formats` in the reply): what
+    /// a rollback leaves waiting (docs/upgrades.md). Reads every item of the queue's table
+    /// once, billed by size (docs/cost.md); `false` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub formats: Option<bool>,
 }
 
 #[cfg(test)]

@@ -352,6 +352,10 @@ pub struct StatsReply {
     pub bucket_s: u64,
     /// Jobs due in `[from, to)`; the last bucket is open-ended.
     pub histogram: Vec<Bucket>,
+    /// With `formats`: the queue's items (jobs, parked jobs, history records, leases) by item
+    /// format (`"1"`, `"2"`, ...; one the function cannot read as a whole number is `"?"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub formats: Option<BTreeMap<String, u64>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -199,6 +199,7 @@ async fn every_action_is_read_as_the_contract_writes_it_and_every_reply_reads_ba
             queue: orders(),
             buckets: Some(4),
             bucket_s: Some(86_400),
+            formats: None,
         },
     )
     .await;

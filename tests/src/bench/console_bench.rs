@@ -80,6 +80,7 @@ pub async fn console_bench(runs: usize, profile: Profile) -> ConsoleBench {
                 queue: "orders".into(),
                 buckets: Some(24),
                 bucket_s: Some(3600),
+                formats: None,
             })
             .await
             .expect("stats");

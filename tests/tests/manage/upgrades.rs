@@ -103,6 +103,12 @@ async fn items_of_a_later_format_are_left_untouched_counted_and_hold_their_fifo_
     f1.insert("weight".into(), AttributeValue::N("70000".into()));
     put(&ddb, "waiter-billing.fifo", f1.clone()).await;
 
+    // What an operator reads before a rollback (docs/upgrades.md step 2): every item by format,
+    // the ones no run has met yet too.
+    let stats = s
+        .enqueue_ok(json!({"action": "stats", "queue": "orders", "formats": true}))
+        .await;
+    assert_eq!(stats["formats"], json!({"1": 1, "2": 1}), "{stats}");
     let run = s.poll().await;
     assert_eq!(run["unreadable"], 2, "b and f1 met and counted: {run}");
     assert_eq!(run["dispatched"], 2, "a and h1 only: {run}");

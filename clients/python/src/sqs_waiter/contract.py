@@ -514,6 +514,7 @@ Stats = TypedDict(
     {
         "bucket_s": NotRequired[int | None],
         "buckets": NotRequired[int | None],
+        "formats": NotRequired[bool | None],
         "queue": str,
     },
 )
@@ -523,6 +524,7 @@ StatsReply = TypedDict(
     "StatsReply",
     {
         "bucket_s": int,
+        "formats": NotRequired[dict[str, int] | None],
         "histogram": list[Bucket],
         "next_due": NotRequired[str | None],
         "now": str,

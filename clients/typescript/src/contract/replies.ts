@@ -450,6 +450,13 @@ export interface StatsReply {
    */
   bucket_s: number;
   /**
+   * With `formats`: the queue's items (jobs, parked jobs, history records, leases) by item
+   * format (`"1"`, `"2"`, ...; one the function cannot read as a whole number is `"?"`).
+   */
+  formats?: {
+    [k: string]: number | undefined;
+  } | null;
+  /**
    * Jobs due in `[from, to)`; the last bucket is open-ended.
    */
   histogram: Bucket[];

@@ -560,6 +560,12 @@ export interface Stats {
    */
   buckets?: number | null;
   /**
+   * Also count every item of the queue by its item format (`formats` in the reply): what
+   * a rollback leaves waiting (docs/upgrades.md). Reads every item of the queue's table
+   * once, billed by size (docs/cost.md); `false` when absent.
+   */
+  formats?: boolean | null;
+  /**
    * The queue, one of the deployment's `WAITER_QUEUES`.
    */
   queue: string;

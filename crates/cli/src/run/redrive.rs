@@ -55,6 +55,7 @@ pub(super) async fn all(cli: &Cli, client: &Client, queue: &str) -> Result<Ended
             queue: queue.into(),
             buckets: Some(1),
             bucket_s: None,
+            formats: None,
         })
         .await?
         .parked;

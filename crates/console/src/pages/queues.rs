@@ -23,6 +23,7 @@ pub(crate) async fn page_of(c: &Shared, flash: Option<&str>) -> Response {
                 queue: q.queue.clone(),
                 buckets: Some(24),
                 bucket_s: Some(3600),
+                formats: None,
             })
             .await
             .map_err(|e| e.to_string());

@@ -73,6 +73,22 @@ where
             .try_collect()
             .await?;
         let parked = self.store.count(&q.queue, Partition::Parked, epoch, max_time()).await?;
+        // Asked for only: a read of every item of the queue (docs/cost.md).
+        let formats = match q.formats {
+            true => {
+                let numbers: Vec<u32> = self
+                    .shards_in_use(&q.queue)
+                    .await?
+                    .into_iter()
+                    .filter_map(|p| match p {
+                        Partition::Shard(n) => Some(n),
+                        Partition::Parked => None,
+                    })
+                    .collect();
+                Some(self.store.count_formats(&q.queue, &numbers).await?)
+            }
+            false => None,
+        };
         let paused_at = self.store.queue_paused(&q.queue).await?;
 
         let mut histogram = vec![0u64; edges.len()];
@@ -111,6 +127,7 @@ where
             next_due,
             bucket_s: u64::from(q.bucket_s),
             histogram: buckets,
+            formats,
         })
     }
 }

@@ -15,7 +15,7 @@ use crate::job::Job;
 pub use pause::{PauseGate, PAUSE_CHECK_FRESH, PAUSE_SETTLE};
 pub use queue::{default_deduplication_id, EntryOutcome, MessageQueue, OutgoingMessage};
 pub use store::{
-    with_ended, DueIndex, EndedPause, JobStore, Jobs, Leases, Parking, Pauses, QueuePause, RateLedger, View,
+    with_ended, Census, DueIndex, EndedPause, JobStore, Jobs, Leases, Parking, Pauses, QueuePause, RateLedger, View,
     RECENT_PAUSES,
 };
 

@@ -462,7 +462,20 @@ pub fn with_ended(mut ended: Vec<EndedPause>, pause: EndedPause) -> Vec<EndedPau
 /// is missed, however many pauses came before the next run that reaches the series.
 pub const RECENT_PAUSES: usize = 10;
 
-/// A whole store: every capability. Implemented for anything that has them all.
-pub trait JobStore: Jobs + DueIndex + Parking + Leases + RateLedger + Pauses {}
+/// A queue's items counted by the item format they carry (docs/upgrades.md "Rolling back").
+#[async_trait]
+pub trait Census: Send + Sync + 'static {
+    /// The jobs and history records in `shards` and the parked partition, and the shards'
+    /// leases, by item format (`"1"`, `"2"`, ...; `"?"` for a value that is no whole number).
+    /// Reads each such item once: billed by size, eventually consistent.
+    async fn count_formats(
+        &self,
+        queue: &QueueName,
+        shards: &[u32],
+    ) -> Result<std::collections::BTreeMap<String, u64>, PortError>;
+}
 
-impl<T: Jobs + DueIndex + Parking + Leases + RateLedger + Pauses> JobStore for T {}
+/// A whole store: every capability. Implemented for anything that has them all.
+pub trait JobStore: Jobs + DueIndex + Parking + Leases + RateLedger + Pauses + Census {}
+
+impl<T: Jobs + DueIndex + Parking + Leases + RateLedger + Pauses + Census> JobStore for T {}

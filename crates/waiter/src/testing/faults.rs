@@ -488,6 +488,17 @@ impl<Q: MessageQueue> MessageQueue for FaultyQueue<Q> {
 }
 
 #[async_trait]
+impl<S: JobStore> crate::ports::Census for FaultyStore<S> {
+    async fn count_formats(
+        &self,
+        q: &QueueName,
+        shards: &[u32],
+    ) -> Result<std::collections::BTreeMap<String, u64>, PortError> {
+        faulty!(self.faults, "Query", self.inner.count_formats(q, shards).await)
+    }
+}
+
+#[async_trait]
 impl<S: JobStore> Pauses for FaultyStore<S> {
     async fn queue_pause(&self, q: &QueueName) -> Result<QueuePause, PortError> {
         faulty!(self.faults, "GetItem", self.inner.queue_pause(q).await)

@@ -232,3 +232,46 @@ impl Pauses for MemStore {
             .count() as u64)
     }
 }
+
+/// Items of a later format are the `unreadable` ones; everything else this release wrote.
+#[async_trait]
+impl crate::ports::Census for MemStore {
+    async fn count_formats(
+        &self,
+        queue: &QueueName,
+        shards: &[u32],
+    ) -> Result<std::collections::BTreeMap<String, u64>, PortError> {
+        let s = self.state.lock().unwrap();
+        let held = |p: &Partition| match p {
+            Partition::Shard(n) => shards.contains(n),
+            Partition::Parked => true,
+        };
+        let mut formats = std::collections::BTreeMap::new();
+        let later = (crate::aws::codec::ITEM_FORMAT + 1).to_string();
+        for key in s
+            .items
+            .keys()
+            .chain(s.history.keys())
+            .filter(|k| &k.0 == queue && held(&k.1))
+        {
+            let format = if s.unreadable.contains(key) {
+                later.clone()
+            } else {
+                "1".to_owned()
+            };
+            *formats.entry(format).or_default() += 1;
+        }
+        let leases = s
+            .leases
+            .keys()
+            .chain(s.lease_debts.keys())
+            .chain(s.previous_runs.keys())
+            .filter(|(q, n)| q == queue && shards.contains(n))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        if leases > 0 {
+            *formats.entry("1".to_owned()).or_default() += leases as u64;
+        }
+        Ok(formats)
+    }
+}

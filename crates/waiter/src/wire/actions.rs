@@ -282,6 +282,8 @@ pub struct StatsQuery {
     pub queue: QueueName,
     pub buckets: u32,
     pub bucket_s: u32,
+    /// Count the queue's items by format too (a read of every item).
+    pub formats: bool,
 }
 
 impl TryFrom<Decoded<'_, sqs_waiter_contract::Stats>> for StatsQuery {
@@ -302,6 +304,7 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Stats>> for StatsQuery {
             queue: check_queue(&d.given, &r.queue, d.config)?,
             buckets: number("buckets", r.buckets.map(u64::from), DEFAULT_BUCKETS, MAX_BUCKETS)?,
             bucket_s: number("bucket_s", r.bucket_s, DEFAULT_BUCKET_S, MAX_BUCKET_S)?,
+            formats: r.formats.unwrap_or(false),
         })
     }
 }

@@ -31,6 +31,7 @@ use crate::ports::{
 };
 
 mod calls;
+mod census;
 mod chain;
 mod conditions;
 mod lease;
