@@ -418,3 +418,36 @@ pub async fn assert_stops_at_start_naming(emu: &Emulator, name: &str, settings: 
         f.log()
     );
 }
+
+/// A year with 2031's calendar (1 January a Wednesday, no 29 February), at least two years
+/// ahead: tests written with dates in 2031 (weekdays, `2#1`, Berlin's winter offset) read
+/// `future("2031-…")` and stay in the future whenever they run (issue 82).
+pub fn future_year() -> i32 {
+    use chrono::{Datelike, NaiveDate};
+    let calendar =
+        |y: i32| NaiveDate::from_ymd_opt(y, 1, 1).map(|d| (d.weekday(), NaiveDate::from_ymd_opt(y, 2, 29).is_some()));
+    let from = chrono::Utc::now().year() + 2;
+    (from..from + 40)
+        .find(|y| calendar(*y) == calendar(2031))
+        .unwrap_or(2031)
+}
+
+/// `text` with each `2031` read as `future_year()`.
+pub fn future(text: &str) -> String {
+    text.replace("2031", &future_year().to_string())
+}
+
+#[cfg(test)]
+mod future_tests {
+    use chrono::{Datelike, NaiveDate, Utc};
+
+    #[test]
+    fn the_future_year_has_2031s_calendar_and_is_two_years_ahead_at_least() {
+        let y = super::future_year();
+        assert!(y >= Utc::now().year() + 2, "{y}");
+        let d = |y: i32, m: u32, day: u32| NaiveDate::from_ymd_opt(y, m, day).map(|d| d.weekday());
+        assert_eq!(d(y, 1, 6), d(2031, 1, 6), "a Monday, as 6 January 2031");
+        assert_eq!(d(y, 12, 31), d(2031, 12, 31));
+        assert_eq!(super::future("at(2031-01-01T09:00:00)"), format!("at({y}-01-01T09:00:00)"));
+    }
+}

@@ -2,6 +2,7 @@
 //! `enqueue` function on the emulator. Human output is snapshot-tested (insta) on fixed jobs.
 
 use assert_cmd::Command;
+use e2e::rig::future;
 use e2e::runtime_api::{binary_path, Profile};
 use e2e::watch::serve_enqueue;
 use e2e::Watch;
@@ -62,9 +63,9 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
     let (_emu, watch, _url) = serve_enqueue("orders").await;
     // Fixed ids and times, so that the human output is the same on every run and backend.
     for (id, at) in [
-        ("cli-a", "2031-01-01T09:00:00Z"),
-        ("cli-b", "2031-01-01T09:00:00Z"),
-        ("cli-c", "2031-01-02T18:30:00.250Z"),
+        ("cli-a", future("2031-01-01T09:00:00Z")),
+        ("cli-b", future("2031-01-01T09:00:00Z")),
+        ("cli-c", future("2031-01-02T18:30:00.250Z")),
     ] {
         let out = ok(
             &watch,
@@ -73,7 +74,7 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
                 "orders",
                 "body",
                 "--at",
-                at,
+                &at,
                 "--id",
                 id,
                 "--attr",
@@ -85,11 +86,15 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
     let dup = ok(&watch, &["enqueue", "orders", "body", "--delay", "2h", "--id", "cli-a"]);
     assert!(dup.starts_with("duplicate: cli-a is already scheduled"), "{dup}");
 
-    insta::assert_snapshot!("list", ok(&watch, &["list", "orders"]));
-    insta::assert_snapshot!("list_limited", ok(&watch, &["list", "orders", "--limit", "2"]));
+    // The snapshots hold 2031, whichever year `future` read it as.
+    let year = e2e::rig::future_year().to_string();
+    insta::with_settings!({filters => vec![(year.as_str(), "2031")]}, {
+        insta::assert_snapshot!("list", ok(&watch, &["list", "orders"]));
+        insta::assert_snapshot!("list_limited", ok(&watch, &["list", "orders", "--limit", "2"]));
+    });
 
     let got: Value = serde_json::from_str(&ok(&watch, &["--json", "get", "orders", "cli-a"])).unwrap();
-    assert_eq!(got["perform_at"], "2031-01-01T09:00:00Z");
+    assert_eq!(got["perform_at"], future("2031-01-01T09:00:00Z"));
     assert_eq!(got["message_attributes"]["kind"]["string_value"], "invoice");
 
     let moved = ok(
@@ -99,14 +104,14 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
             "orders",
             "cli-b",
             "--at",
-            "2031-02-01T00:00:00Z",
+            &future("2031-02-01T00:00:00Z"),
             "--if-version",
             "1",
         ],
     );
     assert_eq!(
         moved.trim(),
-        "rescheduled cli-b on orders for 2031-02-01T00:00:00Z (version 2)"
+        future("rescheduled cli-b on orders for 2031-02-01T00:00:00Z (version 2)")
     );
     let conflict = refused(
         &watch,
@@ -132,14 +137,14 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
             "orders",
             "cli-b",
             "--schedule",
-            "at(2031-03-01T09:00:00)",
+            &future("at(2031-03-01T09:00:00)"),
             "--tz",
             "Asia/Tokyo",
         ],
     );
     assert_eq!(
         zoned.trim(),
-        "rescheduled cli-b on orders for 2031-03-01T00:00:00Z (version 3)"
+        future("rescheduled cli-b on orders for 2031-03-01T00:00:00Z (version 3)")
     );
     ok(
         &watch,
@@ -148,7 +153,7 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
             "orders",
             "tick",
             "--at",
-            "2031-01-01T00:00:00Z",
+            &future("2031-01-01T00:00:00Z"),
             "--every",
             "1h",
             "--id",
@@ -158,7 +163,7 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
     let body = ok(&watch, &["reschedule", "orders", "cli-hourly", "--body", "tock"]);
     assert_eq!(
         body.trim(),
-        "rescheduled cli-hourly on orders for 2031-01-01T00:00:00Z (version 2)"
+        future("rescheduled cli-hourly on orders for 2031-01-01T00:00:00Z (version 2)")
     );
     let got: Value = serde_json::from_str(&ok(&watch, &["--json", "get", "orders", "cli-hourly"])).unwrap();
     assert_eq!(
@@ -204,7 +209,7 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
             "orders",
             "body",
             "--at",
-            "2031-01-03T00:00:00Z",
+            &future("2031-01-03T00:00:00Z"),
             "--id",
             "cli-s",
             "--cron",
@@ -217,7 +222,10 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
             "10",
         ],
     );
-    assert_eq!(series.trim(), "scheduled cli-s on orders for 2031-01-03T08:00:00Z");
+    assert_eq!(
+        series.trim(),
+        future("scheduled cli-s on orders for 2031-01-03T08:00:00Z")
+    );
     let listed = ok(&watch, &["list", "orders"]);
     assert!(
         listed.contains("cron 0 9 * * MON-FRI Europe/Berlin, count 10, catch-up skip"),
@@ -231,7 +239,11 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
     // Preview: the stored series, asked of the function; a schedule, computed by the CLI alone.
     let previewed: Value =
         serde_json::from_str(&ok(&watch, &["--json", "preview", "orders", "cli-s", "-n", "2"])).unwrap();
-    assert_eq!(previewed["occurrences"][0]["at"], "2031-01-03T08:00:00Z", "{previewed}");
+    assert_eq!(
+        previewed["occurrences"][0]["at"],
+        future("2031-01-03T08:00:00Z"),
+        "{previewed}"
+    );
     let mut local = cli(&watch);
     local
         .env_remove("AWS_ENDPOINT_URL")
@@ -308,7 +320,7 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
             "orders",
             "v2",
             "--at",
-            "2031-01-05T00:00:00Z",
+            &future("2031-01-05T00:00:00Z"),
             "--id",
             "cli-d",
             "--on-duplicate",
@@ -317,7 +329,7 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
     );
     assert_eq!(
         replaced.trim(),
-        "replaced: cli-d on orders is now due 2031-01-05T00:00:00Z (version 2)"
+        future("replaced: cli-d on orders is now due 2031-01-05T00:00:00Z (version 2)")
     );
     let sent = ok(&watch, &["trigger", "orders", "cli-d"]);
     assert!(sent.starts_with("sent cli-d to orders (message "), "{sent}");
@@ -341,7 +353,7 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
         "orders",
         "eb",
         "--at",
-        "2031-01-04T00:00:00Z",
+        &future("2031-01-04T00:00:00Z"),
         "--id",
         "cli-eb",
         "--schedule",
@@ -351,7 +363,7 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
     ];
     assert_eq!(
         ok(&watch, &eb).trim(),
-        "scheduled cli-eb on orders for 2031-01-06T08:00:00Z"
+        future("scheduled cli-eb on orders for 2031-01-06T08:00:00Z")
     );
     assert!(
         ok(&watch, &["list", "orders"]).contains("cron(0 9 ? * 2-6 *) Europe/Berlin"),
@@ -362,12 +374,14 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
         "orders",
         "at",
         "--schedule",
-        "at(2031-01-01T09:00:00)",
+        &future("at(2031-01-01T09:00:00)"),
         "--tz",
         "Asia/Tokyo",
     ];
     assert!(
-        ok(&watch, &at).trim().ends_with(" on orders for 2031-01-01T00:00:00Z"),
+        ok(&watch, &at)
+            .trim()
+            .ends_with(&future(" on orders for 2031-01-01T00:00:00Z")),
         "09:00 in Tokyo"
     );
     assert!(refused(

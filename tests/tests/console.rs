@@ -12,6 +12,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
+use e2e::rig::future;
 use e2e::runtime_api::{binary_path, Profile};
 use e2e::watch::serve_enqueue;
 use e2e::webdriver::Browser;
@@ -192,13 +193,13 @@ async fn an_operator_manages_jobs_in_the_browser() {
 
     // Reschedule a job, then pause and resume it.
     b.goto(&format!("{home}/queues/orders/jobs/p001")).await;
-    b.fill("input[name=at]", "2031-01-01T09:00:00Z").await;
+    b.fill("input[name=at]", &future("2031-01-01T09:00:00Z")).await;
     b.click("form[action$='/reschedule'] button").await;
     assert_eq!(b.text(".flash").await, "reschedule: rescheduled");
     let moved = client.get("orders", "p001").await.expect("get");
     assert_eq!(
         moved.perform_at.map(|t| t.to_rfc3339()).as_deref(),
-        Some("2031-01-01T09:00:00+00:00")
+        Some(future("2031-01-01T09:00:00+00:00").as_str())
     );
     b.click("form[action$='/p001/pause'] button").await;
     assert_eq!(b.text(".flash").await, "pause: paused");

@@ -4,6 +4,7 @@
 //! place the first occurrence, `preview` reads them, and a one-off `at(...)` is its zone's
 //! local time.
 
+use e2e::rig::future;
 use std::time::Duration;
 
 use chrono::{TimeDelta, Timelike, Utc};
@@ -80,12 +81,12 @@ async fn eventbridge_expressions_send_from_the_table_and_show_as_given() {
     // AWS's numbering: 2#1 is the first Monday, 09:00 in Berlin (CET) from New Year's Day 2031.
     let r = s
         .enqueue_ok(json!({"queue": "orders", "job_id": "monthly", "message_body": "m",
-                           "perform_at": "2031-01-01T00:00:00Z", "time_zone": "Europe/Berlin",
-                           "repeat": {"expression": "cron(0 9 ? * 2#1 *)", "until": "2031-12-31T00:00:00Z"}}))
+                           "perform_at": future("2031-01-01T00:00:00Z"), "time_zone": "Europe/Berlin",
+                           "repeat": {"expression": "cron(0 9 ? * 2#1 *)", "until": future("2031-12-31T00:00:00Z")}}))
         .await;
     assert_eq!(
         parse_time(r["perform_at"].as_str().expect("perform_at")),
-        parse_time("2031-01-06T08:00:00Z")
+        parse_time(&future("2031-01-06T08:00:00Z"))
     );
     let listed = s
         .enqueue_ok(json!({"action": "list", "queue": "orders", "prefix": "monthly"}))
@@ -111,9 +112,9 @@ async fn eventbridge_expressions_send_from_the_table_and_show_as_given() {
     assert_eq!(
         local,
         [
-            "2031-01-06T09:00:00+01:00",
-            "2031-02-03T09:00:00+01:00",
-            "2031-03-03T09:00:00+01:00"
+            future("2031-01-06T09:00:00+01:00"),
+            future("2031-02-03T09:00:00+01:00"),
+            future("2031-03-03T09:00:00+01:00")
         ],
         "{preview}"
     );
@@ -121,11 +122,11 @@ async fn eventbridge_expressions_send_from_the_table_and_show_as_given() {
     // A one-off `at(...)`: 09:00 in Tokyo is midnight UTC.
     let r = s
         .enqueue_ok(json!({"queue": "orders", "job_id": "at", "message_body": "a",
-                           "schedule": "at(2031-01-01T09:00:00)", "time_zone": "Asia/Tokyo"}))
+                           "schedule": future("at(2031-01-01T09:00:00)"), "time_zone": "Asia/Tokyo"}))
         .await;
     assert_eq!(
         (r["status"].as_str(), r["perform_at"].as_str().map(parse_time)),
-        (Some("scheduled"), Some(parse_time("2031-01-01T00:00:00Z"))),
+        (Some("scheduled"), Some(parse_time(&future("2031-01-01T00:00:00Z")))),
         "{r}"
     );
     let at = s

@@ -5,6 +5,7 @@
 //! id), `cancel`, a cron series in a half-hour zone that finishes at its count and leaves its
 //! record, and an occurrence found late by the first run after it, sent (issue 60, defect 3).
 
+use e2e::rig::future;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -343,17 +344,17 @@ async fn a_fifo_series_sends_its_occurrences_in_order_each_with_its_own_deduplic
                         "repeat": {"every_s": 3600}}),
     )
     .await;
-    let monday = parse_time("2031-01-06T00:00:00Z");
+    let monday = parse_time(&future("2031-01-06T00:00:00Z"));
     let r = s
         .enqueue_ok(json!({"action": "reschedule", "queue": "orders", "job_id": "weekly",
                            "perform_at": rfc3339(monday), "time_zone": "America/New_York",
-                           "repeat": {"cron": "30 9 * * MON", "until": "2031-12-31T00:00:00Z"}}))
+                           "repeat": {"cron": "30 9 * * MON", "until": future("2031-12-31T00:00:00Z")}}))
         .await;
     assert_eq!(r["status"], "rescheduled", "{r}");
     // 09:30 in New York on Monday 6 January 2031 (EST, UTC-5).
     assert_eq!(
         parse_time(r["perform_at"].as_str().expect("perform_at")),
-        parse_time("2031-01-06T14:30:00Z"),
+        parse_time(&future("2031-01-06T14:30:00Z")),
         "{r}"
     );
     let g = s
