@@ -186,7 +186,8 @@ class Resolver:
         if "Fn::If" in v:
             cond, yes, no = v["Fn::If"]
             return self(yes if self.conditions.get(cond) else no)
-        return {k: self(x) for k, x in v.items()}
+        # A key whose value is AWS::NoValue is left out, as CloudFormation does.
+        return {k: x for k, x in ((k, self(x)) for k, x in v.items()) if x is not NO_VALUE}
 
 
 NO_VALUE = object()

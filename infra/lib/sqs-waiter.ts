@@ -27,72 +27,10 @@ import { placeAllowList } from "./allow-list.ts";
 import { grantQueueAccess, grantTableKey, INDEX_NAME } from "./grants.ts";
 import { cargoLambdaCdk, releaseCode } from "./code.ts";
 import { inRange } from "./ranges.ts";
+import { autoscaling, indexProjection, priorityOrder } from "./tables.ts";
 import { VERSION } from "./version.ts";
 
 export { INDEX_NAME };
-
-/** `priorityOrder` as the functions read it, or an error naming the prop (JS callers skip the type). */
-function priorityOrder(order: string | undefined): string {
-  if (order === undefined || order === "time" || order === "priority") {
-    return order ?? "time";
-  }
-  throw new Error(`SqsWaiter: priorityOrder must be "time" or "priority", got ${JSON.stringify(order)}`);
-}
-
-/** What the due index projects (codec INDEX_INCLUDED_ATTRIBUTES), or an error naming the prop. */
-function indexProjection(projection: string | undefined): Pick<dynamodb.GlobalSecondaryIndexProps, "projectionType" | "nonKeyAttributes"> {
-  if (projection === undefined || projection === "INCLUDE") {
-    return { projectionType: dynamodb.ProjectionType.INCLUDE, nonKeyAttributes: ["priority", "weight"] };
-  }
-  if (projection === "ALL") {
-    return { projectionType: dynamodb.ProjectionType.ALL };
-  }
-  throw new Error(`SqsWaiter: indexProjection must be "INCLUDE" or "ALL", got ${JSON.stringify(projection)}`);
-}
-
-/**
- * The autoscaling of a created table and its index (target tracking on reads, writes or both),
- * or undefined when no maximum is given; an error naming the prop where the props disagree.
- */
-function autoscaling(
-  props: SqsWaiterProps,
-  provisioned: boolean,
-  capacity: { readCapacity?: number; writeCapacity?: number },
-): ((table: dynamodb.Table) => void) | undefined {
-  const maxRead = props.maxReadCapacity === undefined ? undefined : inRange("maxReadCapacity", props.maxReadCapacity, 0);
-  const maxWrite = props.maxWriteCapacity === undefined ? undefined : inRange("maxWriteCapacity", props.maxWriteCapacity, 0);
-  const target = inRange("targetUtilizationPercent", props.targetUtilizationPercent, 70);
-  if (maxRead === undefined && maxWrite === undefined) {
-    if (props.targetUtilizationPercent !== undefined) {
-      throw new Error("SqsWaiter: targetUtilizationPercent needs maxReadCapacity or maxWriteCapacity");
-    }
-    return undefined;
-  }
-  if (!provisioned) {
-    throw new Error("SqsWaiter: maxReadCapacity and maxWriteCapacity need billingMode PROVISIONED (on demand scales by itself)");
-  }
-  for (const [prop, max, min] of [
-    ["maxReadCapacity", maxRead, capacity.readCapacity],
-    ["maxWriteCapacity", maxWrite, capacity.writeCapacity],
-  ] as const) {
-    if (max !== undefined && min !== undefined && max < min) {
-      throw new Error(`SqsWaiter: ${prop} (${max}) must be at least ${prop === "maxReadCapacity" ? "readCapacity" : "writeCapacity"} (${min}), autoscaling's minimum`);
-    }
-  }
-  const track = { targetUtilizationPercent: target };
-  return (table) => {
-    if (maxRead !== undefined) {
-      const reads = { minCapacity: capacity.readCapacity ?? 5, maxCapacity: maxRead };
-      table.autoScaleReadCapacity(reads).scaleOnUtilization(track);
-      table.autoScaleGlobalSecondaryIndexReadCapacity(INDEX_NAME, reads).scaleOnUtilization(track);
-    }
-    if (maxWrite !== undefined) {
-      const writes = { minCapacity: capacity.writeCapacity ?? 5, maxCapacity: maxWrite };
-      table.autoScaleWriteCapacity(writes).scaleOnUtilization(track);
-      table.autoScaleGlobalSecondaryIndexWriteCapacity(INDEX_NAME, writes).scaleOnUtilization(track);
-    }
-  };
-}
 
 /**
  * A queue's key for its table: its name when the app knows it (an imported queue, or a queue
@@ -153,6 +91,11 @@ export interface SqsWaiterProps {
    * again. Costs storage only. @default false
    */
   readonly historyBody?: boolean;
+  /**
+   * Every message carries its job's id as `waiter.job_id` where it leaves room under SQS's
+   * 10 attributes (`WAITER_JOB_ID_ATTRIBUTE`), so a consumer can retry it. @default true
+   */
+  readonly jobIdAttribute?: boolean;
   /**
    * Messages per second per queue the poller lets arrive (`WAITER_MAX_RATE`); jobs over it
    * arrive in the next seconds with room. 0 is unlimited.
@@ -360,6 +303,8 @@ export class SqsWaiter extends Construct {
       WAITER_FIFO_HOLD: String(fifoHoldS),
       WAITER_HISTORY_DAYS: String(inRange("historyDays", props.historyDays, 7)),
       WAITER_HISTORY_BODY: String(props.historyBody ?? false),
+      // Only when off: the default costs no byte of Lambda's 4 KB of environment.
+      ...(props.jobIdAttribute === false ? { WAITER_JOB_ID_ATTRIBUTE: "false" } : {}),
       WAITER_MAX_RATE: String(inRange("maxRate", props.maxRate, 0)),
       WAITER_PRIORITY_ORDER: priorityOrder(props.priorityOrder),
       WAITER_POLLER_GROUPS: String(pollerGroups),

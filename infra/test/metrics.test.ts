@@ -22,3 +22,19 @@ test("queueMetrics reaches both functions as WAITER_QUEUE_METRICS, on by default
     }
   }
 });
+
+// Issue 82 (13): every message carries waiter.job_id unless turned off; the default costs no
+// byte of Lambda's 4 KB of environment.
+test("jobIdAttribute false reaches both functions as WAITER_JOB_ID_ATTRIBUTE, absent by default", () => {
+  for (const jobIdAttribute of [undefined, true, false] as const) {
+    const stack = new Stack(newApp(), `JobId${String(jobIdAttribute)}`);
+    const queue = new sqs.Queue(stack, "Q");
+    new SqsWaiter(stack, "W", { queues: [queue], jobIdAttribute, enqueueCode: fakeCode(), pollerCode: fakeCode() });
+    const functions = Object.values(Template.fromStack(stack).findResources("AWS::Lambda::Function"));
+    const values = functions.map((f) => f.Properties.Environment.Variables.WAITER_JOB_ID_ATTRIBUTE);
+    const expected = jobIdAttribute === false ? "false" : undefined;
+    if (functions.length !== 2 || values.some((v) => v !== expected)) {
+      throw new Error(`jobIdAttribute ${jobIdAttribute}: ${JSON.stringify(values)}`);
+    }
+  }
+});

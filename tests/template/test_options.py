@@ -153,6 +153,18 @@ class Tracing(unittest.TestCase):
         self.assertEqual(TEMPLATE["Conditions"]["TracingActive"], {"Fn::Equals": [{"Ref": "Tracing"}, "Active"]})
 
 
+class JobIdAttribute(unittest.TestCase):
+    # Issue 82 (13): on by default, and then absent from the environment (4 KB, docs/deploy.md).
+    def test_on_by_default_and_set_only_when_off(self):
+        param = TEMPLATE["Parameters"]["JobIdAttribute"]
+        self.assertEqual((param["Default"], param["AllowedValues"]), ("true", ["true", "false"]))
+        env = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
+        self.assertEqual(env["WAITER_JOB_ID_ATTRIBUTE"],
+                         {"Fn::If": ["JobIdAttributeOff", "false", {"Ref": "AWS::NoValue"}]})
+        self.assertEqual(TEMPLATE["Conditions"]["JobIdAttributeOff"],
+                         {"Fn::Equals": [{"Ref": "JobIdAttribute"}, "false"]})
+
+
 class QueueMetrics(unittest.TestCase):
     # Issue 45, item 7: each queue's metrics are custom metrics billed by the month.
     def test_on_by_default_and_passed_to_both_functions(self):

@@ -98,7 +98,8 @@ async fn bodies_and_attributes_round_trip_byte_for_byte_on_both_routes() {
     for r in got {
         assert_eq!(r.message.body(), Some(body), "body unaltered");
         let attrs = r.message.message_attributes().expect("attributes");
-        assert_eq!(attrs.len(), 5);
+        assert_eq!(attrs.len(), 6, "the five given, and the job's own id");
+        assert!(attrs["waiter.job_id"].string_value().is_some_and(|id| !id.is_empty()));
         assert_eq!(attrs["kind"].string_value(), Some("invoice ✓"));
         assert_eq!(attrs["count"].data_type(), "Number");
         assert_eq!(attrs["count"].string_value(), Some("-12.50"));

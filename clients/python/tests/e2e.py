@@ -153,10 +153,15 @@ class AgainstTheFunction(unittest.TestCase):
         self.assertEqual(c.enqueue({"queue": QUEUE, "message_body": "work", "job_id": "py-r"})["status"], "sent")
         (first,) = receive(self.sqs, self.url, 1)
         self.assertEqual(sqs_waiter.attempt_of(sqs_waiter.attributes_of(first)), 1)
+        # Every message names its job where it leaves room (issue 82): the message alone is
+        # enough. One without the attribute needs the id it was enqueued under.
+        self.assertEqual(sqs_waiter.attributes_of(first)[contract.JOB_ID_ATTRIBUTE].get("string_value"), "py-r")
+        anonymous = {**first, "MessageAttributes": {k: v for k, v in first["MessageAttributes"].items()
+                                                    if k != contract.JOB_ID_ATTRIBUTE}}
         with self.assertRaises(NotAWaiterMessage) as refused:
-            c.retry_message(first, queue=QUEUE)
+            c.retry_message(anonymous, queue=QUEUE)
         self.assertIn("job_id", str(refused.exception))
-        reply = c.retry_message(first, queue=self.url, job_id="py-r",
+        reply = c.retry_message(first, queue=self.url,
                                 backoff={"base_s": 1, "jitter": False}, max_attempts=5, error="timeout")
         self.assertEqual((reply["status"], reply.get("attempt")), ("scheduled", 2))
         (second,) = receive(self.sqs, self.url, 1)

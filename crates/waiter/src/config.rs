@@ -31,6 +31,7 @@ pub const ENV_HISTORY_DAYS: &str = "WAITER_HISTORY_DAYS";
 pub const ENV_DIRECT_HISTORY: &str = "WAITER_DIRECT_HISTORY";
 pub const ENV_MAX_RATE: &str = "WAITER_MAX_RATE";
 pub const ENV_HISTORY_BODY: &str = "WAITER_HISTORY_BODY";
+pub const ENV_JOB_ID_ATTRIBUTE: &str = "WAITER_JOB_ID_ATTRIBUTE";
 pub const ENV_POLLER_GROUPS: &str = "WAITER_POLLER_GROUPS";
 pub const ENV_PRIORITY_ORDER: &str = "WAITER_PRIORITY_ORDER";
 /// Whether the functions print metrics per queue (dimension `Queue`); off, only per function.
@@ -127,6 +128,9 @@ pub struct Config {
     /// History records keep the job's message (body, attributes, group), so that `replay` can
     /// send a copy. Off by default: it stores every message a second time for `history_days`.
     pub history_body: bool,
+    /// Every message carries its job's id as `waiter.job_id` where it leaves room (on by
+    /// default; a copy's and an occurrence's carry theirs whatever this says).
+    pub job_id_attribute: bool,
     /// How many poller groups the deployment's schedules invoke (`{"group": i, "groups": n}`).
     pub poller_groups: u32,
     /// Which due jobs take `max_rate`'s earliest arrival seconds first.
@@ -243,6 +247,7 @@ impl Config {
             // 0 (the templates' default) or unset: unlimited.
             max_rate: Some(int_var(&get, ENV_MAX_RATE, 0, 0, MAX_RATE)?).filter(|r| *r > 0),
             history_body: bool_var(&get, ENV_HISTORY_BODY, false)?,
+            job_id_attribute: bool_var(&get, ENV_JOB_ID_ATTRIBUTE, true)?,
             poller_groups: int_var(&get, ENV_POLLER_GROUPS, 1, 1, MAX_POLLER_GROUPS)?,
             priority_order: match get(ENV_PRIORITY_ORDER).as_deref().map(str::trim) {
                 None | Some("") => crate::rate::PriorityOrder::default(),

@@ -99,10 +99,38 @@ impl Job {
         self.is_retried() || self.names_itself
     }
 
-    /// Body plus attributes, as SQS counts a message's size.
+    /// Body plus attributes, as SQS counts a message's size; with `waiter.job_id` whenever
+    /// the message would carry it by default (so a batch is sized for it, whatever the
+    /// deployment's `WAITER_JOB_ID_ATTRIBUTE`).
     pub fn message_bytes(&self) -> usize {
+        self.bytes_without_id() + self.id_attribute().map_or(0, |(n, a)| a.size_with_name(n))
+    }
+
+    fn bytes_without_id(&self) -> usize {
         message_bytes(&self.message_body, &self.message_attributes)
             + self.rank_attributes().map(|(n, a)| a.size_with_name(n)).sum::<usize>()
+    }
+
+    /// `waiter.job_id` with the job's own id, which every message carries by default (issue
+    /// 82), so that a consumer holding only the message can `retry` it: only where the message
+    /// leaves room under SQS's attribute count and size, and never in place of a copy's or an
+    /// occurrence's own (`None` then: the message goes without it, never refused for it).
+    pub fn id_attribute(&self) -> Option<(&'static str, MessageAttribute)> {
+        let ours = self.rank_attributes().count();
+        if self.rank_attributes().any(|(n, _)| n == JOB_ID_ATTRIBUTE) {
+            return None;
+        }
+        if self.message_attributes.contains_key(JOB_ID_ATTRIBUTE)
+            || self.message_attributes.len() + ours >= crate::limits::SQS_MAX_MESSAGE_ATTRIBUTES
+        {
+            return None;
+        }
+        let attribute = MessageAttribute {
+            data_type: "String".to_owned(),
+            data: AttributeData::String(self.job_id.clone()),
+        };
+        (self.bytes_without_id() + attribute.size_with_name(JOB_ID_ATTRIBUTE) <= crate::limits::SQS_MAX_MESSAGE_BYTES)
+            .then_some((JOB_ID_ATTRIBUTE, attribute))
     }
 
     /// The attributes the message carries: the caller's, and ours where they say something:
@@ -254,4 +282,45 @@ pub fn number_in<T: std::str::FromStr>(attributes: &Attributes, name: &str) -> O
 
 pub fn message_bytes(body: &str, attributes: &Attributes) -> usize {
     body.len() + attributes.iter().map(|(n, a)| a.size_with_name(n)).sum::<usize>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::{SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES};
+
+    fn text(s: &str) -> MessageAttribute {
+        MessageAttribute {
+            data_type: "String".to_owned(),
+            data: AttributeData::String(s.to_owned()),
+        }
+    }
+
+    /// Issue 82 (13): every message carries its job's id where it leaves room, counted in its
+    /// size; never in place of a copy's or an occurrence's, never past SQS's limits.
+    #[test]
+    fn a_message_carries_its_jobs_id_where_it_leaves_room() {
+        let mut job = crate::testing::stored("orders", "j-1", Utc::now(), 1).job;
+        let id = |j: &Job| j.id_attribute().map(|(n, a)| (n, a.data));
+        assert_eq!(id(&job), Some((JOB_ID_ATTRIBUTE, AttributeData::String("j-1".into()))));
+        assert_eq!(
+            job.message_bytes(),
+            job.message_body.len() + "waiter.job_id".len() + 6 + 3
+        );
+        for i in 0..SQS_MAX_MESSAGE_ATTRIBUTES - 1 {
+            job.message_attributes.insert(format!("a{i}"), text("v"));
+        }
+        assert!(id(&job).is_some(), "nine of the caller's: room for the tenth");
+        job.attempt = 2;
+        assert_eq!(id(&job), None, "nine and waiter.attempt: no room");
+        job.attempt = 1;
+        job.message_attributes.clear();
+        job.message_body = "x".repeat(SQS_MAX_MESSAGE_BYTES - 5);
+        assert_eq!(id(&job), None, "no room in SQS's size");
+        assert_eq!(job.message_bytes(), SQS_MAX_MESSAGE_BYTES - 5);
+        job.message_body = "b".into();
+        job.names_itself = true;
+        assert_eq!(id(&job), None, "a copy carries its own already");
+        assert_eq!(job.sent_attributes().len(), 1);
+    }
 }

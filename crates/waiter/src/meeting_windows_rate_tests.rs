@@ -67,7 +67,9 @@ fn arrival(s: &Sent) -> DateTime<Utc> {
 /// The id a message names: its `waiter.job_id`, else its body without `body-`.
 fn id_of(s: &Sent) -> String {
     match s.message.attributes.get(JOB_ID_ATTRIBUTE).map(|a| &a.data) {
-        Some(AttributeData::String(id)) => id.clone(),
+        // An occurrence's or a copy's id; every other message names its own job, whose id is
+        // not its name here.
+        Some(AttributeData::String(id)) if id.contains(['@', '~']) => id.clone(),
         _ => s.message.body.trim_start_matches("body-").to_owned(),
     }
 }

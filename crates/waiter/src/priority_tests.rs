@@ -260,10 +260,21 @@ async fn priority_and_weight_survive_the_store_and_travel_with_the_message() {
     let ranked = attrs("ranked");
     assert_eq!(crate::job::number_in::<u16>(&ranked, "waiter.priority"), Some(7));
     assert_eq!(crate::job::number_in::<u16>(&ranked, "waiter.weight"), Some(3));
-    assert!(
-        attrs("plain").is_empty(),
-        "a job that sets neither carries nothing more"
+    assert_eq!(
+        attrs("plain").keys().collect::<Vec<_>>(),
+        ["waiter.job_id"],
+        "a job that sets neither carries nothing more than its id"
     );
+    // Issue 82 (13): the id travels by default; a deployment turns it off.
+    assert_eq!(
+        crate::job::number_in::<String>(&ranked, "waiter.job_id").as_deref(),
+        Some("ranked")
+    );
+    let off = run(&jobs, 1, &[("WAITER_JOB_ID_ATTRIBUTE", "false")]).await;
+    assert!(off
+        .sent
+        .iter()
+        .all(|m| !m.message.attributes.contains_key("waiter.job_id")));
 }
 
 /// Issue 72: a herd of one priority, due in one second, under the rate. The partitions of a

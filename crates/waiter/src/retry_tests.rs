@@ -65,7 +65,11 @@ async fn each_attempt_is_sent_at_its_backoff_with_its_number() {
         [AttributeData::String("2".into()), AttributeData::String("3".into())],
         "the caller's waiter.attempt is replaced by ours"
     );
-    assert_eq!(sent[0].message.attributes.len(), 2, "kind and waiter.attempt");
+    assert_eq!(
+        sent[0].message.attributes.len(),
+        3,
+        "kind, waiter.attempt and waiter.job_id"
+    );
     assert_eq!(sent[0].message.body, "the body");
     assert!(sent.iter().all(|s| s.at >= start));
     assert_eq!(

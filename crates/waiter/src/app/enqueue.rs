@@ -85,7 +85,8 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                                 version: 1,
                             },
                             delay_seconds,
-                        ),
+                        )
+                        .carrying_id(&job, self.config.job_id_attribute),
                     )
                     .await?;
                 debug!(queue = %job.queue, job_id = %job.job_id, delay_s = delay_seconds, "sent direct");

@@ -255,7 +255,10 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                     self.sending += call.len();
                     let messages: Vec<OutgoingMessage> = call
                         .iter()
-                        .map(|(p, delay)| OutgoingMessage::for_job(&p.job.job, p.job.edition(), *delay))
+                        .map(|(p, delay)| {
+                            OutgoingMessage::for_job(&p.job.job, p.job.edition(), *delay)
+                                .carrying_id(&p.job.job, d.config.job_id_attribute)
+                        })
                         .collect();
                     in_flight.push(Box::pin(send_call(
                         d,

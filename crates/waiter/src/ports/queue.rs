@@ -56,6 +56,15 @@ impl OutgoingMessage {
         }
     }
 
+    /// With the job's `waiter.job_id` where it leaves room (`Job::id_attribute`), unless the
+    /// deployment turned that off (`WAITER_JOB_ID_ATTRIBUTE=false`).
+    pub fn carrying_id(mut self, job: &Job, on: bool) -> Self {
+        if let Some((name, attribute)) = job.id_attribute().filter(|_| on) {
+            self.attributes.insert(name.to_owned(), attribute);
+        }
+        self
+    }
+
     pub fn bytes(&self) -> usize {
         crate::job::message_bytes(&self.body, &self.attributes)
     }

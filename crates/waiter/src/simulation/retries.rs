@@ -26,10 +26,11 @@ pub(super) fn is_retried(s: &Sent) -> bool {
     s.message.body.starts_with("retry:")
 }
 
-/// A replayed copy's id, which its messages name (`waiter.job_id`).
+/// A replayed copy's id, which its messages name (`waiter.job_id`; every message names its
+/// job so, and a copy's id is `{job_id}~{version}`).
 fn copy_of(s: &Sent) -> Option<&str> {
     match &s.message.attributes.get(sqs_waiter_contract::JOB_ID_ATTRIBUTE)?.data {
-        crate::job::AttributeData::String(id) => Some(id),
+        crate::job::AttributeData::String(id) => Some(id.as_str()).filter(|id| id.contains('~')),
         crate::job::AttributeData::Binary(_) => None,
     }
 }
