@@ -448,6 +448,9 @@ mod future_tests {
         let d = |y: i32, m: u32, day: u32| NaiveDate::from_ymd_opt(y, m, day).map(|d| d.weekday());
         assert_eq!(d(y, 1, 6), d(2031, 1, 6), "a Monday, as 6 January 2031");
         assert_eq!(d(y, 12, 31), d(2031, 12, 31));
-        assert_eq!(super::future("at(2031-01-01T09:00:00)"), format!("at({y}-01-01T09:00:00)"));
+        assert_eq!(
+            super::future("at(2031-01-01T09:00:00)"),
+            format!("at({y}-01-01T09:00:00)")
+        );
     }
 }

@@ -277,6 +277,16 @@ async fn write_this_releases_fixtures() {
         {"queue": "billing.fifo", "job_id": "due-fifo-2", "message_body": "due-fifo-2", "delay_seconds": 601,
          "message_group_id": "g"},
         {"queue": "held", "job_id": "held-job", "message_body": "held-job", "delay_seconds": 600},
+        // Issue 82: the attributes no earlier set held.
+        {"queue": "billing.fifo", "job_id": "future-fifo-dedup", "message_body": "future-fifo-dedup",
+         "perform_at": FAR, "message_group_id": "g2", "message_deduplication_id": "d-1"},
+        {"queue": "orders", "job_id": "future-traced", "message_body": "future-traced", "perform_at": FAR,
+         "trace_header": "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1",
+         "message_attributes": {"blob": {"data_type": "Binary", "binary_value": "AAEC/w=="}}},
+        {"queue": "orders", "job_id": "series-bounded", "message_body": "series-bounded", "perform_at": FAR,
+         "repeat": {"every_s": 3600, "until": "2099-12-31T00:00:00Z", "count": 5}},
+        {"queue": "orders", "job_id": "series-once", "message_body": "series-once", "delay_seconds": 1,
+         "repeat": {"every_s": 3600, "count": 1}},
     ]});
     assert_all_scheduled(&s.enqueue_ok(jobs).await);
     for (request, status) in [
@@ -316,6 +326,16 @@ async fn write_this_releases_fixtures() {
     };
     assert_eq!(s.enqueue_ok(retry("retry-chain", 10)).await["status"], "scheduled");
     assert_eq!(s.enqueue_ok(retry("parked-chain", 1)).await["status"], "parked");
+    // A replayed copy (`names_itself`), far ahead; a series' extra occurrence
+    // (`repeat_extra_last`).
+    let copy = s
+        .enqueue_ok(json!({"action": "replay", "queue": "orders", "job_id": "sent", "perform_at": FAR}))
+        .await;
+    assert_eq!(copy["status"], "scheduled", "{copy}");
+    let extra = s
+        .enqueue_ok(json!({"action": "trigger", "queue": "orders", "job_id": "series-every"}))
+        .await;
+    assert_eq!(extra["status"], "sent", "{extra}");
     let ddb = s.emu.dynamodb.clone();
     let mut tables = std::collections::BTreeMap::new();
     for queue in FIXTURE_QUEUES.iter().filter(|q| **q != "debts") {
@@ -482,6 +502,7 @@ async fn check_fixture_set(set: &e2e::fixtures::FixtureSet) {
         "cancelled",
         "sent",
         "owed-",
+        "series-once",
     ] {
         assert_eq!(sent(never), 0, "{release}: {never} is not sent: {bodies:?}");
     }
@@ -530,6 +551,13 @@ async fn check_fixture_set(set: &e2e::fixtures::FixtureSet) {
             .enqueue_ok(json!({"action": "get", "queue": queue, "job_id": id}))
             .await;
         assert_eq!(got["status"], status, "{release}: {queue}/{id}: {got}");
+    }
+    // From 0.2.0 on (issue 82): a finished series' record.
+    if jobs.iter().any(|(_, id, _)| id == "series-once") {
+        let got = s
+            .enqueue_ok(json!({"action": "get", "queue": "orders", "job_id": "series-once"}))
+            .await;
+        assert_eq!(got["status"], "finished", "{release}: {got}");
     }
     let preview = s
         .enqueue_ok(json!({"action": "preview", "queue": "orders", "job_id": "series-cron", "count": 2}))
