@@ -6,6 +6,7 @@ import {
   type BatchReply,
   type CancelMany,
   type CancelManyReply,
+  type Failure,
   type Job,
   type JobReply,
   type List,
@@ -235,9 +236,16 @@ export class Client {
   }
 }
 
+/** A failed batch entry. `status` alone cannot narrow it: a reply's status stays open to
+ * what a newer function answers. */
+function isFailure(r: BatchReply["results"][number]): r is { status: "error"; error: Failure } {
+  const error = (r as { error?: unknown }).error;
+  return r.status === "error" && typeof error === "object" && error !== null && "retryable" in error;
+}
+
 function resultsOf(reply: BatchReply): Results {
   return reply.results.map((r) =>
-    r.status === "error" && "error" in r ? errorOf(r.error.type, r.error.message, r.error.retryable) : (r as JobReply),
+    isFailure(r) ? errorOf(r.error.type, r.error.message, r.error.retryable) : (r as JobReply),
   );
 }
 

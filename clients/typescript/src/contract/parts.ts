@@ -4,7 +4,7 @@
 /**
  * What a series does with occurrences found more than 60 s after their instant.
  */
-export type CatchUp = "skip" | "one" | "all";
+export type CatchUp = "skip" | "one" | "all" | (string & {});
 
 /**
  * An SQS message attribute, in the function's snake_case form.

@@ -30,7 +30,7 @@ export type JobStatus =
   | "conflict"
   | "not_replayable"
   | "paused"
-  | "resumed";
+  | "resumed" | (string & {});
 
 /**
  * The `errorType` of a failed invocation, and the `error.type` of a failed job in a batch.
