@@ -19,6 +19,8 @@ pub struct FixtureSet {
     pub item_format: u64,
     /// When the set was written (epoch seconds).
     pub written_at: i64,
+    /// When it was read from its file (epoch seconds): what `aged` measures a young set by.
+    pub read_at: i64,
     pub tables: BTreeMap<String, Vec<Item>>,
 }
 
@@ -32,7 +34,9 @@ impl FixtureSet {
     /// `expired` past its `expires_at` as in a set read later (issue 82).
     pub fn aged(&self, item: &Item) -> Item {
         let age = chrono::Utc::now().timestamp() - self.written_at;
-        let early = (MATURITY_S - age).max(0);
+        // From when the set was read, not now: every item of a set moves by the same span
+        // (a lease's debts name their jobs' editions).
+        let early = (MATURITY_S - (self.read_at - self.written_at)).max(0);
         item.iter()
             .map(|(k, v)| (k.clone(), aged_value(k, v, age, early)))
             .collect()
@@ -125,6 +129,7 @@ pub fn read_set(path: &std::path::Path) -> FixtureSet {
         release: doc["release"].as_str().expect("release").to_owned(),
         item_format: doc["item_format"].as_u64().expect("item_format"),
         written_at: doc["written_at"].as_i64().expect("written_at"),
+        read_at: chrono::Utc::now().timestamp(),
         tables,
     }
 }
@@ -244,6 +249,7 @@ mod tests {
             release: "x".into(),
             item_format: 1,
             written_at: now,
+            read_at: now,
             tables: BTreeMap::new(),
         };
         let aged = young.aged(&item);

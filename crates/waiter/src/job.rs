@@ -106,7 +106,9 @@ impl Job {
         self.bytes_without_id() + self.id_attribute().map_or(0, |(n, a)| a.size_with_name(n))
     }
 
-    fn bytes_without_id(&self) -> usize {
+    /// Body plus the attributes it always carries (the caller's and ours), without the id
+    /// carried where it leaves room: what a history record keeps (`KeptMessage`).
+    pub fn bytes_without_id(&self) -> usize {
         message_bytes(&self.message_body, &self.message_attributes)
             + self.rank_attributes().map(|(n, a)| a.size_with_name(n)).sum::<usize>()
     }
@@ -129,7 +131,10 @@ impl Job {
             data_type: "String".to_owned(),
             data: AttributeData::String(self.job_id.clone()),
         };
-        (self.bytes_without_id() + attribute.size_with_name(JOB_ID_ATTRIBUTE) <= crate::limits::SQS_MAX_MESSAGE_BYTES)
+        // Within the earlier default size, not SQS's 1 MiB: an older queue, or one set lower
+        // than its messages plus the id need, would refuse the message for the id alone.
+        (self.bytes_without_id() + attribute.size_with_name(JOB_ID_ATTRIBUTE)
+            <= crate::limits::SQS_EARLIER_DEFAULT_MAX_MESSAGE_BYTES)
             .then_some((JOB_ID_ATTRIBUTE, attribute))
     }
 
@@ -287,7 +292,7 @@ pub fn message_bytes(body: &str, attributes: &Attributes) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::limits::{SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES};
+    use crate::limits::{SQS_EARLIER_DEFAULT_MAX_MESSAGE_BYTES, SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES};
 
     fn text(s: &str) -> MessageAttribute {
         MessageAttribute {
@@ -315,9 +320,11 @@ mod tests {
         assert_eq!(id(&job), None, "nine and waiter.attempt: no room");
         job.attempt = 1;
         job.message_attributes.clear();
+        job.message_body = "x".repeat(SQS_EARLIER_DEFAULT_MAX_MESSAGE_BYTES - 5);
+        assert_eq!(id(&job), None, "no room within an older queue's 256 KiB");
+        assert_eq!(job.message_bytes(), SQS_EARLIER_DEFAULT_MAX_MESSAGE_BYTES - 5);
         job.message_body = "x".repeat(SQS_MAX_MESSAGE_BYTES - 5);
-        assert_eq!(id(&job), None, "no room in SQS's size");
-        assert_eq!(job.message_bytes(), SQS_MAX_MESSAGE_BYTES - 5);
+        assert_eq!(id(&job), None, "past 256 KiB, whatever the queue allows");
         job.message_body = "b".into();
         job.names_itself = true;
         assert_eq!(id(&job), None, "a copy carries its own already");

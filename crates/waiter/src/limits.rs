@@ -19,6 +19,12 @@ pub const SQS_MAX_BATCH_ENTRIES: usize = 10;
 /// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html>
 pub const SQS_MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 
+/// A queue's `MaximumMessageSize` default before SQS raised it to 1 MiB (2025): queues made
+/// earlier keep it. `waiter.job_id` is carried only by a message that stays within it, so that
+/// the id never pushes a message past an older queue's limit.
+/// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html>
+pub const SQS_EARLIER_DEFAULT_MAX_MESSAGE_BYTES: usize = 256 * 1024;
+
 /// Message attributes per message.
 /// <https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-message-metadata.html>
 pub const SQS_MAX_MESSAGE_ATTRIBUTES: usize = 10;

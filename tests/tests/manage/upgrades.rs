@@ -346,6 +346,7 @@ async fn write_this_releases_fixtures() {
         release: waiter::VERSION.to_owned(),
         item_format: ITEM_FORMAT,
         written_at: now.timestamp(),
+        read_at: now.timestamp(),
         tables,
     });
     println!("wrote {}", path.display());

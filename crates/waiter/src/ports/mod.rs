@@ -192,7 +192,8 @@ pub struct KeptMessage {
 impl KeptMessage {
     /// The job's message, if a history record has room for it.
     pub fn of(job: &Job) -> Option<Box<Self>> {
-        let bytes = job.message_bytes() + job.message_group_id.as_ref().map_or(0, String::len);
+        // As kept: without the id a message carries where it leaves room.
+        let bytes = job.bytes_without_id() + job.message_group_id.as_ref().map_or(0, String::len);
         (bytes <= crate::limits::MAX_HISTORY_MESSAGE_BYTES).then(|| {
             Box::new(Self {
                 body: job.message_body.clone(),

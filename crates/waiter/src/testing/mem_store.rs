@@ -252,7 +252,7 @@ impl MemStore {
 #[async_trait]
 impl Jobs for MemStore {
     fn item_bytes(&self, job: &StoredJob) -> usize {
-        job.job.message_bytes() + 200 + job.parked.as_ref().map_or(0, |p| 40 + p.code.len() + p.message.len())
+        job.job.bytes_without_id() + 200 + job.parked.as_ref().map_or(0, |p| 40 + p.code.len() + p.message.len())
     }
 
     async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError> {

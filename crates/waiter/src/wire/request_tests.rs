@@ -384,3 +384,19 @@ fn a_catch_up_this_release_does_not_know_is_refused_naming_the_policies() {
         ("repeat.catch_up", r#"must be one of "skip", "one", "all""#)
     );
 }
+
+/// Issue 82: every message names its job now, so the attribute alone marks a copy only by a
+/// copy's id: a plain job's retry does not force its id onto every later attempt.
+#[test]
+fn a_retry_names_itself_from_the_attribute_only_for_a_copys_id() {
+    let retry = |id: &str| {
+        json!({"action": "retry", "queue": "orders", "job_id": id, "attempt": 1, "message_body": "b",
+               "message_attributes": {"waiter.job_id": {"data_type": "String", "string_value": id}}})
+    };
+    for (id, names_itself) in [("plain-1", false), ("plain-1~3", true), ("s@1800000000", true)] {
+        let Ok(Request::Retry(r)) = parse_request(&retry(id), &cfg(), now()) else {
+            panic!("{id}: a retry");
+        };
+        assert_eq!(r.names_itself, names_itself, "{id}");
+    }
+}

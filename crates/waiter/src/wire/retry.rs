@@ -71,15 +71,16 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Retry>> for Retry {
         // An occurrence's id (`{series}@{epoch}`, which no caller can choose) is named in every
         // attempt's message whether or not the consumer handed its attributes back: a consumer
         // that falls back to the id it enqueued would otherwise retry the series' id.
-        // Every message carries its job's id where it leaves room (`Job::id_attribute`), so a
-        // message naming this id says the next attempt names it too only where that attempt
-        // has room for it beside `waiter.attempt`: never the refusal of a retry that fitted.
+        // Every message carries its job's id where it leaves room (`Job::id_attribute`), so the
+        // attribute alone says a copy only of a copy's default id (`~`); a copy named by the
+        // caller names itself through its stored item or record (app::retry). A plain job's
+        // attempts carry its id where they leave room, never forced (issue 82).
         let named = attributes
             .get(JOB_ID_ATTRIBUTE)
             .is_some_and(|a| a.string_value.as_deref() == Some(job_id.as_str()));
+        let names_itself =
+            sqs_waiter_contract::occurrence_of(&job_id).is_some() || (named && job_id.bytes().any(|b| b == COPY_MARK));
         let attributes = without_reserved(attributes);
-        let names_itself = sqs_waiter_contract::occurrence_of(&job_id).is_some()
-            || (named && attributes.len() + 2 <= SQS_MAX_MESSAGE_ATTRIBUTES);
         if attributes.len() >= SQS_MAX_MESSAGE_ATTRIBUTES {
             return Err(InvalidRequest::new(
                 given.name("message_attributes"),
