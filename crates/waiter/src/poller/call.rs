@@ -28,6 +28,16 @@ pub(super) enum Fate {
 /// One `SendMessageBatch`: each entry with its `DelaySeconds`.
 pub(super) type Call = Vec<(Planned, Option<u32>)>;
 
+/// A call's messages as SQS is sent them: each job's, with its id where it leaves room
+/// (`WAITER_JOB_ID_ATTRIBUTE`).
+pub(super) fn messages_of(call: &Call, carry_id: bool) -> Vec<OutgoingMessage> {
+    call.iter()
+        .map(|(p, delay)| {
+            OutgoingMessage::for_job(&p.job.job, p.job.edition(), *delay).carrying_id(&p.job.job, carry_id)
+        })
+        .collect()
+}
+
 /// A call of a partition run, answered.
 pub(super) enum Done<'a> {
     /// The next index page, and the stream to read the one after from.

@@ -253,13 +253,7 @@ impl<'a, S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'a, S, Q, C> {
                     }
                     sends += 1;
                     self.sending += call.len();
-                    let messages: Vec<OutgoingMessage> = call
-                        .iter()
-                        .map(|(p, delay)| {
-                            OutgoingMessage::for_job(&p.job.job, p.job.edition(), *delay)
-                                .carrying_id(&p.job.job, d.config.job_id_attribute)
-                        })
-                        .collect();
+                    let messages = super::call::messages_of(&call, d.config.job_id_attribute);
                     in_flight.push(Box::pin(send_call(
                         d,
                         &self.scope.gate,
