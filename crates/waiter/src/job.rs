@@ -103,7 +103,11 @@ impl Job {
     /// the message would carry it by default (so a batch is sized for it, whatever the
     /// deployment's `WAITER_JOB_ID_ATTRIBUTE`).
     pub fn message_bytes(&self) -> usize {
-        self.bytes_without_id() + self.id_attribute().map_or(0, |(n, a)| a.size_with_name(n))
+        let without = self.bytes_without_id();
+        without
+            + self
+                .id_attribute_beside(without)
+                .map_or(0, |(n, a)| a.size_with_name(n))
     }
 
     /// Body plus the attributes it always carries (the caller's and ours), without the id
@@ -118,11 +122,18 @@ impl Job {
     /// leaves room under SQS's attribute count and size, and never in place of a copy's or an
     /// occurrence's own (`None` then: the message goes without it, never refused for it).
     pub fn id_attribute(&self) -> Option<(&'static str, MessageAttribute)> {
-        let ours = self.rank_attributes().count();
-        if self.rank_attributes().any(|(n, _)| n == JOB_ID_ATTRIBUTE) {
-            return None;
+        self.id_attribute_beside(self.bytes_without_id())
+    }
+
+    /// `id_attribute` of a message of `bytes_without_id` (as `bytes_without_id` counts it).
+    fn id_attribute_beside(&self, bytes_without_id: usize) -> Option<(&'static str, MessageAttribute)> {
+        let (mut ours, mut named) = (0, false);
+        for (name, _) in self.rank_attributes() {
+            ours += 1;
+            named |= name == JOB_ID_ATTRIBUTE;
         }
-        if self.message_attributes.contains_key(JOB_ID_ATTRIBUTE)
+        if named
+            || self.message_attributes.contains_key(JOB_ID_ATTRIBUTE)
             || self.message_attributes.len() + ours >= crate::limits::SQS_MAX_MESSAGE_ATTRIBUTES
         {
             return None;
@@ -133,7 +144,7 @@ impl Job {
         };
         // Within the earlier default size, not SQS's 1 MiB: an older queue, or one set lower
         // than its messages plus the id need, would refuse the message for the id alone.
-        (self.bytes_without_id() + attribute.size_with_name(JOB_ID_ATTRIBUTE)
+        (bytes_without_id + attribute.size_with_name(JOB_ID_ATTRIBUTE)
             <= crate::limits::SQS_EARLIER_DEFAULT_MAX_MESSAGE_BYTES)
             .then_some((JOB_ID_ATTRIBUTE, attribute))
     }

@@ -35,6 +35,14 @@ where
         let now = self.clock.now();
         let now = ceil_to_micros(now).unwrap_or(now);
         let shards = self.shards_in_use(&q.queue).await?;
+        // With `formats`, the same shards' items are counted by format below.
+        let numbers: Vec<u32> = shards
+            .iter()
+            .filter_map(|p| match p {
+                Partition::Shard(n) => Some(*n),
+                Partition::Parked => None,
+            })
+            .collect();
         // Bucket i is [edges[i], edges[i + 1]); stored times are whole microseconds, so an
         // inclusive end one microsecond earlier is exact. The last bucket is open-ended.
         let step = TimeDelta::seconds(i64::from(q.bucket_s));
@@ -75,18 +83,7 @@ where
         let parked = self.store.count(&q.queue, Partition::Parked, epoch, max_time()).await?;
         // Asked for only: a read of every item of the queue (docs/cost.md).
         let formats = match q.formats {
-            true => {
-                let numbers: Vec<u32> = self
-                    .shards_in_use(&q.queue)
-                    .await?
-                    .into_iter()
-                    .filter_map(|p| match p {
-                        Partition::Shard(n) => Some(n),
-                        Partition::Parked => None,
-                    })
-                    .collect();
-                Some(self.store.count_formats(&q.queue, &numbers).await?)
-            }
+            true => Some(self.store.count_formats(&q.queue, &numbers).await?),
             false => None,
         };
         let paused_at = self.store.queue_paused(&q.queue).await?;
