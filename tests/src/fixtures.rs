@@ -272,7 +272,11 @@ mod tests {
     const NOT_YET_IN_A_FIXTURE: &[(&str, &str)] = &[
         (
             "item_format",
-            "format 1 items carry none; only a later release's items do",
+            "format 1 items carry none; a tagged item's (2) joins the next release's set",
+        ),
+        (
+            "tags",
+            "new since 0.2.0: the next release's set (make fixtures at its release) holds a tagged job, record and debt",
         ),
         ("lease_on_time_from", "needs a run that the rate held back at its end"),
         ("rate_floors", "needs bookings a later rank overtook in the ledger"),

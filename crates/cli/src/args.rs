@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use sqs_waiter_client::{ListStatus, MessageAttribute};
 
-use crate::parse::{parse_attribute, parse_delay, parse_time};
+use crate::parse::{parse_attribute, parse_delay, parse_tag, parse_time};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -85,6 +85,9 @@ pub enum Command {
         /// (debounce). Such a job is always stored.
         #[arg(long, value_enum, value_name = "WHAT", requires = "id")]
         on_duplicate: Option<OnDuplicateArg>,
+        /// A tag, KEY=VALUE, that list and cancel-many find the job by (up to 10). Repeatable.
+        #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
+        tags: Vec<(String, String)>,
     },
     /// Show a job: as stored, or what history knows of it.
     #[command(after_help = "Example:\n  sqs-waiter get orders invoice-42")]
@@ -250,11 +253,12 @@ pub enum Command {
     },
     /// Cancel many jobs: those named, or every job a selection matches.
     #[command(after_help = "Examples:\n  sqs-waiter cancel-many orders promo-1 promo-2\n  \
-                            sqs-waiter cancel-many orders --prefix promo- --from 2026-12-24T00:00:00Z")]
+                            sqs-waiter cancel-many orders --prefix promo- --from 2026-12-24T00:00:00Z\n  \
+                            sqs-waiter cancel-many orders --tag customer=42")]
     CancelMany {
         queue: String,
         /// The jobs to cancel.
-        #[arg(conflicts_with_all = ["prefix", "from", "to"])]
+        #[arg(conflicts_with_all = ["prefix", "from", "to", "tags"])]
         ids: Vec<String>,
         #[command(flatten)]
         selection: Selection,
@@ -342,8 +346,18 @@ pub struct Selection {
     /// Job ids starting with this.
     #[arg(long, value_name = "P")]
     pub prefix: Option<String>,
+    /// Jobs carrying this tag, KEY=VALUE; repeated, jobs carrying every one.
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
+    pub tags: Vec<(String, String)>,
     #[arg(long, value_name = "S", value_enum, default_value_t = Status::Scheduled)]
     pub status: Status,
+}
+
+impl Selection {
+    /// The `tags` of a request: `None` when no `--tag` was given.
+    pub fn tag_filter(&self) -> Option<sqs_waiter_client::Tags> {
+        (!self.tags.is_empty()).then(|| self.tags.iter().cloned().collect())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

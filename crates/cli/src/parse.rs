@@ -52,6 +52,17 @@ pub fn parse_attribute(s: &str) -> Result<(String, MessageAttribute), String> {
     Ok((name.to_owned(), attribute))
 }
 
+/// `KEY=VALUE`, e.g. `customer=42`: a tag (the function checks the lengths and the count).
+pub fn parse_tag(s: &str) -> Result<(String, String), String> {
+    let (key, value) = s
+        .split_once('=')
+        .ok_or_else(|| "must be KEY=VALUE, e.g. customer=42".to_owned())?;
+    if key.is_empty() {
+        return Err("the tag key must not be empty".into());
+    }
+    Ok((key.to_owned(), value.to_owned()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

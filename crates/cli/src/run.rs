@@ -213,6 +213,7 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
             trace_header,
             repetition,
             on_duplicate,
+            tags,
         } => {
             let mut job = Job::new(queue, body);
             job.on_duplicate = on_duplicate.map(OnDuplicateArg::into_contract);
@@ -224,6 +225,7 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Ended, Error> {
             job.message_group_id = group.clone();
             job.expires_at = *expires_at;
             job.message_attributes = attributes.iter().cloned().collect();
+            job.tags = tags.iter().cloned().collect();
             let reply = client.enqueue(&job).await?;
             Ok(job_reply(cli, &reply, render::outcome))
         }

@@ -183,6 +183,13 @@ pub struct Reschedule {
     /// `perform_at` either way, its `occurrences` kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<crate::Repeat>,
+    /// New tags, replacing the job's; `Some(None)` removes them, `None` keeps them.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(description = "New tags, replacing the job's; `null` or `{}` removes them.")
+    )]
+    pub tags: Option<Option<crate::Tags>>,
 }
 
 impl Reschedule {
@@ -218,6 +225,7 @@ impl Reschedule {
             priority: None,
             weight: None,
             repeat: None,
+            tags: None,
         }
     }
 }
@@ -265,6 +273,9 @@ pub struct List {
     /// Of `job_id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
+    /// Only jobs carrying every one of these tags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<crate::Tags>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// Where the job stands.
     pub status: Option<ListStatus>,
@@ -289,7 +300,8 @@ impl List {
     }
 }
 
-/// Cancels the jobs named, or one page of a selection (`prefix`, `from`, `to`; at least one).
+/// Cancels the jobs named, or one page of a selection (`prefix`, `tags`, `from`, `to`; at
+/// least one).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
@@ -302,6 +314,9 @@ pub struct CancelMany {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// Only jobs whose id starts with this.
     pub prefix: Option<String>,
+    /// Only jobs carrying every one of these tags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<crate::Tags>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// Only jobs due at or after this instant.
     pub from: Option<DateTime<Utc>>,

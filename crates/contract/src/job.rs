@@ -83,6 +83,10 @@ pub struct Job {
     /// straight to SQS, so that a later call can still replace it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_duplicate: Option<crate::OnDuplicate>,
+    /// Up to 10 pairs of strings the job is found by (`list` and `cancel_many` with `tags`);
+    /// kept by its attempts, occurrences, replays and history, and never sent to SQS.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: crate::Tags,
 }
 
 impl Job {
@@ -106,6 +110,7 @@ impl Job {
             trace_header: None,
             repeat: None,
             on_duplicate: None,
+            tags: BTreeMap::new(),
         }
     }
 
@@ -150,6 +155,12 @@ impl Job {
     /// Adds a message attribute (SQS allows 10).
     pub fn attribute(mut self, name: impl Into<String>, value: MessageAttribute) -> Self {
         self.message_attributes.insert(name.into(), value);
+        self
+    }
+
+    /// Adds a tag (at most 10): `list` and `cancel_many` find the job by it.
+    pub fn tag(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.tags.insert(key.into(), value.into());
         self
     }
 

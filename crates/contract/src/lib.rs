@@ -76,6 +76,16 @@ pub const DEFAULT_PAGE_LIMIT: usize = 100;
 /// The largest `limit` of one page of `list`, `list_parked`, `cancel_many` or `redrive` (`all`).
 pub const MAX_PAGE_LIMIT: usize = 1000;
 
+/// The most tags a job carries (`tags`, docs/contract.md "Tags").
+pub const MAX_TAGS: usize = 10;
+/// The longest tag key, in characters (a key is at least 1).
+pub const MAX_TAG_KEY_CHARS: usize = 128;
+/// The longest tag value, in characters.
+pub const MAX_TAG_VALUE_CHARS: usize = 256;
+
+/// A job's tags: what `list` and `cancel_many` select it by (`tags`), never sent to SQS.
+pub type Tags = std::collections::BTreeMap<String, String>;
+
 /// The request fields for which `null` is refused (`InvalidRequest`) rather than read as absent,
 /// with what they must be: a `null` `perform_at` would silently mean "now".
 pub const NEVER_NULL: [(&str, &str); 4] = [

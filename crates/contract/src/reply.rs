@@ -192,6 +192,9 @@ pub struct JobReply {
     /// left for SQS already).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaced: Option<bool>,
+    /// The job's tags (get, list); absent when it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<crate::Tags>,
 }
 
 /// SQS's code and message for a parked job.
@@ -267,6 +270,10 @@ pub struct ListReply {
     pub jobs: Vec<JobReply>,
     /// Pass it back for the next page; `None` means done.
     pub cursor: Option<String>,
+    /// With `tags`: how many stored jobs this call read to find the page (each billed by its
+    /// size, docs/cost.md "Finding jobs by tag").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scanned: Option<u64>,
 }
 
 /// One page of `list_parked`.

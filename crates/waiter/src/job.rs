@@ -49,6 +49,8 @@ impl MessageAttribute {
 
 pub type Attributes = BTreeMap<String, MessageAttribute>;
 
+pub use sqs_waiter_contract::Tags;
+
 /// A validated job.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
@@ -84,6 +86,9 @@ pub struct Job {
     pub occurrence: Option<Occurrence>,
     /// `enqueue` only, never stored: what to do with a stored job of the same id (debounce).
     pub on_duplicate: OnDuplicate,
+    /// What `list` and `cancel_many` find the job by (`tags`); kept by its attempts,
+    /// occurrences, replays and history records, never sent to SQS. Empty: none.
+    pub tags: Tags,
 }
 
 impl Job {

@@ -109,6 +109,7 @@ mod tests {
             trace_header: None,
             repeat: None,
             occurrence: None,
+            tags: Default::default(),
         }
     }
 

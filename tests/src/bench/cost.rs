@@ -112,6 +112,7 @@ pub fn bench_job(body_bytes: usize) -> StoredJob {
             trace_header: None,
             repeat: None,
             occurrence: None,
+            tags: Default::default(),
         },
         enqueued_at: at,
         parked: None,

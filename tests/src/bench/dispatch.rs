@@ -105,6 +105,7 @@ pub(crate) async fn load_ranked_items(
                     trace_header: None,
                     repeat: None,
                     occurrence: None,
+                    tags: Default::default(),
                 },
                 enqueued_at: due,
                 parked: None,

@@ -56,6 +56,7 @@ async fn the_chains_transactions_are_conditional_on_what_was_read() {
             names_itself: false,
             repeat: None,
             occurrence: None,
+            tags: Default::default(),
             trace_header: None,
         },
         partition: Partition::Shard(0),

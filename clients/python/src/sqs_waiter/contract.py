@@ -156,6 +156,7 @@ JobReply = TypedDict(
         "replay_of": NotRequired[str | None],
         "sent_at": NotRequired[str | None],
         "status": JobStatus,
+        "tags": NotRequired[dict[str, str] | None],
         "time_zone": NotRequired[str | None],
         "trace_header": NotRequired[str | None],
         "version": NotRequired[int | None],
@@ -198,7 +199,7 @@ Cancel = TypedDict(
 # Which partition `list` and `cancel_many` read.
 ListStatus = Literal["scheduled", "parked"]
 
-# Cancels the jobs named, or one page of a selection (`prefix`, `from`, `to`; at least one).
+# Cancels the jobs named, or one page of a selection (`prefix`, `tags`, `from`, `to`; at least one).
 CancelMany = TypedDict(
     "CancelMany",
     {
@@ -209,6 +210,7 @@ CancelMany = TypedDict(
         "prefix": NotRequired[str | None],
         "queue": str,
         "status": NotRequired[ListStatus | None],
+        "tags": NotRequired[dict[str, str] | None],
         "to": NotRequired[str | None],
     },
 )
@@ -246,6 +248,7 @@ Job = TypedDict(
         "queue": str,
         "repeat": NotRequired[Repeat | None],
         "schedule": NotRequired[str | None],
+        "tags": NotRequired[dict[str, str]],
         "time_zone": NotRequired[str | None],
         "trace_header": NotRequired[str | None],
         "weight": NotRequired[int | None],
@@ -280,6 +283,7 @@ List = TypedDict(
         "prefix": NotRequired[str | None],
         "queue": str,
         "status": NotRequired[ListStatus | None],
+        "tags": NotRequired[dict[str, str] | None],
         "to": NotRequired[str | None],
         "with_body": NotRequired[bool | None],
     },
@@ -302,6 +306,7 @@ ListReply = TypedDict(
         "cursor": NotRequired[str | None],
         "jobs": list[JobReply],
         "queue": str,
+        "scanned": NotRequired[int | None],
     },
 )
 
@@ -475,6 +480,7 @@ Reschedule = TypedDict(
         "queue": str,
         "repeat": NotRequired[Repeat | None],
         "schedule": NotRequired[str | None],
+        "tags": NotRequired[dict[str, str] | None],
         "time_zone": NotRequired[str | None],
         "weight": NotRequired[int | None],
         "windows": NotRequired[list[Window] | None],

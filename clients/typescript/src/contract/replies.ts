@@ -192,6 +192,12 @@ export interface JobReply {
   sent_at?: string | null;
   status: JobStatus;
   /**
+   * The job's tags (get, list); absent when it has none.
+   */
+  tags?: {
+    [k: string]: string | undefined;
+  } | null;
+  /**
    * The IANA zone of `windows`; `UTC` when absent.
    */
   time_zone?: string | null;
@@ -307,6 +313,11 @@ export interface ListReply {
    * The queue, one of the deployment's `WAITER_QUEUES`.
    */
   queue: string;
+  /**
+   * With `tags`: how many stored jobs this call read to find the page (each billed by its
+   * size, docs/cost.md "Finding jobs by tag").
+   */
+  scanned?: number | null;
 }
 
 /**

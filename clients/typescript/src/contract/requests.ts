@@ -52,7 +52,8 @@ export interface Cancel {
 }
 
 /**
- * Cancels the jobs named, or one page of a selection (`prefix`, `from`, `to`; at least one).
+ * Cancels the jobs named, or one page of a selection (`prefix`, `tags`, `from`, `to`; at
+ * least one).
  */
 export interface CancelMany {
   /**
@@ -83,6 +84,12 @@ export interface CancelMany {
    * Where the job stands.
    */
   status?: ListStatus | null;
+  /**
+   * Only jobs carrying every one of these tags.
+   */
+  tags?: {
+    [k: string]: string | undefined;
+  } | null;
   /**
    * Only jobs due at or before this instant.
    */
@@ -162,6 +169,13 @@ export interface Job {
    */
   schedule?: string | null;
   /**
+   * Up to 10 pairs of strings the job is found by (`list` and `cancel_many` with `tags`);
+   * kept by its attempts, occurrences, replays and history, and never sent to SQS.
+   */
+  tags?: {
+    [k: string]: string | undefined;
+  };
+  /**
    * An IANA zone name for `windows`, `UTC` when absent.
    */
   time_zone?: string | null;
@@ -222,6 +236,12 @@ export interface List {
    * Where the job stands.
    */
   status?: ListStatus | null;
+  /**
+   * Only jobs carrying every one of these tags.
+   */
+  tags?: {
+    [k: string]: string | undefined;
+  } | null;
   /**
    * Only jobs due at or before this instant.
    */
@@ -462,6 +482,12 @@ export interface Reschedule {
    * as on `enqueue`; instead of `delay_seconds` or `perform_at`.
    */
   schedule?: string | null;
+  /**
+   * New tags, replacing the job's; `null` or `{}` removes them.
+   */
+  tags?: {
+    [k: string]: string | undefined;
+  } | null;
   /**
    * The IANA zone of `windows`; `UTC` when absent.
    */

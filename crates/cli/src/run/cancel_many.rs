@@ -35,6 +35,7 @@ pub(super) async fn run(
             from: selection.from,
             to: selection.to,
             prefix: selection.prefix.clone(),
+            tags: selection.tag_filter(),
             status: Some(selection.status.into()),
             limit: Some(MAX_PAGE_LIMIT),
             ..CancelMany::default()

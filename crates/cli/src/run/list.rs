@@ -18,6 +18,7 @@ pub(super) async fn list(
         from: selection.from,
         to: selection.to,
         prefix: selection.prefix.clone(),
+        tags: selection.tag_filter(),
         status: Some(selection.status.into()),
         ..List::queue(queue)
     };
@@ -36,6 +37,7 @@ pub(super) async fn list(
             queue: queue.to_owned(),
             jobs,
             cursor,
+            scanned: None,
         },
         |r| (&r.jobs, r.cursor.is_some()),
     );

@@ -20,8 +20,8 @@ use sqs_waiter_contract::{JobReply, JobStatus};
 use super::handover::HANDOVER_RECHECK;
 use super::Waiter;
 
-/// `current` with what a debounced call brings: all of `job` (`replace`), or its time only
-/// (`extend`, inside the stored job's windows). The id's life goes on: its version, the time it
+/// `current` with what a debounced call brings: all of `job` (`replace`; its tags only when it
+/// gives some), or its time only (`extend`, inside the stored job's windows). The id's life goes on: its version, the time it
 /// was first stored, its attempt in a retry chain, a pause and a possible earlier delivery; for
 /// a series replaced by a series, the occurrences it sent (its `count` goes on from them) and
 /// a `trigger`'s extra occurrence still waiting (sent first, the series returning to the call's
@@ -40,6 +40,13 @@ fn debounced(current: &StoredJob, job: &Job) -> StoredJob {
             attempt: current.job.attempt,
             names_itself: current.job.names_itself,
             on_duplicate: OnDuplicate::Keep,
+            // A call that gives no tags keeps the job's (a `cancel_many` by tag still finds
+            // it); one that gives some replaces them.
+            tags: if job.tags.is_empty() {
+                current.job.tags.clone()
+            } else {
+                job.tags.clone()
+            },
             ..job.clone()
         },
     };

@@ -18,8 +18,9 @@ use crate::wire::reply::describe;
 use crate::wire::{ListQuery, ListStatus};
 use sqs_waiter_contract::{JobReply, ListReply};
 
-/// Items one `list` call reads per partition beyond the page it returns (prefix filters skip
-/// items), so a call does bounded work, however many jobs share one `perform_at`.
+/// Items one `list` or `cancel_many` call reads per partition beyond the page it returns (the
+/// prefix and tag filters skip items), so a call does bounded work, however many jobs share one
+/// `perform_at` and however few carry the tags asked for (docs/contract.md "Tags").
 const LIST_SCAN_BUDGET: usize = 2_000;
 /// The reply of one `list` call stays below this many bytes (Lambda allows 6 MB).
 const LIST_REPLY_BUDGET: usize = 4 * 1024 * 1024;
@@ -80,8 +81,14 @@ impl ListQuery {
     /// The cursor's binding: a cursor continues only the listing it was made for.
     fn listing(&self) -> String {
         let t = |t: Option<DateTime<Utc>>| t.map(format_epoch).unwrap_or_default();
+        // Tags as JSON (sorted by key): no key or value can read as another pair.
+        let tags = self
+            .tags
+            .as_ref()
+            .map(|t| serde_json::to_string(t).unwrap_or_default())
+            .unwrap_or_default();
         format!(
-            "{}/{}/{}/{}/{}",
+            "{}/{}/{}/{}/{}/{tags}",
             self.action,
             self.status.as_str(),
             t(self.from),
@@ -103,12 +110,17 @@ impl ListQuery {
         })
     }
 
-    /// Whether a job, as it is now, is in the selection (its time and id; the cursor aside).
+    /// Whether a job, as it is now, is in the selection (its time, id and tags; the cursor
+    /// aside). `j` must be read with its tags (any view but `View::Keys`).
     pub(crate) fn selects(&self, j: &StoredJob) -> bool {
         let at = j.job.perform_at;
         self.from.is_none_or(|f| at >= f)
             && self.to.is_none_or(|t| at <= t)
             && self.prefix.as_deref().is_none_or(|p| j.job.job_id.starts_with(p))
+            && self.tags.as_ref().is_none_or(|want| {
+                want.iter()
+                    .all(|(k, v)| j.job.tags.get(k).is_some_and(|have| have == v))
+            })
     }
 }
 
@@ -139,6 +151,11 @@ pub(crate) struct Selection {
 }
 
 impl Selection {
+    /// How many items this call read to find its jobs, in every partition.
+    pub(crate) fn scanned(&self) -> u64 {
+        self.reads.iter().map(|r| r.read.len() as u64).sum()
+    }
+
     /// The cursor after the first `taken` of `jobs`; `None` when nothing is left. Each
     /// partition resumes after the last item it read that is settled: neither past the bound
     /// nor a selected job not yet taken.
@@ -242,6 +259,7 @@ where
             queue: q.queue.as_str().to_owned(),
             cursor: selection.cursor_after(&q, page.len()),
             jobs: page,
+            scanned: q.tags.is_some().then(|| selection.scanned()),
         })
     }
 
@@ -277,7 +295,7 @@ where
                 if r.jobs.len() >= q.limit || r.read.len() >= LIST_SCAN_BUDGET {
                     return Ok(r);
                 }
-                // The index read keeps to `from`..`to`: this is the prefix rule.
+                // The index read keeps to `from`..`to`: this is the prefix and tag rule.
                 let selected = q.selects(&j);
                 r.read.push((position(&j), selected));
                 if selected {

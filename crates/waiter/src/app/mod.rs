@@ -42,6 +42,8 @@ mod steer;
 #[cfg(test)]
 mod steer_tests;
 #[cfg(test)]
+mod tags_tests;
+#[cfg(test)]
 mod tests;
 mod trigger;
 #[cfg(test)]

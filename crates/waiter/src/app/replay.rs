@@ -73,6 +73,8 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             trace_header: r.trace_header,
             repeat: None,
             occurrence: None,
+            // The copy is found as its job was (a `cancel_many` by tag reaches it too).
+            tags: record.tags,
         };
         // Always stored, never sent straight: the conditional put is what makes a second
         // `replay` a duplicate, whatever the history settings. A near copy is handed over at once.

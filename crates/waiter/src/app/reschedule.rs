@@ -100,6 +100,9 @@ where
         }
         job.priority = r.priority.unwrap_or(job.priority);
         job.weight = r.weight.unwrap_or(job.weight);
+        if let Some(tags) = &r.tags {
+            job.tags = tags.clone();
+        }
         let occurrences = job.repeat.as_ref().map_or(0, |s| s.occurrences);
         // A `trigger`'s extra occurrence, and the second of the last one, stay with the series
         // whatever its rule becomes.
@@ -124,8 +127,10 @@ where
         }
         let series_start = match job.repeat.as_mut() {
             None => {
+                // A change of tags alone keeps the job where it is.
                 let at = r
                     .perform_at
+                    .or_else(|| r.changes_tags_only().then_some(current.job.perform_at))
                     .ok_or_else(|| InvalidRequest::new("perform_at", "is required (or delay_seconds)"))?;
                 job.perform_at = job.windows.as_ref().map_or(at, |w| w.next_open(at));
                 if let Some(e) = job.expires_at {

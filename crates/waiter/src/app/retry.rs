@@ -15,7 +15,7 @@ use tracing::debug;
 
 use crate::backoff;
 use crate::error::{HandlerError, InvalidRequest, PortError};
-use crate::job::Job;
+use crate::job::{Job, Tags};
 use crate::ports::{
     Clock, Found, History, HistoryStatus, JobKey, JobStore, MessageQueue, Over, ParkInfo, Partition, PutOutcome,
     ReplaceOutcome, StoredJob,
@@ -240,7 +240,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 }
                 Decision::Next => {}
             }
-            let job = self.next_attempt(&r, current.as_ref(), series_windows(&series), now)?;
+            let job = self.next_attempt(&r, current.as_ref(), series_keeps(&series), now)?;
             // The next attempt goes where the failed one is still stored, else to the home key.
             let over = match sent {
                 Some(sent) if sent.job.attempt == r.attempt => {
@@ -285,13 +285,18 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
         &self,
         r: &Retry,
         current: Option<&Current>,
-        series_windows: Option<Windows>,
+        series: SeriesKeeps,
         now: DateTime<Utc>,
     ) -> Result<Job, HandlerError> {
-        let (expires_at, windows, names_itself) = match current {
-            Some(Current::Left(h)) => (h.expires_at, h.windows.clone(), h.names_itself),
-            Some(Current::Stored(j)) => (j.job.expires_at, j.job.windows.clone(), j.job.names_itself),
-            None => (None, series_windows, false),
+        let (expires_at, windows, names_itself, tags) = match current {
+            Some(Current::Left(h)) => (h.expires_at, h.windows.clone(), h.names_itself, h.tags.clone()),
+            Some(Current::Stored(j)) => (
+                j.job.expires_at,
+                j.job.windows.clone(),
+                j.job.names_itself,
+                j.job.tags.clone(),
+            ),
+            None => (None, series.0, false, series.1),
         };
         let job = Job {
             on_duplicate: Default::default(),
@@ -312,6 +317,7 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
             trace_header: r.trace_header.clone(),
             repeat: None,
             occurrence: None,
+            tags,
         };
         check_message(&Given::default(), &job)?;
         Ok(job)
@@ -473,14 +479,24 @@ fn exhausted_reply(r: &Retry, parked: &StoredJob) -> JobReply {
     }
 }
 
-/// The windows of the series among `found` (read with an occurrence's first retry): stored, or
-/// its record.
-fn series_windows(found: &[Found]) -> Option<Windows> {
+/// What an occurrence's first retry keeps of its series: its windows and its tags.
+type SeriesKeeps = (Option<Windows>, Tags);
+
+/// What the series among `found` (read with an occurrence's first retry), stored or its record,
+/// passes to that retry: its windows and its tags.
+fn series_keeps(found: &[Found]) -> SeriesKeeps {
     found
         .iter()
         .map(Current::of)
         .find(Current::is_series)
-        .and_then(|series| series.windows())
+        .map(|series| {
+            let tags = match &series {
+                Current::Stored(j) => j.job.tags.clone(),
+                Current::Left(h) => h.tags.clone(),
+            };
+            (series.windows(), tags)
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -33,11 +33,13 @@ mod ledger;
 mod pause;
 #[path = "codec_repeat.rs"]
 mod repeat;
+#[path = "codec_tags.rs"]
+mod tags;
 pub use body::{body_of, A_MESSAGE_BODY_DEFLATE};
 use body::{put_body, take_body};
 use chain::{decode_chain, decode_windows, encode_chain, encode_windows};
 pub use chain::{A_ATTEMPT, A_NAMES_ITSELF};
-pub(crate) use debts::{debts_newer_format, decode_debts, encode_debts};
+pub(crate) use debts::{debts_format, debts_newer_format, decode_debts, encode_debts};
 pub use format::{group_as_given, newer_format, newer_reason, A_ITEM_FORMAT, ITEM_FORMAT};
 pub(crate) use ledger::{decode_rate, encode_rate};
 pub use pause::A_ENDED_PAUSES;
@@ -47,6 +49,8 @@ pub use repeat::{
     A_OCCURRENCES, A_REPEAT_CATCH_UP, A_REPEAT_COUNT, A_REPEAT_CRON, A_REPEAT_EVERY_S, A_REPEAT_EXPRESSION,
     A_REPEAT_EXTRA_LAST, A_REPEAT_EXTRA_RETURNS_TO, A_REPEAT_HELD, A_REPEAT_TIME_ZONE, A_REPEAT_UNTIL,
 };
+use tags::{decode_tags, encode_tags};
+pub use tags::{A_TAGS, TAGS_FORMAT};
 
 pub const INDEX_NAME: &str = "scheduler-perform_at-index";
 
@@ -202,6 +206,7 @@ pub fn encode(s: &StoredJob) -> Item {
     encode_windows(&mut item, &job.windows);
     encode_chain(&mut item, job.attempt, job.names_itself);
     encode_repeat(&mut item, job.repeat.as_deref());
+    encode_tags(&mut item, &job.tags);
     if let Some(t) = s.maybe_delivered_at {
         item.insert(A_MAYBE_DELIVERED_AT.into(), n(t));
     }
@@ -318,6 +323,7 @@ pub const ATTRIBUTES_WITHOUT_MESSAGE: &[&str] = &[
     A_REPEAT_EXTRA_RETURNS_TO,
     A_REPEAT_EXTRA_LAST,
     A_PAUSED_AT,
+    A_TAGS,
     // Read so that an item of a later format is never taken for one this release reads.
     A_ITEM_FORMAT,
 ];
@@ -370,6 +376,7 @@ pub fn decode_view(queue: &QueueName, mut item: Item, view: View) -> Result<Stor
     let (attempt, names_itself) = decode_chain(&item, &mut message_attributes)?;
     let windows = decode_windows(&item)?;
     let repeat = decode_repeat(&item)?.map(Box::new);
+    let tags = decode_tags(&item)?;
     let version = match item.get(A_VERSION) {
         None => 1,
         Some(AttributeValue::N(v)) => v.parse().map_err(|_| format!("version is not a whole number: {v}"))?,
@@ -409,6 +416,7 @@ pub fn decode_view(queue: &QueueName, mut item: Item, view: View) -> Result<Stor
             trace_header: take_s(item, A_TRACE_HEADER)?,
             repeat,
             occurrence: None,
+            tags,
         },
         partition,
         enqueued_at: take_t(item, A_ENQUEUED_AT)?.unwrap_or(perform_at),
@@ -458,6 +466,7 @@ pub fn encode_history(h: &History) -> Item {
     }
     encode_windows(&mut item, &h.windows);
     encode_chain(&mut item, h.attempt, h.names_itself);
+    encode_tags(&mut item, &h.tags);
     if let Some(o) = h.occurrences {
         item.insert(A_OCCURRENCES.into(), AttributeValue::N(o.to_string()));
     }
@@ -526,6 +535,7 @@ pub fn decode_any(queue: &QueueName, item: Item) -> Result<Found, String> {
             Some(_) => Some(t(A_EXPIRES_AT)?),
         },
         windows: decode_windows(item)?,
+        tags: decode_tags(item)?,
         occurrences: match item.get(A_OCCURRENCES) {
             None => None,
             Some(AttributeValue::N(v)) => Some(

@@ -47,6 +47,15 @@ pub(crate) fn encode_debts(queue: &QueueName, debts: &[Retired]) -> AttributeVal
     )
 }
 
+/// The item format the lease item must carry with these debts (docs/upgrades.md: a release
+/// that writes debts of a new format marks the lease item with it); `None`: format 1.
+pub(crate) fn debts_format(debts: &[Retired]) -> Option<u64> {
+    debts
+        .iter()
+        .any(|r| r.record.as_ref().is_some_and(|h| !h.tags.is_empty()))
+        .then_some(super::TAGS_FORMAT)
+}
+
 /// The debts on a lease item (none when it has none). Errors name the attribute.
 pub(crate) fn decode_debts(queue: &QueueName, item: &Item) -> Result<Vec<Retired>, String> {
     let Some(list) = item.get(A_LEASE_DEBTS) else {

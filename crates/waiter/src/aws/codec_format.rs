@@ -9,11 +9,13 @@ use super::{Item, A_GROUP_ID};
 
 pub const A_ITEM_FORMAT: &str = "item_format";
 
-/// The item format this release reads. 1: every kind of item up to 0.1.0, none of which
-/// carries `item_format` (so it costs no byte). A release that adds a kind an earlier one
-/// would misread (a field whose absence means something else) raises this and writes the new
-/// value on those items only; tests/fixtures keeps each release's items.
-pub const ITEM_FORMAT: u64 = 1;
+/// The item format this release reads. 1: every kind of item up to 0.2.0, none of which
+/// carries `item_format` (so it costs no byte). 2: an item with tags (`TAGS_FORMAT`), which
+/// an earlier release would rewrite without them. A release that adds a kind an earlier one
+/// would misread (a field whose absence means something else, or one a rewrite would drop)
+/// raises this and writes the new value on those items only; tests/fixtures keeps each
+/// release's items.
+pub const ITEM_FORMAT: u64 = 2;
 
 /// The format an item needs when it is above what this release reads; `None` when it reads it.
 /// A value that is no whole number (a later release's, say) counts as above.

@@ -178,6 +178,8 @@ pub struct History {
     pub windows: Option<crate::windows::Windows>,
     /// A series: the occurrences it sent.
     pub occurrences: Option<u64>,
+    /// The job's tags: its next attempt and a replayed copy keep them.
+    pub tags: crate::job::Tags,
 }
 
 /// What a history record keeps of its job's message (`WAITER_HISTORY_BODY`): enough to send a
@@ -230,6 +232,7 @@ impl History {
             expires_at: job.job.expires_at,
             windows: job.job.windows.clone(),
             occurrences: job.job.repeat.as_ref().map(|s| s.occurrences),
+            tags: job.job.tags.clone(),
         }
     }
 

@@ -62,6 +62,7 @@ pub fn stored(queue: &str, id: &str, perform_at: DateTime<Utc>, shards: u32) -> 
             trace_header: None,
             repeat: None,
             occurrence: None,
+            tags: Default::default(),
             queue: q,
         },
         enqueued_at: perform_at,

@@ -78,6 +78,7 @@ impl DueIndex for MemStore {
                             trace_header: None,
                             repeat: None,
                             occurrence: None,
+                            tags: Default::default(),
                         },
                         enqueued_at: j.job.perform_at,
                         parked: None,

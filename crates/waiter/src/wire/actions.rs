@@ -7,8 +7,9 @@ use super::decode::Decoded;
 use super::field_rules::*;
 use crate::config::QueueName;
 use crate::error::InvalidRequest;
-use crate::job::{without_reserved, Attributes};
+use crate::job::{without_reserved, Attributes, Tags};
 use crate::windows::Windows;
+use crate::wire::normalise::Given;
 
 pub use sqs_waiter_contract::ListStatus;
 use sqs_waiter_contract::{Action, DEFAULT_PRIORITY, DEFAULT_WEIGHT};
@@ -22,6 +23,8 @@ pub struct ListQuery {
     pub from: Option<DateTime<Utc>>,
     pub to: Option<DateTime<Utc>>,
     pub prefix: Option<String>,
+    /// Only jobs carrying every one of these tags; `None`: any.
+    pub tags: Option<Tags>,
     pub status: ListStatus,
     pub limit: usize,
     pub cursor: Option<String>,
@@ -33,6 +36,7 @@ struct Selection {
     from: Option<DateTime<Utc>>,
     to: Option<DateTime<Utc>>,
     prefix: Option<String>,
+    tags: Option<Tags>,
     status: Option<ListStatus>,
     limit: Option<usize>,
     cursor: Option<String>,
@@ -46,6 +50,7 @@ macro_rules! selection_of {
             from: $r.from,
             to: $r.to,
             prefix: $r.prefix,
+            tags: $r.tags,
             status: $r.status,
             limit: $r.limit,
             cursor: $r.cursor,
@@ -66,6 +71,7 @@ impl Selection {
             from: self.from,
             to: self.to,
             prefix: self.prefix.map(|p| check_job_id("prefix", p)).transpose()?,
+            tags: self.tags.map(|t| check_tags(&Given::default(), t, true)).transpose()?,
             status: self.status.unwrap_or_default(),
             limit: check_limit(self.limit)?,
             cursor: self.cursor,
@@ -103,13 +109,16 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::CancelMany>> for CancelMany {
         let queue = check_queue(&d.given, &r.queue, d.config)?;
         let ids = r.job_ids.map(check_job_ids).transpose()?;
         let selection = selection_of!(r).check(queue.clone(), sqs_waiter_contract::CancelMany::NAME, false)?;
-        let selects = selection.prefix.is_some() || selection.from.is_some() || selection.to.is_some();
+        let selects = selection.prefix.is_some()
+            || selection.tags.is_some()
+            || selection.from.is_some()
+            || selection.to.is_some();
         match ids {
             Some(job_ids) => {
                 if selects || selection.cursor.is_some() || selection.status != ListStatus::Scheduled {
                     return Err(InvalidRequest::new(
                         "job_ids",
-                        "give job_ids, or select jobs with prefix, from and to; not both",
+                        "give job_ids, or select jobs with prefix, tags, from and to; not both",
                     ));
                 }
                 Ok(CancelMany::Ids { queue, job_ids })
@@ -118,7 +127,7 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::CancelMany>> for CancelMany {
             None if selects || selection.cursor.is_some() => Ok(CancelMany::Selected(selection)),
             None => Err(InvalidRequest::new(
                 "job_ids",
-                "is required, or select jobs with prefix, from or to (from: 0 selects every job)",
+                "is required, or select jobs with prefix, tags, from or to (from: 0 selects every job)",
             )),
         }
     }
@@ -149,6 +158,8 @@ pub struct Reschedule {
     pub weight: Option<u16>,
     /// A new repetition, `None`: kept (a series restarts at `perform_at` either way).
     pub repeat: Option<Box<crate::repeat::Series>>,
+    /// New tags (`Some(empty)`: removed); `None`: kept.
+    pub tags: Option<Tags>,
 }
 
 impl TryFrom<Decoded<'_, sqs_waiter_contract::Reschedule>> for Reschedule {
@@ -221,6 +232,11 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Reschedule>> for Reschedule {
             .weight
             .map(|w| check_weight(&given, Some(w), DEFAULT_WEIGHT))
             .transpose()?;
+        // `null` and `{}` both remove them.
+        let tags = r
+            .tags
+            .map(|t| check_tags(&given, t.unwrap_or_default(), false))
+            .transpose()?;
         Ok(Reschedule {
             queue,
             job_id,
@@ -235,7 +251,24 @@ impl TryFrom<Decoded<'_, sqs_waiter_contract::Reschedule>> for Reschedule {
             priority,
             weight,
             repeat,
+            tags,
         })
+    }
+}
+
+impl Reschedule {
+    /// Whether the request changes the job's tags and nothing else.
+    pub fn changes_tags_only(&self) -> bool {
+        self.tags.is_some()
+            && self.perform_at.is_none()
+            && self.time_zone.is_none()
+            && self.message_body.is_none()
+            && self.message_attributes.is_none()
+            && self.expires_at.is_none()
+            && self.windows.is_none()
+            && self.priority.is_none()
+            && self.weight.is_none()
+            && self.repeat.is_none()
     }
 }
 

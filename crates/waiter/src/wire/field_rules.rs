@@ -14,11 +14,52 @@ use crate::limits::{
 };
 use crate::time;
 use crate::windows::Windows;
-use sqs_waiter_contract::{DEFAULT_PRIORITY, DEFAULT_WEIGHT, MAX_PRIORITY, MAX_WEIGHT};
+use sqs_waiter_contract::{
+    Tags, DEFAULT_PRIORITY, DEFAULT_WEIGHT, MAX_PRIORITY, MAX_TAGS, MAX_TAG_KEY_CHARS, MAX_TAG_VALUE_CHARS, MAX_WEIGHT,
+};
 
 pub(crate) use super::sqs_rules::{check_attributes, check_sqs_chars};
 /// Default and largest `limit` of a paged listing, so one reply stays far below Lambda's 6 MB.
 pub use sqs_waiter_contract::{DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT};
+
+/// `tags`: at most `MAX_TAGS` pairs, each key 1 to `MAX_TAG_KEY_CHARS` characters and each
+/// value at most `MAX_TAG_VALUE_CHARS` (docs/contract.md "Tags"). The same rules hold for a
+/// selection by tags, which must also name at least one pair (`selection`).
+pub(crate) fn check_tags(given: &Given, tags: Tags, selection: bool) -> Result<Tags, InvalidRequest> {
+    let field = given.name("tags");
+    if tags.len() > MAX_TAGS {
+        return Err(InvalidRequest::new(
+            field,
+            format!("at most {MAX_TAGS} tags, got {}", tags.len()),
+        ));
+    }
+    if selection && tags.is_empty() {
+        return Err(InvalidRequest::new(
+            field,
+            "must name at least one tag to select by (leave it out to select every job)",
+        ));
+    }
+    for (key, value) in &tags {
+        let chars = key.chars().count();
+        if !(1..=MAX_TAG_KEY_CHARS).contains(&chars) {
+            return Err(InvalidRequest::new(
+                field,
+                format!(
+                    "a key must be 1 to {MAX_TAG_KEY_CHARS} characters, got {chars} ({:?})",
+                    truncate(key, 64)
+                ),
+            ));
+        }
+        let chars = value.chars().count();
+        if chars > MAX_TAG_VALUE_CHARS {
+            return Err(InvalidRequest::new(
+                format!("{field}.{}", truncate(key, 64)),
+                format!("a value must be at most {MAX_TAG_VALUE_CHARS} characters, got {chars}"),
+            ));
+        }
+    }
+    Ok(tags)
+}
 
 /// The queue must be one this deployment manages.
 pub(crate) fn check_queue(given: &Given, name: &str, config: &Config) -> Result<QueueName, InvalidRequest> {

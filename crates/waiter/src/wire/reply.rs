@@ -97,6 +97,7 @@ pub(crate) fn status_only(status: JobStatus, queue: &QueueName, job_id: &str) ->
         paused: None,
         paused_at: None,
         replaced: None,
+        tags: None,
     }
 }
 
@@ -125,6 +126,7 @@ pub(crate) fn describe_history(h: &History) -> JobReply {
         attempt: (h.attempt > 1).then_some(h.attempt),
         maybe_delivered_at: h.maybe_delivered_at,
         occurrences: h.occurrences,
+        tags: tags_view(&h.tags),
         ..status_only(status, &h.queue, &h.job_id)
     };
     match h.status {
@@ -204,8 +206,14 @@ pub(crate) fn describe(stored: &StoredJob) -> JobReply {
         occurrences: job.repeat.as_ref().map(|s| s.occurrences),
         paused: stored.paused_at.map(|_| true),
         paused_at: stored.paused_at,
+        tags: tags_view(&job.tags),
         ..status_only(status, &job.queue, &job.job_id)
     }
+}
+
+/// A job's tags as replies show them: absent when it has none.
+fn tags_view(tags: &crate::job::Tags) -> Option<crate::job::Tags> {
+    (!tags.is_empty()).then(|| tags.clone())
 }
 
 /// Message attributes as requests give them (binary values in standard base64).

@@ -24,8 +24,8 @@ use crate::job::{without_reserved, Job, MAX_JOBS_PER_REQUEST};
 use crate::time;
 use crate::wire::field_rules::{
     check_attributes, check_expires_at, check_expiry, check_fifo_id, check_job_id, check_job_ids, check_limit,
-    check_message, check_message_body, check_new_job_id, check_priority, check_queue, check_trace_header, check_weight,
-    check_windows, when, DEFAULT_PAGE_LIMIT,
+    check_message, check_message_body, check_new_job_id, check_priority, check_queue, check_tags, check_trace_header,
+    check_weight, check_windows, when, DEFAULT_PAGE_LIMIT,
 };
 use sqs_waiter_contract::{DEFAULT_PRIORITY, DEFAULT_WEIGHT};
 
@@ -360,6 +360,7 @@ impl TryFrom<Decoded<'_, JobRequest>> for Job {
             trace_header: j.trace_header.map(|t| check_trace_header(&given, t)).transpose()?,
             repeat,
             occurrence: None,
+            tags: check_tags(&given, j.tags, false)?,
         };
         check_message(&given, &job)?;
         Ok(job)

@@ -126,8 +126,9 @@ impl Leases for DynamoStore {
         held_back_from: Option<DateTime<Utc>>,
     ) -> Result<(), PortError> {
         let update = match held_back_from {
-            Some(_) => "SET #held = :held REMOVE #owner, #until, #horizon, #debts, #by",
-            None => "REMOVE #owner, #until, #horizon, #debts, #by, #held",
+            // The lease's format mark goes with its debts (`hand_on`).
+            Some(_) => "SET #held = :held REMOVE #owner, #until, #horizon, #debts, #by, #format",
+            None => "REMOVE #owner, #until, #horizon, #debts, #by, #held, #format",
         };
         let res = self
             .client
@@ -143,6 +144,7 @@ impl Leases for DynamoStore {
             .expression_attribute_names("#horizon", A_LEASE_HORIZON)
             .expression_attribute_names("#debts", A_LEASE_DEBTS)
             .expression_attribute_names("#by", A_LEASE_HANDED_ON_BY)
+            .expression_attribute_names("#format", A_ITEM_FORMAT)
             .expression_attribute_values(":owner", AttributeValue::S(owner.to_owned()))
             .send()
             .await;
@@ -162,12 +164,23 @@ impl Leases for DynamoStore {
         debts: &[Retired],
         until: DateTime<Utc>,
     ) -> Result<bool, PortError> {
+        // Debts holding a record of format 2 (tags) mark the lease item with it, so that an
+        // earlier release neither takes the lease over nor settles them (docs/upgrades.md).
+        let format = debts_format(debts);
+        let update = match format {
+            Some(_) => "SET #until = :until, #debts = :debts, #by = :owner, #format = :format",
+            None => "SET #until = :until, #debts = :debts, #by = :owner REMOVE #format",
+        };
         let res = self
             .client
             .update_item()
             .table_name(self.table(queue))
             .set_key(Some(lease_key(queue, shard)))
-            .update_expression("SET #until = :until, #debts = :debts, #by = :owner")
+            .update_expression(update)
+            .expression_attribute_names("#format", A_ITEM_FORMAT)
+            .set_expression_attribute_values(
+                format.map(|f| HashMap::from([(":format".to_owned(), AttributeValue::N(f.to_string()))])),
+            )
             .condition_expression("#owner = :owner")
             .expression_attribute_names("#owner", A_LEASE_OWNER)
             .expression_attribute_names("#until", A_LEASE_UNTIL)

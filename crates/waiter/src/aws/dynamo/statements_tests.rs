@@ -32,6 +32,7 @@ fn every_attribute() -> StoredJob {
     j.job.windows = Some(crate::windows::Windows::parse(&[window], Some("Europe/Berlin")).expect("windows"));
     j.job.priority = 7;
     j.job.weight = 3;
+    j.job.tags.insert("customer".into(), "42".into());
     j.job.attempt = 2;
     j.job.names_itself = true;
     j.job.trace_header = Some("Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1".into());
@@ -85,7 +86,7 @@ fn a_removal_is_a_delete_on_the_keys_and_the_edition() {
     assert_eq!(
         s.statement,
         "DELETE FROM \"t.orders\" WHERE \"scheduler\" = ? AND \"job_id\" = ? AND \"perform_at\" IS NOT MISSING \
-         AND (\"enqueued_at\" IS MISSING OR \"enqueued_at\" = ?) AND (\"version\" IS MISSING OR \"version\" = ?) AND (\"item_format\" IS MISSING OR \"item_format\" <= 1)"
+         AND (\"enqueued_at\" IS MISSING OR \"enqueued_at\" = ?) AND (\"version\" IS MISSING OR \"version\" = ?) AND (\"item_format\" IS MISSING OR \"item_format\" <= 2)"
     );
     let keys = key(&q, &job.key());
     let p = s.parameters.expect("parameters");
@@ -98,7 +99,7 @@ fn a_removal_is_a_delete_on_the_keys_and_the_edition() {
     let s = removal_statement(&q, "t.orders", &retired(&job, None), None).expect("statement");
     assert!(
         s.statement
-            .ends_with("AND \"version\" = ? AND (\"item_format\" IS MISSING OR \"item_format\" <= 1)"),
+            .ends_with("AND \"version\" = ? AND (\"item_format\" IS MISSING OR \"item_format\" <= 2)"),
         "{}",
         s.statement
     );
@@ -141,7 +142,7 @@ fn a_removal_with_a_record_turns_the_item_into_it_and_removes_every_other_attrib
         assert!(
             text.ends_with(
                 "WHERE \"scheduler\" = ? AND \"job_id\" = ? AND \"perform_at\" IS NOT MISSING \
-                 AND (\"enqueued_at\" IS MISSING OR \"enqueued_at\" = ?) AND \"version\" = ? AND (\"item_format\" IS MISSING OR \"item_format\" <= 1)"
+                 AND (\"enqueued_at\" IS MISSING OR \"enqueued_at\" = ?) AND \"version\" = ? AND (\"item_format\" IS MISSING OR \"item_format\" <= 2)"
             ),
             "{text}"
         );
@@ -171,7 +172,7 @@ fn a_series_move_sets_its_next_occurrence_and_version_and_keeps_the_rest() {
         "UPDATE \"t\" SET \"occurrences\" = ? SET \"perform_at\" = ? SET \"version\" = ? REMOVE \"repeat_held\" \
          REMOVE \"maybe_delivered_at\" WHERE \"scheduler\" = ? \
          AND \"job_id\" = ? AND \"perform_at\" IS NOT MISSING AND (\"enqueued_at\" IS MISSING OR \"enqueued_at\" = ?) \
-         AND \"version\" = ? AND (\"item_format\" IS MISSING OR \"item_format\" <= 1)"
+         AND \"version\" = ? AND (\"item_format\" IS MISSING OR \"item_format\" <= 2)"
     );
     let p = s.parameters.expect("parameters");
     assert_eq!(p[0], AttributeValue::N("5".into()));
