@@ -17,6 +17,8 @@ mod pause;
 mod rights;
 #[path = "manage/series.rs"]
 mod series;
+#[path = "manage/tags.rs"]
+mod tags;
 #[path = "manage/upgrades.rs"]
 mod upgrades;
 

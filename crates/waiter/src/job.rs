@@ -98,10 +98,13 @@ impl Job {
     }
 
     /// Whether its record is kept whatever the history settings (`Config::history_keep_for`):
-    /// an attempt after the first's tells a stale `retry` from a new one, and a replayed copy's
-    /// makes a repeated `replay` a duplicate.
+    /// an attempt after the first's tells a stale `retry` from a new one, a replayed copy's
+    /// makes a repeated `replay` a duplicate, and a tagged job's keeps its tags for a retry.
     pub fn keeps_record(&self) -> bool {
-        self.is_retried() || self.names_itself
+        // A tagged job's too: its record is where its next attempt finds its tags (the
+        // message does not carry them). Its removal is then an update into the record, the
+        // same write units as the delete (docs/cost.md "Tags").
+        self.is_retried() || self.names_itself || !self.tags.is_empty()
     }
 
     /// Body plus attributes, as SQS counts a message's size; with `waiter.job_id` whenever

@@ -13,6 +13,7 @@ mod dispatch;
 mod ledger;
 mod precision;
 mod series_cost;
+mod tags_cost;
 mod trace_cost;
 
 pub use api_calls::*;
@@ -27,6 +28,7 @@ pub use dispatch::*;
 pub use ledger::*;
 pub use precision::*;
 pub use series_cost::*;
+pub use tags_cost::*;
 pub use trace_cost::*;
 
 use std::path::PathBuf;

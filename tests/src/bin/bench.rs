@@ -35,7 +35,8 @@ enum Section {
     Api,
     /// Enqueue throughput in batches of 100.
     Enqueue,
-    /// Write units a stored trace header adds per job, on DynamoDB Local.
+    /// Write units a stored trace header and tags add per job, on DynamoDB Local, and what a
+    /// search by tag reads.
     TraceCost,
     /// Pure-Rust codecs on JSON bodies of 1–64 KB: write units saved and CPU per body.
     Compression,
@@ -509,6 +510,9 @@ async fn main() {
             );
         }
         println!("written to {}\n", write_json("trace_cost.json", &rows).display());
+        let rows = tags_cost(&ddb, &[100, 900, 1000, 3000]).await;
+        print_tags_cost(&rows);
+        println!("written to {}\n", write_json("tags_cost.json", &rows).display());
     }
     if all || what == "series" {
         let (series, count) = if quick { (20, 3) } else { (200, 5) };

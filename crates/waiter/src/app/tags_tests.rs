@@ -275,3 +275,37 @@ async fn an_attempt_an_occurrence_and_a_replayed_copy_keep_the_tags() {
     let copy_id = copy["job_id"].as_str().unwrap_or_default().to_owned();
     assert_eq!(get(&w, &copy_id).await["tags"], tags);
 }
+
+#[tokio::test(start_paused = true)]
+async fn with_history_off_a_tagged_job_still_leaves_the_record_its_retry_takes_the_tags_from() {
+    let (w, store, queue, clock) = test_waiter("orders", &[("WAITER_HISTORY_DAYS", "0")]);
+    let tags = json!({"customer": "42"});
+    let far = json!({"queue": "orders", "job_id": "far", "message_body": "b", "delay_seconds": 3600, "tags": tags});
+    let near = json!({"queue": "orders", "message_body": "b", "delay_seconds": 5, "tags": tags});
+    assert_eq!(call(&w, far).await["status"], "scheduled");
+    let near = call(&w, near).await;
+    assert_eq!(near["status"], "sent", "due soon: straight to SQS: {near}");
+    call(
+        &w,
+        json!({"queue": "orders", "job_id": "plain", "message_body": "b", "delay_seconds": 3600}),
+    )
+    .await;
+    clock.advance(TimeDelta::hours(2));
+    run(&w, &clock).await;
+    assert_eq!(queue.sent().len(), 3);
+    assert_eq!(
+        store.state.lock().unwrap().history.len(),
+        2,
+        "the tagged jobs' records only: history is off"
+    );
+    for id in ["far", near["job_id"].as_str().unwrap_or_default()] {
+        let r = call(
+            &w,
+            json!({"action": "retry", "queue": "orders", "job_id": id, "attempt": 1, "message_body": "b",
+                   "backoff": {"base_s": 3600, "factor": 2, "jitter": false}}),
+        )
+        .await;
+        assert_eq!(r["status"], "scheduled", "{r}");
+        assert_eq!(get(&w, id).await["tags"], tags, "{id}");
+    }
+}

@@ -72,6 +72,7 @@ mod retries;
 mod series;
 mod series_checks;
 mod steering;
+mod tags;
 
 use callers::World;
 

@@ -79,6 +79,8 @@ impl World {
             4 if self.next_id > 0 => self.resume_job(None).await,
             5 if self.next_id > 0 => self.trigger().await,
             6 if self.next_id > 0 => self.debounce().await,
+            // Every other time by tag (from the count, so that the seeds' draws stay as they were).
+            7 if self.next_id > 0 && self.steering.calls % 2 == 0 => self.cancel_by_tag().await,
             7 if self.next_id > 0 => self.cancel_one_of_many().await,
             8 => self.retry_beside_debounce().await,
             _ => {}
