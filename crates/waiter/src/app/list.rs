@@ -14,9 +14,9 @@ use crate::error::HandlerError;
 use crate::error::{InvalidRequest, PortError};
 use crate::ports::{Clock, IndexPosition, JobStore, MessageQueue, Partition, StoredJob, View};
 use crate::time::{format_epoch, max_time, parse_epoch_decimal};
-use crate::wire::reply::describe;
+use crate::wire::reply::list_view;
 use crate::wire::{ListQuery, ListStatus};
-use sqs_waiter_contract::{JobReply, ListReply};
+use sqs_waiter_contract::ListReply;
 
 /// Items one `list` or `cancel_many` call reads per partition beyond the page it returns (the
 /// prefix and tag filters skip items), so a call does bounded work, however many jobs share one
@@ -306,16 +306,6 @@ where
         r.finished = true;
         Ok(r)
     }
-}
-
-/// A job as `list` shows it: `get`'s view, without the message unless asked for.
-fn list_view(j: &StoredJob, with_body: bool) -> JobReply {
-    let mut v = describe(j);
-    if !with_body {
-        v.message_body = None;
-        v.message_attributes = None;
-    }
-    v
 }
 
 #[cfg(test)]

@@ -96,8 +96,8 @@ impl World {
             }
             // Three of every four versions carry a tag (from the version, as above), which
             // operators cancel by (`tags.rs`).
-            if let Some(tag) = super::tags::tag_of_version(self.version) {
-                job["tags"] = json!({ super::tags::TAG_KEY: tag });
+            if let Some(tag) = super::tag_of_version(self.version) {
+                job["tags"] = json!({ super::TAG_KEY: tag });
             }
             let e = self.expected.entry(body).or_default();
             e.windows = windowed.then(window);

@@ -167,6 +167,15 @@ fn stored_body(mem: &MemStore, id: &str) -> Option<String> {
         .map(|(_, job)| job.job.message_body.clone())
 }
 
+/// The tag key the callers' jobs carry (`tags.rs`), and its values.
+const TAG_KEY: &str = "team";
+const TAGS: [&str; 3] = ["red", "green", "blue"];
+
+/// The tag a caller's version carries: none for every fourth.
+fn tag_of_version(version: u64) -> Option<&'static str> {
+    (version % 4 != 0).then(|| TAGS[(version % 3) as usize])
+}
+
 /// The queue an id was first enqueued on.
 fn queue_for(queue_of: &HashMap<String, bool>, id: &str) -> &'static str {
     if queue_of.get(id).copied().unwrap_or(false) {

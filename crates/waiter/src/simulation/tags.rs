@@ -10,15 +10,8 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::callers::World;
+use super::{TAGS, TAG_KEY};
 use crate::ports::{Clock, Partition};
-
-pub(super) const TAG_KEY: &str = "team";
-const TAGS: [&str; 3] = ["red", "green", "blue"];
-
-/// The tag a caller's version carries: none for every fourth.
-pub(super) fn tag_of_version(version: u64) -> Option<&'static str> {
-    (version % 4 != 0).then(|| TAGS[(version % 3) as usize])
-}
 
 impl World {
     /// The stored (not parked) jobs of `queue`: id to (body, tag, stored long enough for the

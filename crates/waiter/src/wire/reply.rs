@@ -211,6 +211,16 @@ pub(crate) fn describe(stored: &StoredJob) -> JobReply {
     }
 }
 
+/// A job as `list` shows it: `get`'s view, without the message unless asked for.
+pub(crate) fn list_view(j: &StoredJob, with_body: bool) -> JobReply {
+    let mut v = describe(j);
+    if !with_body {
+        v.message_body = None;
+        v.message_attributes = None;
+    }
+    v
+}
+
 /// A job's tags as replies show them: absent when it has none.
 fn tags_view(tags: &crate::job::Tags) -> Option<crate::job::Tags> {
     (!tags.is_empty()).then(|| tags.clone())
