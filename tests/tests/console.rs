@@ -76,9 +76,15 @@ async fn an_operator_manages_jobs_in_the_browser() {
     let day = Utc::now() + TimeDelta::days(1);
     let jobs: Vec<Job> = (0..250)
         .map(|i| {
-            Job::new("orders", format!("job p{i:03}"))
+            let job = Job::new("orders", format!("job p{i:03}"))
                 .id(format!("p{i:03}"))
-                .at(day)
+                .at(day);
+            // Every tenth is team red: the tag filter and the cancel by tag below.
+            if i % 10 == 0 {
+                job.tag("team", "red")
+            } else {
+                job
+            }
         })
         .collect();
     for chunk in jobs.chunks(100) {
@@ -177,6 +183,16 @@ async fn an_operator_manages_jobs_in_the_browser() {
         JobStatus::Scheduled
     );
 
+    // A tag filter: the 25 red jobs, each showing its tags, and a job's page shows them.
+    b.goto(&format!("{home}/queues/orders/jobs")).await;
+    b.fill("input[name=tags]", "team=red").await;
+    b.click("form.filters button").await;
+    assert_eq!(b.find_all("tbody tr").await.len(), 25);
+    assert_eq!(b.text("tbody td:nth-child(5)").await, "team=red");
+    assert!(b.page_text().await.contains("stored jobs read to find them"));
+    b.goto(&format!("{home}/queues/orders/jobs/p010")).await;
+    assert!(b.page_text().await.contains("team=red"), "{}", b.page_text().await);
+
     // A series: its next 10 occurrences, 09:00 in Berlin.
     b.goto(&format!("{home}/queues/orders/jobs/weekly")).await;
     let occurrences = b.find_all("#occurrences li").await;
@@ -252,6 +268,22 @@ async fn an_operator_manages_jobs_in_the_browser() {
         .await
         .expect("list");
     assert!(left.jobs.is_empty(), "{left:?}");
+    // Cancel by tag: the red jobs left (p000 was sent, p100 to p190 cancelled above).
+    b.goto(&format!("{home}/queues/orders/jobs?tags=team%3Dred")).await;
+    b.click("a[href^='/queues/orders/cancel']").await;
+    assert_eq!(b.text("#match-count").await, "14");
+    b.click("form[action='/queues/orders/cancel'] button").await;
+    assert!(b.text(".flash").await.starts_with("Cancelled 14 jobs"), "{}", b.page_text().await);
+    let red = client
+        .list(&List {
+            tags: Some([("team".to_owned(), "red".to_owned())].into()),
+            ..List::queue("orders")
+        })
+        .await
+        .expect("list");
+    assert!(red.jobs.is_empty(), "{red:?}");
+    let untagged = client.get("orders", "p011").await.expect("get");
+    assert_eq!(untagged.status, JobStatus::Scheduled, "an untagged job stays");
 
     // A hostile process: no token, or a foreign Host.
     let http = reqwest::Client::new();

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use sqs_waiter_client::{CancelMany, Pause, RedriveAll, Reschedule, Resume};
 
 use crate::layout::{enc, failed};
-use crate::pages::jobs::{parse_time, Filters};
+use crate::pages::jobs::{parse_tags, parse_time, Filters};
 use crate::Shared;
 
 fn fields(body: &Bytes) -> Vec<(String, String)> {
@@ -51,15 +51,21 @@ pub(crate) async fn cancel_many(State(c): State<Shared>, Path(queue): Path<Strin
         from: text("from"),
         to: text("to"),
         prefix: text("prefix"),
+        tags: text("tags"),
         ..Filters::default()
     };
     let (from, to) = match (parse_time("from", &filters.from), parse_time("to", &filters.to)) {
         (Ok(f), Ok(t)) => (f, t),
         (Err(e), _) | (_, Err(e)) => return back(&format!("/queues/{}/jobs", enc(&queue)), &e),
     };
+    let tags = match parse_tags(&filters.tags) {
+        Ok(t) => t,
+        Err(e) => return back(&format!("/queues/{}/jobs", enc(&queue)), &e),
+    };
     let mut request = CancelMany {
         queue: queue.clone(),
         prefix: filters.prefix.clone(),
+        tags,
         from,
         to,
         ..CancelMany::default()

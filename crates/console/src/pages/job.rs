@@ -91,6 +91,7 @@ fn facts(j: &JobReply) -> Markup {
             (row("message group", opt(j.message_group_id.clone())))
             (row("replay of", opt(j.replay_of.clone())))
             (row("trace header", opt(j.trace_header.clone())))
+            (row("tags", super::jobs::tags_text(j.tags.as_ref())))
         }
     }
 }

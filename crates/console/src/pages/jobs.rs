@@ -1,4 +1,5 @@
-//! A queue's jobs, filtered as `list` filters them (status, from, to, prefix) with an id lookup,
+//! A queue's jobs, filtered as `list` filters them (status, from, to, prefix, tags) with an id
+//! lookup,
 //! a page of `PAGE` at a time by cursor; and the confirmation of a bulk cancel, which first
 //! shows how many jobs the filters select.
 
@@ -8,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, NaiveDateTime, Utc};
 use maud::html;
 use serde::Deserialize;
-use sqs_waiter_client::{List, ListStatus, MAX_PAGE_LIMIT};
+use sqs_waiter_client::{List, ListStatus, Tags, MAX_PAGE_LIMIT};
 
 use crate::layout::{csrf, enc, failed, shell, time_opt};
 use crate::Shared;
@@ -25,6 +26,8 @@ pub(crate) struct Filters {
     pub from: Option<String>,
     pub to: Option<String>,
     pub prefix: Option<String>,
+    /// `key=value` pairs, comma-separated: jobs carrying every one (`list`'s `tags`).
+    pub tags: Option<String>,
     pub id: Option<String>,
     pub cursor: Option<String>,
     pub msg: Option<String>,
@@ -47,6 +50,27 @@ pub(crate) fn parse_time(field: &str, v: &Option<String>) -> Result<Option<DateT
         .ok_or_else(|| format!("{field}: {s:?} is not a time (RFC 3339, or YYYY-MM-DDTHH:MM in UTC)"))
 }
 
+/// `key=value, key=value` as `list`'s `tags`; `None` when empty. A pair without `=` is refused
+/// by name (the function checks the lengths and the count).
+pub(crate) fn parse_tags(v: &Option<String>) -> Result<Option<Tags>, String> {
+    let Some(s) = given(v) else { return Ok(None) };
+    s.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|pair| match pair.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
+            _ => Err(format!("tags: {pair:?} is not key=value")),
+        })
+        .collect::<Result<Tags, String>>()
+        .map(|t| (!t.is_empty()).then_some(t))
+}
+
+/// A job's tags as the page shows them: `key=value`, comma-separated.
+pub(crate) fn tags_text(tags: Option<&Tags>) -> String {
+    tags.map(|t| t.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", "))
+        .unwrap_or_default()
+}
+
 impl Filters {
     pub(crate) fn status(&self) -> ListStatus {
         match given(&self.status) {
@@ -62,6 +86,7 @@ impl Filters {
             from: parse_time("from", &self.from)?,
             to: parse_time("to", &self.to)?,
             prefix: given(&self.prefix).map(str::to_owned),
+            tags: parse_tags(&self.tags)?,
             status: Some(self.status()),
             limit: Some(limit),
             cursor: given(&self.cursor).map(str::to_owned),
@@ -72,7 +97,7 @@ impl Filters {
     /// The query string of these filters (without the cursor, with `cursor` if given).
     pub(crate) fn query(&self, cursor: Option<&str>) -> String {
         let mut parts = vec![format!("status={}", self.status().as_str())];
-        for (k, v) in [("from", &self.from), ("to", &self.to), ("prefix", &self.prefix)] {
+        for (k, v) in [("from", &self.from), ("to", &self.to), ("prefix", &self.prefix), ("tags", &self.tags)] {
             if let Some(v) = given(v) {
                 parts.push(format!("{k}={}", enc(v)));
             }
@@ -83,9 +108,9 @@ impl Filters {
         parts.join("&")
     }
 
-    /// Whether they select jobs for `cancel_many` (it needs a prefix or a time).
+    /// Whether they select jobs for `cancel_many` (it needs a prefix, tags or a time).
     pub(crate) fn selects(&self) -> bool {
-        [&self.from, &self.to, &self.prefix].iter().any(|v| given(v).is_some())
+        [&self.from, &self.to, &self.prefix, &self.tags].iter().any(|v| given(v).is_some())
     }
 }
 
@@ -105,9 +130,14 @@ pub(crate) async fn page(State(c): State<Shared>, Path(queue): Path<String>, Que
     let base = format!("/queues/{}/jobs", enc(&queue));
     let body = html! {
         (filter_form(&base, &f))
-        p.muted { (reply.jobs.len()) " jobs on this page" }
+        p.muted {
+            (reply.jobs.len()) " jobs on this page"
+            // A tag search reads the jobs it passes over, at most 2,000 a shard a page: a rare
+            // tag may take a few pages to find its jobs.
+            @if let Some(n) = reply.scanned { " (" (n) " stored jobs read to find them)" }
+        }
         table {
-            thead { tr { th { "job id" } th { "due" } th { "state" } th { "repeats" } th.num { "priority" } th.num { "version" } } }
+            thead { tr { th { "job id" } th { "due" } th { "state" } th { "repeats" } th { "tags" } th.num { "priority" } th.num { "version" } } }
             tbody {
                 @for j in &reply.jobs {
                     tr {
@@ -118,6 +148,7 @@ pub(crate) async fn page(State(c): State<Shared>, Path(queue): Path<String>, Que
                             @if j.paused == Some(true) { " " span.badge { "paused" } }
                         }
                         td { (j.repeat.as_ref().map(|r| r.describe(j.time_zone.as_deref())).unwrap_or_default()) }
+                        td { (tags_text(j.tags.as_ref())) }
                         td.num { (j.priority.map(|p| p.to_string()).unwrap_or_default()) }
                         td.num { (j.version.map(|v| v.to_string()).unwrap_or_default()) }
                     }
@@ -132,7 +163,7 @@ pub(crate) async fn page(State(c): State<Shared>, Path(queue): Path<String>, Que
             @if f.selects() {
                 p { a href={"/queues/" (enc(&queue)) "/cancel?" (f.query(None))} { "Cancel the jobs these filters select…" } }
             } @else {
-                p.muted { "To cancel many jobs, filter by prefix or time first." }
+                p.muted { "To cancel many jobs, filter by prefix, tags or time first." }
             }
         }
     };
@@ -152,6 +183,7 @@ fn filter_form(base: &str, f: &Filters) -> maud::Markup {
             label { "due from" input name="from" value=(v(&f.from)) placeholder="2026-12-01T09:00:00Z"; }
             label { "due to" input name="to" value=(v(&f.to)) placeholder="2026-12-02T09:00:00Z"; }
             label { "id prefix" input name="prefix" value=(v(&f.prefix)); }
+            label { "tags" input name="tags" value=(v(&f.tags)) placeholder="customer=42, campaign=xmas"; }
             button type="submit" { "Filter" }
         }
         form.filters method="get" action=(base) {
@@ -199,7 +231,7 @@ pub(crate) async fn confirm_cancel(
     Query(f): Query<Filters>,
 ) -> Response {
     if !f.selects() {
-        return bad_filter(&c, &queue, "cancel: give a prefix, a from or a to");
+        return bad_filter(&c, &queue, "cancel: give a prefix, tags, a from or a to");
     }
     let (n, capped) = match count(&c, &queue, &f).await {
         Ok(n) => n,
@@ -216,10 +248,33 @@ pub(crate) async fn confirm_cancel(
                 input type="hidden" name="from" value=(v(&f.from));
                 input type="hidden" name="to" value=(v(&f.to));
                 input type="hidden" name="prefix" value=(v(&f.prefix));
+                input type="hidden" name="tags" value=(v(&f.tags));
                 button type="submit" { "Cancel these jobs" }
             }
         }
         p { a href={"/queues/" (enc(&queue)) "/jobs?" (f.query(None))} { "Back to the list" } }
     };
     shell(&c, &format!("Cancel jobs of {queue}"), None, body).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_read_as_comma_separated_pairs_and_a_pair_without_a_key_is_refused_by_name() {
+        let t = |s: &str| parse_tags(&Some(s.to_owned()));
+        let want = Tags::from([("customer".into(), "42".into()), ("campaign".into(), "".into())]);
+        assert_eq!(t(" customer = 42, campaign=,"), Ok(Some(want.clone())));
+        assert_eq!(t("  "), Ok(None));
+        assert_eq!(t("customer"), Err("tags: \"customer\" is not key=value".into()));
+        assert_eq!(t("=42"), Err("tags: \"=42\" is not key=value".into()));
+        assert_eq!(tags_text(Some(&want)), "campaign=, customer=42");
+        let f = Filters {
+            tags: Some("team=red".into()),
+            ..Filters::default()
+        };
+        assert!(f.selects(), "tags alone select jobs to cancel");
+        assert_eq!(f.query(None), "status=scheduled&tags=team%3Dred");
+    }
 }
