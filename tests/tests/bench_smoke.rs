@@ -196,6 +196,19 @@ async fn trace_cost_bench_runs_and_the_header_adds_its_bytes_to_each_item() {
     }
 }
 
+/// Issue 83: a tag's bytes (and `item_format`) go into the item, and a search by tag over a
+/// few hundred stored jobs finds exactly the rare ones, page by page.
+#[tokio::test(flavor = "multi_thread")]
+async fn tags_benches_run_and_the_search_finds_every_rare_job() {
+    let emu = e2e::Emulator::start().await;
+    let rows = e2e::bench::tags_cost(&emu.dynamodb, &[100]).await;
+    assert!(rows[0].item_bytes_tagged > rows[0].item_bytes_untagged, "{rows:?}");
+    assert!(rows[0].search_read_units_per_1000 >= 1000.0, "{rows:?}");
+    let r = e2e::bench::tag_search(400, Profile::Debug).await;
+    assert_eq!(r.rare_found, 4, "every hundredth: {r:?}");
+    assert!(r.common_first_page_scanned > 0, "{r:?}");
+}
+
 /// Issue 45, item 4: every codec measured gives each body back byte for byte (asserted inside),
 /// and deflate, the one chosen, saves write units from 2 KB on.
 #[test]

@@ -6,7 +6,7 @@ use e2e::rig::future;
 use e2e::runtime_api::{binary_path, Profile};
 use e2e::watch::serve_enqueue;
 use e2e::Watch;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// The CLI pointed at `watch`, with nothing from the caller's environment.
 fn cli(watch: &Watch) -> Command {
@@ -196,6 +196,40 @@ async fn operators_schedule_list_and_manage_jobs_with_the_cli() {
 
     assert_eq!(ok(&watch, &["parked", "orders"]).trim(), "no jobs");
     assert_eq!(ok(&watch, &["redrive", "orders", "--all"]).trim(), "orders: redriven 0");
+    // Tags: given on enqueue, shown and selected by list, cancelled by.
+    ok(
+        &watch,
+        &[
+            "enqueue",
+            "orders",
+            "t",
+            "--delay",
+            "2h",
+            "--id",
+            "cli-t",
+            "--tag",
+            "customer=42",
+            "--tag",
+            "campaign=xmas",
+        ],
+    );
+    let tagged: Value =
+        serde_json::from_str(&ok(&watch, &["--json", "list", "orders", "--tag", "customer=42"])).unwrap();
+    assert_eq!(tagged["jobs"][0]["job_id"], "cli-t", "{tagged}");
+    assert_eq!(tagged["jobs"][0]["tags"], json!({"customer": "42", "campaign": "xmas"}));
+    assert_eq!(tagged["jobs"].as_array().map(Vec::len), Some(1), "{tagged}");
+    let by_tag = ok(
+        &watch,
+        &[
+            "cancel-many",
+            "orders",
+            "--tag",
+            "customer=42",
+            "--tag",
+            "campaign=xmas",
+        ],
+    );
+    assert_eq!(by_tag.trim(), "orders: cancelled 1, not found 0");
     let bulk = ok(&watch, &["cancel-many", "orders", "--prefix", "cli-"]);
     assert_eq!(bulk.trim(), "orders: cancelled 2, not found 0");
     let left: Value = serde_json::from_str(&ok(&watch, &["--json", "stats", "orders"])).unwrap();
@@ -410,6 +444,8 @@ async fn bad_input_exits_with_its_code_and_one_line_naming_the_field() {
     assert!(limit.contains("--limit"), "{limit}");
     let attr = refused(&watch, &["enqueue", "orders", "x", "--delay", "5", "--attr", "kind"], 2);
     assert!(attr.contains("--attr"), "{attr}");
+    let tag = refused(&watch, &["enqueue", "orders", "x", "--delay", "5", "--tag", "kind"], 2);
+    assert!(tag.contains("--tag") && tag.contains("KEY=VALUE"), "{tag}");
     let id = refused(&watch, &["enqueue", "orders", "x", "--delay", "5", "--id", "a b"], 1);
     assert!(id.starts_with("sqs-waiter: job_id: "), "{id}");
     let every = refused(&watch, &["enqueue", "orders", "x", "--every", "30s"], 1);

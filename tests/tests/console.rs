@@ -273,7 +273,11 @@ async fn an_operator_manages_jobs_in_the_browser() {
     b.click("a[href^='/queues/orders/cancel']").await;
     assert_eq!(b.text("#match-count").await, "14");
     b.click("form[action='/queues/orders/cancel'] button").await;
-    assert!(b.text(".flash").await.starts_with("Cancelled 14 jobs"), "{}", b.page_text().await);
+    assert!(
+        b.text(".flash").await.starts_with("Cancelled 14 jobs"),
+        "{}",
+        b.page_text().await
+    );
     let red = client
         .list(&List {
             tags: Some([("team".to_owned(), "red".to_owned())].into()),

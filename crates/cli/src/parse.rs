@@ -68,6 +68,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_tag_is_key_equals_value_with_a_key() {
+        assert_eq!(parse_tag("customer=42"), Ok(("customer".into(), "42".into())));
+        assert_eq!(parse_tag("k=a=b"), Ok(("k".into(), "a=b".into())));
+        assert_eq!(parse_tag("k="), Ok(("k".into(), String::new())));
+        assert!(parse_tag("customer").unwrap_err().contains("KEY=VALUE"));
+        assert!(parse_tag("=42").unwrap_err().contains("key"));
+    }
+
+    #[test]
     fn times_delays_and_attributes() {
         assert_eq!(
             parse_time("2026-12-01T10:00:00+01:00").unwrap(),

@@ -13,6 +13,7 @@ mod dispatch;
 mod ledger;
 mod precision;
 mod series_cost;
+mod tag_search;
 mod tags_cost;
 mod trace_cost;
 
@@ -28,6 +29,7 @@ pub use dispatch::*;
 pub use ledger::*;
 pub use precision::*;
 pub use series_cost::*;
+pub use tag_search::*;
 pub use tags_cost::*;
 pub use trace_cost::*;
 

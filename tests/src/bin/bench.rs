@@ -46,7 +46,8 @@ enum Section {
     CatchUp,
     /// What a debounced enqueue (`on_duplicate: replace`) costs: calls, units and dollars.
     Debounce,
-    /// The web console's start and its page time beside the function's.
+    /// The web console's start and its page time beside the function's, and a search by tag
+    /// over 100 000 stored jobs.
     Console,
 }
 
@@ -552,6 +553,12 @@ async fn main() {
         let r = console_bench(if quick { 3 } else { 7 }, profile).await;
         println!("{}", r.report());
         println!("written to {}\n", write_json("console.json", &r).display());
+        let r = tag_search(if quick { 10_000 } else { 100_000 }, profile).await;
+        println!(
+            "{}\nwritten to {}\n",
+            r.report(),
+            write_json("tag_search.json", &r).display()
+        );
     }
     if all || what == "catch-up" {
         let c = catch_up_cpu(if quick { 10_000 } else { 100_000 });

@@ -97,7 +97,12 @@ impl Filters {
     /// The query string of these filters (without the cursor, with `cursor` if given).
     pub(crate) fn query(&self, cursor: Option<&str>) -> String {
         let mut parts = vec![format!("status={}", self.status().as_str())];
-        for (k, v) in [("from", &self.from), ("to", &self.to), ("prefix", &self.prefix), ("tags", &self.tags)] {
+        for (k, v) in [
+            ("from", &self.from),
+            ("to", &self.to),
+            ("prefix", &self.prefix),
+            ("tags", &self.tags),
+        ] {
             if let Some(v) = given(v) {
                 parts.push(format!("{k}={}", enc(v)));
             }
@@ -110,7 +115,9 @@ impl Filters {
 
     /// Whether they select jobs for `cancel_many` (it needs a prefix, tags or a time).
     pub(crate) fn selects(&self) -> bool {
-        [&self.from, &self.to, &self.prefix, &self.tags].iter().any(|v| given(v).is_some())
+        [&self.from, &self.to, &self.prefix, &self.tags]
+            .iter()
+            .any(|v| given(v).is_some())
     }
 }
 
