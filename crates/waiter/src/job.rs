@@ -98,13 +98,19 @@ impl Job {
     }
 
     /// Whether its record is kept whatever the history settings (`Config::history_keep_for`):
-    /// an attempt after the first's tells a stale `retry` from a new one, a replayed copy's
-    /// makes a repeated `replay` a duplicate, and a tagged job's keeps its tags for a retry.
+    /// an attempt after the first's tells a stale `retry` from a new one, and a replayed copy's
+    /// makes a repeated `replay` a duplicate.
     pub fn keeps_record(&self) -> bool {
-        // A tagged job's too: its record is where its next attempt finds its tags (the
-        // message does not carry them). Its removal is then an update into the record, the
-        // same write units as the delete (docs/cost.md "Tags").
-        self.is_retried() || self.names_itself || !self.tags.is_empty()
+        self.is_retried() || self.names_itself
+    }
+
+    /// `keeps_record`, for a job whose message went to SQS: a tagged job's record is kept too,
+    /// since it is where a retry of that message finds the tags (the message does not carry
+    /// them). Its removal is then an update into the record, the same write units as the
+    /// delete (docs/cost.md "Tags"). A tagged job cancelled or expired unsent keeps none: no
+    /// retry can follow it, and its id is free again as before.
+    pub fn keeps_record_when_sent(&self) -> bool {
+        self.keeps_record() || !self.tags.is_empty()
     }
 
     /// Body plus attributes, as SQS counts a message's size; with `waiter.job_id` whenever

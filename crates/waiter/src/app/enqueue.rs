@@ -92,8 +92,8 @@ impl<S: JobStore + Clone, Q: MessageQueue + Clone, C: Clock + Clone> Waiter<S, Q
                 debug!(queue = %job.queue, job_id = %job.job_id, delay_s = delay_seconds, "sent direct");
                 // A tagged job is recorded whatever the settings: its record is where a retry of
                 // its message finds its tags (one write unit more than an untagged direct send).
-                let records = job.keeps_record() || (self.config.direct_history && job.job_id_given);
-                if let (Some(keep), true) = (self.config.history_keep_for(job.keeps_record()), records) {
+                let records = job.keeps_record_when_sent() || (self.config.direct_history && job.job_id_given);
+                if let (Some(keep), true) = (self.config.history_keep_for(job.keeps_record_when_sent()), records) {
                     // So that a retry after this send is a duplicate. The message is out: a
                     // failure here is logged, not answered (a retry would send it again).
                     let sent = StoredJob {

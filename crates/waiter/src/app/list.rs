@@ -81,14 +81,16 @@ impl ListQuery {
     /// The cursor's binding: a cursor continues only the listing it was made for.
     fn listing(&self) -> String {
         let t = |t: Option<DateTime<Utc>>| t.map(format_epoch).unwrap_or_default();
-        // Tags as JSON (sorted by key): no key or value can read as another pair.
+        // Tags as JSON (sorted by key), so that no key or value reads as another pair; added
+        // only with tags, so that a listing without them keeps the binding (and the cursors)
+        // of releases before tags.
         let tags = self
             .tags
             .as_ref()
-            .map(|t| serde_json::to_string(t).unwrap_or_default())
+            .map(|t| format!("/{}", serde_json::to_string(t).unwrap_or_default()))
             .unwrap_or_default();
         format!(
-            "{}/{}/{}/{}/{}/{tags}",
+            "{}/{}/{}/{}/{}{tags}",
             self.action,
             self.status.as_str(),
             t(self.from),

@@ -298,6 +298,17 @@ async fn with_history_off_a_tagged_job_still_leaves_the_record_its_retry_takes_t
         2,
         "the tagged jobs' records only: history is off"
     );
+    // A tagged job cancelled unsent keeps no record: its id is free again at once.
+    let again = json!({"queue": "orders", "job_id": "cut", "message_body": "b", "delay_seconds": 3600, "tags": tags});
+    call(&w, again.clone()).await;
+    let cancelled = call(&w, json!({"action": "cancel", "queue": "orders", "job_id": "cut"})).await;
+    assert_eq!(cancelled["status"], "cancelled");
+    assert_eq!(
+        store.state.lock().unwrap().history.len(),
+        2,
+        "no record of a job never sent"
+    );
+    assert_eq!(call(&w, again).await["duplicate"], false);
     for id in ["far", near["job_id"].as_str().unwrap_or_default()] {
         let r = call(
             &w,

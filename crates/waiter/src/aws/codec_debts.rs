@@ -5,6 +5,7 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::*;
+use crate::job::Tags;
 use crate::ports::Advance;
 
 /// In a debt: the history record to leave in the job's place.
@@ -12,9 +13,25 @@ const A_DEBT_RECORD: &str = "record";
 /// A debt that moves a series on: its next occurrence.
 const A_DEBT_ADVANCE_TO: &str = "advance_to";
 
+/// What the debts may take of the lease item's 400 KB; the rest is the lease's own attributes.
+const DEBTS_BUDGET_BYTES: usize = 300 * 1024;
+
 /// Jobs handed on with a lease, for the lease item: each its key and edition, and its history
-/// record when it has one.
+/// record when it has one. Debts whose records' tags would take them past `DEBTS_BUDGET_BYTES`
+/// (up to about 15 KB of tags a record, some 114 debts at most) are handed on with records
+/// without tags: the hand-over's promise (nothing sent twice) outranks a record's tags, which
+/// those jobs' later retries then lack (docs/contract.md "Tags").
 pub(crate) fn encode_debts(queue: &QueueName, debts: &[Retired]) -> AttributeValue {
+    let whole = encode_debts_keeping_tags(queue, debts, true);
+    let size = item_size(&Item::from([(A_LEASE_DEBTS.to_owned(), whole.clone())]));
+    if size <= DEBTS_BUDGET_BYTES {
+        return whole;
+    }
+    tracing::warn!(queue = %queue, debts = debts.len(), bytes = size, "lease debts too large with their records' tags: handed on without them");
+    encode_debts_keeping_tags(queue, debts, false)
+}
+
+fn encode_debts_keeping_tags(queue: &QueueName, debts: &[Retired], keep_tags: bool) -> AttributeValue {
     AttributeValue::L(
         debts
             .iter()
@@ -27,6 +44,7 @@ pub(crate) fn encode_debts(queue: &QueueName, debts: &[Retired]) -> AttributeVal
                     // 400 KB, so a job retired through a debt is not replayable.
                     let bare = History {
                         message: None,
+                        tags: if keep_tags { h.tags.clone() } else { Tags::new() },
                         ..h.clone()
                     };
                     m.insert(A_DEBT_RECORD.into(), AttributeValue::M(encode_history(&bare)));
@@ -40,6 +58,10 @@ pub(crate) fn encode_debts(queue: &QueueName, debts: &[Retired]) -> AttributeVal
                     if let Some(t) = a.extra_sent {
                         m.insert(A_REPEAT_EXTRA_LAST.into(), n(t));
                     }
+                    // The move of a tagged series is of its item's format (`debts_format`).
+                    if a.tagged {
+                        m.insert(A_ITEM_FORMAT.into(), AttributeValue::N(TAGS_FORMAT.to_string()));
+                    }
                 }
                 AttributeValue::M(m)
             })
@@ -52,7 +74,7 @@ pub(crate) fn encode_debts(queue: &QueueName, debts: &[Retired]) -> AttributeVal
 pub(crate) fn debts_format(debts: &[Retired]) -> Option<u64> {
     debts
         .iter()
-        .any(|r| r.record.as_ref().is_some_and(|h| !h.tags.is_empty()))
+        .any(|r| r.record.as_ref().is_some_and(|h| !h.tags.is_empty()) || r.advance.is_some_and(|a| a.tagged))
         .then_some(super::TAGS_FORMAT)
 }
 
@@ -114,6 +136,7 @@ pub(crate) fn decode_debts(queue: &QueueName, item: &Item) -> Result<Vec<Retired
                             })?),
                             Some(_) => return Err(format!("{A_LEASE_DEBTS}.{A_REPEAT_EXTRA_LAST} is not a number")),
                         },
+                        tagged: m.contains_key(A_ITEM_FORMAT),
                     }),
                     _ => {
                         return Err(format!(

@@ -50,6 +50,17 @@ mod tests {
     use crate::ports::{Found, History, HistoryStatus, Retired};
     use crate::testing::stored;
 
+    /// The record a sent job leaves.
+    fn sent(job: &crate::ports::StoredJob) -> History {
+        History::of(
+            job,
+            HistoryStatus::Dispatched,
+            job.job.perform_at,
+            None,
+            chrono::TimeDelta::days(1),
+        )
+    }
+
     #[test]
     fn tags_round_trip_on_a_job_and_its_record_and_mark_the_item_format_2() {
         let mut job = stored("orders", "a", chrono::Utc::now(), 1);
@@ -64,13 +75,7 @@ mod tests {
         assert_eq!(item.get(A_ITEM_FORMAT), Some(&AttributeValue::N("2".into())));
         assert_eq!(newer_format(&item), None, "this release reads its own tags");
         assert_eq!(decode(&queue, item).expect("decodes").job.tags, job.job.tags);
-        let record = History::of(
-            &job,
-            HistoryStatus::Dispatched,
-            job.job.perform_at,
-            None,
-            chrono::TimeDelta::days(1),
-        );
+        let record = sent(&job);
         let item = encode_history(&record);
         assert_eq!(item.get(A_ITEM_FORMAT), Some(&AttributeValue::N("2".into())));
         match decode_any(&queue, item).expect("decodes") {
@@ -90,11 +95,86 @@ mod tests {
             ..record
         };
         assert_eq!(super::super::debts_format(&[debt(bare)]), None);
+        // A tagged series' move marks them too, and its debt says so when read back.
+        let advance = crate::ports::Advance {
+            perform_at: job.job.perform_at,
+            occurrences: 1,
+            arriving_at: None,
+            extra_sent: None,
+            tagged: true,
+        };
+        let moved = Retired {
+            key: job.key(),
+            edition: job.edition(),
+            record: None,
+            advance: Some(advance),
+        };
+        assert_eq!(
+            super::super::debts_format(std::slice::from_ref(&moved)),
+            Some(TAGS_FORMAT)
+        );
+        let lease = Item::from([(
+            "lease_debts".to_owned(),
+            super::super::encode_debts(&queue, std::slice::from_ref(&moved)),
+        )]);
+        let read = super::super::decode_debts(&queue, &lease).expect("debts");
+        assert!(read[0].advance.is_some_and(|a| a.tagged), "{read:?}");
+        let untagged = Retired {
+            advance: Some(crate::ports::Advance {
+                tagged: false,
+                ..advance
+            }),
+            ..moved
+        };
+        assert_eq!(super::super::debts_format(&[untagged]), None);
         let mut damaged = encode(&job);
         damaged.insert(
             A_TAGS.into(),
             AttributeValue::M([("k".to_owned(), AttributeValue::N("1".into()))].into()),
         );
         assert_eq!(decode(&queue, damaged).expect_err("refused"), "tags.k is not a string");
+    }
+
+    #[test]
+    fn debts_whose_records_tags_would_overfill_the_lease_item_go_without_the_tags() {
+        let mut job = stored("orders", "a", chrono::Utc::now(), 1);
+        let queue = job.job.queue.clone();
+        // The longest tags: 10 keys of 128 and values of 256 four-byte characters.
+        job.job.tags = (0..10)
+            .map(|i| (format!("{i}{}", "𝄞".repeat(127)), "𝄞".repeat(256)))
+            .collect();
+        let record = sent(&job);
+        let debts = |n: usize| -> Vec<Retired> {
+            (0..n)
+                .map(|i| Retired {
+                    key: crate::ports::JobKey {
+                        partition: job.partition.clone(),
+                        job_id: format!("j{i}"),
+                    },
+                    edition: job.edition(),
+                    record: Some(History {
+                        job_id: format!("j{i}"),
+                        ..record.clone()
+                    }),
+                    advance: None,
+                })
+                .collect()
+        };
+        let lease = |d: &[Retired]| Item::from([("lease_debts".to_owned(), super::super::encode_debts(&queue, d))]);
+        let few = super::super::decode_debts(&queue, &lease(&debts(3))).expect("debts");
+        assert!(few
+            .iter()
+            .all(|r| r.record.as_ref().is_some_and(|h| h.tags == job.job.tags)));
+        let most = debts(crate::poller::MAX_UNDELETED_PER_PARTITION);
+        let item = lease(&most);
+        assert!(
+            crate::aws::codec::item_size(&item) < 350 * 1024,
+            "room for the lease's own attributes"
+        );
+        let read = super::super::decode_debts(&queue, &item).expect("debts");
+        assert_eq!(read.len(), most.len());
+        assert!(read
+            .iter()
+            .all(|r| r.record.as_ref().is_some_and(|h| h.tags.is_empty())));
     }
 }

@@ -28,6 +28,7 @@ fn debts_on_a_lease_item_round_trip_with_and_without_history_records() {
                 occurrences: 12,
                 arriving_at: None,
                 extra_sent: None,
+                tagged: false,
             }),
         },
         // A series moving on while the occurrence it sent waits in SQS's delay.
@@ -40,6 +41,7 @@ fn debts_on_a_lease_item_round_trip_with_and_without_history_records() {
                 occurrences: 13,
                 arriving_at: Some(at + TimeDelta::seconds(90)),
                 extra_sent: Some(at + TimeDelta::seconds(30)),
+                tagged: false,
             }),
         },
         Retired {

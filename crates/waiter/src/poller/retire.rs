@@ -137,6 +137,7 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
                     occurrences,
                     arriving_at,
                     extra_sent,
+                    tagged: !job.job.tags.is_empty(),
                 }),
             ),
             None => {
@@ -157,7 +158,11 @@ impl<S: JobStore, Q: MessageQueue, C: Clock> PartitionRun<'_, S, Q, C> {
 
     fn record(&self, job: &StoredJob, status: HistoryStatus, message_id: Option<String>) -> Option<History> {
         let now = self.d.clock.now();
-        self.d.config.history_keep_for(job.job.keeps_record()).map(|keep| {
+        let keeps = match status {
+            HistoryStatus::Dispatched | HistoryStatus::Finished => job.job.keeps_record_when_sent(),
+            HistoryStatus::Cancelled | HistoryStatus::Expired => job.job.keeps_record(),
+        };
+        self.d.config.history_keep_for(keeps).map(|keep| {
             History::of(job, status, now, message_id, keep).keeping_message(&job.job, self.d.config.history_body)
         })
     }

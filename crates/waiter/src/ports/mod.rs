@@ -333,6 +333,9 @@ pub struct Advance {
     /// A `trigger`'s extra occurrence was sent, at this instant: the item returns to
     /// `perform_at` and keeps its windows' hold (`Series::held`); `occurrences` is unchanged.
     pub extra_sent: Option<DateTime<Utc>>,
+    /// The series carries tags: its item is of format 2, and so is the debt of this move (a
+    /// release before tags must neither take over nor settle a lease handed on with it).
+    pub tagged: bool,
 }
 
 impl Advance {

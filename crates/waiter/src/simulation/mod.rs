@@ -142,6 +142,8 @@ struct Outcome {
     refused: usize,
     /// Items of a later format met by a run and left alone (`mixed.rs`).
     later_format: usize,
+    /// Jobs cancelled by tag (`tags.rs`).
+    tag_cancelled: usize,
 }
 
 /// Jobs still waiting in a shard (parked ones excluded).
@@ -307,7 +309,9 @@ async fn simulate(seed: u64, caller_chains: bool, whole: bool) -> Outcome {
                 if let Some(at) = beside_at {
                     let beside = async {
                         tokio::time::sleep(at).await;
+                        w.steering.beside_a_run = true;
                         w.call_beside().await;
+                        w.steering.beside_a_run = false;
                     };
                     tokio::join!(run, beside);
                 } else {
@@ -371,6 +375,7 @@ async fn simulate(seed: u64, caller_chains: bool, whole: bool) -> Outcome {
     out.extended = steering.extended;
     out.refused = steering.refused;
     out.later_format = steering.later_format;
+    out.tag_cancelled = steering.tag_cancelled;
     retries::check(&mut out, &retries, &sent, deploy.enqueue_clock_error.abs());
     out.retries = retries.calls;
     out.operations = retries.operations;
@@ -447,6 +452,7 @@ fn run_seeds(caller_chains: bool, whole: bool, default: u64) -> (usize, Outcome)
         total.extended += o.extended;
         total.refused += o.refused;
         total.later_format += o.later_format;
+        total.tag_cancelled += o.tag_cancelled;
     }
     (seeds.len(), total)
 }
@@ -529,12 +535,13 @@ fn the_whole_system_keeps_every_invariant_where_features_meet() {
         summary(b, &tb)
     );
     println!(
-        "steering calls: {} ({} extends), {} refused through aliases, stack updates: {}, items of a later format met: {}",
+        "steering calls: {} ({} extends), {} refused through aliases, stack updates: {}, items of a later format met: {}, jobs cancelled by tag: {}",
         ta.steering + tb.steering,
         ta.extended + tb.extended,
         ta.refused + tb.refused,
         ta.updates + tb.updates,
-        ta.later_format + tb.later_format
+        ta.later_format + tb.later_format,
+        ta.tag_cancelled + tb.tag_cancelled
     );
     assert!(
         a < 50
@@ -544,7 +551,8 @@ fn the_whole_system_keeps_every_invariant_where_features_meet() {
                 && tb.operations > 0
                 && ta.updates > 0
                 && ta.refused > 0
-                && ta.later_format > 0,
+                && ta.later_format > 0
+                && ta.tag_cancelled > 0,
         "the simulation exercised nothing"
     );
 }

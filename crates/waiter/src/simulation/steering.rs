@@ -33,6 +33,11 @@ pub(super) struct Steering {
     /// Ids paused or triggered at some point: outside the FIFO order check.
     pub(super) reordered: std::collections::HashSet<String>,
     pub(super) calls: usize,
+    /// A call made beside a poller run (`call_beside`): `cancel_by_tag`'s check of what the
+    /// call removed needs nothing else to run during it, so it is not drawn then.
+    pub(super) beside_a_run: bool,
+    /// Jobs cancelled by tag (`tags.rs`).
+    pub(super) tag_cancelled: usize,
     pub(super) triggered: usize,
     pub(super) replaced: usize,
     pub(super) extended: usize,
@@ -80,7 +85,9 @@ impl World {
             5 if self.next_id > 0 => self.trigger().await,
             6 if self.next_id > 0 => self.debounce().await,
             // Every other time by tag (from the count, so that the seeds' draws stay as they were).
-            7 if self.next_id > 0 && self.steering.calls % 2 == 0 => self.cancel_by_tag().await,
+            7 if self.next_id > 0 && self.steering.calls % 2 == 0 && !self.steering.beside_a_run => {
+                self.cancel_by_tag().await
+            }
             7 if self.next_id > 0 => self.cancel_one_of_many().await,
             8 => self.retry_beside_debounce().await,
             _ => {}

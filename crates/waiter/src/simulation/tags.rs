@@ -1,9 +1,11 @@
 //! Tags in the whole-system simulation (issue 83): three of every four versions carry a tag
 //! (`callers.rs`), and an operator cancels by tag among every other action (`steering.rs`),
 //! paging `cancel_many` with its cursor to the end. The invariants, checked around each such
-//! call (nothing else runs during it): it removes only jobs that carry the tag, and every job
-//! carrying the tag that is still stored after the last page is one it answered `dispatching`
-//! for. The main invariants then hold for what it cancelled (never delivered after it began).
+//! call (never drawn beside a poller run, `Steering::beside_a_run`, so nothing else runs during
+//! it): it removes only jobs that carry the tag, and every job carrying the tag that is still
+//! stored after the last page (stored for longer than the index's lag) is one it answered
+//! `dispatching` for. The main invariants then hold for what it cancelled (never delivered
+//! after the call began, unless it carried `maybe_delivered_at`).
 
 use std::collections::BTreeMap;
 
@@ -13,10 +15,13 @@ use super::callers::World;
 use super::{TAGS, TAG_KEY};
 use crate::ports::{Clock, Partition};
 
+/// A stored job as the check sees it: body, tag, settled in the index, maybe delivered.
+type Stored = (String, Option<String>, bool, bool);
+
 impl World {
     /// The stored (not parked) jobs of `queue`: id to (body, tag, stored long enough for the
-    /// due index to show it: past its lag, `FIFO_SETTLE`).
-    fn stored_tags(&self, queue: &str) -> BTreeMap<String, (String, Option<String>, bool)> {
+    /// due index to show it: past its lag, `FIFO_SETTLE`; marked `maybe_delivered_at`).
+    fn stored_tags(&self, queue: &str) -> BTreeMap<String, Stored> {
         let settled = self.clock.now() - super::FIFO_SETTLE;
         self.mem
             .state
@@ -32,6 +37,7 @@ impl World {
                         j.job.message_body.clone(),
                         j.job.tags.get(TAG_KEY).cloned(),
                         j.enqueued_at <= settled,
+                        j.maybe_delivered_at.is_some(),
                     ),
                 )
             })
@@ -65,8 +71,8 @@ impl World {
             }
         }
         let after = self.stored_tags(queue);
-        for (id, (body, had, _)) in &before {
-            if after.get(id).is_some_and(|(b, _, _)| b == body) {
+        for (id, (body, had, _, marked)) in &before {
+            if after.get(id).is_some_and(|(b, ..)| b == body) {
                 continue;
             }
             if had.as_deref() != Some(tag) {
@@ -76,8 +82,10 @@ impl World {
                 continue;
             }
             self.pause_ends(id);
+            self.steering.tag_cancelled += 1;
             if let Some(e) = self.expected.get_mut(body) {
                 e.cancelled = true;
+                e.maybe_delivered |= *marked;
                 e.acted_on_at.get_or_insert(made_at);
             }
         }
@@ -85,8 +93,8 @@ impl World {
         // index is eventually consistent); every other one must have been answered for.
         let left = after
             .iter()
-            .filter(|(id, (body, t, _))| {
-                t.as_deref() == Some(tag) && before.get(*id).is_some_and(|(b, _, settled)| b == body && *settled)
+            .filter(|(id, (body, t, ..))| {
+                t.as_deref() == Some(tag) && before.get(*id).is_some_and(|(b, _, settled, _)| b == body && *settled)
             })
             .count() as u64;
         if whole && left > dispatching {

@@ -252,7 +252,8 @@ impl MemStore {
 #[async_trait]
 impl Jobs for MemStore {
     fn item_bytes(&self, job: &StoredJob) -> usize {
-        job.job.bytes_without_id() + 200 + job.parked.as_ref().map_or(0, |p| 40 + p.code.len() + p.message.len())
+        let tags: usize = job.job.tags.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
+        job.job.bytes_without_id() + 200 + tags + job.parked.as_ref().map_or(0, |p| 40 + p.code.len() + p.message.len())
     }
 
     async fn put_new(&self, job: &StoredJob) -> Result<PutOutcome, PortError> {

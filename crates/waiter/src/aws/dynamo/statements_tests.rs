@@ -160,6 +160,7 @@ fn a_series_move_sets_its_next_occurrence_and_version_and_keeps_the_rest() {
         occurrences: 5,
         arriving_at: None,
         extra_sent: None,
+        tagged: false,
     };
     let r = Retired {
         advance: Some(advance),
@@ -191,6 +192,7 @@ fn a_series_move_after_an_occurrence_sent_ahead_sets_its_arrival_as_the_mark() {
         occurrences: 5,
         arriving_at: Some(at(1_800_000_090)),
         extra_sent: None,
+        tagged: false,
     };
     let r = Retired {
         advance: Some(advance),
