@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export MOTO_SERVER := $(CURDIR)/$(VENV)/bin/moto_server
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help deploy-checks venv venv-infra demo test check lint-build test-installs browser-install iam-check build-for-tests unit e2e e2e-localstack localstack localstack-install lint lint-rust clippy lint-deps lint-template template-test rehearse infra-test fmt build synth sam-build deploy clean
+.PHONY: help deploy-checks venv venv-infra demo test check lint-build test-installs installs-and-clients browser-install iam-check build-for-tests unit e2e e2e-localstack localstack localstack-install lint lint-rust clippy lint-deps lint-template template-test rehearse infra-test fmt build synth sam-build deploy clean
 
 help:
 	@echo "make demo   run both functions under cargo lambda watch against moto, end to end (BACKEND=localstack for LocalStack; CONSOLE=1 then serves the web console on its jobs)"
@@ -150,8 +150,9 @@ check:
 	bash scripts/test_both_backends.sh simulation
 	$(PHASE) --report
 
-# Each phase is timed (scripts/phase.sh; `.ci/run` prints the table): the installs, then one
-# build that is also clippy's lint of every target (lint-build), then the tests
+# Each phase is timed (scripts/phase.sh; `.ci/run` prints the table): the installs and the
+# clients' packages beside one build that is also clippy's lint of every target (lint-build),
+# then the tests
 # (scripts/test_both_backends.sh: the e2e tests that take the machine alone, then both backends'
 # passes side by side with the unit tests, the simulation, the template checks, the rehearsal and
 # the lints), then the IAM check of every call the e2e tests recorded. docs/contributing.md says
@@ -160,13 +161,24 @@ PHASE := bash scripts/phase.sh
 SUBMAKE := $(MAKE) --no-print-directory
 test:
 	$(PHASE) --reset
-	$(PHASE) install $(SUBMAKE) test-installs
-	$(PHASE) clients $(SUBMAKE) clients
-	$(PHASE) build $(SUBMAKE) lint-build
+	@# The installs and the clients' packages wait mostly on the registries and the disk, the build
+	@# on both cores, so they run side by side; the installs' output is printed after the build's.
+	@# (An interrupt reaches both: they share make's process group.)
+	mkdir -p target
+	$(SUBMAKE) installs-and-clients > target/installs.log 2>&1 & installs=$$!; \
+	  $(PHASE) build $(SUBMAKE) lint-build; built=$$?; \
+	  wait $$installs; installed=$$?; \
+	  echo "==== the installs and the clients' packages, beside the build (target/installs.log) ===="; \
+	  cat target/installs.log; \
+	  [ $$built -eq 0 ] && [ $$installed -eq 0 ]
 	rm -rf target/iam-calls target/e2e-turns.tsv target/e2e-retries.log
 	bash scripts/test_both_backends.sh
 	$(PHASE) iam-check $(SUBMAKE) iam-check
 	$(PHASE) --report
+
+installs-and-clients:
+	$(PHASE) install $(SUBMAKE) test-installs
+	$(PHASE) clients $(SUBMAKE) clients
 
 # Every AWS call the functions made in the e2e suite (recorded at the fault proxy) against the
 # statements their roles get from template.yaml and from the CDK construct.

@@ -41,7 +41,7 @@ from own_localstack import LocalStack
 from derive import BINARIES, BUCKET, REGION, derived_template, stripped_bootstrap, zipped_dir
 from aliases import CROSS_ACCOUNT_GRANT, cross_account_grant, through_aliases
 import from_dist
-from roundtrip import Deliveries, RoundTrip, schedule_ref
+from roundtrip import Consumer, Deliveries, RoundTrip, schedule_ref
 
 ROOT = Path(__file__).resolve().parents[2]
 STACK_TIMEOUT_S = 300
@@ -577,6 +577,7 @@ def main():
                 t.join()
         if proxy:
             proxy.stop()
+        Consumer.stop_all()
         ls.stop()
         if failures:
             print(f"LocalStack log kept: {ls.log_path}")

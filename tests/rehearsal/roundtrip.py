@@ -4,13 +4,16 @@ A caller invokes the stack's `enqueue` through LocalStack's Lambda API, with bot
 `sqs-waiter` CLI (its client does Lambda Invoke). The poller runs as the stack's schedule would
 run it: LocalStack's EventBridge Scheduler stores schedules but never fires them, so the
 rehearsal reads the schedule back and invokes its target with exactly the schedule's input (or,
-without one, `{}`). Every message is then received from the stack's queue and checked to arrive
-on time and never early.
+without one, `{}`). Every message is received from the stack's queue and checked to arrive on
+time and never early, by a consumer that, as a user's does, receives from before the first job
+is sent: a job is as late as its message's first receipt, never as late as the rehearsal's own
+next step (a CLI start, a poller run) on a loaded machine.
 """
 
 import json
 import os
 import subprocess
+import threading
 import time
 import uuid
 from datetime import datetime
@@ -43,6 +46,62 @@ class Deliveries:
         self.delivered = 0
 
 
+class Consumer:
+    """Receives one queue's messages from its start until `stop`, as a user's consumer does:
+    each body's first receipt, and each body received again. Every message is deleted."""
+
+    running = []
+
+    @classmethod
+    def stop_all(cls):
+        """Stops every consumer (before their LocalStack stops)."""
+        for consumer in list(cls.running):
+            consumer.stop()
+
+    def __init__(self, sqs, url):
+        self.sqs, self.url = sqs, url
+        self.lock = threading.Lock()
+        self.first_seen = {}
+        self.again = []
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self.run, name=f"consumer {url}", daemon=True)
+        Consumer.running.append(self)
+        self.thread.start()
+
+    def run(self):
+        said = False
+        while not self.stopped.is_set():
+            try:
+                messages = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10,
+                                                    WaitTimeSeconds=1).get("Messages", [])
+            except Exception as e:  # noqa: BLE001 - a queue deleted with its stack: said once
+                if not (said or self.stopped.is_set()):
+                    print(f"note the consumer of {self.url} cannot receive: {e}", flush=True)
+                    said = True
+                time.sleep(1)
+                continue
+            for m in messages:
+                seen = time.time()
+                with self.lock:
+                    if m["Body"] in self.first_seen:
+                        self.again.append(m["Body"])
+                    else:
+                        self.first_seen[m["Body"]] = seen
+                self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=m["ReceiptHandle"])
+
+    def seen(self, bodies):
+        """{body: first receipt} of those received, and the bodies received more than once."""
+        with self.lock:
+            return ({b: self.first_seen[b] for b in bodies if b in self.first_seen},
+                    [b for b in self.again if b in bodies])
+
+    def stop(self):
+        self.stopped.set()
+        self.thread.join(timeout=5)
+        if self in Consumer.running:
+            Consumer.running.remove(self)
+
+
 class RoundTrip:
     def __init__(self, ls, deliveries):
         self.ls = ls
@@ -54,9 +113,14 @@ class RoundTrip:
         # The environment as it was made: the rehearsal's threads never read os.environ while
         # another changes it (midway.aws_at).
         self.env = dict(os.environ)
+        self.consumers = {}
 
     def ensure_queue(self, name):
-        return self.sqs.create_queue(QueueName=name)["QueueUrl"]
+        """The queue's URL, with its consumer receiving from now on."""
+        url = self.sqs.create_queue(QueueName=name)["QueueUrl"]
+        if url not in self.consumers:
+            self.consumers[url] = Consumer(self.sqs, url)
+        return url
 
     def invoke(self, function, payload):
         out = self.lam.invoke(FunctionName=function, Payload=json.dumps(payload).encode())
@@ -108,6 +172,7 @@ class RoundTrip:
     def send_jobs(self, function, queue, label, stored_delay_s):
         """A direct and a stored job by each caller; returns ({body: (perform_at, what)}, how
         many of them were stored)."""
+        self.ensure_queue(queue)
         expected = {}
         stored = 0
         for how, enqueue in (("boto3", self.enqueue_boto3), ("cli", self.enqueue_cli)):
@@ -137,6 +202,7 @@ class RoundTrip:
 
     def hold_job(self, function, queue, label, delay_s):
         """One stored job, left for a later poller run; returns {body: (perform_at, what)}."""
+        self.ensure_queue(queue)
         body = f"{label}/{uuid.uuid4()}"
         reply = self.enqueue_boto3(function, queue, body, delay_s)
         self.check(reply.get("status") == "scheduled", f"{label}: stored")
@@ -149,20 +215,15 @@ class RoundTrip:
         return out["Count"]
 
     def receive(self, queue, expected, on_time=True):
-        """Receives until every expected body has arrived (or the timeout); checks each arrival."""
+        """Waits until the queue's consumer has every expected body (or the timeout); checks
+        each arrival."""
         self.deliveries.expected += len(expected)
-        url = self.ensure_queue(queue)
-        arrived = {}
-        duplicates = []
+        consumer = self.consumers[self.ensure_queue(queue)]
         deadline = time.time() + max([RECEIVE_TIMEOUT_S] + [p - time.time() + RECEIVE_TIMEOUT_S for p, _ in expected.values()])
+        arrived, duplicates = consumer.seen(expected)
         while len(arrived) < len(expected) and time.time() < deadline:
-            for m in self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", []):
-                seen = time.time()
-                if m["Body"] in arrived:
-                    duplicates.append(m["Body"])
-                elif m["Body"] in expected:
-                    arrived[m["Body"]] = seen
-                self.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+            time.sleep(0.2)
+            arrived, duplicates = consumer.seen(expected)
         for body, (perform_at, what) in expected.items():
             seen = arrived.get(body)
             if not self.check(seen is not None, f"{what}: delivered to {queue}"):

@@ -325,29 +325,30 @@ async fn handle(State(p): State<Arc<Inner>>, method: Method, uri: Uri, headers: 
     p.iam.record(&headers, &body);
     let op = operation(&headers);
     // Write units follow the items, not the calls: counted as `TransactWriteItems/items` and
-    // `BatchExecuteStatement/statements`.
+    // `BatchExecuteStatement/statements`, once the call is answered, as the call itself is
+    // (`handle_live`): a call its client gave up on (an attempt's timeout on a loaded machine,
+    // then the SDK's retry) is counted neither way, so the items stay the calls' own.
     let parts = match op.as_str() {
         "TransactWriteItems" => Some(("items", "TransactItems")),
         "BatchExecuteStatement" => Some(("statements", "Statements")),
         _ => None,
-    };
-    // The pause checks among the reads, for the bench's price of the pause (`GetItem/pause`).
-    if op == "GetItem" && body.windows(7).any(|w| w == b"#pause\"") {
-        *p.calls.lock().expect("lock").entry("GetItem/pause".into()).or_default() += 1;
     }
-    if let Some((counted, field)) = parts {
+    .map(|(counted, field)| {
         let items = serde_json::from_slice::<Value>(&body)
             .ok()
             .and_then(|b| b[field].as_array().map(Vec::len))
             .unwrap_or(0);
-        *p.calls
-            .lock()
-            .expect("lock")
-            .entry(format!("{op}/{counted}"))
-            .or_default() += items;
+        (format!("{op}/{counted}"), items)
+    });
+    // The pause checks among the reads, for the bench's price of the pause (`GetItem/pause`).
+    if op == "GetItem" && body.windows(7).any(|w| w == b"#pause\"") {
+        *p.calls.lock().expect("lock").entry("GetItem/pause".into()).or_default() += 1;
     }
     let arrived = p.meter.hold().await;
     let response = handle_live(&p, method, uri, headers, body).await;
+    if let Some((counted, items)) = parts {
+        *p.calls.lock().expect("lock").entry(counted).or_default() += items;
+    }
     p.inflight.fetch_sub(1, Ordering::SeqCst);
     p.meter.record(&op, arrived);
     response

@@ -1,8 +1,9 @@
 """The client against the real `enqueue` function on the emulator (tests/tests/clients.rs serves it
 and runs this with the installed wheel): every action, an InvalidRequest naming its field, a
-consumer's retry that arrives as attempt 2, a replay, and the READMEs' snippets.
+consumer's retry that arrives as attempt 2, a replay, a FIFO consumer's retry that keeps its group,
+and the READMEs' snippets.
 
-Environment: SQS_WAITER_FUNCTION, SQS_WAITER_QUEUE_URL, SQS_WAITER_REPO, AWS_ENDPOINT_URL (the function),
+Environment: SQS_WAITER_FUNCTION, SQS_WAITER_QUEUE_URL, SQS_WAITER_FIFO_QUEUE_URL, SQS_WAITER_REPO, AWS_ENDPOINT_URL (the function),
 AWS_ENDPOINT_URL_SQS and the region and dummy credentials.
 """
 
@@ -22,6 +23,7 @@ import sqs_waiter
 from sqs_waiter import Client, InvalidRequest, NotAWaiterMessage, contract
 
 QUEUE = "orders"
+FIFO_QUEUE = "orders.fifo"
 REPO = Path(os.environ.get("SQS_WAITER_REPO", Path(__file__).resolve().parents[3]))
 
 
@@ -119,7 +121,8 @@ class AgainstTheFunction(unittest.TestCase):
         self.assertTrue(all(o["local"].endswith(("+01:00", "+02:00")) for o in preview["occurrences"]))
 
         queues = c.queues()["queues"]
-        self.assertEqual([(q["queue"], q["fifo"], q["paused"]) for q in queues], [(QUEUE, False, False)])
+        self.assertEqual([(q["queue"], q["fifo"], q["paused"]) for q in queues],
+                         [(QUEUE, False, False), (FIFO_QUEUE, True, False)])
 
         self.assertEqual(c.parked({"queue": QUEUE})["jobs"], [])
         self.assertEqual(c.redrive(QUEUE, "py-404")["status"], "not_found")
@@ -185,6 +188,29 @@ class AgainstTheFunction(unittest.TestCase):
         (replayed,) = receive(self.sqs, self.url, 1)
         self.assertEqual(replayed["Body"], "work")
         self.assertEqual(sqs_waiter.attributes_of(replayed)[contract.JOB_ID_ATTRIBUTE].get("string_value"), "py-r-copy")
+
+    def test_5_a_fifo_consumer_received_as_the_readme_says_retries_in_its_group(self) -> None:
+        """Issue 82, defect 11: the README's receive (`MessageSystemAttributeNames=["MessageGroupId"]`)
+        hands `retry_message` the group; a receive without it is refused by the function, by name."""
+        c, fifo_url = self.client, os.environ["SQS_WAITER_FIFO_QUEUE_URL"]
+        sent = c.enqueue({"queue": FIFO_QUEUE, "message_body": "fifo work", "job_id": "py-f",
+                          "message_group_id": "customer-7"})
+        self.assertEqual(sent["status"], "sent")
+        out = self.sqs.receive_message(QueueUrl=fifo_url, WaitTimeSeconds=5, MessageAttributeNames=["All"],
+                                       MessageSystemAttributeNames=["MessageGroupId"])
+        (message,) = out["Messages"]
+        self.assertEqual(message.get("Attributes", {}).get("MessageGroupId"), "customer-7")
+        without_group = {k: v for k, v in message.items() if k != "Attributes"}
+        with self.assertRaises(InvalidRequest) as refused:
+            c.retry_message(without_group, queue=fifo_url, backoff={"base_s": 60, "jitter": False})
+        self.assertEqual(refused.exception.field, "message_group_id")
+        reply = c.retry_message(message, queue=fifo_url, backoff={"base_s": 60, "jitter": False}, error="timeout")
+        self.assertEqual((reply["status"], reply.get("attempt")), ("scheduled", 2))
+        self.sqs.delete_message(QueueUrl=fifo_url, ReceiptHandle=message["ReceiptHandle"])
+        job = c.get(FIFO_QUEUE, "py-f")
+        self.assertEqual((job["status"], job.get("attempt"), job.get("message_group_id"), job.get("message_body")),
+                         ("scheduled", 2, "customer-7", "fifo work"))
+        self.assertEqual(c.cancel(FIFO_QUEUE, "py-f")["status"], "cancelled")
 
     def test_4_the_readmes_snippets_run(self) -> None:
         blocks = snippets(REPO / "README.md") + snippets(REPO / "clients" / "python" / "README.md")

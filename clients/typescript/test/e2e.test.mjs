@@ -1,10 +1,10 @@
 // The client against the real enqueue function on the emulator. tests/tests/clients.rs serves the
 // function and runs this from a clean npm project that installed the packed tarball
 // (target/clients/typescript-user): every action, an InvalidRequest naming its field, a
-// consumer's retry that arrives as attempt 2, a replay, and the READMEs' snippets, compiled with
-// the project's own tsc --strict and run.
+// consumer's retry that arrives as attempt 2, a replay, a FIFO consumer's retry that keeps its
+// group, and the READMEs' snippets, compiled with the project's own tsc --strict and run.
 //
-// Environment: SQS_WAITER_FUNCTION, SQS_WAITER_QUEUE_URL, SQS_WAITER_REPO, AWS_ENDPOINT_URL (the function),
+// Environment: SQS_WAITER_FUNCTION, SQS_WAITER_QUEUE_URL, SQS_WAITER_FIFO_QUEUE_URL, SQS_WAITER_REPO, AWS_ENDPOINT_URL (the function),
 // AWS_ENDPOINT_URL_SQS and the region and dummy credentials.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -16,6 +16,7 @@ import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from "@aws-sdk
 import { ATTRIBUTES, Client, InvalidRequest, NotAWaiterMessage, attemptOf, attributesOf, retryOf } from "@sqs-waiter/client";
 
 const QUEUE = "orders";
+const FIFO_QUEUE = "orders.fifo";
 const SECTION = "### From Rust, Python or TypeScript";
 const url = process.env.SQS_WAITER_QUEUE_URL;
 const repo = process.env.SQS_WAITER_REPO;
@@ -94,7 +95,10 @@ test("jobs are stored, sent and managed", async () => {
   assert.ok(preview.occurrences.every((o) => /\+0[12]:00$/.test(o.local)));
 
   const { queues } = await client.queues();
-  assert.deepEqual(queues.map((q) => [q.queue, q.fifo, q.paused]), [[QUEUE, false, false]]);
+  assert.deepEqual(queues.map((q) => [q.queue, q.fifo, q.paused]), [
+    [QUEUE, false, false],
+    [FIFO_QUEUE, true, false],
+  ]);
 
   assert.deepEqual((await client.parked({ queue: QUEUE })).jobs, []);
   assert.equal((await client.redrive(QUEUE, "ts-404")).status, "not_found");
@@ -168,6 +172,44 @@ test("a consumer retries a message that arrives as attempt 2, then replays it", 
   const [replayed] = await receive(1);
   assert.equal(replayed.Body, "work");
   assert.equal(attributesOf(replayed)[ATTRIBUTES.job_id].string_value, "ts-r-copy");
+});
+
+// Issue 82, defect 11: the README's receive (`MessageSystemAttributeNames: ["MessageGroupId"]`)
+// hands retryMessage the group; a receive without it is refused by the function, by name.
+test("a FIFO consumer, receiving as the README says, retries in its group", async () => {
+  const fifoUrl = process.env.SQS_WAITER_FIFO_QUEUE_URL;
+  const sent = await client.enqueue({
+    queue: FIFO_QUEUE,
+    message_body: "fifo work",
+    job_id: "ts-f",
+    message_group_id: "customer-7",
+  });
+  assert.equal(sent.status, "sent");
+  const { Messages = [] } = await sqs.send(
+    new ReceiveMessageCommand({
+      QueueUrl: fifoUrl,
+      WaitTimeSeconds: 5,
+      MessageAttributeNames: ["All"],
+      MessageSystemAttributeNames: ["MessageGroupId"],
+    }),
+  );
+  assert.equal(Messages.length, 1);
+  const [message] = Messages;
+  assert.equal(message.Attributes?.MessageGroupId, "customer-7");
+  const { Attributes, ...withoutGroup } = message;
+  const backoff = { base_s: 60, jitter: false };
+  const refused = await client.retryMessage(withoutGroup, { queue: fifoUrl, backoff }).catch((e) => e);
+  assert.ok(refused instanceof InvalidRequest, String(refused));
+  assert.equal(refused.field, "message_group_id");
+  const reply = await client.retryMessage(message, { queue: fifoUrl, backoff, error: "timeout" });
+  assert.deepEqual([reply.status, reply.attempt], ["scheduled", 2]);
+  await sqs.send(new DeleteMessageCommand({ QueueUrl: fifoUrl, ReceiptHandle: message.ReceiptHandle }));
+  const job = await client.get(FIFO_QUEUE, "ts-f");
+  assert.deepEqual(
+    [job.status, job.attempt, job.message_group_id, job.message_body],
+    ["scheduled", 2, "customer-7", "fifo work"],
+  );
+  assert.equal((await client.cancel(FIFO_QUEUE, "ts-f")).status, "cancelled");
 });
 
 test("the READMEs' snippets compile under tsc --strict and run", async () => {

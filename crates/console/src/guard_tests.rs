@@ -167,18 +167,21 @@ fn through_an_alias_the_console_offers_only_its_class_actions() {
     use crate::Offered;
     use sqs_waiter_client::rights::Class;
     assert_eq!(crate::class_of("sqs-waiter-enqueue"), Offered::All);
-    assert_eq!(crate::class_of("sqs-waiter-enqueue:view"), Offered::Class(Class::View));
+    assert_eq!(
+        crate::class_of("sqs-waiter-enqueue:view"),
+        Offered::Class(Class::View, None)
+    );
     assert_eq!(
         crate::class_of("sqs-waiter-enqueue:orders--send"),
-        Offered::Class(Class::Send)
+        Offered::Class(Class::Send, Some("orders".into()))
     );
     assert_eq!(
         crate::class_of("arn:aws:lambda:eu-west-1:123456789012:function:sqs-waiter-enqueue:operate"),
-        Offered::Class(Class::Operate)
+        Offered::Class(Class::Operate, None)
     );
     assert_eq!(
         crate::class_of("123456789012:function:sqs-waiter-enqueue:view"),
-        Offered::Class(Class::View)
+        Offered::Class(Class::View, None)
     );
     assert_eq!(
         crate::class_of("sqs-waiter-enqueue:live"),
@@ -193,15 +196,106 @@ fn through_an_alias_the_console_offers_only_its_class_actions() {
     let offered = |c: &Console| {
         ["trigger", "pause", "cancel", "reschedule", "redrive", "cancel_many"]
             .into_iter()
-            .filter(|a| !crate::layout::button(c, a, "/x", "x", None).into_string().is_empty())
+            .filter(|a| {
+                !crate::layout::button(c, a, "orders", "/x", "x", None)
+                    .into_string()
+                    .is_empty()
+            })
             .collect::<Vec<_>>()
     };
     assert_eq!(offered(&with(Offered::All)).len(), 6, "unqualified: everything");
-    assert_eq!(offered(&with(Offered::Class(Class::Send))), ["cancel", "reschedule"]);
+    assert_eq!(
+        offered(&with(Offered::Class(Class::Send, None))),
+        ["cancel", "reschedule"]
+    );
     assert!(
-        offered(&with(Offered::Class(Class::View))).is_empty(),
+        offered(&with(Offered::Class(Class::View, None))).is_empty(),
         "a viewer changes nothing"
     );
-    assert_eq!(offered(&with(Offered::Class(Class::Operate))).len(), 6);
+    assert_eq!(offered(&with(Offered::Class(Class::Operate, None))).len(), 6);
     assert!(offered(&with(Offered::Nothing)).is_empty(), "an alias without rights");
+}
+
+async fn page(c: &Shared, path: &str) -> (StatusCode, String) {
+    let response = routes(c.clone())
+        .oneshot(request("GET", path).body(Body::empty()).unwrap())
+        .await
+        .expect("response");
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await.expect("body");
+    (status, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Issue 82, defect 15: through a producer's alias (`send`, `{queue}--send`), which may not
+/// call `queues`, `list` or `list_parked`, the home, jobs and parked pages are a form that opens
+/// a job by queue and id, without a call the function would refuse (the client here points at
+/// a closed port: a page that called it would be an error page); the badge names the alias's
+/// queue, and its changes are offered on that queue alone.
+#[tokio::test]
+async fn a_producers_alias_opens_jobs_by_id_and_changes_them_on_its_own_queue_only() {
+    use crate::Offered;
+    use sqs_waiter_client::rights::Class;
+    let mut c = Arc::try_unwrap(console(false)).ok().expect("one owner");
+    c.rights = Offered::Class(Class::Send, Some("orders".into()));
+    let c: Shared = Arc::new(c);
+    for path in ["/", "/queues/orders/jobs", "/queues/orders/parked"] {
+        let (status, html) = page(&c, path).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {html}");
+        assert!(
+            html.contains(r#"form class="filters" id="open" method="get" action="/open""#),
+            "{path}: {html}"
+        );
+        assert!(
+            html.contains(r#"name="queue" value="orders""#),
+            "{path}: the alias's queue is filled in"
+        );
+        assert!(
+            html.contains("send alias of queue orders"),
+            "{path}: the badge names the queue"
+        );
+    }
+    let (_, elsewhere) = page(&c, "/queues/billing/jobs").await;
+    assert!(elsewhere.contains("it reaches no other queue"), "{elsewhere}");
+    let to = routes(c.clone())
+        .oneshot(
+            request("GET", "/open?queue=orders&job_id=a%2Fb")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .expect("response");
+    assert_eq!(to.status(), StatusCode::SEE_OTHER);
+    assert_eq!(to.headers()[header::LOCATION], "/queues/orders/jobs/a%2Fb");
+    let (status, html) = page(&c, "/open?queue=orders&job_id=+").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        html.contains("job_id: give the job&#39;s id") || html.contains("job_id: give the job's id"),
+        "{html}"
+    );
+    let (status, html) = page(&c, "/open?job_id=j1").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(html.contains("queue: give the job"), "{html}");
+    let offered = |queue: &str| {
+        ["cancel", "reschedule", "pause", "cancel_many"]
+            .into_iter()
+            .filter(|a| {
+                !crate::layout::button(&c, a, queue, "/x", "x", None)
+                    .into_string()
+                    .is_empty()
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(offered("orders"), ["cancel", "reschedule"]);
+    assert!(
+        offered("billing").is_empty(),
+        "a queue's alias changes nothing of another queue"
+    );
+    // The stack-wide producer's alias names no queue: every queue's jobs, by id.
+    let mut any = Arc::try_unwrap(console(false)).ok().expect("one owner");
+    any.rights = Offered::Class(Class::Send, None);
+    let any: Shared = Arc::new(any);
+    let (status, html) = page(&any, "/").await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    assert!(html.contains(r#"name="queue" value="""#), "{html}");
+    assert!(html.contains("send alias<"), "{html}");
 }

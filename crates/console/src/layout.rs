@@ -36,8 +36,11 @@ pub(crate) fn shell(c: &Console, title: &str, flash: Option<&str>, body: Markup)
                         @if c.read_only {
                             " " span.badge { "read-only" }
                         }
-                        @match c.rights {
-                            crate::Offered::Class(class) => { " " span.badge { (class.as_str()) " alias" } }
+                        @match &c.rights {
+                            crate::Offered::Class(class, None) => { " " span.badge { (class.as_str()) " alias" } }
+                            crate::Offered::Class(class, Some(key)) => {
+                                " " span.badge { (class.as_str()) " alias of queue " (key) }
+                            }
                             crate::Offered::Nothing => { " " span.badge { "an alias without rights" } }
                             crate::Offered::All => {}
                         }
@@ -71,10 +74,17 @@ pub(crate) fn csrf(c: &Console) -> Markup {
 }
 
 /// A button that POSTs to `action`, asking first when `confirm` is given (the script asks; a
-/// page without script posts at once). None under `--read-only`, nor where the alias's class
-/// does not allow the contract action `right`.
-pub(crate) fn button(c: &Console, right: &str, action: &str, label: &str, confirm: Option<&str>) -> Markup {
-    if !c.may(right) {
+/// page without script posts at once). None under `--read-only`, nor where the alias does not
+/// allow the contract action `right` on `queue` (its class, and a queue's alias elsewhere).
+pub(crate) fn button(
+    c: &Console,
+    right: &str,
+    queue: &str,
+    action: &str,
+    label: &str,
+    confirm: Option<&str>,
+) -> Markup {
+    if !c.may(right, queue) {
         return html! {};
     }
     html! {

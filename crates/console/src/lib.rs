@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use axum::routing::{get, post};
 use axum::Router;
-use sqs_waiter_client::rights::{class_alias, Class};
+use sqs_waiter_client::rights::{alias_key, class_alias, Class};
 use sqs_waiter_client::Client;
 
 /// How the console is served.
@@ -47,25 +47,38 @@ pub(crate) struct Console {
 }
 
 impl Console {
-    /// Whether the console offers `action` (a contract action's wire name): not under
-    /// `--read-only`, and only what the alias's class allows (the function refuses the rest).
-    pub(crate) fn may(&self, action: &str) -> bool {
-        !self.read_only
-            && match self.rights {
-                Offered::All => true,
-                Offered::Class(class) => class.allows(action),
-                Offered::Nothing => false,
+    /// Whether the console offers the change `action` (a contract action's wire name) on
+    /// `queue`: not under `--read-only`, and only what the alias allows there (the function
+    /// refuses the rest).
+    pub(crate) fn may(&self, action: &str, queue: &str) -> bool {
+        !self.read_only && self.reaches(action, Some(queue))
+    }
+
+    /// Whether the alias lets the console call `action` on `queue` (`None`: a call that names
+    /// no queue, such as `queues`, which through a queue's alias answers for that queue alone).
+    pub(crate) fn reaches(&self, action: &str, queue: Option<&str>) -> bool {
+        match &self.rights {
+            Offered::All => true,
+            Offered::Class(class, key) => {
+                class.allows(action)
+                    && match (key, queue) {
+                        (Some(key), Some(queue)) => alias_key(queue) == *key,
+                        _ => true,
+                    }
             }
+            Offered::Nothing => false,
+        }
     }
 }
 
 /// What the function, called as the console names it, lets the console offer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Offered {
     /// The unqualified function: everything.
     All,
-    /// Through a class alias: that class's actions.
-    Class(Class),
+    /// Through a class alias: that class's actions; through a queue's own alias
+    /// (`orders--send`), on that queue alone, named by its key (`rights::alias_key`).
+    Class(Class, Option<String>),
     /// Through a version or an alias outside the scheme: nothing (the function refuses all).
     Nothing,
 }
@@ -79,7 +92,9 @@ pub(crate) fn class_of(function: &str) -> Offered {
         }
         _ => return Offered::All,
     };
-    class_alias(qualifier).map_or(Offered::Nothing, |(class, _)| Offered::Class(class))
+    class_alias(qualifier).map_or(Offered::Nothing, |(class, key)| {
+        Offered::Class(class, key.map(str::to_owned))
+    })
 }
 
 pub(crate) type Shared = Arc<Console>;
@@ -95,6 +110,7 @@ fn secret() -> String {
 pub(crate) fn routes(state: Shared) -> Router {
     Router::new()
         .route("/", get(pages::queues::page))
+        .route("/open", get(pages::open::open))
         .route("/assets/{name}", get(assets::asset))
         .route("/queues/{queue}/jobs", get(pages::jobs::page))
         .route("/queues/{queue}/jobs/{id}", get(pages::job::page))

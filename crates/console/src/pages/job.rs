@@ -58,7 +58,12 @@ pub(crate) async fn page(
             }
         }
         (actions(&c, &queue, &job))
-        p { a href={"/queues/" (enc(&queue)) "/jobs"} { "All jobs of " (queue) } }
+        @if c.reaches("list", Some(&queue)) {
+            p { a href={"/queues/" (enc(&queue)) "/jobs"} { "All jobs of " (queue) } }
+        } @else {
+            h2 { "Another job" }
+            (super::open::form(&c, Some(&queue)))
+        }
     };
     shell(&c, &format!("Job {id}"), f.msg.as_deref(), body).into_response()
 }
@@ -106,15 +111,15 @@ fn actions(c: &Shared, queue: &str, j: &JobReply) -> Markup {
             JobStatus::Scheduled => {
                 h2 { "Actions" }
                 p {
-                    (button(c, "trigger", &at("trigger"), "Run now", Some("Send it now?")))
+                    (button(c, "trigger", queue, &at("trigger"), "Run now", Some("Send it now?")))
                     @if j.paused == Some(true) {
-                        (button(c, "resume", &at("resume"), "Resume", None))
+                        (button(c, "resume", queue, &at("resume"), "Resume", None))
                     } @else {
-                        (button(c, "pause", &at("pause"), "Pause", None))
+                        (button(c, "pause", queue, &at("pause"), "Pause", None))
                     }
-                    (button(c, "cancel", &at("cancel"), "Cancel", Some("Cancel this job?")))
+                    (button(c, "cancel", queue, &at("cancel"), "Cancel", Some("Cancel this job?")))
                 }
-                @if c.may("reschedule") {
+                @if c.may("reschedule", queue) {
                     form.filters method="post" action=(at("reschedule")) {
                         (csrf(c))
                         label { "due at (RFC 3339, or YYYY-MM-DDTHH:MM in UTC)" input name="at" required placeholder="2026-12-01T09:00:00Z"; }
@@ -124,7 +129,7 @@ fn actions(c: &Shared, queue: &str, j: &JobReply) -> Markup {
             }
             JobStatus::Parked => {
                 h2 { "Actions" }
-                p { (button(c, "redrive", &at("redrive"), "Redrive", None)) (button(c, "cancel", &at("cancel"), "Cancel", Some("Cancel this job?"))) }
+                p { (button(c, "redrive", queue, &at("redrive"), "Redrive", None)) (button(c, "cancel", queue, &at("cancel"), "Cancel", Some("Cancel this job?"))) }
             }
             _ => {}
         }

@@ -126,6 +126,9 @@ pub(crate) async fn page(State(c): State<Shared>, Path(queue): Path<String>, Que
         let to = format!("/queues/{}/jobs/{}", enc(&queue), enc(id));
         return (StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response();
     }
+    if !c.reaches("list", Some(&queue)) {
+        return super::open::page(&c, &format!("Jobs of {queue}"), Some(&queue), f.msg.as_deref());
+    }
     let request = match f.list(&queue, PAGE) {
         Ok(r) => r,
         Err(e) => return bad_filter(&c, &queue, &e),
@@ -166,7 +169,7 @@ pub(crate) async fn page(State(c): State<Shared>, Path(queue): Path<String>, Que
             @if given(&f.cursor).is_some() { a href={(base) "?" (f.query(None))} { "First page" } }
             @if let Some(next) = &reply.cursor { a href={(base) "?" (f.query(Some(next)))} rel="next" { "Next page" } }
         }
-        @if f.status() == ListStatus::Scheduled && c.may("cancel_many") {
+        @if f.status() == ListStatus::Scheduled && c.may("cancel_many", &queue) {
             @if f.selects() {
                 p { a href={"/queues/" (enc(&queue)) "/cancel?" (f.query(None))} { "Cancel the jobs these filters select…" } }
             } @else {
@@ -247,7 +250,7 @@ pub(crate) async fn confirm_cancel(
     let v = |o: &Option<String>| o.clone().unwrap_or_default();
     let body = html! {
         p { (if capped { "At least " } else { "" }) strong #match-count { (n) } " scheduled jobs of " (queue) " match these filters." }
-        @if !c.may("cancel_many") {
+        @if !c.may("cancel_many", &queue) {
             p.muted { "The console is read-only, or its alias may not cancel many jobs." }
         } @else {
             form method="post" action={"/queues/" (enc(&queue)) "/cancel"} data-confirm={"Cancel " (n) " jobs?"} {

@@ -2,6 +2,7 @@
 
 pub(crate) mod job;
 pub(crate) mod jobs;
+pub(crate) mod open;
 pub(crate) mod parked;
 pub(crate) mod queues;
 

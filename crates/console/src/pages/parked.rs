@@ -16,6 +16,9 @@ pub(crate) struct Page {
 }
 
 pub(crate) async fn page(State(c): State<Shared>, Path(queue): Path<String>, Query(p): Query<Page>) -> Response {
+    if !c.reaches("list_parked", Some(&queue)) {
+        return super::open::page(&c, &format!("Parked jobs of {queue}"), Some(&queue), p.msg.as_deref());
+    }
     let request = ListParked {
         queue: queue.clone(),
         limit: Some(super::jobs::PAGE),
@@ -32,13 +35,13 @@ pub(crate) async fn page(State(c): State<Shared>, Path(queue): Path<String>, Que
             (csrf(&c))
             table {
                 thead { tr {
-                    th { @if c.may("redrive") { input #select-all type="checkbox" aria-label="Select all"; } }
+                    th { @if c.may("redrive", &queue) { input #select-all type="checkbox" aria-label="Select all"; } }
                     th { "job id" } th { "parked" } th { "why" } th.num { "attempts" }
                 } }
                 tbody {
                     @for j in &reply.jobs {
                         tr {
-                            td { @if c.may("redrive") { input type="checkbox" name="job_id" value=(j.job_id) aria-label={"Select " (j.job_id)}; } }
+                            td { @if c.may("redrive", &queue) { input type="checkbox" name="job_id" value=(j.job_id) aria-label={"Select " (j.job_id)}; } }
                             td { a href={(base) "/jobs/" (enc(&j.job_id))} { (j.job_id) } }
                             td { (time_opt(j.parked_at)) }
                             td { (j.error.as_ref().map(|e| format!("{}: {}", e.code, e.message)).unwrap_or_default()) }
@@ -47,9 +50,9 @@ pub(crate) async fn page(State(c): State<Shared>, Path(queue): Path<String>, Que
                     }
                 }
             }
-            @if c.may("redrive") && !reply.jobs.is_empty() { button type="submit" { "Redrive selected" } }
+            @if c.may("redrive", &queue) && !reply.jobs.is_empty() { button type="submit" { "Redrive selected" } }
         }
-        @if c.may("redrive") && reply.count > 0 {
+        @if c.may("redrive", &queue) && reply.count > 0 {
             form.inline method="post" action={(base) "/parked/redrive"} data-confirm={"Redrive all " (reply.count) " parked jobs?"} {
                 (csrf(&c))
                 input type="hidden" name="all" value="true";

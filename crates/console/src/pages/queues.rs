@@ -11,6 +11,9 @@ use crate::layout::{button, enc, failed, shell, time, time_opt};
 use crate::Shared;
 
 pub(crate) async fn page_of(c: &Shared, flash: Option<&str>) -> Response {
+    if !c.reaches("queues", None) {
+        return super::open::page(c, "Open a job", None, flash);
+    }
     let queues = match c.client.queues().await {
         Ok(q) => q.queues,
         Err(e) => return failed(c, "Queues", &e),
@@ -63,9 +66,9 @@ pub(crate) async fn page_of(c: &Shared, flash: Option<&str>) -> Response {
                     a href={"/queues/" (enc(&q.queue)) "/jobs"} { "Jobs" } " · "
                     a href={"/queues/" (enc(&q.queue)) "/parked"} { "Parked" } " "
                     @if q.paused {
-                        (button(c, "resume", &format!("/queues/{}/resume", enc(&q.queue)), "Resume queue", None))
+                        (button(c, "resume", &q.queue, &format!("/queues/{}/resume", enc(&q.queue)), "Resume queue", None))
                     } @else {
-                        (button(c, "pause", &format!("/queues/{}/pause", enc(&q.queue)), "Pause queue",
+                        (button(c, "pause", &q.queue, &format!("/queues/{}/pause", enc(&q.queue)), "Pause queue",
                             Some("Pause the queue? Nothing of it is sent until it is resumed.")))
                     }
                 }
