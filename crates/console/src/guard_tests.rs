@@ -254,8 +254,19 @@ async fn a_producers_alias_opens_jobs_by_id_and_changes_them_on_its_own_queue_on
             "{path}: the badge names the queue"
         );
     }
-    let (_, elsewhere) = page(&c, "/queues/billing/jobs").await;
-    assert!(elsewhere.contains("it reaches no other queue"), "{elsewhere}");
+    for path in [
+        "/queues/billing/jobs",
+        "/queues/billing/jobs/j1",
+        "/queues/billing/cancel?prefix=a",
+    ] {
+        let (status, elsewhere) = page(&c, path).await;
+        assert_eq!(status, StatusCode::OK, "{path}: no call the function would refuse");
+        assert!(elsewhere.contains("it reaches no other queue"), "{path}: {elsewhere}");
+        assert!(
+            elsewhere.contains(r#"name="queue" value="orders""#),
+            "{path}: the alias's own queue"
+        );
+    }
     let to = routes(c.clone())
         .oneshot(
             request("GET", "/open?queue=orders&job_id=a%2Fb")
@@ -290,6 +301,14 @@ async fn a_producers_alias_opens_jobs_by_id_and_changes_them_on_its_own_queue_on
         offered("billing").is_empty(),
         "a queue's alias changes nothing of another queue"
     );
+    // A FIFO queue's alias writes `.fifo` as `-fifo`: the form starts with the queue's name.
+    let mut fifo = Arc::try_unwrap(console(false)).ok().expect("one owner");
+    fifo.rights = Offered::Class(Class::Send, Some("billing-fifo".into()));
+    let fifo: Shared = Arc::new(fifo);
+    let (status, html) = page(&fifo, "/").await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    assert!(html.contains(r#"name="queue" value="billing.fifo""#), "{html}");
+    assert!(fifo.may("cancel", "billing.fifo") && !fifo.may("cancel", "orders"));
     // The stack-wide producer's alias names no queue: every queue's jobs, by id.
     let mut any = Arc::try_unwrap(console(false)).ok().expect("one owner");
     any.rights = Offered::Class(Class::Send, None);

@@ -16,6 +16,9 @@ pub(crate) async fn page(
     Path((queue, id)): Path<(String, String)>,
     Query(f): Query<Flash>,
 ) -> Response {
+    if !c.reaches("get", Some(&queue)) {
+        return super::open::page(&c, &format!("Job {id}"), Some(&queue), f.msg.as_deref());
+    }
     let job = match c.client.get(&queue, &id).await {
         Ok(j) => j,
         Err(e) => return failed(&c, &format!("Job {id}"), &e),

@@ -243,6 +243,10 @@ pub(crate) async fn confirm_cancel(
     if !f.selects() {
         return bad_filter(&c, &queue, "cancel: give a prefix, tags, a from or a to");
     }
+    // The count reads with `list`: an alias that may not list cannot cancel many either.
+    if !c.reaches("list", Some(&queue)) {
+        return super::open::page(&c, &format!("Cancel jobs of {queue}"), Some(&queue), None);
+    }
     let (n, capped) = match count(&c, &queue, &f).await {
         Ok(n) => n,
         Err(r) => return r,

@@ -23,23 +23,30 @@ fn given(v: &Option<String>) -> Option<&str> {
     v.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
 
-/// The queue a queue's alias is for, as its name carries it (a FIFO queue's `.fifo` is `-fifo`
-/// there, so the field stays editable).
-fn alias_queue(c: &Shared) -> Option<&str> {
+/// The queue a queue's alias is for, read back from the key its name carries: a FIFO queue's
+/// `.fifo` is `-fifo` there, so a key ending in `-fifo` is read as a FIFO queue's (a standard
+/// queue named `…-fifo` is rare; the field stays editable, and the page says so).
+fn alias_queue(c: &Shared) -> Option<String> {
     match &c.rights {
-        Offered::Class(_, Some(key)) => Some(key),
+        Offered::Class(_, Some(key)) => Some(match key.strip_suffix("-fifo") {
+            Some(base) => format!("{base}.fifo"),
+            None => key.clone(),
+        }),
         _ => None,
     }
 }
 
-/// The form: a queue (`queue`, else the alias's own) and a job id.
+/// The form: a queue and a job id. The queue starts as the alias's own, or else `queue`.
 pub(crate) fn form(c: &Shared, queue: Option<&str>) -> Markup {
-    let queue = queue.or_else(|| alias_queue(c)).unwrap_or_default();
+    let queue = alias_queue(c).or_else(|| queue.map(str::to_owned)).unwrap_or_default();
     html! {
         form.filters #open method="get" action="/open" {
             label { "queue" input name="queue" value=(queue) required; }
             label { "job id" input name="job_id" required; }
             button type="submit" { "Open" }
+        }
+        @if queue.ends_with(".fifo") && alias_queue(c).is_some() {
+            p.muted { "The alias's name writes a FIFO queue's .fifo as -fifo: correct the queue if it is not a FIFO queue." }
         }
     }
 }
