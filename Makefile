@@ -68,21 +68,17 @@ localstack: localstack-install
 
 lint: lint-rust lint-template
 
-# cargo-machete finds dependencies that no crate uses; installed once into .tools/cargo, as a
-# debug build: 70 s of CPU against 143 s optimised (2 cores), and it runs in seconds either way.
-# (Without make test's clippy wrapper, which would lint cargo-machete's own code.)
-MACHETE := .tools/cargo/bin/cargo-machete
-$(MACHETE):
-	env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS cargo install --debug --locked --quiet --root .tools/cargo cargo-machete@0.9.2
-
 lint-rust: clippy lint-deps
 
 clippy:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 
-lint-deps: $(MACHETE)
-	$(MACHETE) --with-metadata
+# Dependencies that no crate uses: scripts/unused_deps.py reads them as cargo-machete
+# --with-metadata does (a crate's sources against each dependency's library name from
+# `cargo metadata`), without building it: 70 CPU-s of every cold `make test` in its busiest phase.
+lint-deps:
+	python3 scripts/unused_deps.py
 	bash scripts/check_function_deps.sh
 
 # Everything `make test` installs, as its first phase. (A prerequisite list is expanded where the
