@@ -1,7 +1,8 @@
 //! A job opened by its queue and id: the console's page for an alias that may not read the
 //! queues or list their jobs (a producer's, `send` or `{queue}--send`, which may `get`,
-//! `cancel` and `reschedule` the jobs it knows by id). Its home page and its jobs and parked
-//! pages are this form instead of a call the function would refuse.
+//! `cancel` and `reschedule` the jobs it knows by id), and for any page of a queue a queue's
+//! alias does not reach: the home page, a queue's jobs, parked and bulk-cancel pages, and a
+//! job's page are this form instead of a call the function would refuse.
 
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
