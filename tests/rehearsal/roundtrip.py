@@ -74,20 +74,19 @@ class Consumer:
             try:
                 messages = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10,
                                                     WaitTimeSeconds=1).get("Messages", [])
+                for m in messages:
+                    seen = time.time()
+                    with self.lock:
+                        if m["Body"] in self.first_seen:
+                            self.again.append(m["Body"])
+                        else:
+                            self.first_seen[m["Body"]] = seen
+                    self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=m["ReceiptHandle"])
             except Exception as e:  # noqa: BLE001 - a queue deleted with its stack: said once
                 if not (said or self.stopped.is_set()):
                     print(f"note the consumer of {self.url} cannot receive: {e}", flush=True)
                     said = True
                 time.sleep(1)
-                continue
-            for m in messages:
-                seen = time.time()
-                with self.lock:
-                    if m["Body"] in self.first_seen:
-                        self.again.append(m["Body"])
-                    else:
-                        self.first_seen[m["Body"]] = seen
-                self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=m["ReceiptHandle"])
 
     def seen(self, bodies):
         """{body: first receipt} of those received, and the bodies received more than once."""
