@@ -5,8 +5,9 @@ What cargo-machete does with `--with-metadata`, without building it (70 CPU-s of
 `make test`, in its busiest phase): for each workspace crate, each dependency it declares
 (normal, dev and build) is used when its library name, as `cargo metadata` resolves it (a
 rename, else the package's lib target), appears in a `.rs` file under the crate's directory as
-a path (`name::`) or after `use` or `extern crate`, outside `//` comments. A crate lists what only its doc comments use
-(doc tests) under `[package.metadata.cargo-machete] ignored`, as for cargo-machete.
+a path (`name::`) or after `use` or `extern crate`, outside `//` comments. A crate lists what
+only its doc comments use (doc tests) under `[package.metadata.cargo-machete] ignored`, as for
+cargo-machete.
 
 Exit 1 naming each unused dependency and its manifest; 0 when there is none.
 """
@@ -30,15 +31,12 @@ def lib_names(metadata: dict) -> dict[str, str]:
     return names
 
 
-def sources(root: Path) -> str:
-    """Every `.rs` file under a crate's directory, but a nested crate's and `target/`'s."""
+def sources(root: Path, others: list[Path]) -> str:
+    """Every `.rs` file under a crate's directory, but `target/`'s and those of the workspace
+    crates nested in it (`others`)."""
     texts = []
     for path in root.rglob("*.rs"):
-        relative = path.relative_to(root).parts
-        if "target" in relative:
-            continue
-        # A directory below with its own Cargo.toml is another crate (its own sources).
-        if any((root.joinpath(*relative[:i]) / "Cargo.toml").exists() for i in range(1, len(relative))):
+        if "target" in path.relative_to(root).parts or any(path.is_relative_to(o) for o in others):
             continue
         # Comments are no use (a doc comment's example is a doc test: `ignored`). A `//` after
         # `:` is a URL's, in a string.
@@ -58,11 +56,13 @@ def main() -> int:
     libs = lib_names(metadata)
     members = set(metadata["workspace_members"])
     unused = []
+    roots = {p["id"]: Path(p["manifest_path"]).parent for p in metadata["packages"] if p["id"] in members}
     for package in metadata["packages"]:
         if package["id"] not in members:
             continue
-        root = Path(package["manifest_path"]).parent
-        text = sources(root)
+        root = roots[package["id"]]
+        others = [r for r in roots.values() if r != root and r.is_relative_to(root)]
+        text = sources(root, others)
         ignored = set(((package.get("metadata") or {}).get("cargo-machete") or {}).get("ignored", []))
         for dep in {d["name"]: d for d in package["dependencies"]}.values():
             if dep["name"] in ignored:

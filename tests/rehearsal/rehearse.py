@@ -564,8 +564,7 @@ def main():
             t.join()
         check(not proxy.errors, f"the CloudFormation proxy expanded every change set (errors: {proxy.errors})")
         for d in typed_deliveries:
-            deliveries.expected += d.expected
-            deliveries.delivered += d.delivered
+            deliveries.add(d)
 
         print(f"rehearsal: {deliveries.delivered} of {deliveries.expected} jobs delivered through the deployed functions", flush=True)
         check(deliveries.expected > 0 and deliveries.delivered == deliveries.expected,

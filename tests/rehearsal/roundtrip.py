@@ -45,6 +45,11 @@ class Deliveries:
         self.expected = 0
         self.delivered = 0
 
+    def add(self, other):
+        """Counts another thread's deliveries in with these."""
+        self.expected += other.expected
+        self.delivered += other.delivered
+
 
 class Consumer:
     """Receives one queue's messages from its start until `stop`, as a user's consumer does:

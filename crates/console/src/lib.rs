@@ -62,13 +62,18 @@ impl Console {
             Offered::Class(class, key) => {
                 class.allows(action)
                     && match (key, queue) {
-                        (Some(key), Some(queue)) => alias_key(queue) == *key,
+                        (Some(key), Some(queue)) => on_its_queue(key, queue),
                         _ => true,
                     }
             }
             Offered::Nothing => false,
         }
     }
+}
+
+/// Whether `queue` is the one a queue's alias with `key` is for.
+pub(crate) fn on_its_queue(key: &str, queue: &str) -> bool {
+    alias_key(queue) == key
 }
 
 /// What the function, called as the console names it, lets the console offer.

@@ -33,7 +33,8 @@ pub(crate) struct Filters {
     pub msg: Option<String>,
 }
 
-fn given(v: &Option<String>) -> Option<&str> {
+/// A form field as given: trimmed, `None` when empty.
+pub(crate) fn given(v: &Option<String>) -> Option<&str> {
     v.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
 

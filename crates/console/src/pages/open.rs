@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use maud::{html, Markup};
 use serde::Deserialize;
 
+use super::jobs::given;
 use crate::layout::{enc, shell};
 use crate::{Offered, Shared};
 
@@ -18,10 +19,6 @@ use crate::{Offered, Shared};
 pub(crate) struct Open {
     pub queue: Option<String>,
     pub job_id: Option<String>,
-}
-
-fn given(v: &Option<String>) -> Option<&str> {
-    v.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
 
 /// The queue a queue's alias is for, read back from the key its name carries: a FIFO queue's
@@ -39,14 +36,16 @@ fn alias_queue(c: &Shared) -> Option<String> {
 
 /// The form: a queue and a job id. The queue starts as the alias's own, or else `queue`.
 pub(crate) fn form(c: &Shared, queue: Option<&str>) -> Markup {
-    let queue = alias_queue(c).or_else(|| queue.map(str::to_owned)).unwrap_or_default();
+    let own = alias_queue(c);
+    let read_back = own.as_deref().is_some_and(|q| q.ends_with(".fifo"));
+    let queue = own.or_else(|| queue.map(str::to_owned)).unwrap_or_default();
     html! {
         form.filters #open method="get" action="/open" {
             label { "queue" input name="queue" value=(queue) required; }
             label { "job id" input name="job_id" required; }
             button type="submit" { "Open" }
         }
-        @if queue.ends_with(".fifo") && alias_queue(c).is_some() {
+        @if read_back {
             p.muted { "The alias's name writes a FIFO queue's .fifo as -fifo: correct the queue if it is not a FIFO queue." }
         }
     }
@@ -58,7 +57,7 @@ pub(crate) fn page(c: &Shared, title: &str, queue: Option<&str>, flash: Option<&
         p.muted #open-why {
             @match &c.rights {
                 Offered::Nothing => "This alias has no rights: the function refuses every call through it.",
-                Offered::Class(class, Some(key)) if queue.is_some_and(|q| sqs_waiter_client::rights::alias_key(q) != *key) => {
+                Offered::Class(class, Some(key)) if queue.is_some_and(|q| !crate::on_its_queue(key, q)) => {
                     "This is the " (class.as_str()) " alias of queue " (key) ": it reaches no other queue."
                 }
                 _ => "This alias may not list jobs: open one by its queue and id, and cancel or reschedule it there.",
