@@ -11,6 +11,7 @@ use maud::html;
 use serde::Deserialize;
 use sqs_waiter_client::{List, ListStatus, Tags, MAX_PAGE_LIMIT};
 
+use super::given;
 use crate::layout::{csrf, enc, failed, shell, time_opt};
 use crate::Shared;
 
@@ -31,11 +32,6 @@ pub(crate) struct Filters {
     pub id: Option<String>,
     pub cursor: Option<String>,
     pub msg: Option<String>,
-}
-
-/// A form field as given: trimmed, `None` when empty.
-pub(crate) fn given(v: &Option<String>) -> Option<&str> {
-    v.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
 
 /// RFC 3339, or a browser's `YYYY-MM-DDTHH:MM[:SS]` read as UTC.

@@ -25,3 +25,8 @@ pub(crate) async fn not_found(State(c): State<Shared>) -> Response {
 pub(crate) struct Flash {
     pub msg: Option<String>,
 }
+
+/// A form field as given: trimmed, `None` when empty.
+pub(crate) fn given(v: &Option<String>) -> Option<&str> {
+    v.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}

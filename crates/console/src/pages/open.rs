@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use maud::{html, Markup};
 use serde::Deserialize;
 
-use super::jobs::given;
+use super::given;
 use crate::layout::{enc, shell};
 use crate::{Offered, Shared};
 
